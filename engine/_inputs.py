@@ -1,0 +1,131 @@
+"""Input coercion, validation and broadcasting shared by every engine function.
+
+Every public engine function accepts scalars, numpy arrays and pandas Series alike. This module
+turns those into float64 numpy arrays, checks each against a named rule, broadcasts them together
+and wraps the result back into the caller's kind (float for all-scalar input, Series carrying the
+first Series' index, ndarray otherwise). Bad input raises :class:`InputError`, a ``ValueError``
+whose message names the argument, the offending value (and its position in an array) and the rule.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+
+class InputError(ValueError):
+    """Invalid input: carries ``field`` (argument name), ``value`` and ``rule``."""
+
+    def __init__(self, field: str, value: Any, rule: str, position: tuple | None = None):
+        self.field = field
+        self.value = value
+        self.rule = rule
+        self.position = position
+        where = "" if not position else "[" + ", ".join(str(i) for i in position) + "]"
+        super().__init__(f"{field}{where}={_show(value)}: {rule}")
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# ---------------------------------------------------------------------------------------------
+# rules: (predicate on a float array -> bool mask of GOOD elements, human-readable rule)
+RULES: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
+    "positive": (lambda a: a > 0, "must be > 0"),
+    "nonnegative": (lambda a: a >= 0, "must be >= 0"),
+    "fraction": (lambda a: (a >= 0) & (a < 1), "must be a fraction in [0, 1)"),
+    "count": (lambda a: (a >= 1) & (a == np.floor(a)), "must be a whole number >= 1"),
+    "any": (lambda a: np.ones(a.shape, dtype=bool), ""),
+}
+
+
+def as_float_array(name: str, value: Any, rule: str = "any", allow_inf: bool = False) -> np.ndarray:
+    """Coerce ``value`` to a float64 array and check it against ``rule``.
+
+    Rejects strings, booleans, ``None``, NaN and (unless ``allow_inf``) infinities, naming the
+    first offending element.
+    """
+    if isinstance(value, pd.Series):
+        raw = value.to_numpy()
+    elif isinstance(value, (str, bytes)) or value is None or isinstance(value, bool):
+        raise InputError(name, value, "must be a number or an array of numbers")
+    else:
+        raw = np.asarray(value)
+    if raw.dtype.kind in "iuf":
+        arr = raw.astype(np.float64, copy=False)
+    else:
+        # object/string/bool arrays: find the first element that is not a real number
+        flat = raw.reshape(-1) if raw.ndim else raw.reshape(1)
+        for i, item in enumerate(flat):
+            if isinstance(item, bool) or isinstance(item, np.bool_) or not isinstance(item, numbers.Real):
+                pos = np.unravel_index(i, raw.shape) if raw.ndim else None
+                raise InputError(name, item, "must be a number", tuple(int(p) for p in pos) if pos else None)
+        arr = raw.astype(np.float64)
+    bad = np.isnan(arr) if allow_inf else ~np.isfinite(arr)
+    if bad.any():
+        _raise_first(name, arr, bad, "must be a finite number" if not allow_inf else "must not be NaN")
+    predicate, text = RULES[rule]
+    with np.errstate(invalid="ignore"):
+        bad = ~predicate(arr)
+    if bad.any():
+        _raise_first(name, arr, bad, text)
+    return arr
+
+
+def _raise_first(name: str, arr: np.ndarray, bad: np.ndarray, rule: str) -> None:
+    idx = np.argwhere(bad)[0] if arr.ndim else None
+    value = arr[tuple(idx)] if idx is not None else arr[()]
+    raise InputError(name, float(value), rule, tuple(int(i) for i in idx) if idx is not None else None)
+
+
+def broadcast(**arrays: np.ndarray) -> list[np.ndarray]:
+    """Broadcast named arrays together, naming them all when their shapes do not fit."""
+    try:
+        return list(np.broadcast_arrays(*arrays.values()))
+    except ValueError:
+        shapes = ", ".join(f"{k} {np.shape(v)}" for k, v in arrays.items())
+        raise InputError(
+            "shapes", shapes, "arguments must have the same shape or broadcast together (numpy rules)"
+        ) from None
+
+
+def wrapper(*originals: Any) -> Callable[[Any], Any]:
+    """Return a function that gives a result the kind of the caller's inputs.
+
+    A pandas Series among the inputs -> Series with that index; all scalars -> float;
+    otherwise an ndarray.
+    """
+    series = next((v for v in originals if isinstance(v, pd.Series)), None)
+    all_scalar = all(np.ndim(v) == 0 for v in originals if not isinstance(v, pd.Series)) and series is None
+
+    def wrap(result: np.ndarray, name: str | None = None) -> Any:
+        result = np.asarray(result, dtype=np.float64)
+        if series is not None and result.shape == (len(series),):
+            return pd.Series(result, index=series.index, name=name)
+        if all_scalar and result.ndim == 0:
+            return float(result)
+        return result
+
+    return wrap
+
+
+def check_finite_result(name: str, result: np.ndarray, why: str) -> None:
+    """Raise instead of returning inf/NaN from a computation that overflowed."""
+    bad = ~np.isfinite(result)
+    if np.any(bad):
+        idx = np.argwhere(bad)[0] if np.ndim(result) else None
+        raise InputError(name, float(np.asarray(result)[tuple(idx)] if idx is not None else result), why,
+                         tuple(int(i) for i in idx) if idx is not None else None)
+
+
+def prepare(*specs: tuple[str, Any, str]) -> tuple[list[np.ndarray], Callable[[Any], Any]]:
+    """Validate ``(name, value, rule)`` triples, broadcast them, and give the result wrapper."""
+    arrays = {name: as_float_array(name, value, rule) for name, value, rule in specs}
+    return broadcast(**arrays), wrapper(*(value for _, value, _ in specs))

@@ -1,0 +1,331 @@
+"""Scenarios: a validated record, a pandas table of them, TOML presets, and ``evaluate``.
+
+A scenario says how a training job saves and fails and what its GPUs cost. Units are in the field
+names: ``_min`` minutes, ``_h`` hours, ``_fraction``/``_share`` in [0, 1). The table form has one
+column per field; correlated failure domains are flattened into ``domain1_name``,
+``domain1_mtbf_h``, ``domain1_nodes_per_domain``, ``domain2_...`` columns. An optional number left
+empty (NaN) in a table means "not given" (e.g. no chosen interval: use the optimum).
+
+:func:`evaluate` turns a table into every derived figure, vectorised over rows.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from . import cost, reliability, waste
+from ._inputs import RULES, InputError, as_float_array
+from .reliability import FailureDomain
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    name: str
+    rule: str            # key of engine._inputs.RULES
+    unit: str
+    label: str
+    required: bool = False
+    default: float | None = None   # None: optional, absent means "not given"
+
+
+FIELDS: tuple[FieldSpec, ...] = (
+    FieldSpec("checkpoint_stall_min", "nonnegative", "min", "Checkpoint stall seen by the training step (blocking part of a save)", True),
+    FieldSpec("async_write_min", "nonnegative", "min", "Background write time until the checkpoint is durable (0 = synchronous save)", default=0.0),
+    FieldSpec("async_slowdown_fraction", "fraction", "fraction", "Share of training throughput lost while the background write runs", default=0.0),
+    FieldSpec("restart_min", "nonnegative", "min", "Restart time after each failure (reallocate, download, restart)", default=0.0),
+    FieldSpec("node_mtbf_h", "positive", "h", "Mean time between failures of one node (independent failures)"),
+    FieldSpec("job_mtbf_h", "positive", "h", "Job MTBF override (e.g. fitted from a log); replaces the node-derived value"),
+    FieldSpec("nodes", "count", "nodes", "Nodes in the job", True),
+    FieldSpec("gpus_per_node", "count", "GPUs", "GPUs per node", default=8.0),
+    FieldSpec("nonfatal_share", "fraction", "fraction", "Share of node failures the job survives", default=0.0),
+    FieldSpec("useful_training_h", "positive", "h", "Useful training compute needed (wall hours with no saves or failures)", True),
+    FieldSpec("price_per_gpu_hour", "nonnegative", "per GPU-h", "Price per GPU-hour", True),
+    FieldSpec("interval_min", "positive", "min", "Chosen compute interval between saves (empty = exact optimum)"),
+    FieldSpec("deadline_h", "positive", "h", "Deadline for the run (used by the Monte Carlo)"),
+    FieldSpec("runs_per_month", "positive", "runs", "Runs per month for monthly figures (empty = back-to-back runs)"),
+)
+FIELD_BY_NAME = {f.name: f for f in FIELDS}
+TEXT_FIELDS = ("name", "description", "source", "currency")
+_DOMAIN_COL = re.compile(r"^domain(\d+)_(name|mtbf_h|nodes_per_domain)$")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One scenario; see :data:`FIELDS` for each number's unit and rule. Validated on creation."""
+
+    name: str
+    checkpoint_stall_min: float
+    nodes: int
+    useful_training_h: float
+    price_per_gpu_hour: float
+    node_mtbf_h: float | None = None
+    job_mtbf_h: float | None = None
+    async_write_min: float = 0.0
+    async_slowdown_fraction: float = 0.0
+    restart_min: float = 0.0
+    gpus_per_node: int = 8
+    nonfatal_share: float = 0.0
+    interval_min: float | None = None
+    deadline_h: float | None = None
+    runs_per_month: float | None = None
+    domains: tuple[FailureDomain, ...] = ()
+    currency: str = "USD"
+    description: str = ""
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "domains", tuple(
+            d if isinstance(d, FailureDomain) else FailureDomain(**d) for d in self.domains))
+        validate_table(to_table([self]))
+
+    def replace(self, **changes: Any) -> "Scenario":
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+    def with_nodes(self, nodes: int, scaling_efficiency: float = 1.0) -> "Scenario":
+        """The same training on ``nodes`` nodes: useful hours scale by ``old/new / efficiency``.
+
+        ``scaling_efficiency`` (0, 1]: 1 = perfect scaling (GPU-hours of useful compute unchanged).
+        """
+        if not (isinstance(scaling_efficiency, (int, float)) and 0 < scaling_efficiency <= 1):
+            raise InputError("scaling_efficiency", scaling_efficiency, "must be in (0, 1]")
+        hours = self.useful_training_h * self.nodes / (nodes * scaling_efficiency)
+        return self.replace(nodes=nodes, useful_training_h=hours, name=f"{self.name} @ {nodes} nodes")
+
+
+# ------------------------------------------------------------------------------------------- TOML
+
+TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
+
+
+def list_templates() -> list[str]:
+    """Names of the shipped presets in ``templates/`` (file stems)."""
+    return sorted(p.stem for p in TEMPLATE_DIR.glob("*.toml"))
+
+
+def load_scenario(source: str | Path) -> Scenario:
+    """Load a scenario from a template name (see :func:`list_templates`) or a TOML file path.
+
+    The file has a ``[scenario]`` table with the fields of :class:`Scenario` and optional
+    ``[[scenario.domains]]`` tables (``name``, ``mtbf_h``, ``nodes_per_domain``).
+    """
+    path = Path(source)
+    if not path.suffix and not path.exists():
+        path = TEMPLATE_DIR / f"{source}.toml"
+        if not path.exists():
+            raise InputError("template", str(source), f"unknown template; available: {', '.join(list_templates())}")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("scenario file", str(path), "file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError("scenario file", str(path), f"is not valid TOML ({exc})") from None
+    return scenario_from_dict(data.get("scenario", data), origin=str(path))
+
+
+def scenario_from_dict(data: dict[str, Any], origin: str = "scenario") -> Scenario:
+    """Build a :class:`Scenario` from a plain dict (e.g. parsed TOML), naming unknown keys."""
+    known = {f.name for f in fields(Scenario)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise InputError(f"{origin}: {unknown[0]}", data[unknown[0]], f"unknown field; known fields: {', '.join(sorted(known))}")
+    missing = [f.name for f in FIELDS if f.required and f.name not in data] + (["name"] if "name" not in data else [])
+    if missing:
+        raise InputError(f"{origin}: {missing[0]}", None, "is required")
+    return Scenario(**data)
+
+
+def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
+    """Plain dict (TOML-ready: optional fields left out when not given)."""
+    data = asdict(scenario)
+    data["domains"] = [asdict(d) for d in scenario.domains]
+    return {k: v for k, v in data.items() if v is not None and v != []}
+
+
+# ------------------------------------------------------------------------------------------ table
+
+def to_table(scenarios: Iterable[Scenario]) -> pd.DataFrame:
+    """A DataFrame with one row per scenario and flattened ``domain{i}_*`` columns."""
+    rows = []
+    for sc in scenarios:
+        row = {k: v for k, v in asdict(sc).items() if k != "domains"}
+        for k, v in row.items():
+            if v is None:
+                row[k] = np.nan
+        for i, dom in enumerate(sc.domains, start=1):
+            row[f"domain{i}_name"] = dom.name
+            row[f"domain{i}_mtbf_h"] = dom.mtbf_h
+            row[f"domain{i}_nodes_per_domain"] = dom.nodes_per_domain
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _domain_indices(table: pd.DataFrame) -> list[int]:
+    found = sorted({int(m.group(1)) for c in table.columns if (m := _DOMAIN_COL.match(str(c)))})
+    for i in found:
+        for part in ("mtbf_h", "nodes_per_domain"):
+            if f"domain{i}_{part}" not in table.columns:
+                raise InputError("columns", f"domain{i}_{part}", "missing: every domain needs both domain{i}_mtbf_h and domain{i}_nodes_per_domain")
+    return found
+
+
+def _column(table: pd.DataFrame, spec: FieldSpec) -> np.ndarray:
+    """Validated float column; NaN (absent) allowed only for optional fields without default."""
+    if spec.name not in table.columns:
+        if spec.required:
+            raise InputError("columns", spec.name, "missing required column")
+        fill = np.nan if spec.default is None else spec.default
+        return np.full(len(table), fill, dtype=float)
+    values = table[spec.name]
+    if values.dtype.kind in "iuf":
+        arr = values.to_numpy(dtype=float)
+    else:  # object, string or bool column: every cell must be a number or empty
+        for label, v in values.items():
+            if not (_is_number(v) or _is_absent(v)):
+                raise InputError(f"row {label}: {spec.name}", v, "must be a number")
+        arr = np.array([np.nan if _is_absent(v) else float(v) for v in values], dtype=float)
+    if spec.default is not None:
+        arr = np.where(np.isnan(arr), spec.default, arr)
+    absent = np.isnan(arr)
+    if spec.required and absent.any():
+        raise InputError(f"row {table.index[int(np.argmax(absent))]}: {spec.name}", None, "is required")
+    predicate, rule = RULES[spec.rule]
+    with np.errstate(invalid="ignore"):
+        bad = ~(predicate(arr) & np.isfinite(arr)) & ~absent
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InputError(f"row {table.index[i]}: {spec.name}", float(arr[i]), rule if np.isfinite(arr[i]) else "must be a finite number")
+    return arr
+
+
+def _is_absent(v: Any) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def validate_table(table: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Check every column against its rule and return the numeric columns as float arrays.
+
+    Raises :class:`InputError` naming the row label, the column, the value and the rule. Besides
+    the per-field rules: each row needs ``node_mtbf_h`` or ``job_mtbf_h``; a save must cost
+    something (``checkpoint_stall_min + async_write_min > 0``: measure it, e.g. ``ckptplan probe``);
+    a chosen interval must leave time for the background write.
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise InputError("table", type(table).__name__, "must be a pandas DataFrame (see engine.to_table)")
+    cols = {spec.name: _column(table, spec) for spec in FIELDS}
+    both_absent = np.isnan(cols["node_mtbf_h"]) & np.isnan(cols["job_mtbf_h"])
+    if both_absent.any():
+        raise InputError(f"row {table.index[int(np.argmax(both_absent))]}: node_mtbf_h", None,
+                         "give node_mtbf_h (with nodes) or job_mtbf_h")
+    free = (cols["checkpoint_stall_min"] + cols["async_write_min"]) <= 0
+    if free.any():
+        raise InputError(f"row {table.index[int(np.argmax(free))]}: checkpoint_stall_min", 0.0,
+                         "checkpoint_stall_min + async_write_min must be > 0: no save is free (measure it)")
+    behind = cols["async_write_min"] * (1 - cols["async_slowdown_fraction"])
+    late = behind > cols["interval_min"]  # NaN interval compares False
+    if late.any():
+        i = int(np.argmax(late))
+        raise InputError(f"row {table.index[i]}: interval_min", float(cols["interval_min"][i]),
+                         f"must be >= async_write_min * (1 - async_slowdown_fraction) = {behind[i]:.6g} "
+                         "(the write must be durable before the next save)")
+    for i in _domain_indices(table):
+        for part, rule in (("mtbf_h", "positive"), ("nodes_per_domain", "count")):
+            name = f"domain{i}_{part}"
+            spec = FieldSpec(name, rule, "", name)
+            cols[name] = _column(table, spec)
+        half = np.isnan(cols[f"domain{i}_mtbf_h"]) != np.isnan(cols[f"domain{i}_nodes_per_domain"])
+        if half.any():
+            r = int(np.argmax(half))
+            raise InputError(f"row {table.index[r]}: domain{i}", None,
+                             f"give both domain{i}_mtbf_h and domain{i}_nodes_per_domain, or neither")
+    return cols
+
+
+def evaluate(table: pd.DataFrame | Scenario | Iterable[Scenario]) -> pd.DataFrame:
+    """Every derived figure of each scenario, as columns appended to the table.
+
+    Units: minutes for ``*_min``, hours for ``*_h``, GPU-hours, money in the row's currency.
+    Intervals are compute time between saves. Columns added:
+
+    * ``job_mtbf_h`` (:func:`engine.reliability.job_mtbf_with_domains`, or the override),
+      ``effective_stall_min`` (blocking stall + throughput lost to async writes);
+    * ``young_interval_min``, ``daly_interval_min``, ``exact_interval_min`` (from the effective
+      stall) and ``chosen_interval_min`` (``interval_min`` if given, else the exact optimum);
+    * ``first_order_waste`` (at the chosen interval), ``young_min_waste``;
+      ``waste_fraction`` (exact model at the chosen interval, share of wall time),
+      ``waste_fraction_at_optimum``, ``waste_fraction_at_young``, ``waste_fraction_at_daly``;
+    * ``expected_failures``; ``wall_h`` and its split ``useful_h``, ``save_h``, ``rework_h``,
+      ``restart_h``; ``gpus``; ``total_gpu_hours`` and ``{useful,save,rework,restart}_gpu_hours``;
+      ``total_cost`` and ``{...}_cost``; ``goodput`` (useful share of GPU-hours) and
+      ``cost_per_useful_gpu_hour``.
+
+    Long-run model for exponential failures (:func:`engine.waste.expected_wall_time`); for
+    deadlines and non-exponential failures see :mod:`engine.deadline`.
+    """
+    if isinstance(table, Scenario):
+        table = to_table([table])
+    elif not isinstance(table, pd.DataFrame):
+        table = to_table(table)
+    cols = validate_table(table)
+    out = table.copy()
+    # a row without domain i (empty cells) gets a domain that never fails
+    domains = [FailureDomain(f"domain{i}", np.nan_to_num(cols[f"domain{i}_mtbf_h"], nan=np.inf),
+                             np.nan_to_num(cols[f"domain{i}_nodes_per_domain"], nan=1.0))
+               for i in _domain_indices(table)]
+    node_given = ~np.isnan(cols["node_mtbf_h"])
+    # rows that give only job_mtbf_h get a placeholder node MTBF; their derived value is discarded
+    derived = np.asarray(reliability.job_mtbf_with_domains(
+        np.where(node_given, cols["node_mtbf_h"], 1.0), cols["nodes"], domains, cols["nonfatal_share"]))
+    job_mtbf_h = np.where(np.isnan(cols["job_mtbf_h"]), derived, cols["job_mtbf_h"])
+    M = job_mtbf_h * 60.0
+    C, W, s = cols["checkpoint_stall_min"], cols["async_write_min"], cols["async_slowdown_fraction"]
+    R = cols["restart_min"]
+    work = cols["useful_training_h"] * 60.0
+    c_eff = np.asarray(waste.effective_stall(C, W, s))
+    young = np.asarray(waste.young_interval(c_eff, M))
+    daly = np.asarray(waste.daly_interval(c_eff, M))
+    exact = np.asarray(waste.exact_optimal_interval(C, M, W, s))
+    chosen = np.where(np.isnan(cols["interval_min"]), exact, cols["interval_min"])
+    floor = W * (1 - s)  # Young/Daly ignore the write; never evaluate them below the durability floor
+    parts = waste.time_breakdown(work, chosen, C, M, R, W, s)
+    gpus = cols["nodes"] * cols["gpus_per_node"]
+    price = cols["price_per_gpu_hour"]
+
+    out["job_mtbf_h"] = job_mtbf_h
+    out["effective_stall_min"] = c_eff
+    out["young_interval_min"] = young
+    out["daly_interval_min"] = daly
+    out["exact_interval_min"] = exact
+    out["chosen_interval_min"] = chosen
+    out["first_order_waste"] = waste.first_order_waste(chosen, c_eff, M)
+    out["young_min_waste"] = waste.young_min_waste(c_eff, M)
+    out["waste_fraction"] = waste.waste_fraction(chosen, C, M, R, W, s)
+    out["waste_fraction_at_optimum"] = waste.waste_fraction(exact, C, M, R, W, s)
+    out["waste_fraction_at_young"] = waste.waste_fraction(np.maximum(young, floor), C, M, R, W, s)
+    out["waste_fraction_at_daly"] = waste.waste_fraction(np.maximum(daly, floor), C, M, R, W, s)
+    out["expected_failures"] = parts["failures"]
+    out["wall_h"] = parts["total"] / 60.0
+    for cat in cost.CATEGORIES:
+        out[f"{cat}_h"] = parts[cat] / 60.0
+    out["gpus"] = gpus
+    out["total_gpu_hours"] = cost.gpu_hours(out["wall_h"].to_numpy(), gpus)
+    out["total_cost"] = cost.money(out["total_gpu_hours"].to_numpy(), price)
+    for cat in cost.CATEGORIES:
+        out[f"{cat}_gpu_hours"] = cost.gpu_hours(out[f"{cat}_h"].to_numpy(), gpus)
+        out[f"{cat}_cost"] = cost.money(out[f"{cat}_gpu_hours"].to_numpy(), price)
+    out["goodput"] = cost.goodput(out["useful_h"].to_numpy(), out["wall_h"].to_numpy())
+    out["cost_per_useful_gpu_hour"] = out["total_cost"] / out["useful_gpu_hours"]
+    return out
+

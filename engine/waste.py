@@ -1,0 +1,258 @@
+"""Checkpoint-interval and waste models.
+
+Symbols (one time unit of the caller's choosing, used consistently):
+
+* ``T``  compute interval: useful work done between two saves.
+* ``C``  checkpoint stall: wall time the training step is blocked per save.
+* ``M``  job-wide mean time between interruptions (exponential failures unless stated).
+* ``R``  restart time paid after every failure (reallocate, download, restart).
+* ``W``  background write time of an asynchronous save (after the blocking part ``C``), during
+  which training runs but loses the fraction ``slowdown`` of its throughput; the checkpoint is
+  restorable only once the write is durable. ``W = 0`` is a synchronous save.
+* ``work`` useful compute the job needs in total.
+
+References
+----------
+* [Young74] J. W. Young, "A first order approximation to the optimum checkpoint interval",
+  Communications of the ACM 17(9), 530-531, 1974.
+* [Daly06] J. T. Daly, "A higher order estimate of the optimum checkpoint interval for restart
+  dumps", Future Generation Computer Systems 22(3), 303-312, 2006 (doi:10.1016/j.future.2004.11.016):
+  the complete cost function for Poisson failures (expected wall time with restart time R), its
+  exact optimum through Lambert's W, and the perturbation (higher-order) estimate of the optimum.
+  Worked cases: 5-minute dump, R = 10 min: 117 min at M = 24 h, 57 min at M = 6 h, 9.1 min at
+  M = 15 min (Figs. 3-5).
+* [Bougeret11] M. Bougeret, H. Casanova, M. Rabie, Y. Robert, F. Vivien, "Checkpointing strategies
+  for parallel jobs", SC'11: the exact optimum for exponential failures through Lambert's W.
+
+Every function broadcasts over scalars, numpy arrays and pandas Series and raises
+:class:`engine.InputError` (a ``ValueError``) naming the argument, value and rule on bad input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import lambertw
+
+from ._inputs import InputError, check_finite_result, prepare
+
+# largest exponent whose exp() is finite in float64 (log of float max is 709.78)
+_MAX_LOG = 709.0
+
+
+def young_interval(C, M):
+    """Young's first-order optimum interval ``T = sqrt(2 C M)`` [Young74].
+
+    Minimises :func:`first_order_waste`. Assumes exponential failures and ``C << T << M``; it
+    ignores failures during the save and the restart time. For ``C`` approaching ``M`` the result
+    exceeds ``M`` and the model no longer means anything: use :func:`exact_optimal_interval`.
+    ``C = 0`` gives 0 (save continuously).
+    """
+    (C_, M_), wrap = prepare(("C", C, "nonnegative"), ("M", M, "positive"))
+    return wrap(np.sqrt(2.0 * C_ * M_))
+
+
+def first_order_waste(T, C, M):
+    """First-order waste ``C/T + T/(2M)`` as a fraction of useful compute time [Young74].
+
+    ``C/T`` is the save overhead, ``T/(2M)`` the expected rework (half an interval per failure).
+    Valid for ``C << T << M``; values near or above 1 mean the first-order model has broken down,
+    not that the job wastes everything. Restart time is not included.
+    """
+    (T_, C_, M_), wrap = prepare(("T", T, "positive"), ("C", C, "nonnegative"), ("M", M, "positive"))
+    return wrap(C_ / T_ + T_ / (2.0 * M_))
+
+
+def young_min_waste(C, M):
+    """First-order waste at Young's optimum: ``sqrt(2C/M)`` (= ``first_order_waste(sqrt(2CM), C, M)``)."""
+    (C_, M_), wrap = prepare(("C", C, "nonnegative"), ("M", M, "positive"))
+    return wrap(np.sqrt(2.0 * C_ / M_))
+
+
+def daly_interval(C, M):
+    """Daly's higher-order optimum interval [Daly06, perturbation solution].
+
+    ``T = sqrt(2CM) * (1 + sqrt(C/(2M))/3 + (C/(2M))/9) - C`` for ``C < 2M``, else ``T = M``.
+
+    Derived from a perturbation expansion of the exact exponential model (:func:`expected_wall_time`)
+    in ``C/M``; it accounts for failures during the save. The ``C >= 2M`` branch is Daly's
+    prescription for the regime where the expansion fails: a valid answer, not an error (the job
+    spends most of its time saving and restarting there; check :func:`waste_fraction`).
+    Tends to :func:`young_interval` as ``C/M -> 0``.
+    """
+    (C_, M_), wrap = prepare(("C", C, "nonnegative"), ("M", M, "positive"))
+    ratio = C_ / (2.0 * M_)
+    higher = np.sqrt(2.0 * C_ * M_) * (1.0 + np.sqrt(ratio) / 3.0 + ratio / 9.0) - C_
+    return wrap(np.where(C_ < 2.0 * M_, higher, M_))
+
+
+def effective_stall(C, W=0.0, slowdown=0.0):
+    """Compute time lost per save: blocking stall plus throughput lost during the write.
+
+    ``C_eff = C + W * slowdown``. An asynchronous save with ``C = 0`` still costs ``W * slowdown``
+    of compute, and (see :func:`expected_wall_time`) delays the moment the checkpoint becomes
+    restorable by ``W``.
+    """
+    (C_, W_, s_), wrap = prepare(("C", C, "nonnegative"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"))
+    return wrap(C_ + W_ * s_)
+
+
+def _log_wall_per_work(T_, C_, M_, R_, W_, s_):
+    """log of expected wall time per unit of useful work, exact exponential model (see below)."""
+    period = T_ + C_ + W_ * s_            # wall time between two saves in steady state
+    exposed = T_ + C_ + W_                # from restore to durability of the next checkpoint
+    return np.log(M_) + (R_ + exposed) / M_ + np.log(-np.expm1(-period / M_)) - np.log(T_)
+
+
+def _validate_async(T_, W_, s_):
+    behind = W_ * (1.0 - s_)
+    bad = behind > T_ * (1.0 + 1e-12)
+    if np.any(bad):
+        idx = tuple(np.argwhere(bad)[0]) if bad.ndim else ()
+        raise InputError(
+            "W", float(W_[idx]),
+            f"the background write must be durable before the next save starts: "
+            f"W * (1 - slowdown) = {float(behind[idx]):.6g} must be <= T = {float(T_[idx]):.6g}",
+            tuple(int(i) for i in idx) or None,
+        )
+
+
+def expected_wall_time(work, T, C, M, R=0.0, W=0.0, slowdown=0.0):
+    """Expected wall time to finish ``work`` units of compute, exact for exponential failures.
+
+    Synchronous saves (``W = 0``), [Daly06, complete cost function]::
+
+        E = M * exp(R/M) * (exp((T + C)/M) - 1) * work / T
+
+    Asynchronous saves (``W > 0``): the save blocks for ``C``, then writes for ``W`` while training
+    runs at ``1 - slowdown`` of its speed; the checkpoint is restorable only once durable, so a
+    failure during the write falls back to the previous checkpoint. With ``P = T + C + W*slowdown``
+    (steady-state wall time per interval) and ``L = T + C + W`` (from a restore to the next durable
+    checkpoint, no write pending after a restart)::
+
+        E = M * exp(R/M) * exp(L/M) * (1 - exp(-P/M)) * work / T
+
+    which reduces to Daly's formula at ``W = 0``. Derivation (renewal argument over durable
+    checkpoints): from a durable checkpoint the next one is reached after ``P`` without failure
+    (probability ``exp(-P/M)``); a failure costs the time to it, a restart (itself restarted on
+    failure: ``M (exp(R/M) - 1)``), then an uninterrupted window ``L`` from the restored state.
+
+    Assumptions: exponential (memoryless) failures at rate ``1/M`` that strike during compute,
+    saves and restarts alike; every interval is a full ``T`` (``work/T`` need not be whole: the
+    steady-state expectation per unit work is scaled); the write finishes before the next save
+    (``W (1 - slowdown) <= T``). For finite jobs, deadlines or non-exponential failures use
+    :mod:`engine.deadline` (Monte Carlo).
+    """
+    (work_, T_, C_, M_, R_, W_, s_), wrap = prepare(
+        ("work", work, "positive"), ("T", T, "positive"), ("C", C, "nonnegative"), ("M", M, "positive"),
+        ("R", R, "nonnegative"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"),
+    )
+    _validate_async(T_, W_, s_)
+    log_total = np.log(work_) + _log_wall_per_work(T_, C_, M_, R_, W_, s_)
+    if np.any(log_total > _MAX_LOG):
+        idx = tuple(np.argwhere(log_total > _MAX_LOG)[0]) if log_total.ndim else ()
+        raise InputError(
+            "M", float(M_[idx]),
+            f"(T + C + W + R)/M = {float(((T_ + C_ + W_ + R_) / M_)[idx]):.4g} is so large that the expected "
+            "wall time overflows: the job would essentially never finish",
+            tuple(int(i) for i in idx) or None,
+        )
+    return wrap(np.exp(log_total))
+
+
+def waste_fraction(T, C, M, R=0.0, W=0.0, slowdown=0.0):
+    """Share of expected wall time not spent on useful compute: ``1 - work / E``.
+
+    ``E`` from :func:`expected_wall_time` (exact exponential model, saves, rework and restarts
+    included; independent of ``work``). In ``[0, 1)``; tends to 1 when ``T + C`` or ``R`` is large
+    against ``M``. Computed in log space, so it stays finite where the wall time would overflow.
+    """
+    (T_, C_, M_, R_, W_, s_), wrap = prepare(
+        ("T", T, "positive"), ("C", C, "nonnegative"), ("M", M, "positive"),
+        ("R", R, "nonnegative"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"),
+    )
+    _validate_async(T_, W_, s_)
+    return wrap(-np.expm1(-_log_wall_per_work(T_, C_, M_, R_, W_, s_)))
+
+
+# Lambert-W series of 1 + W0(z) near the branch point z = -1/e in p = sqrt(2 (1 + e z)):
+# W0 = -1 + p - p^2/3 + 11/72 p^3 - 43/540 p^4 + 769/17280 p^5 - 221/8505 p^6 + ...
+_SERIES = (1.0, -1.0 / 3.0, 11.0 / 72.0, -43.0 / 540.0, 769.0 / 17280.0, -221.0 / 8505.0)
+
+
+def _exact_x(c):
+    """Solve ``(1 - x) exp(x + c) = 1`` for x in [0, 1): x = 1 + W0(-exp(-1 - c))."""
+    c = np.asarray(c, dtype=np.float64)
+    p = np.sqrt(2.0 * -np.expm1(-c))
+    series = sum(coef * p ** (k + 1) for k, coef in enumerate(_SERIES))
+    with np.errstate(over="ignore", invalid="ignore"):
+        lw = 1.0 + lambertw(-np.exp(-1.0 - c)).real
+    x = np.where(c < 1e-3, series, lw)
+    # two Newton steps on g(x) = x + c + log1p(-x) polish both branches to full precision
+    for _ in range(2):
+        safe = (x > 0) & (x < 0.5)
+        xs = np.where(safe, x, 0.25)
+        g = xs + c + np.log1p(-xs)
+        dg = -xs / (1.0 - xs)
+        x = np.where(safe, xs - g / dg, x)
+    return np.clip(x, 0.0, 1.0)
+
+
+def exact_optimal_interval(C, M, W=0.0, slowdown=0.0):
+    """Interval minimising the exact expected wall time (:func:`expected_wall_time`).
+
+    Setting the derivative of ``exp(L/M) (1 - exp(-P/M)) / T`` to zero gives
+    ``(1 - T/M) exp((T + C_eff)/M) = 1`` with ``C_eff = C + W*slowdown`` (:func:`effective_stall`),
+    solved in closed form [Daly06; Bougeret11]::
+
+        T* = M * (1 + W0(-exp(-1 - C_eff/M)))
+
+    (``W0`` the principal branch of Lambert's W; a series near the branch point and two Newton
+    steps keep full precision for tiny ``C_eff/M``). ``R`` only scales the expected time, so it
+    does not move the optimum; ``W`` moves it only through ``C_eff`` and the constraint
+    ``T >= W (1 - slowdown)`` (the write must be durable before the next save), which binds
+    when the unconstrained optimum is shorter. ``T*`` tends to Young's ``sqrt(2 C M)`` as
+    ``C/M -> 0`` and to ``M`` as ``C/M`` grows. ``C_eff = 0`` with ``W = 0`` gives 0.
+    """
+    (C_, M_, W_, s_), wrap = prepare(
+        ("C", C, "nonnegative"), ("M", M, "positive"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"),
+    )
+    T_star = M_ * _exact_x((C_ + W_ * s_) / M_)
+    return wrap(np.maximum(T_star, W_ * (1.0 - s_)))
+
+
+def time_breakdown(work, T, C, M, R=0.0, W=0.0, slowdown=0.0):
+    """Split :func:`expected_wall_time` into where the time goes (exact exponential model).
+
+    Returns a dict of arrays (same kind as the inputs), each in the time unit of the inputs:
+
+    * ``useful``   ``work``: compute that survives.
+    * ``save``     ``(work/T) * (C + W*slowdown)``: blocking stalls and throughput lost to writes
+      on the saves that succeed.
+    * ``restart``  ``failures * M (exp(R/M) - 1)``: restart time, including restarts that were
+      themselves interrupted.
+    * ``rework``   the rest: compute and saves lost to failures (work since the last durable
+      checkpoint, partial saves).
+    * ``total``    :func:`expected_wall_time`;  ``failures`` the expected number of failures,
+      ``(work/T) * (1 - exp(-P/M)) * exp(L/M)`` (``= (work/T)(exp((T+C)/M) - 1)`` synchronously).
+
+    Assumptions as :func:`expected_wall_time`.
+    """
+    (work_, T_, C_, M_, R_, W_, s_), wrap = prepare(
+        ("work", work, "positive"), ("T", T, "positive"), ("C", C, "nonnegative"), ("M", M, "positive"),
+        ("R", R, "nonnegative"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"),
+    )
+    total = np.asarray(expected_wall_time(work_, T_, C_, M_, R_, W_, s_))
+    segments = work_ / T_
+    failures = segments * -np.expm1(-(T_ + C_ + W_ * s_) / M_) * np.exp((T_ + C_ + W_) / M_)
+    restart = failures * M_ * np.expm1(R_ / M_)
+    save = segments * (C_ + W_ * s_)
+    rework = np.maximum(total - work_ - save - restart, 0.0)
+    check_finite_result("M", failures, "the expected number of failures overflows: (T + C + W)/M is too large")
+    return {
+        "useful": wrap(work_),
+        "save": wrap(save),
+        "rework": wrap(rework),
+        "restart": wrap(restart),
+        "total": wrap(total),
+        "failures": wrap(failures),
+    }

@@ -29,6 +29,8 @@ class InputError(ValueError):
 
 
 def _show(value: Any) -> str:
+    if isinstance(value, np.generic):
+        value = value.item()
     if isinstance(value, (float, np.floating)):
         return repr(float(value))
     text = repr(value)
@@ -62,6 +64,7 @@ def as_float_array(name: str, value: Any, rule: str = "any", allow_inf: bool = F
         arr = raw.astype(np.float64, copy=False)
     else:
         # object/string/bool arrays: find the first element that is not a real number
+        raw = np.asarray(value.to_numpy() if isinstance(value, pd.Series) else value, dtype=object)
         flat = raw.reshape(-1) if raw.ndim else raw.reshape(1)
         for i, item in enumerate(flat):
             if isinstance(item, bool) or isinstance(item, np.bool_) or not isinstance(item, numbers.Real):

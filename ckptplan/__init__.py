@@ -1,0 +1,1 @@
+"""ckptplan command-line front end (see ckptplan.cli)."""

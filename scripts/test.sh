@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# One command for the whole test suite on a fresh machine: installs what the tests need
+# (LibreOffice for the spreadsheet recalculation tests, the package with its test extras),
+# then runs pytest. Extra arguments go to pytest. Exits non-zero when any test fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v soffice >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing LibreOffice Calc (headless recalculation for the workbook tests)..."
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libreoffice-calc >/dev/null
+    else
+        echo "warning: LibreOffice (soffice) not found and cannot apt-get it here; workbook recalculation tests will fail" >&2
+    fi
+fi
+
+python -m pip install -q --disable-pip-version-check -e '.[test]'
+python -m pytest "$@"

@@ -1,0 +1,60 @@
+"""The command line: headline numbers, JSON, overrides and readable errors."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import engine
+from ckptplan.cli import app
+
+runner = CliRunner()
+
+
+def test_plan_default_prints_reference_numbers():
+    res = runner.invoke(app, ["plan"])
+    assert res.exit_code == 0, res.output
+    out = res.output
+    assert "job MTBF 20.00 h" in out
+    assert "69.3" in out and "5.77%" in out  # Young interval and first-order waste of the seed case
+    for word in ("useful", "save", "rework", "restart", "total", "goodput"):
+        assert word in out
+
+
+def test_plan_json_matches_engine():
+    res = runner.invoke(app, ["plan", "--stall-min", "0.5", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    row = engine.evaluate(engine.load_scenario("seed").replace(checkpoint_stall_min=0.5)).iloc[0]
+    assert data["young_interval_min"] == pytest.approx(34.641, abs=1e-3)
+    assert data["total_cost"] == pytest.approx(row["total_cost"], rel=1e-12)
+    assert data["currency"] == "USD"
+
+
+def test_plan_node_overrides():
+    res = runner.invoke(app, ["plan", "--nodes", "256", "--node-mtbf-h", "2560", "--json"])
+    data = json.loads(res.output)
+    assert data["job_mtbf_h"] == 10.0
+    assert round(data["young_interval_min"], 1) == 49.0
+
+
+def test_plan_template_and_async_note():
+    res = runner.invoke(app, ["plan", "--template", "async-save"])
+    assert res.exit_code == 0
+    assert "async is not free" in res.output
+
+
+def test_plan_bad_input_is_a_readable_error():
+    res = runner.invoke(app, ["plan", "--stall-min", "-1"])
+    assert res.exit_code == 2
+    assert "checkpoint_stall_min=-1.0: must be >= 0" in res.output
+    assert "Traceback" not in res.output
+    res = runner.invoke(app, ["plan", "--template", "missing"])
+    assert res.exit_code == 2 and "unknown template" in res.output
+
+
+def test_templates_command_lists_presets():
+    res = runner.invoke(app, ["templates"])
+    assert res.exit_code == 0
+    for name in engine.list_templates():
+        assert name in res.output

@@ -230,8 +230,10 @@ def time_breakdown(work, T, C, M, R=0.0, W=0.0, slowdown=0.0):
       on the saves that succeed.
     * ``restart``  ``failures * M (exp(R/M) - 1)``: restart time, including restarts that were
       themselves interrupted.
-    * ``rework``   the rest: compute and saves lost to failures (work since the last durable
-      checkpoint, partial saves).
+    * ``rework``   ``failures * M - (work/T) * P``: compute and saves lost to failures (work since
+      the last durable checkpoint, partial saves, and the redo of work done while the lost write
+      was pending). Written directly rather than as ``total - the rest``, which cancels
+      catastrophically when restarts dominate.
     * ``total``    :func:`expected_wall_time`;  ``failures`` the expected number of failures,
       ``(work/T) * (1 - exp(-P/M)) * exp(L/M)`` (``= (work/T)(exp((T+C)/M) - 1)`` synchronously).
 
@@ -246,7 +248,7 @@ def time_breakdown(work, T, C, M, R=0.0, W=0.0, slowdown=0.0):
     failures = segments * -np.expm1(-(T_ + C_ + W_ * s_) / M_) * np.exp((T_ + C_ + W_) / M_)
     restart = failures * M_ * np.expm1(R_ / M_)
     save = segments * (C_ + W_ * s_)
-    rework = np.maximum(total - work_ - save - restart, 0.0)
+    rework = np.maximum(failures * M_ - segments * (T_ + C_ + W_ * s_), 0.0)
     check_finite_result("M", failures, "the expected number of failures overflows: (T + C + W)/M is too large")
     return {
         "useful": wrap(work_),

@@ -1,0 +1,173 @@
+"""The generated workbook, recalculated by LibreOffice, equals the engine in every formula cell."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from openpyxl import load_workbook
+
+import engine
+import workbook
+from workbook.build import CURVE_FACTORS
+from workbook.recalc import error_cells, recalculate, soffice
+
+pytestmark = pytest.mark.skipif(soffice() is None, reason="LibreOffice not installed (scripts/test.sh installs it)")
+
+SEED = engine.load_scenario("seed")
+# At least three scenarios, including C >= 2M and a tiny MTBF
+BUILT_SCENARIOS = {
+    "seed": SEED,
+    "c_over_2m": SEED.replace(name="C >= 2M", checkpoint_stall_min=30.0, job_mtbf_h=0.2, restart_min=5.0),
+    "tiny_mtbf": SEED.replace(name="tiny MTBF", node_mtbf_h=5.0, restart_min=3.0),
+    "async_domains": engine.load_scenario("async-save").replace(
+        domains=(engine.FailureDomain("power", 20000.0, 16), engine.FailureDomain("rack", 50000.0, 4)),
+        nonfatal_share=0.1, interval_min=50.0, runs_per_month=3.0),
+    "llama3": engine.load_scenario("llama3-405b"),
+}
+# Inputs changed in the generated file (no regeneration): the formulas must follow
+CHANGED = {
+    "c_over_2m": {"checkpoint_stall_min": 30.0, "job_mtbf_override_h": 0.2, "restart_min": 5.0},
+    "tiny_mtbf": {"node_mtbf_h": 5.0, "restart_min": 3.0, "interval_min": 4.0},
+    "async_domain": {"checkpoint_stall_min": 0.3, "async_write_min": 6.0, "async_slowdown_fraction": 0.25,
+                     "domain1_mtbf_h": 30000.0, "domain1_nodes_per_domain": 32.0, "nodes": 512.0, "price_per_gpu_hour": 1.75},
+}
+
+
+def _changed_scenario(changes: dict[str, float]) -> engine.Scenario:
+    kw: dict = {}
+    doms = {}
+    for key, value in changes.items():
+        if key == "job_mtbf_override_h":
+            kw["job_mtbf_h"] = value
+        elif key.startswith("domain1_"):
+            doms[key[8:]] = value
+        else:
+            kw[key] = int(value) if key == "nodes" else value
+    if doms:
+        kw["domains"] = (engine.FailureDomain("domain1", doms["mtbf_h"], doms["nodes_per_domain"]),)
+    return SEED.replace(**kw)
+
+
+def expected(context: tuple, key: str, sc: engine.Scenario, alt: engine.Scenario, table_rows) -> float:
+    kind = context[0]
+    if kind == "plan":
+        return engine.evaluate(sc).iloc[0][key]
+    if kind == "compare":
+        return engine.evaluate(sc if context[1] == "base" else alt).iloc[0][key]
+    if kind == "compare_savings":
+        b, a = engine.evaluate(sc).iloc[0], engine.evaluate(alt).iloc[0]
+        return engine.compare_plans(b, a, sc.runs_per_month)[key]
+    if kind == "scaling":
+        return engine.evaluate(sc.with_nodes(context[1]).replace(interval_min=None)).iloc[0][key]
+    if kind == "curve":
+        row = engine.evaluate(sc).iloc[0]
+        floor = sc.async_write_min * (1 - sc.async_slowdown_fraction)
+        T = max(CURVE_FACTORS[context[1]] * row["exact_interval_min"], floor)
+        M = row["job_mtbf_h"] * 60
+        if key == "first_order_waste":
+            return engine.first_order_waste(T, row["effective_stall_min"], M)
+        return engine.waste_fraction(T, sc.checkpoint_stall_min, M, sc.restart_min, sc.async_write_min,
+                                     sc.async_slowdown_fraction)
+    if kind == "scenarios":
+        return table_rows.iloc[context[1]][key]
+    raise AssertionError(context)
+
+
+def compare_all(built: workbook.Built, recalculated: Path, sc, alt, table_rows=None) -> int:
+    values = load_workbook(recalculated, data_only=True)
+    cache: dict = {}
+    mismatches = []
+    for chk in built.checks:
+        got = values[chk.sheet][chk.cell].value
+        ck = (chk.context, chk.key)
+        if ck not in cache:
+            cache[ck] = float(expected(chk.context, chk.key, sc, alt, table_rows))
+        want = cache[ck]
+        if not isinstance(got, (int, float)) or not math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12):
+            mismatches.append((chk.sheet, chk.cell, chk.context, chk.key, got, want))
+    assert not mismatches, f"{len(mismatches)} cells differ from the engine, e.g. {mismatches[:5]}"
+    return len(built.checks)
+
+
+@pytest.fixture(scope="module")
+def recalculated(tmp_path_factory):
+    """Build every scenario's workbook (and the input-changed copies) and recalc them in one soffice run."""
+    src = tmp_path_factory.mktemp("src")
+    out = tmp_path_factory.mktemp("out")
+    builds, paths = {}, []
+    table = engine.to_table([engine.load_scenario(n) for n in engine.list_templates()])
+    for name, sc in BUILT_SCENARIOS.items():
+        kwargs = {"scenarios": table} if name == "seed" else {}
+        builds[name] = workbook.write_workbook(src / f"{name}.xlsx", sc, **kwargs)
+        paths.append(src / f"{name}.xlsx")
+    for name, changes in CHANGED.items():
+        base_path = src / f"base-for-{name}.xlsx"
+        built = workbook.write_workbook(base_path, SEED)
+        wb = load_workbook(base_path)
+        for key, value in changes.items():
+            sheet, cell = built.input_cells[key].split("!")
+            wb[sheet][cell.replace("$", "")] = value
+        wb.save(src / f"changed-{name}.xlsx")
+        builds[f"changed-{name}"] = built
+        paths.append(src / f"changed-{name}.xlsx")
+    outs = recalculate(paths, out)
+    return builds, {p.stem: o for p, o in zip(paths, outs)}, table
+
+
+@pytest.mark.parametrize("name", list(BUILT_SCENARIOS))
+def test_every_formula_cell_equals_the_engine(recalculated, name):
+    builds, outs, table = recalculated
+    sc = BUILT_SCENARIOS[name]
+    alt = sc.replace(checkpoint_stall_min=sc.checkpoint_stall_min / 4, name=f"{sc.name}, storage 4x faster")
+    rows = engine.evaluate(table) if name == "seed" else None
+    n = compare_all(builds[name], outs[name], sc, alt, rows)
+    assert n > 500  # Plan, curve, scaling, compare (and scenarios): hundreds of cells, all compared
+    assert error_cells(outs[name]) == []
+
+
+@pytest.mark.parametrize("name", list(CHANGED))
+def test_formulas_follow_changed_inputs(recalculated, name):
+    builds, outs, _ = recalculated
+    sc = _changed_scenario(CHANGED[name])
+    alt = SEED.replace(checkpoint_stall_min=SEED.checkpoint_stall_min / 4, name="alt")
+    compare_all(builds[f"changed-{name}"], outs[f"changed-{name}"], sc, alt)
+    assert error_cells(outs[f"changed-{name}"]) == []
+
+
+def test_reference_cases_in_the_recalculated_plan(recalculated):
+    _, outs, _ = recalculated
+    wb = load_workbook(outs["seed"], data_only=True)
+    names = wb.defined_names
+
+    def value(name):
+        sheet, cell = list(names[name].destinations)[0]
+        return wb[sheet][cell.replace("$", "")].value
+
+    assert value("job_mtbf_h") == 20
+    assert round(value("young_interval_min"), 1) == 69.3
+    assert round(value("young_min_waste") * 100, 2) == 5.77
+    assert round(value("daly_interval_min"), 1) == 68.0
+    for required in ("job_mtbf_h", "young_interval_min", "daly_interval_min", "waste_fraction", "total_gpu_hours", "total_cost"):
+        assert required in names
+    # the 256-node row of the Scaling sheet: job MTBF 10 h
+    ws = wb["Scaling"]
+    rows = {ws.cell(row=r, column=1).value: r for r in range(6, ws.max_row + 1) if isinstance(ws.cell(row=r, column=1).value, int)}
+    assert 256 in rows
+
+
+def test_overflowing_inputs_give_readable_text_not_errors(tmp_path):
+    built = workbook.write_workbook(tmp_path / "x.xlsx", SEED)
+    wb = load_workbook(tmp_path / "x.xlsx")
+    sheet, cell = built.input_cells["job_mtbf_override_h"].split("!")
+    wb[sheet][cell.replace("$", "")] = 0.0002   # 0.72 s job MTBF with a 10-minute restart
+    wb.save(tmp_path / "y.xlsx")
+    out = recalculate([tmp_path / "y.xlsx"], tmp_path / "out")[0]
+    assert error_cells(out) == []
+    values = load_workbook(out, data_only=True)
+    sheet, cell = list(values.defined_names["total_cost"].destinations)[0]
+    assert "never finish" in values[sheet][cell.replace("$", "")].value
+    with pytest.raises(engine.InputError, match="overflows"):
+        engine.evaluate(SEED.replace(job_mtbf_h=0.0002))

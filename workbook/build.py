@@ -1,0 +1,575 @@
+"""Generate the planning workbook with openpyxl: inputs, live formulas, charts, notes.
+
+The workbook recalculates in Excel or LibreOffice without Python: every figure on Plan, Interval
+curve, Scaling, Compare and Scenarios is a live formula (from :mod:`workbook.formulas`) over the
+Inputs sheet. Only the Deadline sheet holds values (a Monte Carlo Excel cannot run), labelled with
+runs, seed and date. :func:`build_workbook` returns the workbook and a manifest of every formula
+cell that mirrors an engine figure, which the tests recalculate and compare.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+from openpyxl import Workbook
+from openpyxl.chart import Reference, ScatterChart, Series
+from openpyxl.chart.marker import Marker
+from openpyxl.styles import Alignment, Border, Font, PatternFill, Side
+from openpyxl.utils import get_column_letter
+from openpyxl.workbook.defined_name import DefinedName
+from openpyxl.worksheet.datavalidation import DataValidation
+
+import engine
+from engine.cost import HOURS_PER_MONTH
+from engine.files import atomic_write
+from engine.scenario import FIELD_BY_NAME
+
+from . import formulas as F
+from .notes import NOTES, READINESS
+
+INPUT_FONT = Font(color="0000FF")
+INPUT_FILL = PatternFill("solid", fgColor="FFF2CC")
+HEADER_FONT = Font(bold=True, color="FFFFFF")
+HEADER_FILL = PatternFill("solid", fgColor="1F4E78")
+TITLE_FONT = Font(bold=True, size=14)
+KEY_FILL = PatternFill("solid", fgColor="E2EFDA")
+NOTE_FONT = Font(italic=True, color="595959")
+THIN = Side(style="thin", color="BFBFBF")
+
+CURVE_FACTORS = tuple(float(x) for x in np.round(np.geomspace(0.2, 5.0, 41), 6))
+KEY_OUTPUTS = ("job_mtbf_h", "young_interval_min", "daly_interval_min", "exact_interval_min", "chosen_interval_min",
+               "waste_fraction", "wall_h", "total_gpu_hours", "total_cost", "goodput")
+
+# Inputs that are not engine.scenario fields
+EXTRA_INPUTS: dict[str, tuple[str, str, str]] = {  # key: (label, unit, rule)
+    "job_mtbf_override_h": ("Job MTBF override, e.g. fitted from a log (empty = from nodes)", "h", "positive"),
+    **{f"domain{i}_mtbf_h": (f"Correlated domain {i}: MTBF of one domain (empty = none)", "h", "positive") for i in (1, 2, 3)},
+    **{f"domain{i}_nodes_per_domain": (f"Correlated domain {i}: nodes per domain", "nodes", "count") for i in (1, 2, 3)},
+}
+RULE_TEXT = {"positive": "a number > 0", "nonnegative": "a number >= 0", "fraction": "a fraction from 0 to below 1",
+             "count": "a whole number >= 1"}
+
+
+@dataclass
+class Check:
+    """A formula cell that must equal an engine figure after recalculation."""
+
+    sheet: str
+    cell: str
+    context: tuple          # which engine evaluation: ("plan",), ("scaling", nodes), ...
+    key: str                # column of engine.evaluate, or a named figure of the context
+
+
+@dataclass
+class Built:
+    workbook: Workbook
+    checks: list[Check] = field(default_factory=list)
+    input_cells: dict[str, str] = field(default_factory=dict)   # input key -> "Inputs!$B$5"
+
+
+def input_spec(key: str) -> tuple[str, str, str, bool]:
+    """(label, unit, rule, optional) of an Inputs-sheet key."""
+    if key in EXTRA_INPUTS:
+        label, unit, rule = EXTRA_INPUTS[key]
+        return label, unit, rule, True
+    spec = FIELD_BY_NAME[key]
+    optional = not spec.required
+    return spec.label, spec.unit, spec.rule, optional
+
+
+def scenario_inputs(sc: engine.Scenario) -> dict[str, Any]:
+    """Inputs-sheet values of a scenario (None = blank cell)."""
+    if len(sc.domains) > 3:
+        raise engine.InputError("domains", len(sc.domains), "the workbook holds at most 3 correlated failure domains")
+    values: dict[str, Any] = {}
+    for key in F.INPUT_KEYS:
+        if key == "job_mtbf_override_h":
+            values[key] = sc.job_mtbf_h
+        elif key.startswith("domain"):
+            i, part = int(key[6]), key[8:]
+            dom = sc.domains[i - 1] if i <= len(sc.domains) else None
+            values[key] = None if dom is None else float(dom.mtbf_h if part == "mtbf_h" else dom.nodes_per_domain)
+        else:
+            values[key] = getattr(sc, key)
+    return values
+
+
+def _validation(key: str, rule: str, optional: bool, label: str) -> DataValidation:
+    kinds = {
+        "positive": dict(type="decimal", operator="greaterThan", formula1="0"),
+        "nonnegative": dict(type="decimal", operator="greaterThanOrEqual", formula1="0"),
+        "fraction": dict(type="decimal", operator="between", formula1="0", formula2="0.999999999"),
+        "count": dict(type="whole", operator="greaterThanOrEqual", formula1="1"),
+    }[rule]
+    text = RULE_TEXT[rule] + (" (or empty)" if optional else "")
+    return DataValidation(**kinds, allow_blank=optional, showInputMessage=True, showErrorMessage=True,
+                          promptTitle=key[:32], prompt=f"{label[:200]}: {text}"[:255],
+                          errorTitle="Invalid input", error=f"{key} must be {text}."[:225], errorStyle="stop")
+
+
+def _header(ws, row: int, titles: list[str], col: int = 1) -> None:
+    for j, title in enumerate(titles):
+        c = ws.cell(row=row, column=col + j, value=title)
+        c.font, c.fill = HEADER_FONT, HEADER_FILL
+        c.alignment = Alignment(wrap_text=True, vertical="center")
+
+
+def _title(ws, title: str, subtitle: str = "") -> None:
+    ws["A1"] = title
+    ws["A1"].font = TITLE_FONT
+    if subtitle:
+        ws["A2"] = subtitle
+        ws["A2"].font = NOTE_FONT
+
+
+def _name(wb: Workbook, name: str, sheet: str, cell: str) -> None:
+    col, row = "".join(ch for ch in cell if ch.isalpha()), "".join(ch for ch in cell if ch.isdigit())
+    wb.defined_names[name] = DefinedName(name, attr_text=f"'{sheet}'!${col}${row}")
+
+
+def _fmt_unit(unit: str, currency: str) -> str:
+    return unit.replace("money", currency)
+
+
+# ------------------------------------------------------------------------------------- sheets
+
+def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> None:
+    ws = wb.active
+    ws.title = "Inputs"
+    _title(ws, "Inputs: every assumption in one place",
+            f"Scenario: {sc.name}. {sc.description} Source: {sc.source or 'user input'}")
+    ws["A3"] = "Blue cells on a light fill are inputs; change them and every sheet recalculates."
+    ws["A3"].font = NOTE_FONT
+    _header(ws, 5, ["Input", "Value", "Unit", "Defined name", "Rule"])
+    values = scenario_inputs(sc)
+    row = 6
+    for key in F.INPUT_KEYS:
+        label, unit, rule, optional = input_spec(key)
+        ws.cell(row=row, column=1, value=label)
+        cell = ws.cell(row=row, column=2, value=values[key])
+        cell.font, cell.fill = INPUT_FONT, INPUT_FILL
+        cell.number_format = "0.00##" if rule != "count" else "#,##0"
+        ws.cell(row=row, column=3, value=_fmt_unit(unit if unit != "per GPU-h" else "money per GPU-h", sc.currency))
+        ws.cell(row=row, column=4, value=key).font = NOTE_FONT
+        ws.cell(row=row, column=5, value=RULE_TEXT[rule] + (" or empty" if optional else "")).font = NOTE_FONT
+        dv = _validation(key, rule, optional, label)
+        ws.add_data_validation(dv)
+        dv.add(cell)
+        _name(wb, key, "Inputs", f"B{row}")
+        built.input_cells[key] = f"Inputs!$B${row}"
+        row += 1
+    row += 1
+    ws.cell(row=row, column=1, value="Scenario name")
+    ws.cell(row=row, column=2, value=sc.name).font = INPUT_FONT
+    ws.cell(row=row + 1, column=1, value="Currency")
+    c = ws.cell(row=row + 1, column=2, value=sc.currency)
+    c.font, c.fill = INPUT_FONT, INPUT_FILL
+    _name(wb, "currency", "Inputs", f"B{row + 1}")
+    built.input_cells["currency"] = f"Inputs!$B${row + 1}"
+    built.input_cells["name"] = f"Inputs!$B${row}"
+    ws.cell(row=row + 3, column=1, value=(
+        "Job MTBF comes from node MTBF / nodes (independent failures, any node stops the job), plus the "
+        "correlated domains; a Job MTBF override (e.g. from `ckptplan fit LOG.csv`) replaces it.")).font = NOTE_FONT
+    for col, width in zip("ABCDE", (70, 14, 16, 26, 30)):
+        ws.column_dimensions[col].width = width
+    ws.freeze_panes = "A6"
+
+
+def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> dict[str, str]:
+    ws = wb.create_sheet("Plan")
+    _title(ws, "Plan: how often to save, and what it costs",
+           "Live formulas over the Inputs sheet (exact model: Daly 2006 with async saves; see Notes).")
+    _header(ws, 4, ["Quantity", "Value", "Unit", "Defined name"])
+    refs: dict[str, str] = {key: key for key in F.INPUT_KEYS}
+    row = 5
+    for calc in F.CALCS:
+        cell = ws.cell(row=row, column=2, value="=" + calc.expr(refs))
+        cell.number_format = calc.fmt
+        ws.cell(row=row, column=1, value=calc.label)
+        ws.cell(row=row, column=3, value=_fmt_unit(calc.unit, sc.currency))
+        ws.cell(row=row, column=4, value=calc.key).font = NOTE_FONT
+        if calc.key in KEY_OUTPUTS:
+            for c in range(1, 4):
+                ws.cell(row=row, column=c).fill = KEY_FILL
+            ws.cell(row=row, column=1).font = Font(bold=True)
+        if calc.helper:
+            ws.row_dimensions[row].outlineLevel = 1
+            ws.row_dimensions[row].hidden = True
+        _name(wb, calc.key, "Plan", f"B{row}")
+        refs[calc.key] = calc.key
+        if calc.engine_key:
+            built.checks.append(Check("Plan", f"B{row}", ("plan",), calc.engine_key))
+        row += 1
+    ws.cell(row=row + 1, column=1, value=(
+        "Rows grouped under 'c = effective stall / job MTBF' (expand with +) solve the exact optimum by "
+        "Newton steps; Excel has no Lambert W.")).font = NOTE_FONT
+    ws.cell(row=row + 2, column=1, value=(
+        "Long-run averages for exponential failures. For a deadline, short jobs or clustered failures see the "
+        "Deadline sheet (Monte Carlo).")).font = NOTE_FONT
+    ws.sheet_properties.outlinePr.summaryBelow = False
+    for col, width in zip("ABCD", (62, 18, 14, 28)):
+        ws.column_dimensions[col].width = width
+    ws.freeze_panes = "A5"
+    return refs
+
+
+def _curve_sheet(wb: Workbook, refs: dict[str, str], built: Built) -> None:
+    ws = wb.create_sheet("Interval curve")
+    _title(ws, "Waste against the checkpoint interval",
+           "Intervals as multiples of the exact optimum; waste of the exact model (share of wall time) and "
+           "Young's first-order waste (share of compute, no restarts).")
+    _header(ws, 4, ["Multiple of the optimum", "Interval (min)", "First-order waste", "Exact waste"])
+    first = 5
+    for i, factor in enumerate(CURVE_FACTORS):
+        r = first + i
+        ws.cell(row=r, column=1, value=factor).number_format = "0.000"
+        ws.cell(row=r, column=2, value=f"={F._floor(f'A{r}*exact_interval_min', refs)}").number_format = F.MINUTES
+        ws.cell(row=r, column=3, value=f"={F.first_order_waste_at(f'B{r}', refs)}").number_format = F.PERCENT
+        ws.cell(row=r, column=4, value=f"={F.waste_at(f'B{r}', refs)}").number_format = F.PERCENT
+        built.checks.append(Check("Interval curve", f"C{r}", ("curve", i), "first_order_waste"))
+        built.checks.append(Check("Interval curve", f"D{r}", ("curve", i), "waste_fraction"))
+    last = first + len(CURVE_FACTORS) - 1
+    opt = last + 2
+    ws.cell(row=opt, column=1, value="Exact optimum").font = Font(bold=True)
+    ws.cell(row=opt, column=2, value="=exact_interval_min").number_format = F.MINUTES
+    ws.cell(row=opt, column=4, value="=waste_fraction_at_optimum").number_format = F.PERCENT
+    ws.cell(row=opt + 1, column=1, value="Chosen interval").font = Font(bold=True)
+    ws.cell(row=opt + 1, column=2, value="=chosen_interval_min").number_format = F.MINUTES
+    ws.cell(row=opt + 1, column=4, value="=waste_fraction").number_format = F.PERCENT
+
+    chart = ScatterChart()
+    chart.title = "Waste against checkpoint interval (optimum marked)"
+    chart.style = 13
+    chart.x_axis.title = "Interval between saves (min)"
+    chart.y_axis.title = "Waste (share)"
+    chart.y_axis.number_format = "0%"
+    chart.height, chart.width = 9, 17
+    xs = Reference(ws, min_col=2, min_row=first, max_row=last)
+    for col, title in ((4, "Exact model"), (3, "First order (Young)")):
+        s = Series(Reference(ws, min_col=col, min_row=first, max_row=last), xs, title=title)
+        s.marker = Marker(symbol="none")
+        s.smooth = True
+        chart.series.append(s)
+    for r, title, symbol in ((opt, "Exact optimum", "diamond"), (opt + 1, "Chosen interval", "circle")):
+        s = Series(Reference(ws, min_col=4, min_row=r, max_row=r), Reference(ws, min_col=2, min_row=r, max_row=r), title=title)
+        s.marker = Marker(symbol=symbol, size=10)
+        s.graphicalProperties.line.noFill = True
+        chart.series.append(s)
+    chart.x_axis.delete = False
+    chart.y_axis.delete = False
+    ws.add_chart(chart, "F4")
+    for col, width in zip("ABCD", (24, 16, 18, 14)):
+        ws.column_dimensions[col].width = width
+    ws.freeze_panes = "A5"
+
+
+def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], dict[str, str]], calcs,
+                   first_col: int, checks: list[Check], context: Callable[[int], tuple], sheet: str,
+                   visible: set[str] | None, currency: str) -> dict[str, int]:
+    """Write calcs as columns, one row per scenario; return key -> column index."""
+    cols: dict[str, int] = {}
+    for j, calc in enumerate(calcs):
+        col = first_col + j
+        cols[calc.key] = col
+        head = ws.cell(row=first_row - 1, column=col, value=f"{calc.label} ({_fmt_unit(calc.unit, currency)})")
+        head.font, head.fill = HEADER_FONT, HEADER_FILL
+        head.alignment = Alignment(wrap_text=True, vertical="top")
+        letter = get_column_letter(col)
+        ws.column_dimensions[letter].width = 14
+        if visible is not None and calc.key not in visible:
+            ws.column_dimensions[letter].outlineLevel = 1
+            ws.column_dimensions[letter].hidden = True
+    for i in range(n_rows):
+        r = first_row + i
+        refs = row_refs(r)
+        for calc in calcs:
+            letter = get_column_letter(cols[calc.key])
+            cell = ws.cell(row=r, column=cols[calc.key], value="=" + calc.expr(refs))
+            cell.number_format = calc.fmt
+            refs[calc.key] = f"{letter}{r}"
+            if calc.engine_key:
+                checks.append(Check(sheet, f"{letter}{r}", context(i), calc.engine_key))
+    return cols
+
+
+def scaling_nodes(nodes: int) -> list[int]:
+    """Node counts for the Scaling sheet: doubling from nodes/16 (at least 1) to nodes*64."""
+    start = max(1, int(nodes) // 16)
+    out = [start]
+    while out[-1] < int(nodes) * 64:
+        out.append(out[-1] * 2)
+    if int(nodes) not in out:
+        out = sorted(set(out) | {int(nodes)})
+    return out
+
+
+def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> None:
+    ws = wb.create_sheet("Scaling")
+    _title(ws, "Scaling: the same training on more or fewer nodes",
+           "Assumes perfect scaling (useful GPU-hours constant, useful hours = Inputs hours x Inputs nodes / nodes), "
+           "independent node failures (job MTBF = node MTBF / nodes, plus domains) and the exact optimum interval per row.")
+    ws["A3"] = ("The node -> job division is wrong for correlated failures (shared racks or power domains): "
+                "enter those as domains on the Inputs sheet.")
+    ws["A3"].font = NOTE_FONT
+    nodes_list = scaling_nodes(sc.nodes)
+    head_row, first = 5, 6
+    _header(ws, head_row, ["Nodes", "Useful training (h)"])
+    for i, n in enumerate(nodes_list):
+        ws.cell(row=first + i, column=1, value=n).number_format = "#,##0"
+        ws.cell(row=first + i, column=2, value=f"=useful_training_h*nodes/A{first + i}").number_format = F.HOURS
+        built.checks.append(Check("Scaling", f"B{first + i}", ("scaling", n), "useful_training_h"))
+
+    def refs(r: int) -> dict[str, str]:
+        base = {key: key for key in F.INPUT_KEYS}
+        base.update(nodes=f"A{r}", useful_training_h=f"B{r}", interval_min='""')
+        return base
+
+    visible = {"job_mtbf_h", "exact_interval_min", "waste_fraction", "wall_h", "total_gpu_hours", "total_cost", "goodput"}
+    cols = _table_columns(ws, first, len(nodes_list), refs, F.CALCS, 3, built.checks,
+                          lambda i: ("scaling", nodes_list[i]), "Scaling", visible, sc.currency)
+    ws.sheet_properties.outlinePr.summaryRight = False
+    last = first + len(nodes_list) - 1
+    ws.freeze_panes = ws.cell(row=first, column=3)
+    ws.column_dimensions["A"].width = 10
+    ws.column_dimensions["B"].width = 14
+
+    xs = Reference(ws, min_col=1, min_row=first, max_row=last)
+    chart = ScatterChart()
+    chart.title = "Waste and cost as the job grows"
+    chart.style = 13
+    chart.x_axis.title = "Nodes (log2 scale)"
+    chart.x_axis.scaling.logBase = 2
+    chart.y_axis.title = "Waste at the optimum (share)"
+    chart.y_axis.number_format = "0%"
+    chart.height, chart.width = 9, 18
+    s = Series(Reference(ws, min_col=cols["waste_fraction"], min_row=first, max_row=last), xs, title="Waste (left axis)")
+    s.marker = Marker(symbol="circle", size=6)
+    chart.series.append(s)
+    cost_chart = ScatterChart()
+    cost_chart.y_axis.axId = 200
+    cost_chart.y_axis.title = "Cost per run"
+    cost_chart.y_axis.number_format = "#,##0"
+    cost_chart.y_axis.crosses = "max"
+    s2 = Series(Reference(ws, min_col=cols["total_cost"], min_row=first, max_row=last), xs, title="Cost per run (right axis)")
+    s2.marker = Marker(symbol="triangle", size=6)
+    cost_chart.series.append(s2)
+    chart.x_axis.delete = False
+    chart.y_axis.delete = False
+    cost_chart.y_axis.delete = False
+    chart += cost_chart
+    ws.add_chart(chart, f"A{last + 3}")
+
+
+def _compare_sheet(wb: Workbook, base: engine.Scenario, alt: engine.Scenario, built: Built) -> None:
+    ws = wb.create_sheet("Compare")
+    _title(ws, f"Compare: baseline against an alternative ({alt.name})",
+           "Baseline inputs follow the Inputs sheet; change the alternative's blue cells. Positive savings favour the alternative.")
+    _header(ws, 4, ["Quantity", "Baseline", "Alternative", "Unit"])
+    alt_values = scenario_inputs(alt)
+    refs_b: dict[str, str] = {}
+    refs_a: dict[str, str] = {}
+    row = 5
+    for key in F.INPUT_KEYS:
+        label, unit, rule, optional = input_spec(key)
+        ws.cell(row=row, column=1, value=label)
+        ws.cell(row=row, column=2, value=f'=IF({key}="","",{key})')
+        c = ws.cell(row=row, column=3, value=alt_values[key])
+        c.font, c.fill = INPUT_FONT, INPUT_FILL
+        dv = _validation(key, rule, optional, label)
+        ws.add_data_validation(dv)
+        dv.add(c)
+        ws.cell(row=row, column=4, value=_fmt_unit(unit if unit != "per GPU-h" else "money per GPU-h", base.currency))
+        refs_b[key], refs_a[key] = f"$B${row}", f"$C${row}"
+        built.input_cells[f"alt:{key}"] = f"Compare!$C${row}"
+        row += 1
+    row += 1
+    for calc in F.CALCS:
+        ws.cell(row=row, column=1, value=calc.label)
+        for col, refs, ctx in ((2, refs_b, ("compare", "base")), (3, refs_a, ("compare", "alt"))):
+            letter = get_column_letter(col)
+            cell = ws.cell(row=row, column=col, value="=" + calc.expr(refs))
+            cell.number_format = calc.fmt
+            refs[calc.key] = f"${letter}${row}"
+            if calc.engine_key:
+                built.checks.append(Check("Compare", f"{letter}{row}", ctx, calc.engine_key))
+        ws.cell(row=row, column=4, value=_fmt_unit(calc.unit, base.currency))
+        if calc.helper:
+            ws.row_dimensions[row].outlineLevel = 1
+            ws.row_dimensions[row].hidden = True
+        row += 1
+    row += 1
+    _header(ws, row, ["Savings of the alternative", "Per run", "Per month", "Unit"])
+    row += 1
+    ws.cell(row=row, column=1, value="Hours in a month (365.2425 days / 12)")
+    ws.cell(row=row, column=2, value=HOURS_PER_MONTH).number_format = "0.000"
+    hours_cell = f"$B${row}"
+    row += 1
+    ws.cell(row=row, column=1, value="Runs per month (input, else the baseline run back to back)")
+    ws.cell(row=row, column=2, value=(f'=IF(runs_per_month<>"",runs_per_month,'
+                                      f'IF(ISNUMBER({refs_b["wall_h"]}),{hours_cell}/{refs_b["wall_h"]},{F.NEVER}))')
+            ).number_format = "0.000"
+    built.checks.append(Check("Compare", f"B{row}", ("compare_savings",), "runs_per_month"))
+    runs_cell = f"$B${row}"
+    row += 1
+    for key, label, unit, fmt in (("wall_h", "Wall hours saved", "h", F.HOURS),
+                                  ("gpu_hours", "GPU-hours saved", "GPU-h", F.GPU_HOURS),
+                                  ("money", "Money saved", base.currency, F.MONEY)):
+        src = {"wall_h": "wall_h", "gpu_hours": "total_gpu_hours", "money": "total_cost"}[key]
+        ws.cell(row=row, column=1, value=label).font = Font(bold=True)
+        both = f"AND(ISNUMBER({refs_b[src]}),ISNUMBER({refs_a[src]}),ISNUMBER({runs_cell}))"
+        ws.cell(row=row, column=2, value=f"=IF({both},{refs_b[src]}-{refs_a[src]},{F.NEVER})").number_format = fmt
+        ws.cell(row=row, column=3, value=f"=IF({both},B{row}*{runs_cell},{F.NEVER})" if key != "wall_h" else None)
+        ws.cell(row=row, column=3).number_format = fmt
+        ws.cell(row=row, column=4, value=unit)
+        built.checks.append(Check("Compare", f"B{row}", ("compare_savings",), f"{key}_saved_per_run"))
+        if key != "wall_h":
+            built.checks.append(Check("Compare", f"C{row}", ("compare_savings",), f"{key}_saved_per_month"))
+        row += 1
+    for col, width in zip("ABCD", (62, 18, 18, 16)):
+        ws.column_dimensions[col].width = width
+    ws.freeze_panes = "B5"
+
+
+def _scenarios_sheet(wb: Workbook, table: pd.DataFrame, built: Built, currency: str) -> None:
+    """One row per scenario: inputs as blue values, every figure as a live formula of its row."""
+    ws = wb.create_sheet("Scenarios")
+    _title(ws, "Scenarios: one row each, every figure a live formula of its row")
+    scenarios = [row for row in _table_rows(table)]
+    head, first = 4, 5
+    _header(ws, head, ["Scenario"] + [f"{key} ({input_spec(key)[1]})" for key in F.INPUT_KEYS])
+    for i, values in enumerate(scenarios):
+        r = first + i
+        ws.cell(row=r, column=1, value=values.get("name", f"row {i + 1}"))
+        for j, key in enumerate(F.INPUT_KEYS):
+            c = ws.cell(row=r, column=2 + j, value=values[key])
+            c.font, c.fill = INPUT_FONT, INPUT_FILL
+
+    def refs(r: int) -> dict[str, str]:
+        return {key: f"{get_column_letter(2 + j)}{r}" for j, key in enumerate(F.INPUT_KEYS)}
+
+    _table_columns(ws, first, len(scenarios), refs, F.CALCS, 2 + len(F.INPUT_KEYS), built.checks,
+                   lambda i: ("scenarios", i), "Scenarios", None, currency)
+    ws.freeze_panes = ws.cell(row=first, column=2)
+
+
+def _table_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
+    engine.validate_table(table)
+    rows = []
+    for _, rec in table.iterrows():
+        values: dict[str, Any] = {"name": rec.get("name", None)}
+        for key in F.INPUT_KEYS:
+            src = "job_mtbf_h" if key == "job_mtbf_override_h" else key
+            spec = FIELD_BY_NAME.get(src)
+            v = rec.get(src, None)
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                v = None if spec is None or spec.default is None else spec.default
+            values[key] = None if v is None else float(v)
+        rows.append(values)
+    return rows
+
+
+def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None) -> None:
+    if not report:
+        return
+    ws = wb.create_sheet("Deadline")
+    _title(ws, "Deadline: Monte Carlo answers (values, not formulas)",
+           f"Computed by ckptplan's engine with {report['runs']:,} simulated runs, seed {report['seed']}, "
+           f"on {report['computed']}. Excel cannot rerun a simulation: regenerate the workbook to refresh these.")
+    _header(ws, 4, ["Figure", "Value", "Unit"])
+    row = 5
+    for label, value, unit, fmt in report["rows"]:
+        ws.cell(row=row, column=1, value=label)
+        c = ws.cell(row=row, column=2, value=value)
+        if fmt:
+            c.number_format = fmt
+        ws.cell(row=row, column=3, value=unit)
+        row += 1
+    for note in report.get("notes", []):
+        row += 1
+        ws.cell(row=row, column=1, value=note).font = NOTE_FONT
+    ws.column_dimensions["A"].width = 70
+    ws.column_dimensions["B"].width = 18
+    ws.column_dimensions["C"].width = 14
+
+
+def _readiness_sheet(wb: Workbook) -> None:
+    ws = wb.create_sheet("Readiness")
+    _title(ws, "Readiness: does a checkpoint restore the full training state?",
+           "A checkpoint counts only if it restores everything below; until the restore test has been run, "
+           "the intervals on Plan are optimistic.")
+    _header(ws, 4, ["What the checkpoint must hold", "Why it matters", "Status", "Evidence / owner"])
+    dv = DataValidation(type="list", formula1='"not checked,present,missing,restore tested"', allow_blank=True,
+                        showErrorMessage=True, errorTitle="Invalid status",
+                        error="Choose: not checked, present, missing, restore tested")
+    ws.add_data_validation(dv)
+    for i, (item, why) in enumerate(READINESS):
+        r = 5 + i
+        ws.cell(row=r, column=1, value=item).alignment = Alignment(wrap_text=True, vertical="top")
+        ws.cell(row=r, column=2, value=why).alignment = Alignment(wrap_text=True, vertical="top")
+        c = ws.cell(row=r, column=3, value="not checked")
+        c.font, c.fill = INPUT_FONT, INPUT_FILL
+        dv.add(c)
+        ws.cell(row=r, column=4).fill = INPUT_FILL
+    for col, width in zip("ABCD", (40, 70, 16, 30)):
+        ws.column_dimensions[col].width = width
+
+
+def _notes_sheet(wb: Workbook) -> None:
+    ws = wb.create_sheet("Notes")
+    _title(ws, "Notes: models, assumptions, validity limits and references")
+    _header(ws, 3, ["Topic", "Formula", "Assumptions and where it stops being valid", "Reference"])
+    for i, note in enumerate(NOTES):
+        for j, text in enumerate(note):
+            c = ws.cell(row=4 + i, column=1 + j, value=text)
+            c.alignment = Alignment(wrap_text=True, vertical="top")
+    for col, width in zip("ABCD", (24, 46, 70, 40)):
+        ws.column_dimensions[col].width = width
+
+
+# --------------------------------------------------------------------------------------- API
+
+def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | None = None,
+                   scenarios: pd.DataFrame | None = None, deadline: dict[str, Any] | None = None) -> Built:
+    """Build the planning workbook in memory (see :func:`write_workbook` to save it).
+
+    ``alternative``: the Compare sheet's alternative (default: the same scenario with storage 4x
+    faster, i.e. a quarter of the blocking stall). ``scenarios``: an optional table (as
+    :func:`engine.to_table`) written to a Scenarios sheet. ``deadline``: Monte Carlo answers for
+    the Deadline sheet (see :func:`workbook.deadline_report`); left out when None.
+    """
+    engine.evaluate(scenario)  # validates, and refuses scenarios the engine cannot evaluate
+    if alternative is None:
+        alternative = scenario.replace(checkpoint_stall_min=scenario.checkpoint_stall_min / 4,
+                                       name=f"{scenario.name}, storage 4x faster")
+    engine.evaluate(alternative)
+    wb = Workbook()
+    built = Built(wb)
+    _inputs_sheet(wb, scenario, built)
+    refs = _plan_sheet(wb, scenario, built)
+    _curve_sheet(wb, refs, built)
+    _scaling_sheet(wb, scenario, built)
+    _compare_sheet(wb, scenario, alternative, built)
+    if scenarios is not None:
+        _scenarios_sheet(wb, scenarios, built, scenario.currency)
+    _deadline_sheet(wb, deadline)
+    _readiness_sheet(wb)
+    _notes_sheet(wb)
+    wb.calculation.fullCalcOnLoad = True
+    return built
+
+
+def write_workbook(path: str | Path, scenario: engine.Scenario, force: bool = False, **kwargs: Any) -> Built:
+    """Build and save atomically (temporary file + rename); refuses to overwrite without ``force``."""
+    built = build_workbook(scenario, **kwargs)
+    atomic_write(path, lambda tmp: built.workbook.save(tmp), force=force)
+    return built
+
+
+def today() -> str:
+    return dt.date.today().isoformat()

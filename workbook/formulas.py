@@ -1,0 +1,203 @@
+"""The engine's models written as Excel formulas: thin views of :mod:`engine`, tested against it.
+
+Each :class:`Calc` is one derived quantity. Its ``expr`` builds the Excel expression from a mapping
+of references (defined names such as ``checkpoint_stall_min`` on the Plan sheet, or cell
+addresses such as ``B7`` in a table row), so one formula text serves the Plan sheet, the Compare
+columns, the Scaling rows and the Scenarios table. ``engine_key`` names the column of
+:func:`engine.evaluate` the cell must equal; ``tests/test_workbook_recalc.py`` recalculates the
+generated workbooks in LibreOffice and compares every such cell with the engine to 1e-9.
+
+Formulas mirror (see the engine docstrings for assumptions and references):
+
+* job failure rate: :func:`engine.reliability.job_failure_rate_per_h` (up to 3 domain kinds);
+* Young, Daly intervals: :func:`engine.waste.young_interval`, :func:`engine.waste.daly_interval`;
+* exact optimum: :func:`engine.waste.exact_optimal_interval`. Excel has no Lambert W, so the sheet
+  solves the same first-order condition ``ln y - y + 1 + C_eff/M = 0`` for ``y = 1 - T/M`` by six
+  Newton steps from ``max(1 - sqrt(2c), exp(-1 - c))`` (a lower bound of the root, from which Newton
+  increases monotonically to it), and uses the Lambert-W series in ``p = sqrt(2(1 - e^-c))`` below
+  ``c = 1e-4``, where ``ln y`` loses precision. Agrees with the engine to ~2e-11 for
+  ``c`` in [1e-14, 600];
+* exact expected wall time, waste, failures and breakdown: :func:`engine.waste.expected_wall_time`,
+  :func:`engine.waste.waste_fraction`, :func:`engine.waste.time_breakdown`;
+* GPU-hours, money, goodput: :mod:`engine.cost`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+Refs = Mapping[str, str]
+
+# Above this exponent EXP() overflows (Excel and LibreOffice give #NUM!); the engine raises there.
+MAX_EXPONENT = 700
+NEVER = '"n/a: the job would essentially never finish"'
+SERIES_BELOW = 1e-4
+NEWTON_STEPS = 6
+_SERIES = ("1", "-1/3", "11/72", "-43/540", "769/17280", "-221/8505")
+
+MINUTES = "0.00"
+HOURS = "#,##0.00"
+PERCENT = "0.000%"
+GPU_HOURS = "#,##0"
+MONEY = "#,##0"
+RATIO = "0.000000"
+
+
+@dataclass(frozen=True)
+class Calc:
+    key: str
+    label: str
+    unit: str
+    fmt: str
+    expr: Callable[[Refs], str]
+    engine_key: str | None = None
+    helper: bool = False      # solver steps: shown grouped and collapsed
+
+
+def _rate(r: Refs) -> str:
+    node = f'IF({r["node_mtbf_h"]}<>"",(1-{r["nonfatal_share"]})*{r["nodes"]}/{r["node_mtbf_h"]},0)'
+    doms = "".join(
+        f'+IF({r[f"domain{i}_mtbf_h"]}<>"",CEILING({r["nodes"]}/{r[f"domain{i}_nodes_per_domain"]},1)/{r[f"domain{i}_mtbf_h"]},0)'
+        for i in (1, 2, 3))
+    return node + doms
+
+
+def _waste(T: str, r: Refs) -> str:
+    """1 - T / (M e^(R/M) e^(L/M) (1 - e^(-P/M))), L = T + C + W, P = T + C + W s."""
+    M, C, W, s, R = r["job_mtbf_min"], r["checkpoint_stall_min"], r["async_write_min"], r["async_slowdown_fraction"], r["restart_min"]
+    return f"1-{T}/({M}*EXP({R}/{M})*EXP(({T}+{C}+{W})/{M})*(1-EXP(-({T}+{C}+{W}*{s})/{M})))"
+
+
+def _guard(expr: str, r: Refs) -> str:
+    return f"IF({r['model_ok']},{expr},{NEVER})"
+
+
+def _floor(T: str, r: Refs) -> str:
+    return f"MAX({T},{r['async_write_min']}*(1-{r['async_slowdown_fraction']}))"
+
+
+def _newton(prev: str, r: Refs) -> str:
+    c = r["stall_ratio"]
+    return f"IF({c}<{SERIES_BELOW},{prev},{prev}-(LN({prev})-{prev}+1+{c})/(1/{prev}-1))"
+
+
+def _series(r: Refs) -> str:
+    c = r["stall_ratio"]
+    p = f"SQRT(2*({c}-{c}^2/2+{c}^3/6-{c}^4/24))"
+    return "+".join(f"({coef})*{p}^{k + 1}" for k, coef in enumerate(_SERIES))
+
+
+def _exponent(r: Refs) -> str:
+    """Largest (R + T + C + W)/M over the intervals the sheet evaluates."""
+    T = f"MAX({r['chosen_interval_min']},{r['young_interval_min']},{r['daly_interval_min']},{r['exact_interval_min']})"
+    return f"({r['restart_min']}+{T}+{r['checkpoint_stall_min']}+{r['async_write_min']})/{r['job_mtbf_min']}"
+
+
+def _parts(r: Refs) -> tuple[str, str]:
+    T, C, W, s, M = r["chosen_interval_min"], r["checkpoint_stall_min"], r["async_write_min"], r["async_slowdown_fraction"], r["job_mtbf_min"]
+    segments = f"{r['useful_training_h']}*60/{T}"
+    per_segment = f"EXP(({T}+{C}+{W})/{M})*(1-EXP(-({T}+{C}+{W}*{s})/{M}))"
+    return segments, per_segment
+
+
+def _newton_calcs() -> list[Calc]:
+    calcs = [Calc("newton_y0", "Exact optimum, start y0 = max(1 - sqrt(2c), exp(-1 - c))", "1 - T/M", RATIO,
+                  lambda r: f"MAX(1-SQRT(2*{r['stall_ratio']}),EXP(-1-{r['stall_ratio']}))", helper=True)]
+    for k in range(1, NEWTON_STEPS + 1):
+        calcs.append(Calc(f"newton_y{k}", f"Exact optimum, Newton step {k}", "1 - T/M", RATIO,
+                          (lambda k: lambda r: _newton(r[f"newton_y{k - 1}"], r))(k), helper=True))
+    return calcs
+
+
+CALCS: tuple[Calc, ...] = (
+    Calc("job_failure_rate_per_h", "Job failure rate", "per h", "0.000000",
+         _rate),
+    Calc("job_mtbf_h", "Job MTBF", "h", HOURS,
+         lambda r: f'IF({r["job_mtbf_override_h"]}<>"",{r["job_mtbf_override_h"]},1/{r["job_failure_rate_per_h"]})',
+         "job_mtbf_h"),
+    Calc("job_mtbf_min", "Job MTBF", "min", HOURS, lambda r: f"{r['job_mtbf_h']}*60"),
+    Calc("effective_stall_min", "Effective stall per save (blocking + throughput lost to the write)", "min", MINUTES,
+         lambda r: f"{r['checkpoint_stall_min']}+{r['async_write_min']}*{r['async_slowdown_fraction']}",
+         "effective_stall_min"),
+    Calc("young_interval_min", "Young interval sqrt(2 C M)", "min", MINUTES,
+         lambda r: f"SQRT(2*{r['effective_stall_min']}*{r['job_mtbf_min']})", "young_interval_min"),
+    Calc("daly_interval_min", "Daly higher-order interval", "min", MINUTES,
+         lambda r: (lambda C, M: f"IF({C}<2*{M},SQRT(2*{C}*{M})*(1+SQRT({C}/(2*{M}))/3+{C}/(2*{M})/9)-{C},{M})")(
+             r["effective_stall_min"], r["job_mtbf_min"]), "daly_interval_min"),
+    Calc("stall_ratio", "c = effective stall / job MTBF", "ratio", "0.000E+00",
+         lambda r: f"{r['effective_stall_min']}/{r['job_mtbf_min']}"),
+    *_newton_calcs(),
+    Calc("exact_interval_min", "Exact optimum interval (Daly's complete model)", "min", MINUTES,
+         lambda r: _floor(f"{r['job_mtbf_min']}*IF({r['stall_ratio']}<{SERIES_BELOW},{_series(r)},1-{r[f'newton_y{NEWTON_STEPS}']})", r),
+         "exact_interval_min"),
+    Calc("chosen_interval_min", "Chosen interval (input, else the exact optimum)", "min", MINUTES,
+         lambda r: f'IF({r["interval_min"]}<>"",{r["interval_min"]},{r["exact_interval_min"]})', "chosen_interval_min"),
+    Calc("model_ok", "Model in range: (R + T + C + W)/M <= 700", "TRUE/FALSE", "General",
+         lambda r: f"{_exponent(r)}<={MAX_EXPONENT}"),
+    Calc("first_order_waste", "First-order waste C/T + T/(2M) at the chosen interval", "share", PERCENT,
+         lambda r: f"{r['effective_stall_min']}/{r['chosen_interval_min']}+{r['chosen_interval_min']}/(2*{r['job_mtbf_min']})",
+         "first_order_waste"),
+    Calc("young_min_waste", "First-order waste at Young's interval sqrt(2C/M)", "share", PERCENT,
+         lambda r: f"SQRT(2*{r['effective_stall_min']}/{r['job_mtbf_min']})", "young_min_waste"),
+    Calc("waste_fraction", "Exact waste at the chosen interval (share of wall time)", "share", PERCENT,
+         lambda r: _guard(_waste(r["chosen_interval_min"], r), r), "waste_fraction"),
+    Calc("waste_fraction_at_optimum", "Exact waste at the exact optimum", "share", PERCENT,
+         lambda r: _guard(_waste(r["exact_interval_min"], r), r), "waste_fraction_at_optimum"),
+    Calc("waste_fraction_at_young", "Exact waste at Young's interval", "share", PERCENT,
+         lambda r: _guard(_waste(_floor(r["young_interval_min"], r), r), r), "waste_fraction_at_young"),
+    Calc("waste_fraction_at_daly", "Exact waste at Daly's interval", "share", PERCENT,
+         lambda r: _guard(_waste(_floor(r["daly_interval_min"], r), r), r), "waste_fraction_at_daly"),
+    Calc("expected_failures", "Expected failures per run", "failures", "#,##0.0",
+         lambda r: _guard("{0}*(1-EXP(-({1}+{2}+{3}*{4})/{5}))*EXP(({1}+{2}+{3})/{5})".format(
+             _parts(r)[0], r["chosen_interval_min"], r["checkpoint_stall_min"], r["async_write_min"],
+             r["async_slowdown_fraction"], r["job_mtbf_min"]), r), "expected_failures"),
+    Calc("wall_h", "Expected wall time", "h", HOURS,
+         lambda r: _guard(f"{_parts(r)[0]}*{r['job_mtbf_min']}*EXP({r['restart_min']}/{r['job_mtbf_min']})*{_parts(r)[1]}/60", r),
+         "wall_h"),
+    Calc("useful_h", "  useful compute", "h", HOURS, lambda r: f"{r['useful_training_h']}", "useful_h"),
+    Calc("save_h", "  checkpoint stall and write slowdown", "h", HOURS,
+         lambda r: f"{_parts(r)[0]}*{r['effective_stall_min']}/60", "save_h"),
+    Calc("restart_h", "  restart", "h", HOURS,
+         lambda r: _guard(f"{r['expected_failures']}*{r['job_mtbf_min']}*(EXP({r['restart_min']}/{r['job_mtbf_min']})-1)/60", r),
+         "restart_h"),
+    Calc("rework_h", "  rework (progress lost to failures)", "h", HOURS,
+         lambda r: _guard("MAX(({0}*{1}-{2}*({3}+{4}+{5}*{6}))/60,0)".format(
+             r["expected_failures"], r["job_mtbf_min"], _parts(r)[0], r["chosen_interval_min"],
+             r["checkpoint_stall_min"], r["async_write_min"], r["async_slowdown_fraction"]), r), "rework_h"),
+    Calc("gpus", "GPUs", "GPUs", "#,##0", lambda r: f"{r['nodes']}*{r['gpus_per_node']}", "gpus"),
+    Calc("total_gpu_hours", "GPU-hours, total", "GPU-h", GPU_HOURS,
+         lambda r: _guard(f"{r['wall_h']}*{r['gpus']}", r), "total_gpu_hours"),
+    *[Calc(f"{cat}_gpu_hours", f"  GPU-hours, {cat}", "GPU-h", GPU_HOURS,
+           (lambda cat: lambda r: _guard(f"{r[f'{cat}_h']}*{r['gpus']}", r))(cat), f"{cat}_gpu_hours")
+      for cat in ("useful", "save", "rework", "restart")],
+    Calc("total_cost", "Cost, total", "money", MONEY,
+         lambda r: _guard(f"{r['total_gpu_hours']}*{r['price_per_gpu_hour']}", r), "total_cost"),
+    *[Calc(f"{cat}_cost", f"  cost, {cat}", "money", MONEY,
+           (lambda cat: lambda r: _guard(f"{r[f'{cat}_gpu_hours']}*{r['price_per_gpu_hour']}", r))(cat), f"{cat}_cost")
+      for cat in ("useful", "save", "rework", "restart")],
+    Calc("goodput", "Goodput (useful share of GPU-hours)", "share", PERCENT,
+         lambda r: _guard(f"{r['useful_h']}/{r['wall_h']}", r), "goodput"),
+    Calc("cost_per_useful_gpu_hour", "Cost per useful GPU-hour", "money/GPU-h", "#,##0.0000",
+         lambda r: _guard(f"{r['total_cost']}/{r['useful_gpu_hours']}", r), "cost_per_useful_gpu_hour"),
+)
+CALC_BY_KEY = {c.key: c for c in CALCS}
+
+# The inputs every calc may reference, in Inputs-sheet order (keys = engine.scenario field names,
+# except the job MTBF override and the three domain slots).
+INPUT_KEYS = (
+    "checkpoint_stall_min", "async_write_min", "async_slowdown_fraction", "restart_min",
+    "node_mtbf_h", "nodes", "gpus_per_node", "nonfatal_share", "job_mtbf_override_h",
+    "domain1_mtbf_h", "domain1_nodes_per_domain", "domain2_mtbf_h", "domain2_nodes_per_domain",
+    "domain3_mtbf_h", "domain3_nodes_per_domain",
+    "useful_training_h", "price_per_gpu_hour", "interval_min", "deadline_h", "runs_per_month",
+)
+
+
+def waste_at(T: str, refs: Refs) -> str:
+    """Exact waste at interval ``T`` (a reference or expression), guarded like the Plan cells."""
+    return _guard(_waste(T, refs), refs)
+
+
+def first_order_waste_at(T: str, refs: Refs) -> str:
+    return f"{refs['effective_stall_min']}/{T}+{T}/(2*{refs['job_mtbf_min']})"

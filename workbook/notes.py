@@ -1,0 +1,65 @@
+"""Text of the Notes and Readiness sheets: each model's formula, assumptions, limits, references."""
+
+NOTES = (
+    ("Symbols",
+     "T interval (compute between saves), C blocking stall, W async write time, s throughput lost during the write, "
+     "C_eff = C + W s, M job MTBF, R restart time, work = useful compute",
+     "All times in minutes on the Plan sheet except where a label says hours.",
+     ""),
+    ("Job MTBF",
+     "M_job = 1 / ((1 - nonfatal share) * nodes / node MTBF + sum over domains of ceil(nodes / nodes per domain) / domain MTBF)",
+     "Independent exponential failures; any node failure stops the job (unless survived: the non-fatal share). Wrong for "
+     "correlated failures counted as node failures (a rack or power outage is one interruption, not one per node): enter "
+     "those as domains. Wrong for short horizons after maintenance or clustered failures: use the Deadline sheet.",
+     "Daly 2006 (system MTTI); Meta, The Llama 3 Herd of Models, 2024, sec. 3.3.4"),
+    ("Young interval and first-order waste",
+     "T = sqrt(2 C_eff M); waste = C_eff/T + T/(2M); minimum sqrt(2 C_eff / M)",
+     "First order in C/M: needs C << T << M. Ignores restarts and failures during saves; waste is a share of compute time. "
+     "Values near 1 mean the approximation has broken down.",
+     "J. W. Young, CACM 17(9):530-531, 1974"),
+    ("Daly higher-order interval",
+     "T = sqrt(2CM) (1 + sqrt(C/(2M))/3 + C/(18M)) - C for C < 2M; T = M for C >= 2M",
+     "Perturbation solution of the complete model; C >= 2M is a valid regime (the job mostly saves and restarts), not an error.",
+     "J. T. Daly, FGCS 22(3):303-312, 2006"),
+    ("Exact model (wall time, waste)",
+     "E = M e^(R/M) e^((T+C+W)/M) (1 - e^(-(T+C+W s)/M)) work / T; waste = 1 - work / E. With W = 0: Daly's "
+     "M e^(R/M) (e^((T+C)/M) - 1) work / T",
+     "Exponential failures striking compute, saves and restarts alike; a failure loses the work since the last durable "
+     "checkpoint; an async checkpoint is durable only after its write, so a failure during the write falls back one "
+     "checkpoint. Steady-state average over many intervals: for a deadline or a short job see the Deadline sheet.",
+     "Daly 2006 (complete cost function); async extension: ckptplan engine.waste docstring"),
+    ("Exact optimum",
+     "(1 - T/M) e^((T + C_eff)/M) = 1, i.e. T = M (1 + W0(-e^(-1 - C_eff/M))); at least W (1 - s)",
+     "Restart time does not move the optimum. Excel has no Lambert W: the Plan sheet takes six Newton steps on "
+     "ln y - y + 1 + c = 0 (y = 1 - T/M) and a series below c = 1e-4; it matches the engine to about 1e-10.",
+     "Daly 2006; Bougeret et al., SC'11"),
+    ("Async saves",
+     "C_eff = C + W s sets the interval; the durability lag W adds rework",
+     "Async is not C = 0: the step still blocks for C, loses s of its throughput for W, and the newest checkpoint is "
+     "not restorable until the write is durable. The write must finish before the next save: W (1 - s) <= T.",
+     "ckptplan engine.waste.expected_wall_time"),
+    ("Cost",
+     "GPU-hours = wall hours x nodes x GPUs per node; money = GPU-hours x price; goodput = useful / total",
+     "GPUs are billed while held, whatever they do (computing, saving, redoing work, restarting).",
+     ""),
+    ("Scaling sheet",
+     "useful hours = Inputs hours x Inputs nodes / nodes; exact optimum per row",
+     "Perfect scaling (useful GPU-hours constant). Real jobs scale less than perfectly, so large node counts are optimistic.",
+     ""),
+    ("Deadline sheet",
+     "Monte Carlo of the finite job (values)",
+     "Written by the engine when the workbook was generated, with runs, seed and date; does not recalculate.",
+     "ckptplan engine.deadline"),
+)
+
+READINESS = (
+    ("Model weights", "Without them there is nothing to resume."),
+    ("Optimizer state (moments, step counts)", "A fresh optimizer after restore changes the trajectory: loss spikes, lost progress."),
+    ("Global step / tokens seen", "Schedules, logging and data position key off it."),
+    ("Data loader position (epoch, shard, offset, sampler state)", "Without it the job re-reads or skips data: silently different training."),
+    ("RNG states (Python, numpy, framework, per device)", "Dropout, sampling and data order diverge from the uninterrupted run."),
+    ("Learning-rate scheduler state", "A restarted schedule re-warms or jumps the learning rate."),
+    ("Mixed-precision loss scaler / gradient accumulation state", "A reset scaler can overflow or underflow the first steps after restore."),
+    ("Checkpoint is durable and complete (all ranks, manifest written)", "A partial async write is not a checkpoint; restore must find the last complete one."),
+    ("A restore test actually run (fresh process, loss trajectory compared)", "Only a resumed run that matches proves the checkpoint counts (ckptplan probe, when available)."),
+)

@@ -29,8 +29,23 @@ def atomic_write(path: str | Path, write: Callable[[Path], None], force: bool = 
     tmp = Path(tmp_name)
     try:
         write(tmp)
+        with open(tmp, "rb+") as fh:  # durable before it takes the user's name
+            os.fsync(fh.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the user's usual mode
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+def atomic_write_text(path: str | Path, text: str, force: bool = False,
+                      check: Callable[[Path], object] | None = None) -> Path:
+    """:func:`atomic_write` for text (UTF-8); ``check(tmp)`` may validate the file before the rename."""
+    def write(tmp: Path) -> None:
+        tmp.write_text(text, encoding="utf-8")
+        if check is not None:
+            check(tmp)
+    return atomic_write(path, write, force=force)

@@ -20,6 +20,7 @@ import pandas as pd
 from openpyxl import Workbook
 from openpyxl.chart import Reference, ScatterChart, Series
 from openpyxl.chart.marker import Marker
+from openpyxl.chart.shapes import GraphicalProperties
 from openpyxl.styles import Alignment, Border, Font, PatternFill, Side
 from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
@@ -120,12 +121,67 @@ def _header(ws, row: int, titles: list[str], col: int = 1) -> None:
         c.alignment = Alignment(wrap_text=True, vertical="center")
 
 
-def _title(ws, title: str, subtitle: str = "") -> None:
+def _title(ws, title: str, subtitle: str = "", width_cols: int = 4) -> None:
     ws["A1"] = title
     ws["A1"].font = TITLE_FONT
     if subtitle:
-        ws["A2"] = subtitle
-        ws["A2"].font = NOTE_FONT
+        _note(ws, 2, subtitle, width_cols)
+
+
+def _note(ws, row: int, text: str, width_cols: int = 4, lines: int | None = None) -> None:
+    """A wrapped italic note spanning ``width_cols`` columns (merged), tall enough to read.
+
+    ``width_cols = 0``: one unwrapped cell whose text runs on over the empty cells to its right
+    (for sheets whose first columns are narrow or hidden).
+    """
+    if width_cols == 0:
+        ws.cell(row=row, column=1, value=text).font = NOTE_FONT
+        return
+    ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=width_cols)
+    c = ws.cell(row=row, column=1, value=text)
+    c.font = NOTE_FONT
+    c.alignment = Alignment(wrap_text=True, vertical="top")
+    ws.row_dimensions[row].height = 15 * (lines or max(1, math.ceil(len(text) / (28 * width_cols))))
+
+
+def _line(series: Series, color: str, width_emu: int = 28575, dash: str | None = None) -> Series:
+    series.marker = Marker(symbol="none")
+    series.smooth = False
+    series.graphicalProperties.line.solidFill = color
+    series.graphicalProperties.line.width = width_emu
+    if dash:
+        series.graphicalProperties.line.dashStyle = dash
+    return series
+
+
+def _points(series: Series, color: str, symbol: str, size: int = 9) -> Series:
+    series.marker = Marker(symbol=symbol, size=size)
+    series.marker.graphicalProperties = GraphicalProperties(solidFill=color)
+    series.marker.graphicalProperties.line.solidFill = color
+    series.graphicalProperties.line.noFill = True
+    return series
+
+
+def _fit_rows(ws, first_row: int, last_row: int) -> None:
+    """Row heights for wrapped text (LibreOffice and Excel do not grow rows written by openpyxl)."""
+    widths = {col: (ws.column_dimensions[get_column_letter(col)].width or 10) for col in range(1, ws.max_column + 1)}
+    for r in range(first_row, last_row + 1):
+        lines = 1
+        for col in range(1, ws.max_column + 1):
+            v = ws.cell(row=r, column=col).value
+            if isinstance(v, str):
+                lines = max(lines, math.ceil(len(v) * 1.1 / max(widths[col], 1)))
+        ws.row_dimensions[r].height = 13 * lines + 2
+
+
+def _print_setup(ws, landscape: bool = True) -> None:
+    ws.page_setup.orientation = "landscape" if landscape else "portrait"
+    ws.page_setup.paperSize = ws.PAPERSIZE_A4
+    ws.page_setup.fitToWidth = 1
+    ws.page_setup.fitToHeight = 0
+    ws.sheet_properties.pageSetUpPr.fitToPage = True
+    ws.print_options.gridLines = False
+    ws.oddFooter.center.text = "&A - page &P of &N"
 
 
 def _name(wb: Workbook, name: str, sheet: str, cell: str) -> None:
@@ -143,9 +199,8 @@ def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> None:
     ws = wb.active
     ws.title = "Inputs"
     _title(ws, "Inputs: every assumption in one place",
-            f"Scenario: {sc.name}. {sc.description} Source: {sc.source or 'user input'}")
-    ws["A3"] = "Blue cells on a light fill are inputs; change them and every sheet recalculates."
-    ws["A3"].font = NOTE_FONT
+            f"Scenario: {sc.name}. {sc.description} Source: {sc.source or 'user input'}", 5)
+    _note(ws, 3, "Blue cells on a light fill are inputs; change them and every sheet recalculates.", 5)
     _header(ws, 5, ["Input", "Value", "Unit", "Defined name", "Rule"])
     values = scenario_inputs(sc)
     row = 6
@@ -173,9 +228,9 @@ def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> None:
     _name(wb, "currency", "Inputs", f"B{row + 1}")
     built.input_cells["currency"] = f"Inputs!$B${row + 1}"
     built.input_cells["name"] = f"Inputs!$B${row}"
-    ws.cell(row=row + 3, column=1, value=(
-        "Job MTBF comes from node MTBF / nodes (independent failures, any node stops the job), plus the "
-        "correlated domains; a Job MTBF override (e.g. from `ckptplan fit LOG.csv`) replaces it.")).font = NOTE_FONT
+    _name(wb, "scenario_name", "Inputs", f"B{row}")
+    _note(ws, row + 3, "Job MTBF comes from node MTBF / nodes (independent failures, any node stops the job), plus the "
+          "correlated domains; a Job MTBF override (e.g. from `ckptplan fit LOG.csv`) replaces it.", 5)
     for col, width in zip("ABCDE", (70, 14, 16, 26, 30)):
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "A6"
@@ -206,12 +261,10 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> dict[str, st
         if calc.engine_key:
             built.checks.append(Check("Plan", f"B{row}", ("plan",), calc.engine_key))
         row += 1
-    ws.cell(row=row + 1, column=1, value=(
-        "Rows grouped under 'c = effective stall / job MTBF' (expand with +) solve the exact optimum by "
-        "Newton steps; Excel has no Lambert W.")).font = NOTE_FONT
-    ws.cell(row=row + 2, column=1, value=(
-        "Long-run averages for exponential failures. For a deadline, short jobs or clustered failures see the "
-        "Deadline sheet (Monte Carlo).")).font = NOTE_FONT
+    _note(ws, row + 1, "Rows grouped under 'c = effective stall / job MTBF' (expand with +) solve the exact optimum "
+          "by Newton steps; Excel has no Lambert W.", 4)
+    _note(ws, row + 2, "Long-run averages for exponential failures. For a deadline, short jobs or clustered failures "
+          "see the Deadline sheet (Monte Carlo).", 4)
     ws.sheet_properties.outlinePr.summaryBelow = False
     for col, width in zip("ABCD", (62, 18, 14, 28)):
         ws.column_dimensions[col].width = width
@@ -235,36 +288,35 @@ def _curve_sheet(wb: Workbook, refs: dict[str, str], built: Built) -> None:
         built.checks.append(Check("Interval curve", f"C{r}", ("curve", i), "first_order_waste"))
         built.checks.append(Check("Interval curve", f"D{r}", ("curve", i), "waste_fraction"))
     last = first + len(CURVE_FACTORS) - 1
-    opt = last + 2
-    ws.cell(row=opt, column=1, value="Exact optimum").font = Font(bold=True)
-    ws.cell(row=opt, column=2, value="=exact_interval_min").number_format = F.MINUTES
-    ws.cell(row=opt, column=4, value="=waste_fraction_at_optimum").number_format = F.PERCENT
-    ws.cell(row=opt + 1, column=1, value="Chosen interval").font = Font(bold=True)
-    ws.cell(row=opt + 1, column=2, value="=chosen_interval_min").number_format = F.MINUTES
-    ws.cell(row=opt + 1, column=4, value="=waste_fraction").number_format = F.PERCENT
+    opt = 27  # the marked points, under the chart (columns F-H)
+    _header(ws, opt - 1, ["Marked point", "Interval (min)", "Exact waste"], col=6)
+    for r, label, interval, waste in ((opt, "Exact optimum", "exact_interval_min", "waste_fraction_at_optimum"),
+                                      (opt + 1, "Chosen interval", "chosen_interval_min", "waste_fraction")):
+        ws.cell(row=r, column=6, value=label).font = Font(bold=True)
+        ws.cell(row=r, column=7, value=f"={interval}").number_format = F.MINUTES
+        ws.cell(row=r, column=8, value=f"={waste}").number_format = F.PERCENT
 
     chart = ScatterChart()
-    chart.title = "Waste against checkpoint interval (optimum marked)"
-    chart.style = 13
+    chart.title = "Waste against the checkpoint interval"
+    chart.scatterStyle = "lineMarker"
     chart.x_axis.title = "Interval between saves (min)"
     chart.y_axis.title = "Waste (share)"
     chart.y_axis.number_format = "0%"
-    chart.height, chart.width = 9, 17
+    chart.x_axis.number_format = "0"
+    chart.height, chart.width = 10, 18
+    chart.legend.position = "b"
     xs = Reference(ws, min_col=2, min_row=first, max_row=last)
-    for col, title in ((4, "Exact model"), (3, "First order (Young)")):
-        s = Series(Reference(ws, min_col=col, min_row=first, max_row=last), xs, title=title)
-        s.marker = Marker(symbol="none")
-        s.smooth = True
-        chart.series.append(s)
-    for r, title, symbol in ((opt, "Exact optimum", "diamond"), (opt + 1, "Chosen interval", "circle")):
-        s = Series(Reference(ws, min_col=4, min_row=r, max_row=r), Reference(ws, min_col=2, min_row=r, max_row=r), title=title)
-        s.marker = Marker(symbol=symbol, size=10)
-        s.graphicalProperties.line.noFill = True
-        chart.series.append(s)
+    chart.series.append(_line(Series(Reference(ws, min_col=4, min_row=first, max_row=last), xs,
+                                     title="Exact model (share of wall time)"), "1F4E78"))
+    chart.series.append(_line(Series(Reference(ws, min_col=3, min_row=first, max_row=last), xs,
+                                     title="First order, Young (share of compute)"), "ED7D31", dash="dash"))
+    for r, title, color, symbol in ((opt, "Exact optimum", "C00000", "diamond"), (opt + 1, "Chosen interval", "000000", "circle")):
+        chart.series.append(_points(Series(Reference(ws, min_col=8, min_row=r, max_row=r),
+                                           Reference(ws, min_col=7, min_row=r, max_row=r), title=title), color, symbol))
     chart.x_axis.delete = False
     chart.y_axis.delete = False
     ws.add_chart(chart, "F4")
-    for col, width in zip("ABCD", (24, 16, 18, 14)):
+    for col, width in zip("ABCDEFGH", (24, 16, 18, 14, 3, 18, 14, 14)):
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "A5"
 
@@ -313,10 +365,9 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> None:
     ws = wb.create_sheet("Scaling")
     _title(ws, "Scaling: the same training on more or fewer nodes",
            "Assumes perfect scaling (useful GPU-hours constant, useful hours = Inputs hours x Inputs nodes / nodes), "
-           "independent node failures (job MTBF = node MTBF / nodes, plus domains) and the exact optimum interval per row.")
-    ws["A3"] = ("The node -> job division is wrong for correlated failures (shared racks or power domains): "
-                "enter those as domains on the Inputs sheet.")
-    ws["A3"].font = NOTE_FONT
+           "independent node failures (job MTBF = node MTBF / nodes, plus domains) and the exact optimum interval per row.", 0)
+    _note(ws, 3, "The node -> job division is wrong for correlated failures (shared racks or power domains): "
+          "enter those as domains on the Inputs sheet.", 0)
     nodes_list = scaling_nodes(sc.nodes)
     head_row, first = 5, 6
     _header(ws, head_row, ["Nodes", "Useful training (h)"])
@@ -334,40 +385,43 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> None:
     cols = _table_columns(ws, first, len(nodes_list), refs, F.CALCS, 3, built.checks,
                           lambda i: ("scaling", nodes_list[i]), "Scaling", visible, sc.currency)
     ws.sheet_properties.outlinePr.summaryRight = False
+    ws.row_dimensions[head_row].height = 62
     last = first + len(nodes_list) - 1
     ws.freeze_panes = ws.cell(row=first, column=3)
     ws.column_dimensions["A"].width = 10
     ws.column_dimensions["B"].width = 14
 
     xs = Reference(ws, min_col=1, min_row=first, max_row=last)
-    chart = ScatterChart()
-    chart.title = "Waste and cost as the job grows"
-    chart.style = 13
-    chart.x_axis.title = "Nodes (log2 scale)"
-    chart.x_axis.scaling.logBase = 2
-    chart.y_axis.title = "Waste at the optimum (share)"
-    chart.y_axis.number_format = "0%"
-    chart.height, chart.width = 9, 18
-    s = Series(Reference(ws, min_col=cols["waste_fraction"], min_row=first, max_row=last), xs, title="Waste (left axis)")
-    s.marker = Marker(symbol="circle", size=6)
-    chart.series.append(s)
-    cost_chart = ScatterChart()
-    cost_chart.y_axis.axId = 200
-    cost_chart.y_axis.title = "Cost per run"
-    cost_chart.y_axis.number_format = "#,##0"
-    cost_chart.y_axis.crosses = "max"
-    s2 = Series(Reference(ws, min_col=cols["total_cost"], min_row=first, max_row=last), xs, title="Cost per run (right axis)")
-    s2.marker = Marker(symbol="triangle", size=6)
-    cost_chart.series.append(s2)
-    chart.x_axis.delete = False
-    chart.y_axis.delete = False
-    cost_chart.y_axis.delete = False
-    chart += cost_chart
-    ws.add_chart(chart, f"A{last + 3}")
+    def nodes_chart(title: str, key: str, y_title: str, y_format: str, color: str, symbol: str) -> ScatterChart:
+        chart = ScatterChart()
+        chart.title = title
+        chart.scatterStyle = "lineMarker"
+        chart.x_axis.title = "Nodes (log scale)"
+        chart.x_axis.scaling.logBase = 2
+        chart.x_axis.number_format = "#,##0"
+        chart.y_axis.title = y_title
+        chart.y_axis.number_format = y_format
+        chart.height, chart.width = 9, 14
+        chart.legend = None
+        series = _line(Series(Reference(ws, min_col=cols[key], min_row=first, max_row=last), xs, title=title), color)
+        series.marker = Marker(symbol=symbol, size=6)
+        chart.series.append(series)
+        chart.x_axis.delete = False
+        chart.y_axis.delete = False
+        return chart
+
+    ws.add_chart(nodes_chart("Waste at the optimum interval", "waste_fraction", "Waste (share of wall time)", "0%",
+                             "1F4E78", "circle"), f"A{last + 3}")
+    chart = nodes_chart("Cost per run", "total_cost", f"Cost per run ({sc.currency})", "#,##0", "ED7D31", "triangle")
+    ws.add_chart(chart, f"A{last + 23}")
 
 
 def _compare_sheet(wb: Workbook, base: engine.Scenario, alt: engine.Scenario, built: Built) -> None:
     ws = wb.create_sheet("Compare")
+    ws["F4"] = "Alternative name"
+    ws["G4"] = alt.name
+    ws["G4"].font = INPUT_FONT
+    _name(wb, "alt_scenario_name", "Compare", "G4")
     _title(ws, f"Compare: baseline against an alternative ({alt.name})",
            "Baseline inputs follow the Inputs sheet; change the alternative's blue cells. Positive savings favour the alternative.")
     _header(ws, 4, ["Quantity", "Baseline", "Alternative", "Unit"])
@@ -381,12 +435,14 @@ def _compare_sheet(wb: Workbook, base: engine.Scenario, alt: engine.Scenario, bu
         ws.cell(row=row, column=2, value=f'=IF({key}="","",{key})')
         c = ws.cell(row=row, column=3, value=alt_values[key])
         c.font, c.fill = INPUT_FONT, INPUT_FILL
+        c.number_format = ws.cell(row=row, column=2).number_format = "0.00##" if rule != "count" else "#,##0"
         dv = _validation(key, rule, optional, label)
         ws.add_data_validation(dv)
         dv.add(c)
         ws.cell(row=row, column=4, value=_fmt_unit(unit if unit != "per GPU-h" else "money per GPU-h", base.currency))
         refs_b[key], refs_a[key] = f"$B${row}", f"$C${row}"
         built.input_cells[f"alt:{key}"] = f"Compare!$C${row}"
+        _name(wb, f"alt_{key}", "Compare", f"C{row}")
         row += 1
     row += 1
     for calc in F.CALCS:
@@ -431,7 +487,7 @@ def _compare_sheet(wb: Workbook, base: engine.Scenario, alt: engine.Scenario, bu
         if key != "wall_h":
             built.checks.append(Check("Compare", f"C{row}", ("compare_savings",), f"{key}_saved_per_month"))
         row += 1
-    for col, width in zip("ABCD", (62, 18, 18, 16)):
+    for col, width in zip("ABCDEFG", (62, 18, 18, 16, 3, 18, 30)):
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "B5"
 
@@ -492,13 +548,13 @@ def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None) -> None:
         row += 1
     for note in report.get("notes", []):
         row += 1
-        ws.cell(row=row, column=1, value=note).font = NOTE_FONT
+        _note(ws, row, note, 3)
     ws.column_dimensions["A"].width = 70
     ws.column_dimensions["B"].width = 18
     ws.column_dimensions["C"].width = 14
 
 
-def _readiness_sheet(wb: Workbook) -> None:
+def _readiness_sheet(wb: Workbook, kept: dict[str, tuple[Any, Any]] | None) -> None:
     ws = wb.create_sheet("Readiness")
     _title(ws, "Readiness: does a checkpoint restore the full training state?",
            "A checkpoint counts only if it restores everything below; until the restore test has been run, "
@@ -512,12 +568,15 @@ def _readiness_sheet(wb: Workbook) -> None:
         r = 5 + i
         ws.cell(row=r, column=1, value=item).alignment = Alignment(wrap_text=True, vertical="top")
         ws.cell(row=r, column=2, value=why).alignment = Alignment(wrap_text=True, vertical="top")
-        c = ws.cell(row=r, column=3, value="not checked")
+        status, evidence = (kept or {}).get(item, ("not checked", None))
+        c = ws.cell(row=r, column=3, value=status)
         c.font, c.fill = INPUT_FONT, INPUT_FILL
         dv.add(c)
-        ws.cell(row=r, column=4).fill = INPUT_FILL
+        e = ws.cell(row=r, column=4, value=evidence)
+        e.font, e.fill = INPUT_FONT, INPUT_FILL
     for col, width in zip("ABCD", (40, 70, 16, 30)):
         ws.column_dimensions[col].width = width
+    _fit_rows(ws, 5, 4 + len(READINESS))
 
 
 def _notes_sheet(wb: Workbook) -> None:
@@ -530,18 +589,21 @@ def _notes_sheet(wb: Workbook) -> None:
             c.alignment = Alignment(wrap_text=True, vertical="top")
     for col, width in zip("ABCD", (24, 46, 70, 40)):
         ws.column_dimensions[col].width = width
+    _fit_rows(ws, 4, 3 + len(NOTES))
 
 
 # --------------------------------------------------------------------------------------- API
 
 def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | None = None,
-                   scenarios: pd.DataFrame | None = None, deadline: dict[str, Any] | None = None) -> Built:
+                   scenarios: pd.DataFrame | None = None, deadline: dict[str, Any] | None = None,
+                   readiness: dict[str, tuple[Any, Any]] | None = None) -> Built:
     """Build the planning workbook in memory (see :func:`write_workbook` to save it).
 
     ``alternative``: the Compare sheet's alternative (default: the same scenario with storage 4x
     faster, i.e. a quarter of the blocking stall). ``scenarios``: an optional table (as
     :func:`engine.to_table`) written to a Scenarios sheet. ``deadline``: Monte Carlo answers for
-    the Deadline sheet (see :func:`workbook.deadline_report`); left out when None.
+    the Deadline sheet (see :func:`workbook.deadline_report`); left out when None. ``readiness``:
+    status and evidence per checklist item, kept from an edited workbook (see :func:`read_inputs`).
     """
     engine.evaluate(scenario)  # validates, and refuses scenarios the engine cannot evaluate
     if alternative is None:
@@ -558,8 +620,10 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     if scenarios is not None:
         _scenarios_sheet(wb, scenarios, built, scenario.currency)
     _deadline_sheet(wb, deadline)
-    _readiness_sheet(wb)
+    _readiness_sheet(wb, readiness)
     _notes_sheet(wb)
+    for ws in wb.worksheets:
+        _print_setup(ws)
     wb.calculation.fullCalcOnLoad = True
     return built
 

@@ -1,0 +1,171 @@
+"""Read the inputs back from a planning workbook a user edited, treating the file as untrusted.
+
+openpyxl parses the XML through defusedxml when it is installed (a dependency of ckptplan), which
+refuses entity-expansion and external-entity attacks. No formula is evaluated: an input cell that
+holds a formula is reported as invalid, not computed. Inputs are found through their defined names
+(the generator names every input), so moved rows still work. Every invalid input is reported at
+once, by sheet, cell and rule.
+"""
+
+from __future__ import annotations
+
+import numbers
+from pathlib import Path
+from typing import Any
+
+from defusedxml.common import DefusedXmlException
+from openpyxl import load_workbook
+
+import engine
+from engine import InputError
+from engine.reliability import FailureDomain
+
+from . import formulas as F
+from .build import RULE_TEXT, input_spec
+from .notes import READINESS
+
+RULE_CHECKS = {
+    "positive": lambda v: v > 0,
+    "nonnegative": lambda v: v >= 0,
+    "fraction": lambda v: 0 <= v < 1,
+    "count": lambda v: v >= 1 and float(v).is_integer(),
+}
+
+
+class WorkbookInputError(InputError):
+    """Invalid inputs in a workbook: ``problems`` lists (sheet, cell, name, value, rule)."""
+
+    def __init__(self, path: Path, problems: list[tuple[str, str, str, Any, str]]):
+        self.problems = problems
+        lines = [f"{sheet}!{cell} ({name}) = {value!r}: {rule}" for sheet, cell, name, value, rule in problems]
+        ValueError.__init__(self, f"{path}: {len(problems)} invalid input(s):\n  " + "\n  ".join(lines))
+        self.field, self.value, self.rule, self.position = "workbook", str(path), "invalid inputs", None
+
+
+def _cell(wb, name: str) -> tuple[str, str, Any] | None:
+    if name not in wb.defined_names:
+        return None
+    dests = list(wb.defined_names[name].destinations)
+    if len(dests) != 1 or dests[0][0] not in wb.sheetnames:
+        return None
+    sheet, ref = dests[0]
+    ref = ref.replace("$", "")
+    return sheet, ref, wb[sheet][ref].value
+
+
+def _read_block(wb, prefix: str, problems: list) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key in F.INPUT_KEYS:
+        found = _cell(wb, prefix + key)
+        if found is None:
+            problems.append(("?", "?", prefix + key, None, "defined name missing: is this a ckptplan planning workbook?"))
+            continue
+        sheet, ref, value = found
+        label, unit, rule, optional = input_spec(key)
+        if value is None or (isinstance(value, str) and value.strip() == ""):
+            if not optional:
+                problems.append((sheet, ref, key, None, f"is required ({RULE_TEXT[rule]})"))
+            values[key] = None
+            continue
+        if isinstance(value, str) and value.startswith("="):
+            problems.append((sheet, ref, key, value, "holds a formula; type a number (formulas in an edited workbook are not evaluated)"))
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            problems.append((sheet, ref, key, value, f"must be {RULE_TEXT[rule]}, not text"))
+            continue
+        if value != value or value in (float("inf"), float("-inf")) or not RULE_CHECKS[rule](value):
+            problems.append((sheet, ref, key, value, f"must be {RULE_TEXT[rule]}"))
+            continue
+        values[key] = float(value)
+    return values
+
+
+def _scenario(values: dict[str, Any], name: str, currency: str, origin: str) -> engine.Scenario:
+    fields: dict[str, Any] = {"name": name, "currency": currency, "description": f"read from {origin}",
+                              "source": f"planning workbook {origin}"}
+    domains = []
+    for key, value in values.items():
+        if key == "job_mtbf_override_h":
+            fields["job_mtbf_h"] = value
+        elif key.startswith("domain"):
+            continue
+        elif value is not None:
+            fields[key] = int(value) if key in ("nodes", "gpus_per_node") else value
+    for i in (1, 2, 3):
+        mtbf, per = values.get(f"domain{i}_mtbf_h"), values.get(f"domain{i}_nodes_per_domain")
+        if (mtbf is None) != (per is None):
+            raise InputError(f"domain{i}", origin, f"give both domain{i}_mtbf_h and domain{i}_nodes_per_domain, or neither")
+        if mtbf is not None:
+            domains.append(FailureDomain(f"domain {i}", mtbf, int(per)))
+    fields["domains"] = tuple(domains)
+    return engine.Scenario(**fields)
+
+
+def _defused(exc: BaseException) -> BaseException | None:
+    """The defusedxml refusal somewhere in the exception chain, if any."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, DefusedXmlException):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def read_inputs(path: str | Path) -> tuple[engine.Scenario, engine.Scenario]:
+    """The baseline scenario (Inputs sheet) and the Compare alternative of an edited workbook.
+
+    Raises :class:`WorkbookInputError` listing every invalid input (sheet, cell, rule), or
+    :class:`engine.InputError` for a file that is not a readable workbook.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError("--from", str(path), "file not found")
+    try:
+        wb = load_workbook(path, data_only=False, read_only=False, keep_links=False)
+    except Exception as exc:  # noqa: BLE001 - any failure to parse a user's file becomes one clear error
+        hostile = _defused(exc)
+        if hostile is not None:
+            raise InputError("--from", str(path), f"was refused as unsafe XML ({type(hostile).__name__}: "
+                             "entity or DTD declarations are not allowed in a workbook)") from None
+        first_line = str(exc).splitlines()[0] if str(exc) else ""
+        raise InputError("--from", str(path), f"is not a readable .xlsx workbook ({type(exc).__name__}: {first_line})") from None
+    problems: list = []
+    base = _read_block(wb, "", problems)
+    alt = _read_block(wb, "alt_", problems)
+    if problems:
+        raise WorkbookInputError(path, problems)
+
+    def text(name: str, default: str) -> str:
+        found = _cell(wb, name)
+        return str(found[2]).strip() if found and found[2] not in (None, "") and not str(found[2]).startswith("=") else default
+
+    currency = text("currency", "USD")
+    try:
+        sc = _scenario(base, text("scenario_name", path.stem), currency, path.name)
+        alternative = _scenario(alt, text("alt_scenario_name", f"{path.stem} alternative"), currency, path.name)
+    except InputError as exc:
+        raise InputError(f"{path.name}: {exc.field}", exc.value, exc.rule) from None
+    return sc, alternative
+
+
+def read_readiness(path: str | Path) -> dict[str, tuple[Any, Any]]:
+    """Status and evidence per Readiness checklist item of an edited workbook (items matched by text)."""
+    wb = load_workbook(path, data_only=False)
+    if "Readiness" not in wb.sheetnames:
+        return {}
+    ws = wb["Readiness"]
+    items = {item for item, _ in READINESS}
+    kept = {}
+    for r in range(5, ws.max_row + 1):
+        item = ws.cell(row=r, column=1).value
+        if item in items:
+            status, evidence = ws.cell(row=r, column=3).value, ws.cell(row=r, column=4).value
+            if isinstance(status, str) and status.startswith("="):
+                status = "not checked"
+            if isinstance(evidence, str) and evidence.startswith("="):
+                evidence = None
+            kept[item] = (status, evidence)
+    return kept
+
+

@@ -1,0 +1,174 @@
+"""``ckptplan fit LOG.csv``: fit an interruption log and optionally emit a scenario from it.
+
+Wire it into the main app with ``register(app)``. The log format and every estimator are documented
+in :mod:`engine.logs`. ``--emit-scenario OUT.toml`` writes the ``--template`` scenario (default: the
+seed case) with the fitted ``job_mtbf_h``, ``restart_min`` and ``checkpoint_stall_min`` (those the log
+could estimate; the rest stay as in the template). The file is written atomically (a temporary file
+in the same directory, checked with :func:`engine.load_scenario`, then ``os.replace``) and an
+existing file is replaced only with ``--force``. The existence check and the replace are two steps:
+a file created in between by another process is overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import tomli_w
+import typer
+from rich.table import Table
+
+import engine
+from engine import logs
+from engine.files import atomic_write_text
+
+# `from package import module` resolves through sys.modules, so this works even when ckptplan.cli
+# imports this module while it is still initialising; names are looked up at call time.
+from ckptplan import cli as _cli
+
+
+def _num(x: float | None, fmt: str = ".3g", unit: str = "") -> str:
+    return "n/a" if x is None else f"{x:{fmt}}{unit}"
+
+
+def _summary(s: logs.MinutesSummary | None) -> tuple[str, str]:
+    if s is None:
+        return "n/a", "not in the log"
+    return (f"{s.mean_min:.3g} min", f"median {s.median_min:.3g}, p90 {s.p90_min:.3g}, "
+                                     f"max {s.max_min:.3g} min (n = {s.count})")
+
+
+def print_fit(fit: logs.LogFit) -> None:
+    """The fit as a table plus the scenario overrides and notes."""
+    conf = f"{fit.confidence:.0%}"
+    t = Table(title=f"Interruption log {fit.source}", title_justify="left")
+    t.add_column("quantity")
+    t.add_column("estimate", justify="right")
+    t.add_column("detail")
+    t.add_row("observed", f"{fit.observed_h:,.1f} h", f"{fit.first_timestamp} .. {fit.last_timestamp}, {fit.rows} rows")
+    t.add_row("running time", f"{fit.running_h:,.1f} h",
+              f"{fit.running_share:.1%} of observed, {fit.run_segments} run segments, {fit.checkpoints} checkpoints")
+    causes = ", ".join(f"{k} {v}" for k, v in sorted(fit.failure_causes.items(), key=lambda kv: -kv[1]))
+    t.add_row("interruptions", str(fit.interruptions),
+              f"{fit.unplanned_failures} unplanned ({causes or 'none'}), {fit.planned_interruptions} planned")
+    m = fit.mtbf
+    if m.mtbf_h is not None:
+        t.add_row("job MTBF", f"{m.mtbf_h:.3g} h", f"{conf} interval {m.lower_h:.3g} .. {m.upper_h:.3g} h "
+                                                     f"(exponential, chi-square)")
+    else:
+        t.add_row("job MTBF", f">= {m.lower_h:.3g} h", f"no unplanned failures: one-sided {conf} lower bound only")
+    w = fit.shape
+    if w.shape is not None:
+        t.add_row("Weibull shape k", f"{w.shape:.3g}",
+                  f"{conf} interval {_num(w.shape_lower)} .. {_num(w.shape_upper)}, p(k = 1) = "
+                  f"{w.p_value_exponential:.3g}: {w.verdict}")
+    else:
+        t.add_row("Weibull shape k", "n/a", f"insufficient data: {w.note}")
+    t.add_row("restart time", *_summary(fit.restart))
+    t.add_row("save stall", *_summary(fit.stall))
+    t.add_row("checkpoint interval", *_summary(fit.checkpoint_interval))
+    per_failure = "" if fit.lost_per_failure_h is None else f", {fit.lost_per_failure_h * 60:.3g} min per failure"
+    steps = "" if fit.lost_steps is None else f", {fit.lost_steps:,} steps"
+    t.add_row("progress lost", f"{fit.lost_h:,.2f} h",
+              f"{fit.lost_share:.2%} of running time{per_failure}{steps}")
+    _cli.console.print(t)
+    overrides = fit.scenario_overrides()
+    _cli.console.print("scenario overrides: " + (", ".join(f"{k} = {v:.4g}" for k, v in overrides.items())
+                                                 or "none (nothing estimable)"), highlight=False)
+    for note in fit.notes:
+        _cli.console.print(f"note: {note}", highlight=False)
+
+
+def fitted_scenario(fit: logs.LogFit, template: Optional[str]) -> engine.Scenario:
+    """The template scenario (default: seed) with the fit's overrides, renamed and sourced."""
+    overrides = fit.scenario_overrides()
+    base = _cli.scenario_from_options(template, overrides)
+    m = fit.mtbf
+    parts = []
+    if "job_mtbf_h" in overrides:
+        parts.append(f"job MTBF {m.mtbf_h:.4g} h ({fit.confidence:.0%} interval {m.lower_h:.4g}..{m.upper_h:.4g} h) "
+                     f"from {m.failures} unplanned failures in {m.running_h:.4g} running hours")
+    if "restart_min" in overrides:
+        parts.append(f"mean restart {fit.restart.mean_min:.4g} min (n = {fit.restart.count})")
+    if "checkpoint_stall_min" in overrides:
+        parts.append(f"mean stall {fit.stall.mean_min:.4g} min (n = {fit.stall.count})")
+    fitted = "; ".join(parts) or "nothing estimable"
+    return base.replace(
+        name=f"{base.name}-fitted",
+        description=f"{base.name} with fields fitted from the interruption log {Path(fit.source).name}",
+        source=f"ckptplan fit {fit.source}: {fitted}; other fields from template {template or _cli.DEFAULT_TEMPLATE}"
+               + (f" ({base.source})" if base.source else ""),
+    )
+
+
+def scenario_toml(scenario: engine.Scenario, fit: logs.LogFit) -> str:
+    """TOML text loadable by :func:`engine.load_scenario`, with a comment header naming the fit."""
+    overrides = fit.scenario_overrides()
+    header = [
+        f"# Generated by `ckptplan fit {fit.source}`.",
+        f"# Fitted fields: {', '.join(overrides) or 'none'}; every other field comes from the template.",
+        "# job_mtbf_h replaces the node-derived MTBF: the log measures every cause of job interruption.",
+    ]
+    for note in fit.notes:
+        header.append(f"# note: {note}")
+    return "\n".join(header) + "\n" + tomli_w.dumps({"scenario": engine.scenario_to_dict(scenario)})
+
+
+def write_scenario_atomic(path: Path, text: str, force: bool) -> None:
+    """Write ``text`` atomically (see :func:`engine.files.atomic_write`) after checking it loads.
+
+    Raises :class:`engine.files.OutputExistsError` when ``path`` exists and ``force`` is False;
+    an :class:`engine.InputError` when the text does not load as a scenario (nothing is written).
+    """
+    atomic_write_text(path, text, force=force, check=engine.load_scenario)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``fit`` command to ``app``."""
+
+    @app.command("fit")
+    def fit(
+        log: Path = typer.Argument(..., help="Interruption log CSV: timestamp,event,cause[,stall_s][,step]"),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables"),
+        template: Optional[str] = typer.Option(
+            None, "--template", "-t", help="Base scenario for --emit-scenario (preset or TOML); default: seed"),
+        emit_scenario: Optional[Path] = typer.Option(
+            None, "--emit-scenario", help="Write the template with the fitted fields to this TOML file"),
+        force: bool = typer.Option(False, "--force", help="Overwrite the --emit-scenario file if it exists"),
+        confidence: float = typer.Option(0.9, "--confidence", help="Confidence level of the intervals"),
+    ) -> None:
+        """Fit an interruption log: job MTBF with confidence bounds, failure shape, restart, stall, progress lost."""
+        try:
+            result = logs.fit_log(log, confidence=confidence)
+        except ValueError as exc:
+            _cli.fail(str(exc))
+        emitted: dict[str, Any] | None = None
+        if emit_scenario is not None:
+            if emit_scenario.exists() and not force:
+                _cli.fail(f"{emit_scenario} exists; use --force to overwrite it")
+            if not emit_scenario.parent.is_dir():
+                _cli.fail(f"--emit-scenario {emit_scenario}: directory {emit_scenario.parent} does not exist")
+            try:
+                sc = fitted_scenario(result, template)
+                write_scenario_atomic(emit_scenario, scenario_toml(sc, result), force)
+            except FileExistsError:
+                _cli.fail(f"{emit_scenario} exists; use --force to overwrite it")
+            except ValueError as exc:
+                _cli.fail(f"cannot build the fitted scenario: {exc}")
+            except OSError as exc:
+                _cli.fail(f"cannot write {emit_scenario}: {exc.strerror or exc}")
+            emitted = {"path": str(emit_scenario), "name": sc.name, "overrides": result.scenario_overrides()}
+        if as_json:
+            data = result.to_dict()
+            if emitted is not None:
+                data["emitted_scenario"] = emitted
+            typer.echo(json.dumps(data, indent=2))
+        else:
+            print_fit(result)
+        if emitted is not None:
+            (_cli.err_console if as_json else _cli.console).print(
+                f"wrote scenario {emitted['name']!r} to {emitted['path']}", highlight=False)
+            if not emitted["overrides"]:
+                _cli.err_console.print("warning: nothing could be estimated from the log; the scenario equals "
+                                       "the template", highlight=False)

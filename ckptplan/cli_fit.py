@@ -25,7 +25,7 @@ from engine.files import atomic_write_text
 
 # `from package import module` resolves through sys.modules, so this works even when ckptplan.cli
 # imports this module while it is still initialising; names are looked up at call time.
-from ckptplan import cli as _cli
+from ckptplan import common as _cli
 
 
 def _num(x: float | None, fmt: str = ".3g", unit: str = "") -> str:

@@ -1,0 +1,109 @@
+"""``ckptplan deadline``: will the run meet its deadline, and which interval gives it the best chance?
+
+A thin front end over :mod:`engine.deadline` (Monte Carlo of the finite job). Wire it into the
+main app with ``register(app)``. Bad input prints the engine's message (field, value, rule) and
+exits with status 2, like every other command.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from engine import deadline as dl
+
+from .common import console, err_console, fail, scenario_from_options
+
+
+def _report_table(rep: dict[str, Any]) -> Table:
+    cur = rep["currency"]
+    t = Table(title=f"Deadline outlook at {rep['interval_min']:.1f} min interval ({rep['segments']} segments, "
+                    f"{rep['runs']:,} simulated runs)", title_justify="left")
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    t.add_row(f"P(finish by {rep['deadline_h']:g} h)",
+              f"{rep['p_finish']:.1%}  (95% CI {rep['p_finish_low']:.1%} - {rep['p_finish_high']:.1%})")
+    t.add_row("wall h: mean", f"{rep['wall_h_mean']:,.1f} +- {rep['wall_h_mean_se']:.2f}")
+    t.add_row("wall h: P50 / P90 / P99", f"{rep['wall_h_p50']:,.1f} / {rep['wall_h_p90']:,.1f} / {rep['wall_h_p99']:,.1f}")
+    if rep["expected_wall_h_exact"] is not None:
+        t.add_row("wall h: exact finite-job mean", f"{rep['expected_wall_h_exact']:,.1f}")
+    t.add_row("wall h: long-run formula", f"{rep['long_run_wall_h']:,.1f}")
+    t.add_row("wall h with no failure", f"{rep['failure_free_wall_h']:,.1f}")
+    t.add_row("failures per run (mean)", f"{rep['failures_mean']:.1f}")
+    t.add_row("split h: useful / save / rework / restart",
+              f"{rep['useful_h']:,.1f} / {rep['save_h']:,.1f} / {rep['rework_h']:,.1f} / {rep['restart_h']:,.1f}")
+    t.add_row("GPU-hours: mean / P90", f"{rep['gpu_hours_mean']:,.0f} / {rep['gpu_hours_p90']:,.0f}")
+    t.add_row(f"cost ({cur}): mean / P90", f"{rep['cost_mean']:,.0f} / {rep['cost_p90']:,.0f}")
+    return t
+
+
+def _search_table(res: dl.DeadlineSearch) -> Table:
+    t = Table(title=f"Interval choice for the {res.deadline_h:g} h deadline ({res.runs:,} runs per interval, "
+                    "same failures for every interval)", title_justify="left")
+    for col, just in (("interval", "left"), ("min", "right"), ("P(finish)", "right"), ("mean wall h", "right"),
+                      ("P90 wall h", "right"), (f"mean cost ({res.currency})", "right")):
+        t.add_column(col, justify=just)
+    table = res.candidates
+
+    def row_for(label: str, interval: float) -> None:
+        r = table.iloc[int((table["interval_min"] - interval).abs().idxmin())]
+        t.add_row(label, f"{interval:.1f}", f"{r['p_finish']:.1%}", f"{r['wall_h_mean']:,.1f}",
+                  f"{r['wall_h_p90']:,.1f}", f"{r['cost_mean']:,.0f}")
+
+    row_for("long-run exact optimum", res.exact_optimum_interval_min)
+    if res.finite_optimum_interval_min is not None:
+        row_for(f"finite-job optimum ({res.finite_optimum_segments} segments)", res.finite_optimum_interval_min)
+    row_for("highest P(finish)", res.best_probability["interval_min"])
+    if res.cheapest_meeting_target is not None:
+        row_for(f"cheapest with P >= {res.target:.0%}", res.cheapest_meeting_target["interval_min"])
+    else:
+        t.add_row(f"cheapest with P >= {res.target:.0%}", "none", "-", "-", "-", "-")
+    return t
+
+
+def deadline(
+    template: Optional[str] = typer.Option(None, "--template", "-t", help="Preset name (see `ckptplan templates`) or TOML file; default: seed"),
+    deadline_h: Optional[float] = typer.Option(None, "--deadline-h", help="Deadline (h); default: the scenario's deadline_h"),
+    interval_min: Optional[float] = typer.Option(None, "--interval-min", help="Interval to report on (min); default: the scenario's, else the exact optimum"),
+    runs: int = typer.Option(10000, "--runs", help="Simulated runs per interval"),
+    seed: int = typer.Option(0, "--seed", help="Random seed (same seed, same answer)"),
+    weibull_shape: Optional[float] = typer.Option(None, "--weibull-shape", help="Weibull shape k of the time between failures (mean = job MTBF); default: exponential. k < 1: clustered failures"),
+    target: float = typer.Option(0.9, "--target", help="Required probability of meeting the deadline"),
+    final_save: bool = typer.Option(False, "--final-save", help="Save after the last step too"),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables"),
+) -> None:
+    """Monte Carlo of the finite run: P(finish by the deadline), percentiles, cost, and the interval to choose."""
+    try:
+        sc = scenario_from_options(template, {})
+        law = dl.FailureLaw.weibull(weibull_shape) if weibull_shape is not None else dl.FailureLaw.exponential()
+        report = dl.deadline_report(sc, deadline_h=deadline_h, interval_min=interval_min, runs=runs, seed=seed,
+                                    failures=law, final_save=final_save)
+        with Progress(TextColumn("simulating intervals"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                      TimeElapsedColumn(), console=err_console, transient=True, disable=as_json) as bar:
+            task = bar.add_task("search", total=None)
+
+            def tick(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            search = dl.deadline_search(sc, deadline_h=deadline_h, target=target, runs=runs, seed=seed,
+                                        failures=law, final_save=final_save, progress=tick)
+    except ValueError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps({"report": report, "search": search.to_dict()}, indent=2))
+        return
+    console.print(f"[bold]{report['name']}[/]  job MTBF {report['job_mtbf_h']:.2f} h  |  failures: "
+                  f"{report['failure_law']}  |  {int(report['gpus'])} GPUs", highlight=False)
+    console.print(_report_table(report))
+    console.print(_search_table(search))
+    for note in search.notes:
+        console.print(f"- {note}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``deadline`` command to ``app`` (the main ``ckptplan`` app)."""
+    app.command("deadline")(deadline)

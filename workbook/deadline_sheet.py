@@ -1,0 +1,63 @@
+"""Deadline sheet content: Monte Carlo answers from :mod:`engine.deadline`, written as values.
+
+Excel cannot run the simulation, so the sheet carries numbers labelled with the runs, the seed and
+the date they were computed; regenerating the workbook refreshes them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Callable, Optional
+
+import engine
+from engine import deadline
+
+from . import formulas as F
+
+
+def deadline_report(scenario: engine.Scenario, runs: int = 10000, seed: int = 0, target: float = 0.9,
+                    progress: Optional[Callable[[int, int], None]] = None) -> dict[str, Any] | None:
+    """Rows for the Deadline sheet, or None when the scenario has no deadline (the sheet is left out).
+
+    Simulates the chosen interval (:func:`engine.deadline.deadline_report`) and searches the
+    intervals for the best chance of meeting the deadline and the cheapest one meeting ``target``
+    (:func:`engine.deadline.deadline_search`), exponential failures, common random numbers.
+    """
+    if scenario.deadline_h is None:
+        return None
+    at = deadline.deadline_report(scenario, runs=runs, seed=seed)
+    search = deadline.deadline_search(scenario, target=target, runs=runs, seed=seed, progress=progress)
+    cur = scenario.currency
+    best, cheap = search.best_probability, search.cheapest_meeting_target
+    rows: list[tuple[str, Any, str, str | None]] = [
+        ("Deadline", at["deadline_h"], "h", F.HOURS),
+        ("Interval simulated (the chosen interval of the Plan sheet)", at["interval_min"], "min", F.MINUTES),
+        ("Failure law", at["failure_law"], "", None),
+        ("P(finish by the deadline)", at["p_finish"], "share", "0.00%"),
+        ("  standard error", at["p_finish_se"], "share", "0.00%"),
+        ("  95 % interval, low (Wilson)", at["p_finish_low"], "share", "0.00%"),
+        ("  95 % interval, high (Wilson)", at["p_finish_high"], "share", "0.00%"),
+        ("Wall time, mean", at["wall_h_mean"], "h", F.HOURS),
+        ("  standard error of the mean", at["wall_h_mean_se"], "h", F.HOURS),
+        ("Wall time, P50", at["wall_h_p50"], "h", F.HOURS),
+        ("Wall time, P90", at["wall_h_p90"], "h", F.HOURS),
+        ("Wall time, P99", at["wall_h_p99"], "h", F.HOURS),
+        ("GPU-hours, mean", at["gpu_hours_mean"], "GPU-h", F.GPU_HOURS),
+        ("GPU-hours, P90", at["gpu_hours_p90"], "GPU-h", F.GPU_HOURS),
+        ("Cost, mean", at["cost_mean"], cur, F.MONEY),
+        ("Cost, P90", at["cost_p90"], cur, F.MONEY),
+        ("Long-run optimum interval (Plan sheet, endless job)", search.exact_optimum_interval_min, "min", F.MINUTES),
+        ("Interval with the best chance of meeting the deadline", best["interval_min"], "min", F.MINUTES),
+        ("  its P(finish by the deadline)", best["p_finish"], "share", "0.00%"),
+        (f"Cheapest interval with P(finish) >= {target:.0%}",
+         cheap["interval_min"] if cheap else "none of the intervals tried", "min", F.MINUTES),
+        ("  its mean cost", cheap["cost_mean"] if cheap else "-", cur, F.MONEY),
+    ]
+    if search.finite_optimum_segments is not None:
+        rows.append(("Finite-job optimum: number of segments (exact, exponential failures)",
+                     search.finite_optimum_segments, "segments", "#,##0"))
+        rows.append(("  its interval", search.finite_optimum_interval_min, "min", F.MINUTES))
+    return {"runs": at["runs"], "seed": seed, "computed": dt.date.today().isoformat(), "rows": rows,
+            "notes": list(search.notes) + [
+                f"{len(search.candidates)} intervals simulated with the same {at['runs']:,} failure histories each "
+                "(common random numbers)."]}

@@ -1,0 +1,193 @@
+"""An "Add-in check" sheet: every CKPT_ function beside the workbook's own live formula.
+
+For users of the Excel add-in (:mod:`workbook.udfs` through xlwings). Each row calls one ``CKPT_``
+function on the workbook's defined names (the Inputs and the Plan figures) and shows, beside it, the
+same quantity from the workbook's plain formulas, their difference and whether they agree within a
+relative tolerance the user can change. Until the add-in has imported the functions the ``CKPT_``
+cells show ``#NAME?`` and the check column says so; the plain formulas work without Python.
+
+Wire it into a generated workbook with::
+
+    built = build_workbook(scenario, ...)
+    add_udf_sheet(built.workbook)
+
+LibreOffice cannot call the add-in, so the recalculation tests compare only the plain cells; the
+``(udf_cell, plain_cell, key)`` triples returned let a test (or a user with Excel) compare the pairs.
+"""
+
+from __future__ import annotations
+
+import re
+
+from openpyxl import Workbook
+from openpyxl.styles import Font
+from openpyxl.worksheet.formula import ArrayFormula
+
+from . import formulas as F
+from .build import INPUT_FILL, INPUT_FONT, KEY_FILL, NOTE_FONT, _header, _note, _print_setup, _title
+from .udfs import BREAKDOWN_HEADER, BREAKDOWN_ROWS
+
+SHEET_TITLE = "Add-in check: the CKPT_ functions beside the workbook's own formulas"
+TOLERANCE = 1e-9          # relative; the engine and the sheet's Newton solver agree to ~2e-11
+DEADLINE_RUNS = 10_000
+DEADLINE_SEED = 0
+
+_ASYNC = "async_write_min,async_slowdown_fraction"
+_DOMAINS = ("domain1_mtbf_h,domain1_nodes_per_domain,nonfatal_share,domain2_mtbf_h,domain2_nodes_per_domain,"
+            "domain3_mtbf_h,domain3_nodes_per_domain")
+_WASTE_ARGS = f"chosen_interval_min,checkpoint_stall_min,job_mtbf_min,restart_min,{_ASYNC}"
+
+# (key, label, CKPT_ function, its arguments (defined names), plain formula, unit, number format)
+CHECKS: tuple[tuple[str, str, str, str, str, str, str], ...] = (
+    ("job_mtbf_h", "Job MTBF from nodes and domains (ignores a Job MTBF override)",
+     "CKPT_JOB_MTBF_DOMAINS", f"node_mtbf_h,nodes,{_DOMAINS}", "1/job_failure_rate_per_h", "h", F.HOURS),
+    ("effective_stall_min", "Effective stall per save", "CKPT_EFFECTIVE_STALL",
+     f"checkpoint_stall_min,{_ASYNC}", "effective_stall_min", "min", F.MINUTES),
+    ("young_interval_min", "Young interval", "CKPT_YOUNG_INTERVAL", "effective_stall_min,job_mtbf_min",
+     "young_interval_min", "min", F.MINUTES),
+    ("daly_interval_min", "Daly higher-order interval", "CKPT_DALY_INTERVAL", "effective_stall_min,job_mtbf_min",
+     "daly_interval_min", "min", F.MINUTES),
+    ("exact_interval_min", "Exact optimum interval", "CKPT_EXACT_INTERVAL",
+     f"checkpoint_stall_min,job_mtbf_min,{_ASYNC}", "exact_interval_min", "min", F.MINUTES),
+    ("first_order_waste", "First-order waste at the chosen interval", "CKPT_WASTE",
+     f'{_WASTE_ARGS},"first_order"', "first_order_waste", "share", F.PERCENT),
+    ("waste_fraction", "Exact waste at the chosen interval", "CKPT_WASTE", f'{_WASTE_ARGS},"exact"',
+     "waste_fraction", "share", F.PERCENT),
+    ("wall_h", "Expected wall time", "CKPT_WALL_TIME", f"useful_training_h,{_WASTE_ARGS}", "wall_h", "h", F.HOURS),
+    ("total_gpu_hours", "GPU-hours, total", "CKPT_GPU_HOURS", "wall_h,gpus", "total_gpu_hours", "GPU-h", F.GPU_HOURS),
+    ("total_cost", "Cost, total", "CKPT_COST", "total_gpu_hours,price_per_gpu_hour", "total_cost", "money", F.MONEY),
+)
+BREAKDOWN_ARGS = f"useful_training_h,{_WASTE_ARGS},gpus,price_per_gpu_hour"
+DEADLINE_ARGS = f"useful_training_h,deadline_h,{_WASTE_ARGS}"
+_BREAKDOWN_KEYS = {"hours": "{cat}_h", "GPU-hours": "{cat}_gpu_hours", "cost": "{cat}_cost"}
+_TOTAL_KEYS = {"hours": "wall_h", "GPU-hours": "total_gpu_hours", "cost": "total_cost"}
+_BLOCK_FORMATS = {"hours": F.HOURS, "GPU-hours": F.GPU_HOURS, "cost": F.MONEY}
+
+
+def _names_in(formula: str) -> set[str]:
+    """Identifiers a formula uses as defined names (function names and quoted text excluded)."""
+    text = re.sub(r'"[^"]*"', "", formula)
+    return {m.group(1) for m in re.finditer(r"(?<![\w.$])([A-Za-z_][\w.]*)(?!\s*\()", text)
+            if not re.fullmatch(r"\$?[A-Z]{1,3}\$?\d+", m.group(1))}
+
+
+def _breakdown_key(cat: str, column: str) -> str:
+    return _TOTAL_KEYS[column] if cat == "total" else _BREAKDOWN_KEYS[column].format(cat=cat)
+
+
+def _currency(wb: Workbook) -> str:
+    if "currency" not in wb.defined_names:
+        return "money"
+    sheet, ref = next(iter(wb.defined_names["currency"].destinations))
+    value = wb[sheet][ref.replace("$", "")].value
+    return str(value) if value else "money"
+
+
+def _diff(a: str, b: str) -> str:
+    return f'=IF(AND(ISNUMBER({a}),ISNUMBER({b})),{a}-{b},"n/a")'
+
+
+def add_udf_sheet(wb: Workbook, sheet_name: str = "Add-in check",
+                  function_prefix: str = "") -> list[tuple[str, str, str]]:
+    """Add the check sheet to a workbook made by :func:`workbook.build_workbook`.
+
+    Returns ``(udf_cell, plain_cell, key)`` triples (cells like ``"B6"`` on ``sheet_name``): the
+    cell calling a ``CKPT_`` function, the cell with the workbook's own formula for the same
+    quantity, and its key, the :func:`engine.evaluate` column both equal (``job_mtbf_h`` only
+    while no Job MTBF override is set). ``function_prefix``: text put before every function name,
+    e.g. ``"XLWINGS."`` for the xlwings Server add-in's namespace; empty for the desktop add-in.
+
+    The sheet goes before Readiness (or last). Raises ``ValueError`` if ``sheet_name`` exists or
+    the workbook lacks a defined name the formulas use (i.e. it was not made by build_workbook).
+    """
+    if sheet_name in wb.sheetnames:
+        raise ValueError(f"the workbook already has a sheet named {sheet_name!r}")
+    used = {"deadline_h"} | _names_in(BREAKDOWN_ARGS) | _names_in(DEADLINE_ARGS)
+    for _, _, _, args, plain, _, _ in CHECKS:
+        used |= _names_in(args) | _names_in(plain)
+    missing = sorted(n for n in used if n not in wb.defined_names)
+    if missing:
+        raise ValueError(f"the workbook lacks defined names {', '.join(missing)}: "
+                         "add the check sheet to a workbook made by workbook.build_workbook")
+    index = wb.sheetnames.index("Readiness") if "Readiness" in wb.sheetnames else len(wb.sheetnames)
+    ws = wb.create_sheet(sheet_name, index)
+    currency = _currency(wb)
+    fn = function_prefix
+    _title(ws, SHEET_TITLE,
+           "Column B calls ckptplan's Python engine through the xlwings add-in (set it up with `ckptplan excel-setup "
+           "FOLDER`); column C is this workbook's own live formula. They should agree to the tolerance below. Until "
+           "the add-in has imported the functions (xlwings tab > Import Functions, in a copy saved as .xlsm), "
+           "column B shows #NAME? and column E says so.", 7)
+    ws["A3"] = "Agreement tolerance (relative)"
+    tol = ws["B3"]
+    tol.value = TOLERANCE
+    tol.font, tol.fill, tol.number_format = INPUT_FONT, INPUT_FILL, "0.0E+00"
+    _header(ws, 5, ["Quantity", "Add-in (CKPT_ function)", "Workbook formula", "Difference (B - C)", "Agree?",
+                    "Unit", "Function"])
+    triples: list[tuple[str, str, str]] = []
+    row = 6
+    for key, label, func, args, plain, unit, fmt in CHECKS:
+        ws.cell(row=row, column=1, value=label)
+        b = ws.cell(row=row, column=2, value=f"={fn}{func}({args})")
+        c = ws.cell(row=row, column=3, value=f"={plain}")
+        b.number_format = c.number_format = fmt
+        b.fill = KEY_FILL
+        ws.cell(row=row, column=4, value=_diff(f"B{row}", f"C{row}")).number_format = "0.00E+00"
+        ws.cell(row=row, column=5, value=(
+            f'=IF(ISNUMBER(D{row}),IF(ABS(D{row})<=$B$3*MAX(1,ABS(C{row})),"yes","NO"),'
+            f'"no value in B: add-in not loaded, or see the message in B")'))
+        ws.cell(row=row, column=6, value=currency if unit == "money" else unit)
+        ws.cell(row=row, column=7, value=func).font = NOTE_FONT
+        triples.append((f"B{row}", f"C{row}", key))
+        row += 1
+
+    # the spilled cost breakdown, the same table from the Plan sheet, and their differences
+    row += 1
+    _note(ws, row, "CKPT_COST_BREAKDOWN returns a 6 x 4 table (entered here as an array formula, so it works in "
+          "every Excel version); below it the same figures from the Plan sheet, then the differences.", 7)
+    top = row + 1
+    size = len(BREAKDOWN_ROWS) + 1
+    ref = f"A{top}:{chr(ord('A') + len(BREAKDOWN_HEADER) - 1)}{top + size - 1}"
+    ws[f"A{top}"] = ArrayFormula(ref, f"={fn}CKPT_COST_BREAKDOWN({BREAKDOWN_ARGS})")
+    plain_top = top + size + 1
+    diff_top = plain_top + size + 1
+    for block_top, title in ((plain_top, "Workbook formula"), (diff_top, "Difference (add-in - workbook)")):
+        _header(ws, block_top, [title] + BREAKDOWN_HEADER[1:])
+    for i, cat in enumerate(BREAKDOWN_ROWS, start=1):
+        ws.cell(row=plain_top + i, column=1, value=cat)
+        ws.cell(row=diff_top + i, column=1, value=cat)
+        for j, column in enumerate(BREAKDOWN_HEADER[1:], start=2):
+            key = _breakdown_key(cat, column)
+            letter = chr(ord("A") + j - 1)
+            udf_cell, plain_cell = f"{letter}{top + i}", f"{letter}{plain_top + i}"
+            ws[plain_cell] = f"={key}"
+            ws[plain_cell].number_format = ws[udf_cell].number_format = _BLOCK_FORMATS[column]
+            ws[f"{letter}{diff_top + i}"] = _diff(udf_cell, plain_cell)
+            ws[f"{letter}{diff_top + i}"].number_format = "0.00E+00"
+            triples.append((udf_cell, plain_cell, key))
+
+    # the Monte Carlo: no plain-formula twin (Excel cannot simulate); the Deadline sheet has its answer
+    row = diff_top + size + 1
+    _header(ws, row, ["Deadline (Monte Carlo: Excel has no plain-formula twin)", "Add-in (CKPT_ function)"])
+    _header(ws, row, ["Unit", "Function"], col=6)
+    runs_row, seed_row, p_row = row + 1, row + 2, row + 3
+    for r, label, value, fmt in ((runs_row, "Simulated runs (at most 20,000 per cell)", DEADLINE_RUNS, "#,##0"),
+                                 (seed_row, "Random seed", DEADLINE_SEED, "0")):
+        ws.cell(row=r, column=1, value=label)
+        cell = ws.cell(row=r, column=2, value=value)
+        cell.font, cell.fill, cell.number_format = INPUT_FONT, INPUT_FILL, fmt
+    ws.cell(row=p_row, column=1, value="P(finish by the deadline) at the chosen interval").font = Font(bold=True)
+    p = ws.cell(row=p_row, column=2, value=(
+        f'=IF(deadline_h<>"",{fn}CKPT_DEADLINE_PROB({DEADLINE_ARGS},$B${runs_row},$B${seed_row}),'
+        '"no deadline_h on Inputs")'))
+    p.number_format, p.fill = "0.0%", KEY_FILL
+    ws.cell(row=p_row, column=6, value="probability")
+    ws.cell(row=p_row, column=7, value="CKPT_DEADLINE_PROB").font = NOTE_FONT
+    _note(ws, p_row + 1, "Exponential failures at the job MTBF; with the same runs and seed it matches P(finish) on "
+          "the Deadline sheet, when the workbook has one.", 7)
+
+    for col, width in zip("ABCDEFG", (62, 20, 18, 18, 16, 12, 24)):
+        ws.column_dimensions[col].width = width
+    ws.freeze_panes = "A6"
+    _print_setup(ws)
+    return triples

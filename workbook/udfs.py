@@ -1,0 +1,778 @@
+"""The engine as Excel functions (xlwings user-defined functions, ``CKPT_`` prefix).
+
+One module serves every xlwings runtime:
+
+* **Desktop (Windows)**: the xlwings add-in's *Import Functions* reads ``UDF MODULES`` (set it to
+  ``workbook.udfs``; ``ckptplan excel-setup FOLDER`` writes the ``xlwings.conf`` that does so).
+  xlwings runs desktop UDFs on Windows only; the workbook must be saved as ``.xlsm`` first.
+* **xlwings Server / Lite**: the same decorators (``xw.func``, ``xw.arg``, ``xw.ret``); re-export the
+  functions from the server project's ``custom_functions`` module
+  (``from workbook.udfs import *``), so there is one definition, not two copies. There Excel shows
+  them under the add-in's namespace (``XLWINGS.CKPT_WASTE`` by default).
+
+Every function is a thin translation: cells in, engine call, cells out. No model is written here;
+each docstring names the engine function it calls (see those for formulas, papers and limits).
+
+What a function accepts (xlwings' converters only run inside Excel, so each function coerces its
+own input and works the same when called from Python):
+
+* every numeric argument takes a single value or a range: a number, ``None`` (blank cell), text,
+  a bool, a 1-D list, a list of lists (2-D range) or a numpy array. Ranges broadcast with numpy's
+  rules, like the engine: a column against a single cell gives a column, a column against a row
+  gives a grid. The result has the broadcast shape (list of lists for a 2-D range); a single cell
+  (or a 1 x 1 range) gives a single value.
+* a bad cell (text, blank, bool, NaN, a value breaking the argument's rule, or a combination the
+  engine refuses) gives a readable error string in *that* result cell, e.g.
+  ``#CKPT! stall_min: must be >= 0 (got -1)``; the other cells are still computed. A problem with
+  the whole call (ranges that do not broadcast, a ragged list) gives one error string. No function
+  raises, returns a traceback, or returns NaN.
+* an optional argument left out, or given as a single blank cell, takes its default (a blank
+  inside a multi-cell range is an error). Domain MTBFs are the exception the workbook also makes:
+  a blank means "no such domain". xlwings hands an input cell holding an Excel error (``#N/A``)
+  over as a blank, so its message says "got a blank cell"; a formula giving "" counts as blank.
+
+Units are in the argument names: ``_min`` minutes, ``_h`` hours, ``slowdown`` / ``_share`` a
+fraction in [0, 1); money is in the currency of the price given.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import numbers
+import re
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+import xlwings as xw
+
+import engine
+from engine import deadline as _deadline
+from engine._inputs import RULES as _ENGINE_RULES
+from engine.cost import CATEGORIES
+from engine.reliability import FailureDomain
+from engine.scenario import FIELD_BY_NAME, TEXT_FIELDS
+
+__all__ = [
+    "CKPT_JOB_MTBF",
+    "CKPT_JOB_MTBF_DOMAINS",
+    "CKPT_EFFECTIVE_STALL",
+    "CKPT_YOUNG_INTERVAL",
+    "CKPT_DALY_INTERVAL",
+    "CKPT_EXACT_INTERVAL",
+    "CKPT_WASTE",
+    "CKPT_WALL_TIME",
+    "CKPT_GPU_HOURS",
+    "CKPT_COST",
+    "CKPT_COST_BREAKDOWN",
+    "CKPT_EVALUATE",
+    "CKPT_DEADLINE_PROB",
+]
+
+ERROR_PREFIX = "#CKPT!"
+CATEGORY = "ckptplan"  # the Excel function-wizard category (desktop add-in)
+
+#: most simulated runs one cell of CKPT_DEADLINE_PROB may ask for
+MAX_RUNS = 20_000
+#: most simulated runs one call of CKPT_DEADLINE_PROB may do over all its distinct cases
+MAX_RUNS_PER_CALL = 200_000
+#: results of CKPT_DEADLINE_PROB's simulations kept in memory (20,000 runs = 160 kB each)
+DEADLINE_CACHE_SIZE = 128
+
+_RULES: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
+    **_ENGINE_RULES,
+    "runs": (lambda a: (a >= 2) & (a <= MAX_RUNS) & (a == np.floor(a)),
+             f"must be a whole number from 2 to {MAX_RUNS:,} (the cap keeps one cell from freezing Excel)"),
+    "seed": (lambda a: (a >= 0) & (a == np.floor(a)) & (a < 2.0**63), "must be a whole number >= 0"),
+}
+
+_ERROR = object()      # a blank cell is an error (the default for every argument)
+
+
+class _CallError(Exception):
+    """A problem with the whole call (one message for the call, not per cell)."""
+
+
+# ------------------------------------------------------------------------------- messages
+
+def _error(name: str, rule: str, shown: str) -> str:
+    return f"{ERROR_PREFIX} {name}: {rule} (got {shown})"
+
+
+def _show(item: Any) -> str:
+    """How a cell value appears in an error message."""
+    if item is None or (isinstance(item, str) and item == ""):
+        return "a blank cell"
+    if isinstance(item, (bool, np.bool_)):
+        return "TRUE" if item else "FALSE"
+    if isinstance(item, str):
+        text = item if len(item) <= 30 else item[:27] + "..."
+        return f"text {text!r}"
+    if isinstance(item, numbers.Real):
+        v = float(item)
+        if math.isnan(v):
+            return "NaN"
+        if math.isinf(v):
+            return "infinity" if v > 0 else "-infinity"
+        return f"{v:.10g}"
+    return f"a {type(item).__name__}"
+
+
+def _engine_message(exc: ValueError, names: dict[str, str]) -> str:
+    """An engine InputError as a cell message, with the engine's argument named as in Excel."""
+    field = getattr(exc, "field", None)
+    if field is None:
+        return f"{ERROR_PREFIX} {exc}"
+    if field == "columns":  # a table-wide problem: the value is the column's name
+        return f"{ERROR_PREFIX} table: column {getattr(exc, 'value', '')!r}: {getattr(exc, 'rule', exc)}"
+    value = getattr(exc, "value", None)
+    return _error(names.get(field, field), getattr(exc, "rule", str(exc)), _show(value))
+
+
+# ------------------------------------------------------------------------------- coercion
+
+def _array(name: str, value: Any) -> np.ndarray:
+    """Whatever Excel (or a Python caller) passed, as a numpy array.
+
+    numpy arrays keep their dtype; Python values and nested lists become object arrays holding
+    the original objects (``np.asarray`` without ``dtype=object`` would silently turn ``TRUE``
+    into 1 and numbers into strings).
+    """
+    if isinstance(value, (pd.Series, pd.DataFrame)):
+        value = value.to_numpy()
+    if isinstance(value, np.ndarray):
+        arr = value
+    elif isinstance(value, (list, tuple)):
+        try:
+            arr = np.asarray(value, dtype=object)
+        except ValueError:  # ragged nesting that numpy cannot even hold as objects
+            raise _CallError(f"{ERROR_PREFIX} {name}: a range must be rectangular (every row as long as the first)") from None
+    else:
+        arr = np.empty((), dtype=object)
+        arr[()] = value
+    if arr.ndim > 2:
+        raise _CallError(f"{ERROR_PREFIX} {name}: must be a single cell or a range (at most 2 dimensions)")
+    if arr.size == 0:
+        raise _CallError(f"{ERROR_PREFIX} {name}: the range is empty")
+    if arr.dtype == object and any(issubclass(t, (list, tuple, np.ndarray)) for t in set(map(type, arr.reshape(-1)))):
+        raise _CallError(f"{ERROR_PREFIX} {name}: a range must be rectangular (every row as long as the first)")
+    return arr
+
+
+# element types that are plain numbers (bool is deliberately absent: type(True) is bool)
+_PLAIN_NUMBERS = frozenset({float, int, np.float64, np.float32, np.int64, np.int32, np.int16, np.int8,
+                            np.uint64, np.uint32, np.uint16, np.uint8})
+
+
+def _is_blank(value: Any) -> bool:
+    """True for a blank cell, alone or as a 1 x 1 range (an omitted or blank optional argument)."""
+    if value is None or (isinstance(value, str) and value == ""):
+        return True
+    if isinstance(value, (list, tuple)) and len(value) == 1:
+        return _is_blank(value[0])
+    if isinstance(value, np.ndarray) and value.size == 1 and value.dtype == object:
+        return _is_blank(value.reshape(-1)[0])
+    return False
+
+
+def _numbers(name: str, value: Any, rule: str, blank: Any = _ERROR) -> tuple[np.ndarray, np.ndarray]:
+    """Coerce one argument cell by cell: float values and an object array of error strings.
+
+    ``errors`` holds None where the cell is good. ``rule`` is a key of the engine's rules
+    (``engine._inputs.RULES``: positive, nonnegative, fraction, count) or of the local ones (runs,
+    seed). ``blank``: the value a blank cell stands for, or ``_ERROR`` (a blank is an error).
+    """
+    arr = _array(name, value)
+    errors = np.full(arr.shape, None, dtype=object)
+    if arr.dtype == object and set(map(type, arr.reshape(-1))) <= _PLAIN_NUMBERS:
+        arr = arr.astype(np.float64)  # the usual case, a range of numbers: no per-cell loop
+    if arr.dtype.kind in "fiu":
+        values = arr.astype(np.float64)
+        checked = np.ones(arr.shape, dtype=bool)
+    else:
+        values = np.full(arr.shape, np.nan)
+        checked = np.zeros(arr.shape, dtype=bool)
+        flat_v, flat_e, flat_c = values.reshape(-1), errors.reshape(-1), checked.reshape(-1)
+        for i, item in enumerate(arr.reshape(-1)):
+            if item is None or (isinstance(item, str) and item == ""):
+                if blank is _ERROR:
+                    flat_e[i] = _error(name, "must be a number", _show(item))
+                else:
+                    flat_v[i] = blank
+            elif isinstance(item, (bool, np.bool_)) or not isinstance(item, numbers.Real):
+                flat_e[i] = _error(name, "must be a number", _show(item))
+            else:
+                flat_v[i] = float(item)
+                flat_c[i] = True
+    predicate, text = _RULES[rule]
+    with np.errstate(invalid="ignore"):
+        finite = np.isfinite(values)
+        good = predicate(values)
+    flat_v, flat_e = values.reshape(-1), errors.reshape(-1)  # views: writes reach the arrays
+    for i in np.flatnonzero(checked & ~finite):
+        flat_e[i] = _error(name, "must be a finite number", _show(flat_v[i]))
+    for i in np.flatnonzero(checked & finite & ~good):
+        flat_e[i] = _error(name, text, _show(flat_v[i]))
+    return values, errors
+
+
+def _arg(name: str, value: Any, rule: str, default: Any = _ERROR, blank: Any = _ERROR):
+    """:func:`_numbers` for an argument that may be optional (a single blank cell -> ``default``)."""
+    if default is not _ERROR and _is_blank(value):
+        value = default
+    return (name,) + _numbers(name, value, rule, blank)
+
+
+def _choice(name: str, value: Any, choices: dict[str, float], default: str):
+    """A text argument (e.g. the model) as float codes, element-wise, with the same error handling."""
+    if _is_blank(value):
+        value = default
+    arr = _array(name, value)
+    codes = np.full(arr.shape, np.nan)
+    errors = np.full(arr.shape, None, dtype=object)
+    allowed = " or ".join(f'"{c}"' for c in choices)
+    for idx in np.ndindex(arr.shape):
+        item = arr[idx]
+        key = re.sub(r"[\s-]+", "_", item.strip().lower()) if isinstance(item, str) else None
+        if key in choices:
+            codes[idx] = choices[key]
+        else:
+            errors[idx] = _error(name, f"must be {allowed}", _show(item))
+    return name, codes, errors
+
+
+# ------------------------------------------------------------------------------- evaluation
+
+def _elementwise(specs: list[tuple[str, np.ndarray, np.ndarray]], compute: Callable[..., Any],
+                 names: dict[str, str]) -> Any:
+    """Broadcast the coerced arguments, compute the good cells, put error strings in the bad ones.
+
+    ``compute(*columns)`` gets one 1-D float array per argument (the good cells only) and calls the
+    engine. When the engine refuses some of them (a rule that spans arguments, such as the async
+    write having to finish before the next save), the cells are split in halves until each refused
+    cell is isolated, so one bad row never blanks out the good ones (cost: a few extra engine calls
+    per refused cell). ``names`` maps the engine's argument names to the Excel ones.
+    """
+    try:
+        shape = np.broadcast_shapes(*(values.shape for _, values, _ in specs))
+    except ValueError:
+        shapes = ", ".join(f"{name} {'x'.join(map(str, v.shape)) or 'single cell'}" for name, v, _ in specs)
+        raise _CallError(f"{ERROR_PREFIX} shapes: ranges must have the same size, or be single cells, "
+                         f"or be a row against a column ({shapes})") from None
+    size = int(np.prod(shape))
+    columns = [np.broadcast_to(values, shape).reshape(-1) for _, values, _ in specs]
+    errors = np.full(size, None, dtype=object)
+    for _, _, errs in reversed(specs):  # the first argument's error wins
+        flat = np.broadcast_to(errs, shape).reshape(-1)
+        bad = flat.astype(bool)  # error strings are never empty; None is False
+        errors[bad] = flat[bad]
+    out = np.empty(size, dtype=object)
+
+    def solve(idx: np.ndarray) -> None:
+        try:
+            with np.errstate(all="ignore"):
+                result = np.asarray(compute(*(c[idx] for c in columns)), dtype=np.float64).reshape(-1)
+        except ValueError as exc:  # engine.InputError and its relatives
+            if idx.size == 1:
+                errors[idx[0]] = _engine_message(exc, names)
+                return
+            half = idx.size // 2
+            solve(idx[:half])
+            solve(idx[half:])
+            return
+        finite = np.isfinite(result)
+        out[idx[finite]] = result[finite]
+        for i in idx[~finite]:
+            errors[i] = f"{ERROR_PREFIX} result: not a finite number (the model breaks down for these inputs)"
+
+    good = np.flatnonzero(~errors.astype(bool))
+    if good.size:
+        solve(good)
+    bad = errors.astype(bool)
+    out[bad] = errors[bad]
+    return _shaped(out, shape)
+
+
+def _shaped(out: np.ndarray, shape: tuple) -> Any:
+    """A single value for one cell, else nested lists of the broadcast shape."""
+    if out.size == 1:
+        return out.reshape(-1)[0]
+    return out.reshape(shape).tolist()
+
+
+def _udf(ret: dict | None = None, **arguments: str | dict) -> Callable[[Callable], Callable]:
+    """Register a function with xlwings (``xw.func`` / ``xw.arg`` / ``xw.ret``) and make it never raise.
+
+    Each keyword names an argument: a string is its description in Excel's function wizard (and
+    asks xlwings for a 2-D list, ``ndim=2``, so a column stays a column); a dict gives converter
+    options (with ``doc``). On Linux the decorators are no-ops; under Windows and xlwings Server
+    they register the function. Any unexpected exception becomes an error string in the cell.
+    """
+    def decorate(f: Callable) -> Callable:
+        @functools.wraps(f)
+        def safe(*args: Any) -> Any:
+            try:
+                return f(*args)
+            except _CallError as exc:
+                return str(exc)
+            except Exception as exc:  # noqa: BLE001  - a cell must show a message, never raise
+                return f"{ERROR_PREFIX} {f.__name__}: unexpected {type(exc).__name__}: {exc}"[:255]
+
+        # xlwings shows the docstring in Excel (desktop: its first 255 characters): drop the indent
+        safe.__doc__ = inspect.cleandoc(f.__doc__ or f.__name__)
+        wrapped: Callable = safe
+        if ret is not None:
+            wrapped = xw.ret(**ret)(wrapped)
+        for name, spec in reversed(list(arguments.items())):
+            options = {"ndim": 2, "doc": spec} if isinstance(spec, str) else dict(spec)
+            wrapped = xw.arg(name, **options)(wrapped)
+        return xw.func(category=CATEGORY)(wrapped)
+
+    return decorate
+
+
+# Engine argument names -> Excel argument names (for messages about cross-argument rules)
+_WASTE_NAMES = {"T": "interval_min", "C": "stall_min", "M": "mtbf_min", "R": "restart_min", "W": "write_min",
+                "slowdown": "slowdown", "work": "work_h"}
+
+_D_STALL = "Checkpoint stall per save, minutes (>= 0): time the training step is blocked."
+_D_MTBF = "Job mean time between failures, minutes (> 0); e.g. job MTBF in hours x 60."
+_D_WRITE = "Optional. Background write time of an async save, minutes (>= 0); default 0 (synchronous)."
+_D_SLOW = "Optional. Share of training speed lost while the write runs, fraction in [0, 1); default 0."
+_D_RESTART = "Optional. Restart time after each failure, minutes (>= 0); default 0."
+_D_INTERVAL = "Compute time between saves, minutes (> 0)."
+_D_WORK = "Useful training compute needed, hours (> 0): wall hours with no saves and no failures."
+
+
+# ------------------------------------------------------------------------------- reliability
+
+@_udf(node_mtbf_h="Mean time between failures of one node, hours (> 0).",
+      nodes="Nodes in the job: a whole number >= 1.")
+def CKPT_JOB_MTBF(node_mtbf_h, nodes):
+    """Job MTBF in hours = node MTBF / nodes (independent node failures; any node stops the job).
+
+    Calls :func:`engine.job_mtbf`. Units: hours in, hours out (x 60 for the ``mtbf_min`` of the
+    interval functions). Assumes independent exponential node failures; wrong for correlated
+    failures (racks, power domains): use CKPT_JOB_MTBF_DOMAINS. Reference: 2,560 h per node gives
+    20 h at 128 nodes.
+    """
+    specs = [_arg("node_mtbf_h", node_mtbf_h, "positive"), _arg("nodes", nodes, "count")]
+    return _elementwise(specs, engine.job_mtbf, {"node_mtbf": "node_mtbf_h"})
+
+
+@_udf(node_mtbf_h="MTBF of one node from independent failures, hours (> 0).",
+      nodes="Nodes in the job: a whole number >= 1.",
+      domain_mtbf_h="MTBF of one correlated failure domain (rack, power domain), hours (> 0); blank = no domain.",
+      nodes_per_domain="Nodes one domain holds: a whole number >= 1 (blank only when the domain is blank).",
+      nonfatal_share="Optional. Share of node failures the job survives, fraction in [0, 1); default 0.",
+      domain2_mtbf_h="Optional. A second domain kind: MTBF of one domain, hours; blank = none.",
+      domain2_nodes_per_domain="Optional. Nodes per domain of the second kind.",
+      domain3_mtbf_h="Optional. A third domain kind: MTBF of one domain, hours; blank = none.",
+      domain3_nodes_per_domain="Optional. Nodes per domain of the third kind.")
+def CKPT_JOB_MTBF_DOMAINS(node_mtbf_h, nodes, domain_mtbf_h, nodes_per_domain, nonfatal_share=0.0,
+                          domain2_mtbf_h=None, domain2_nodes_per_domain=None,
+                          domain3_mtbf_h=None, domain3_nodes_per_domain=None):
+    """Job MTBF in hours with correlated failure domains: 1 / ((1 - nonfatal) nodes / node MTBF + sum ceil(nodes / per domain) / domain MTBF).
+
+    Calls :func:`engine.job_mtbf_with_domains` (rate model in
+    :func:`engine.reliability.job_failure_rate_per_h`). The job is packed into
+    ``ceil(nodes / nodes_per_domain)`` domains of each kind; a domain outage always stops the job.
+    Node MTBF must then count only the failures that are not domain events. Up to three domain
+    kinds, as on the workbook's Inputs sheet; a blank domain MTBF means "no such domain" (a domain
+    MTBF without its nodes per domain is an error). Hours in, hours out.
+    """
+    specs = [_arg("node_mtbf_h", node_mtbf_h, "positive"), _arg("nodes", nodes, "count"),
+             _arg("nonfatal_share", nonfatal_share, "fraction", default=0.0)]
+    pairs = (("domain_mtbf_h", domain_mtbf_h, "nodes_per_domain", nodes_per_domain),
+             ("domain2_mtbf_h", domain2_mtbf_h, "domain2_nodes_per_domain", domain2_nodes_per_domain),
+             ("domain3_mtbf_h", domain3_mtbf_h, "domain3_nodes_per_domain", domain3_nodes_per_domain))
+    for mtbf_name, mtbf, per_name, per in pairs:
+        # blank domain MTBF: no such domain (never fails); blank nodes per domain: checked below
+        specs += [_arg(mtbf_name, mtbf, "positive", blank=np.inf), _arg(per_name, per, "count", blank=np.nan)]
+    names = {"node_mtbf_h": "node_mtbf_h", "nodes": "nodes", "nonfatal_share": "nonfatal_share"}
+    for i, (mtbf_name, _, per_name, _) in enumerate(pairs, start=1):
+        names.update({f"domain{i}.mtbf_h": mtbf_name, f"domain{i}.nodes_per_domain": per_name})
+
+    def compute(m, n, share, *domain_columns):
+        domains = []
+        for i, (mtbf_name, _, per_name, _) in enumerate(pairs):
+            dm, dn = domain_columns[2 * i], domain_columns[2 * i + 1]
+            missing = np.isnan(dn)
+            if np.any(missing & np.isfinite(dm)):  # the workbook's rule: both or neither
+                raise engine.InputError(per_name, None, f"is required when {mtbf_name} is given")
+            domains.append(FailureDomain(f"domain{i + 1}", dm, np.where(missing, 1.0, dn)))
+        return engine.job_mtbf_with_domains(m, n, domains, share)
+
+    return _elementwise(specs, compute, names)
+
+
+# ------------------------------------------------------------------------------- intervals
+
+@_udf(stall_min="Blocking checkpoint stall per save, minutes (>= 0).",
+      write_min="Optional. Background write time of an async save, minutes (>= 0); default 0.",
+      slowdown=_D_SLOW)
+def CKPT_EFFECTIVE_STALL(stall_min, write_min=0.0, slowdown=0.0):
+    """Compute time lost per save, minutes: stall + write x slowdown (what Young and Daly take as C for async saves).
+
+    Calls :func:`engine.effective_stall`. An async save with no blocking stall still costs
+    ``write_min x slowdown`` of compute and delays the moment the checkpoint is restorable.
+    """
+    specs = [_arg("stall_min", stall_min, "nonnegative"), _arg("write_min", write_min, "nonnegative", default=0.0),
+             _arg("slowdown", slowdown, "fraction", default=0.0)]
+    return _elementwise(specs, engine.effective_stall, _WASTE_NAMES)
+
+
+@_udf(stall_min=_D_STALL + " For async saves give the effective stall (CKPT_EFFECTIVE_STALL).", mtbf_min=_D_MTBF)
+def CKPT_YOUNG_INTERVAL(stall_min, mtbf_min):
+    """Young's checkpoint interval sqrt(2 x stall x MTBF), minutes (Young 1974).
+
+    Calls :func:`engine.young_interval`. Minimises the first-order waste ``C/T + T/(2M)``; needs
+    ``stall << interval << MTBF`` and ignores restarts and failures during saves. Reference: stall
+    2 min, MTBF 1,200 min gives 69.3 min.
+    """
+    specs = [_arg("stall_min", stall_min, "nonnegative"), _arg("mtbf_min", mtbf_min, "positive")]
+    return _elementwise(specs, engine.young_interval, _WASTE_NAMES)
+
+
+@_udf(stall_min=_D_STALL + " For async saves give the effective stall (CKPT_EFFECTIVE_STALL).", mtbf_min=_D_MTBF)
+def CKPT_DALY_INTERVAL(stall_min, mtbf_min):
+    """Daly's higher-order checkpoint interval, minutes (Daly 2006): sqrt(2CM)(1 + sqrt(C/2M)/3 + C/18M) - C, or M when C >= 2M.
+
+    Calls :func:`engine.daly_interval`. Accounts for failures during saves; tends to Young's
+    interval when the stall is small against the MTBF. Reference: 5-minute dump, 24 h MTBF gives
+    117 min.
+    """
+    specs = [_arg("stall_min", stall_min, "nonnegative"), _arg("mtbf_min", mtbf_min, "positive")]
+    return _elementwise(specs, engine.daly_interval, _WASTE_NAMES)
+
+
+@_udf(stall_min="Blocking checkpoint stall per save, minutes (>= 0).", mtbf_min=_D_MTBF,
+      write_min=_D_WRITE, slowdown=_D_SLOW)
+def CKPT_EXACT_INTERVAL(stall_min, mtbf_min, write_min=0.0, slowdown=0.0):
+    """Exact optimum interval of Daly's complete model, minutes: M (1 + W0(-exp(-1 - Ceff/M))), Ceff = stall + write x slowdown.
+
+    Calls :func:`engine.exact_optimal_interval` (Lambert W; never below ``write x (1 - slowdown)``,
+    so the async write is durable before the next save). Restart time does not move the optimum.
+    Exponential failures. Reference: stall 2 min, MTBF 1,200 min gives 67.96 min.
+    """
+    specs = [_arg("stall_min", stall_min, "nonnegative"), _arg("mtbf_min", mtbf_min, "positive"),
+             _arg("write_min", write_min, "nonnegative", default=0.0), _arg("slowdown", slowdown, "fraction", default=0.0)]
+    return _elementwise(specs, engine.exact_optimal_interval, _WASTE_NAMES)
+
+
+# ------------------------------------------------------------------------------- waste and time
+
+_EXACT, _FIRST_ORDER = 0.0, 1.0
+
+
+@_udf(interval_min=_D_INTERVAL, stall_min="Blocking checkpoint stall per save, minutes (>= 0).", mtbf_min=_D_MTBF,
+      restart_min=_D_RESTART + " Ignored by the first-order model.", write_min=_D_WRITE, slowdown=_D_SLOW,
+      model='Optional. "exact" (default): share of wall time, Daly 2006 complete model; "first_order": C/T + T/2M.')
+def CKPT_WASTE(interval_min, stall_min, mtbf_min, restart_min=0.0, write_min=0.0, slowdown=0.0, model="exact"):
+    """Checkpoint waste at an interval. "exact": share of wall time lost to saves, rework and restarts; "first_order": Young's C/T + T/(2M).
+
+    ``exact`` calls :func:`engine.waste_fraction` (exponential failures striking compute, saves and
+    restarts; async writes must finish before the next save: ``write x (1 - slowdown) <= interval``).
+    ``first_order`` calls :func:`engine.first_order_waste` with the effective stall
+    (:func:`engine.effective_stall`); it is a share of compute time, leaves out restarts and is
+    valid only for ``stall << interval << MTBF``. Results are fractions (format as %).
+    """
+    specs = [_arg("interval_min", interval_min, "positive"), _arg("stall_min", stall_min, "nonnegative"),
+             _arg("mtbf_min", mtbf_min, "positive"), _arg("restart_min", restart_min, "nonnegative", default=0.0),
+             _arg("write_min", write_min, "nonnegative", default=0.0), _arg("slowdown", slowdown, "fraction", default=0.0),
+             _choice("model", model, {"exact": _EXACT, "first_order": _FIRST_ORDER}, "exact")]
+
+    def compute(T, C, M, R, W, s, code):
+        out = np.empty(T.shape)
+        exact = code == _EXACT
+        if exact.any():
+            out[exact] = engine.waste_fraction(T[exact], C[exact], M[exact], R[exact], W[exact], s[exact])
+        first = ~exact
+        if first.any():
+            c_eff = engine.effective_stall(C[first], W[first], s[first])
+            out[first] = engine.first_order_waste(T[first], c_eff, M[first])
+        return out
+
+    return _elementwise(specs, compute, _WASTE_NAMES)
+
+
+@_udf(work_h=_D_WORK, interval_min=_D_INTERVAL, stall_min="Blocking checkpoint stall per save, minutes (>= 0).",
+      mtbf_min=_D_MTBF, restart_min=_D_RESTART, write_min=_D_WRITE, slowdown=_D_SLOW)
+def CKPT_WALL_TIME(work_h, interval_min, stall_min, mtbf_min, restart_min=0.0, write_min=0.0, slowdown=0.0):
+    """Expected wall hours to finish the training: M e^(R/M) (e^((T+C)/M) - 1) work/T (Daly 2006), async saves included.
+
+    Calls :func:`engine.expected_wall_time` with ``work_h x 60`` minutes and returns hours.
+    Long-run expectation for exponential failures; for a deadline or clustered failures use
+    CKPT_DEADLINE_PROB (Monte Carlo).
+    """
+    specs = [_arg("work_h", work_h, "positive"), _arg("interval_min", interval_min, "positive"),
+             _arg("stall_min", stall_min, "nonnegative"), _arg("mtbf_min", mtbf_min, "positive"),
+             _arg("restart_min", restart_min, "nonnegative", default=0.0),
+             _arg("write_min", write_min, "nonnegative", default=0.0), _arg("slowdown", slowdown, "fraction", default=0.0)]
+
+    def compute(work, T, C, M, R, W, s):
+        return np.asarray(engine.expected_wall_time(work * 60.0, T, C, M, R, W, s)) / 60.0
+
+    return _elementwise(specs, compute, _WASTE_NAMES)
+
+
+# ------------------------------------------------------------------------------- cost
+
+@_udf(wall_h="Wall hours the job holds its GPUs (>= 0), e.g. CKPT_WALL_TIME.",
+      gpus="GPUs the job holds: a whole number >= 1 (nodes x GPUs per node).")
+def CKPT_GPU_HOURS(wall_h, gpus):
+    """GPU-hours = wall hours x GPUs: the GPUs are held (and billed) whatever they are doing.
+
+    Calls :func:`engine.gpu_hours`.
+    """
+    specs = [_arg("wall_h", wall_h, "nonnegative"), _arg("gpus", gpus, "count")]
+    return _elementwise(specs, engine.gpu_hours, {})
+
+
+@_udf(gpu_hours="GPU-hours (>= 0), e.g. CKPT_GPU_HOURS.",
+      price_per_gpu_hour="Price of one GPU-hour (>= 0), in your currency.")
+def CKPT_COST(gpu_hours, price_per_gpu_hour):
+    """Cost = GPU-hours x price per GPU-hour, in the currency of the price.
+
+    Calls :func:`engine.money`.
+    """
+    specs = [_arg("gpu_hours", gpu_hours, "nonnegative"), _arg("price_per_gpu_hour", price_per_gpu_hour, "nonnegative")]
+    return _elementwise(specs, engine.money, {})
+
+
+BREAKDOWN_HEADER = ["category", "hours", "GPU-hours", "cost"]
+BREAKDOWN_ROWS = (*CATEGORIES, "total")
+
+
+@_udf(work_h=_D_WORK, interval_min=_D_INTERVAL, stall_min="Blocking checkpoint stall per save, minutes (>= 0).",
+      mtbf_min=_D_MTBF, restart_min="Restart time after each failure, minutes (>= 0).",
+      write_min="Background write time of an async save, minutes (>= 0); 0 = synchronous.",
+      slowdown="Share of training speed lost while the write runs, fraction in [0, 1).",
+      gpus="GPUs the job holds: a whole number >= 1.", price_per_gpu_hour="Price of one GPU-hour (>= 0).")
+def CKPT_COST_BREAKDOWN(work_h, interval_min, stall_min, mtbf_min, restart_min, write_min, slowdown, gpus,
+                        price_per_gpu_hour):
+    """Where the time and money go: a 6 x 4 table (header; useful, save, rework, restart, total) x (hours, GPU-hours, cost).
+
+    Calls :func:`engine.time_breakdown` (exact model, minutes) and converts with
+    :func:`engine.gpu_hours` and :func:`engine.money`, as :func:`engine.evaluate` does. Single
+    values only (one scenario per call; a multi-cell range is an error). Spills in Excel 365; in
+    older Excel enter it as an array formula over 6 rows x 4 columns.
+    """
+    specs = [_arg("work_h", work_h, "positive"), _arg("interval_min", interval_min, "positive"),
+             _arg("stall_min", stall_min, "nonnegative"), _arg("mtbf_min", mtbf_min, "positive"),
+             _arg("restart_min", restart_min, "nonnegative"), _arg("write_min", write_min, "nonnegative"),
+             _arg("slowdown", slowdown, "fraction"), _arg("gpus", gpus, "count"),
+             _arg("price_per_gpu_hour", price_per_gpu_hour, "nonnegative")]
+    for name, values, errors in specs:
+        if values.size != 1:
+            return _error(name, "must be a single cell (one scenario per call)", f"a range of {values.size} cells")
+        if errors.reshape(-1)[0] is not None:
+            return errors.reshape(-1)[0]
+    work, T, C, M, R, W, s, g, price = (float(v.reshape(-1)[0]) for _, v, _ in specs)
+    try:
+        parts = engine.time_breakdown(work * 60.0, T, C, M, R, W, s)
+    except ValueError as exc:
+        return _engine_message(exc, _WASTE_NAMES)
+    table = [list(BREAKDOWN_HEADER)]
+    for cat in BREAKDOWN_ROWS:
+        hours = parts[cat] / 60.0
+        gpu_h = engine.gpu_hours(hours, g)
+        table.append([cat, float(hours), float(gpu_h), float(engine.money(gpu_h, price))])
+    if not all(math.isfinite(x) for row in table[1:] for x in row[1:]):
+        return f"{ERROR_PREFIX} result: not a finite number (the model breaks down for these inputs)"
+    return table
+
+
+# ------------------------------------------------------------------------------- scenario tables
+
+_DOMAIN_COLUMN = re.compile(r"^domain\d+_(name|mtbf_h|nodes_per_domain)$")
+
+
+def _table(table: Any) -> pd.DataFrame:
+    """A scenario table (DataFrame from xlwings' converter, or rows with a header row) as a DataFrame.
+
+    Text that is empty (a formula returning "") counts as a blank cell. The index is the data row
+    number (1 = first row under the header), so engine messages name the row as the user sees it.
+    """
+    if isinstance(table, pd.DataFrame):
+        rows = [list(table.columns)] + table.astype(object).to_numpy().tolist()
+    else:
+        arr = _array("table", table)
+        if arr.ndim != 2 or arr.shape[0] < 2:
+            raise _CallError(f"{ERROR_PREFIX} table: must be a range with a header row (column names) and at "
+                             "least one row of data")
+        rows = arr.tolist()
+    header = rows[0]
+    for col in header:
+        if not isinstance(col, str) or not col.strip():
+            raise _CallError(f"{ERROR_PREFIX} table: every header cell must hold a column name (got {_show(col)})")
+    header = [c.strip() for c in header]
+    seen: set[str] = set()
+    for col in header:
+        if col in seen:
+            raise _CallError(f"{ERROR_PREFIX} table: column {col!r} appears twice")
+        seen.add(col)
+        if col not in FIELD_BY_NAME and col not in TEXT_FIELDS and not _DOMAIN_COLUMN.match(col):
+            raise _CallError((f"{ERROR_PREFIX} table: unknown column {col!r}; use scenario fields such as "
+                              "checkpoint_stall_min, nodes, node_mtbf_h (see engine.scenario.FIELDS), name, "
+                              "currency, or domainN_mtbf_h / domainN_nodes_per_domain")[:255])
+    data = [[None if (isinstance(v, str) and v == "") else v for v in row] for row in rows[1:]]
+    frame = pd.DataFrame(data, columns=header)
+    frame.index = pd.RangeIndex(1, len(frame) + 1)
+    return frame
+
+
+@functools.lru_cache(maxsize=1)
+def _derived_columns() -> tuple[str, ...]:
+    """The columns :func:`engine.evaluate` adds to a table (the same for every table)."""
+    sc = engine.load_scenario("seed")
+    return tuple(c for c in engine.evaluate(sc).columns if c not in engine.to_table([sc]).columns)
+
+
+def _cell_value(v: Any) -> Any:
+    """A DataFrame value as an Excel cell: Python float / str / None (never NaN)."""
+    if v is None or v is pd.NA or v is pd.NaT:
+        return None
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, numbers.Real):
+        v = float(v)
+        return None if math.isnan(v) else v
+    return v
+
+
+@_udf(ret={"index": False},
+      table={"convert": pd.DataFrame, "index": False, "header": True,
+             "doc": "Scenario table with a header row of engine field names (checkpoint_stall_min, nodes, ...), one scenario per row."})
+def CKPT_EVALUATE(table):
+    """Every derived figure of each scenario row: the table with job MTBF, intervals, waste, hours, GPU-hours and cost columns added.
+
+    Calls :func:`engine.evaluate` (see it and ``engine.scenario.FIELDS`` for the columns, units
+    and rules). Header names: scenario fields, ``name``/``description``/``source``/``currency`` and
+    ``domainN_mtbf_h``/``domainN_nodes_per_domain``; an unknown name is an error (a typo would be
+    ignored silently otherwise). A bad row gets the reason in each of its result columns, the
+    other rows are evaluated; empty rows stay empty. Returns a header row plus one row per input
+    row (spills).
+    """
+    frame = _table(table)
+    blank_row = frame.isna().all(axis=1).to_numpy()
+    data = frame[~blank_row]
+    if data.empty:
+        return f"{ERROR_PREFIX} table: no data rows"
+    try:
+        results = engine.evaluate(data)
+        bad: dict[Any, str] = {}
+    except ValueError as exc:
+        if getattr(exc, "field", "") in ("columns", "table"):  # the whole table, not one row
+            return _engine_message(exc, {})
+        results, bad = _evaluate_rows(data)
+    derived = [c for c in _derived_columns() if c not in frame.columns]
+    header = list(frame.columns) + derived
+    out: list[list[Any]] = [header]
+    for position, (label, row) in enumerate(frame.iterrows()):
+        given = [_cell_value(v) for v in row.tolist()]
+        if blank_row[position]:
+            out.append([None] * len(header))
+        elif label in bad:
+            # the inputs as given; every result column (job_mtbf_h too) carries the reason
+            message = bad[label]
+            out.append([message if c in _derived_columns() else v for c, v in zip(frame.columns, given)]
+                       + [message] * len(derived))
+        else:
+            out.append([_cell_value(results.at[label, c]) for c in header])
+    return out
+
+
+def _evaluate_rows(data: pd.DataFrame) -> tuple[pd.DataFrame, dict[Any, str]]:
+    """:func:`engine.evaluate` on the rows it accepts, halving the table around refused rows."""
+    good: list[pd.DataFrame] = []
+    bad: dict[Any, str] = {}
+
+    def solve(part: pd.DataFrame) -> None:
+        try:
+            good.append(engine.evaluate(part))
+        except ValueError as exc:
+            if len(part) == 1:
+                field = str(getattr(exc, "field", ""))
+                rule = getattr(exc, "rule", str(exc))
+                bad[part.index[0]] = _error(field, rule, _show(getattr(exc, "value", None)))
+                return
+            half = len(part) // 2
+            solve(part.iloc[:half])
+            solve(part.iloc[half:])
+
+    solve(data)
+    return (pd.concat(good) if good else pd.DataFrame()), bad
+
+
+# ------------------------------------------------------------------------------- deadline
+
+@functools.lru_cache(maxsize=DEADLINE_CACHE_SIZE)
+def _simulated_walls(work_min: float, T: float, C: float, M: float, R: float, W: float, s: float,
+                     runs: int, seed: int, weibull_shape: float) -> np.ndarray:
+    """Simulated wall times (minutes) of ``runs`` runs, cached on the inputs (read-only array)."""
+    law = "exponential" if weibull_shape == 1.0 else _deadline.FailureLaw.weibull(weibull_shape)
+    walls = np.asarray(_deadline.simulate_wall_times(work_min, T, C, M, R, W, s, runs, seed, law))
+    walls.setflags(write=False)
+    return walls
+
+
+def deadline_cache_info():
+    """Hits, misses and size of CKPT_DEADLINE_PROB's simulation cache (``functools.lru_cache``)."""
+    return _simulated_walls.cache_info()
+
+
+def deadline_cache_clear() -> None:
+    _simulated_walls.cache_clear()
+
+
+@_udf(work_h=_D_WORK, deadline_h="Deadline, hours from the job's start (>= work_h).", interval_min=_D_INTERVAL,
+      stall_min="Blocking checkpoint stall per save, minutes (>= 0).", mtbf_min=_D_MTBF, restart_min=_D_RESTART,
+      write_min=_D_WRITE, slowdown=_D_SLOW,
+      runs=f"Optional. Simulated runs, 2 to {MAX_RUNS:,}; default 10,000 (standard error <= 0.5 %).",
+      seed="Optional. Random seed, a whole number >= 0; default 0 (same seed, same answer).",
+      weibull_shape="Optional. Weibull shape k of the time between failures (mean = MTBF); default 1 = exponential; k < 1: clustered.")
+def CKPT_DEADLINE_PROB(work_h, deadline_h, interval_min, stall_min, mtbf_min, restart_min=0.0, write_min=0.0,
+                       slowdown=0.0, runs=10000, seed=0, weibull_shape=1.0):
+    """Probability the training finishes by the deadline: Monte Carlo of the finite job, seeded and cached.
+
+    Share of simulated runs whose wall time is <= the deadline, from
+    :func:`engine.deadline.simulate_wall_times` (the model of :mod:`engine.deadline`: finite job,
+    last segment possibly short, no save after the last step, failures during saves, writes and
+    restarts; the same figure as ``p_finish`` of :func:`engine.deadline.deadline_report`). At most
+    20,000 runs per cell and 200,000 per call; the simulation of identical inputs is cached
+    (deadlines in a range share one simulation). Standard error sqrt(p(1-p)/runs).
+    """
+    specs = [_arg("work_h", work_h, "positive"), _arg("deadline_h", deadline_h, "positive"),
+             _arg("interval_min", interval_min, "positive"), _arg("stall_min", stall_min, "nonnegative"),
+             _arg("mtbf_min", mtbf_min, "positive"), _arg("restart_min", restart_min, "nonnegative", default=0.0),
+             _arg("write_min", write_min, "nonnegative", default=0.0), _arg("slowdown", slowdown, "fraction", default=0.0),
+             _arg("runs", runs, "runs", default=10000), _arg("seed", seed, "seed", default=0),
+             _arg("weibull_shape", weibull_shape, "positive", default=1.0)]
+    names = dict(_WASTE_NAMES, runs="runs", seed="seed", weibull_shape="weibull_shape")
+    budget: dict[tuple, bool] = {}  # distinct case -> within MAX_RUNS_PER_CALL (deterministic order)
+    used = [0]
+
+    def compute(work, deadline, T, C, M, R, W, s, n, seed_, shape):
+        # one engine call per distinct case; a single bad case raises, and _elementwise isolates it
+        out = np.empty(work.shape)
+        for i in range(work.size):
+            if deadline[i] < work[i]:
+                raise engine.InputError("deadline_h", float(deadline[i]),
+                                        f"must be >= work_h = {work[i]:g} h: the job needs that much compute "
+                                        "even with no saves and no failures")
+            key = (float(work[i]) * 60.0, float(T[i]), float(C[i]), float(M[i]), float(R[i]), float(W[i]),
+                   float(s[i]), int(n[i]), int(seed_[i]), float(shape[i]))
+            if key not in budget:
+                budget[key] = used[0] + key[7] <= MAX_RUNS_PER_CALL
+                used[0] += key[7] if budget[key] else 0
+            if not budget[key]:
+                raise engine.InputError("runs", key[7], f"this call already simulates {used[0]:,} runs; the limit is "
+                                        f"{MAX_RUNS_PER_CALL:,} per call: split the range or lower runs")
+            walls = _simulated_walls(*key)
+            out[i] = np.count_nonzero(walls <= deadline[i] * 60.0) / walls.size
+        return out
+
+    return _elementwise(specs, compute, names)

@@ -1,0 +1,180 @@
+"""Batch throughput: a 10^6-row sweep to Parquet and CSV, 10^4 rows to XLSX, in process and on Dask.
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_batch.py [--rows 1000000]
+        [--xlsx-rows 10000] [--workers 2] [--markdown /tmp/results_batch.md]
+
+What is timed (closed-form columns only, no Monte Carlo; every row goes through validation,
+engine.evaluate and the status/error columns of engine.batch.evaluate_rows):
+
+1. in process: the grid built and evaluated in memory (``engine.batch.sweep``), then the same sweep
+   streamed in 200k-row chunks to Parquet and to CSV (``write_results(iter_results(grid))``, what
+   ``ckptplan sweep -o`` runs), and 10^4 rows to XLSX (openpyxl write-only: Excel Table, formats);
+2. on a ``dask.distributed`` LocalCluster (``--workers`` processes, one thread each): the grid built
+   and evaluated on the workers (``sweep_dask``), (a) computed and reduced to a row count there
+   (compute only, no transfer), (b) streamed to the client and written to Parquet and to CSV,
+   exactly as ``ckptplan sweep --scheduler dask`` does.
+
+Prints rows/second for each and the in-process / Dask ratios, then checks that the Dask Parquet
+file equals the in-process one. Cluster start-up is reported apart and not counted. Timings are
+best of ``--repeat`` for the compute and Parquet comparisons, single runs otherwise. Absolute
+times drift on a shared machine; the ratios are measured side by side in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from engine import batch as eb
+
+AXES_1M = dict(  # 10 x 10 x 100 x 100 = 10^6 rows
+    checkpoint_stall_min="0.5:5:+0.5",
+    nodes="16:8192:x2",
+    restart_min="1:100:+1",
+    price_per_gpu_hour="1:10.9:+0.1",
+)
+
+
+def axes_for(rows: int) -> dict:
+    """Axes whose product is ``rows`` (a multiple of 100) from the 10^6 grid's shapes."""
+    if rows == 1_000_000:
+        return dict(AXES_1M)
+    if rows % 100:
+        raise SystemExit("--rows must be a multiple of 100")
+    return dict(checkpoint_stall_min="0.5:5:+0.5", nodes="16:8192:x2",
+                restart_min=f"1:{rows // 100}:+1")
+
+
+def timed(fn, repeat: int = 1):
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--xlsx-rows", type=int, default=10_000)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--chunk-rows", type=int, default=eb.DEFAULT_CHUNK_ROWS)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--markdown", type=Path, default=None, help="also write the figures as Markdown here")
+    args = ap.parse_args()
+
+    axes = axes_for(args.rows)
+    grid = eb.sweep_grid(**axes)
+    assert grid.rows == args.rows
+    n = grid.rows
+    tmp = Path(tempfile.mkdtemp(prefix="bench_batch_"))
+    rows: list[tuple[str, float, int, str]] = []  # (label, seconds, rows, note)
+
+    def record(label: str, seconds: float, count: int, note: str = "") -> None:
+        rows.append((label, seconds, count, note))
+        print(f"{label:<58} {seconds:8.2f} s  {count / seconds:>12,.0f} rows/s  {note}", flush=True)
+
+    def fresh(name: str) -> Path:
+        p = tmp / name
+        p.unlink(missing_ok=True)
+        return p
+
+    print(f"{n:,}-row sweep {axes}; chunks of {args.chunk_rows:,} rows; machine: {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}, pandas {pd.__version__}")
+
+    # ------------------------------------------------------------------ in process
+    t_mem, res = timed(lambda: eb.sweep(**axes, max_rows=n), args.repeat)
+    assert len(res) == n and (res["status"] == "ok").all()
+    ncols = res.shape[1]
+    del res
+    record("in process: build + evaluate in memory (sweep)", t_mem, n, f"{ncols} columns")
+
+    def local_to(path: Path):
+        return eb.write_results(eb.iter_results(grid, chunk_rows=args.chunk_rows), path)
+
+    t_lp, s = timed(lambda: local_to(fresh("local.parquet")), args.repeat)
+    assert s.rows == n and s.errors == 0
+    record("in process: evaluate + write Parquet (streamed)", t_lp, n,
+           f"{(tmp / 'local.parquet').stat().st_size / 1e6:,.0f} MB")
+    t_lc, s = timed(lambda: local_to(fresh("local.csv")), 1)
+    record("in process: evaluate + write CSV (streamed)", t_lc, n, f"{(tmp / 'local.csv').stat().st_size / 1e6:,.0f} MB")
+
+    xgrid = eb.sweep_grid(**axes_for(args.xlsx_rows))
+    t_x, s = timed(lambda: eb.write_results(eb.iter_results(xgrid, chunk_rows=args.chunk_rows), fresh("small.xlsx")), 1)
+    assert s.rows == args.xlsx_rows
+    record(f"in process: evaluate + write XLSX ({args.xlsx_rows:,} rows, Table + formats)", t_x, args.xlsx_rows,
+           f"{(tmp / 'small.xlsx').stat().st_size / 1e6:,.1f} MB")
+
+    # ------------------------------------------------------------------------ Dask
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        print("dask/distributed not installed: Dask comparison skipped")
+        return
+    t0 = time.perf_counter()
+    with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster):
+        t_start = time.perf_counter() - t0
+        print(f"LocalCluster: {args.workers} worker processes x 1 thread, started in {t_start:.1f} s (not counted)")
+
+        def dask_count() -> int:
+            lazy = eb.sweep_dask(**axes, partition_rows=args.chunk_rows)
+            return int(lazy.map_partitions(len).sum().compute())
+
+        t_dc, count = timed(dask_count, args.repeat)
+        assert count == n
+        record("Dask: build + evaluate on workers (compute only)", t_dc, n)
+        t_dp, s = timed(lambda: eb.write_results(eb.sweep_dask(**axes, partition_rows=args.chunk_rows),
+                                                 fresh("dask.parquet")), args.repeat)
+        assert s.rows == n and s.errors == 0
+        record("Dask: evaluate on workers + stream to client, Parquet", t_dp, n)
+        t_dcsv, s = timed(lambda: eb.write_results(eb.sweep_dask(**axes, partition_rows=args.chunk_rows),
+                                                   fresh("dask.csv")), 1)
+        record("Dask: evaluate on workers + stream to client, CSV", t_dcsv, n)
+
+    a = pd.read_parquet(tmp / "local.parquet")
+    b = pd.read_parquet(tmp / "dask.parquet")
+    same = a.equals(b)
+    print(f"Dask Parquet == in-process Parquet: {same}")
+    ratios = [
+        ("evaluate only: in-process (in memory) / Dask (on workers)", t_mem / t_dc),
+        ("to Parquet: in-process / Dask", t_lp / t_dp),
+        ("to CSV: in-process / Dask", t_lc / t_dcsv),
+    ]
+    for label, r in ratios:
+        print(f"{label:<58} {r:5.2f}x  ({'Dask faster' if r > 1 else 'in-process faster'})")
+    for p in tmp.iterdir():
+        p.unlink()
+    tmp.rmdir()
+
+    if args.markdown:
+        lines = [
+            f"Date: {dt.date.today().isoformat()}. Command:", "",
+            "    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_batch.py "
+            + " ".join(sys.argv[1:]), "",
+            f"{n:,}-row sweep ({' x '.join(str(len(v)) for v in grid.axes.values())} over "
+            f"{', '.join(grid.axes)}), closed-form columns ({ncols} per row), no Monte Carlo; "
+            f"{os.cpu_count()} cores; Dask: LocalCluster, {args.workers} worker processes x 1 thread "
+            f"(start-up {t_start:.1f} s, not counted); chunks/partitions of {args.chunk_rows:,} rows. "
+            f"Best of {args.repeat} for evaluate-only and Parquet, single runs otherwise.", "",
+            "| path | rows | time | rows/s | note |", "| --- | ---: | ---: | ---: | --- |",
+        ]
+        lines += [f"| {label} | {count:,} | {sec:.2f} s | {count / sec:,.0f} | {note} |" for label, sec, count, note in rows]
+        lines += ["", "| ratio (in-process time / Dask time) | value |", "| --- | ---: |"]
+        lines += [f"| {label} | {r:.2f}x |" for label, r in ratios]
+        lines += ["", f"Dask Parquet file equal to the in-process one: {same}."]
+        args.markdown.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        print(f"wrote {args.markdown}")
+
+
+if __name__ == "__main__":
+    main()

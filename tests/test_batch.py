@@ -1,0 +1,653 @@
+"""Tests of engine.batch and the `ckptplan batch` / `ckptplan sweep` commands.
+
+Per-row errors, sweeps, every input and output format round-tripped, formula injection, refusal to
+overwrite, per-scenario Monte Carlo seeding, and the Dask path (a small LocalCluster) against the
+in-process path. Monte Carlo runs are kept small (200 runs per row): these tests check plumbing and
+reproducibility, not statistics (tests/test_deadline.py does that).
+"""
+
+from __future__ import annotations
+
+import math
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import typer
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+import engine
+from ckptplan.cli_batch import register
+from engine import batch as eb
+from engine import deadline as dl
+
+runner = CliRunner()
+RUNS = 200
+
+
+@pytest.fixture(scope="module")
+def app() -> typer.Typer:
+    a = typer.Typer()
+    register(a)
+    return a
+
+
+def templates_table() -> pd.DataFrame:
+    """Every shipped preset: domains, async saves, job-MTBF overrides, text columns."""
+    return engine.to_table([engine.load_scenario(n) for n in engine.list_templates()])
+
+
+def numeric_columns(df: pd.DataFrame) -> list[str]:
+    return [c for c in df.columns if df[c].dtype.kind in "fi"]
+
+
+def assert_same_results(a: pd.DataFrame, b: pd.DataFrame, text_map=lambda s: s) -> None:
+    """Same columns; numbers bit-identical (NaN where NaN); text equal (blank == missing)."""
+    assert list(a.columns) == list(b.columns)
+    assert list(a.index) == list(b.index)
+    for c in a.columns:
+        if a[c].dtype.kind in "fi":
+            np.testing.assert_array_equal(a[c].to_numpy(dtype=float), b[c].to_numpy(dtype=float), err_msg=c)
+        else:
+            left = ["" if eb._is_absent(v) else text_map(str(v)) for v in a[c].to_numpy(dtype=object)]
+            right = ["" if eb._is_absent(v) else str(v) for v in b[c].to_numpy(dtype=object)]
+            assert left == right, c
+
+
+MIXED_CSV = """name,checkpoint_stall_min,node_mtbf_h,nodes,useful_training_h,price_per_gpu_hour,restart_min
+good,2,2560,128,720,2.5,10
+negative stall,-1,2560,128,720,2.5,10
+text in a number,abc,2560,128,720,2.5,10
+blank nodes,2,2560,,720,2.5,10
+
+number as text," 0.5 ",2560,128,720,2.5,10
+three problems,-1,-5,1.5,720,2.5,10
+free save,0,2560,128,720,2.5,NA
+"""
+
+
+# ============================================================================ evaluate_rows
+
+def test_valid_rows_equal_engine_evaluate_and_carry_status():
+    table = templates_table()
+    out = eb.evaluate_rows(table)
+    ref = engine.evaluate(table)
+    assert list(out.columns[:2]) == ["status", "error"]
+    assert (out["status"] == "ok").all() and (out["error"] == "").all()
+    for c in ref.columns:
+        if ref[c].dtype.kind == "f":
+            np.testing.assert_array_equal(out[c].to_numpy(), ref[c].to_numpy(), err_msg=c)
+    # seed template: reference figures of the README
+    seed = out[out["name"] == "seed-128-nodes"].iloc[0]
+    assert seed["young_interval_min"] == pytest.approx(69.28, abs=0.01)
+    assert seed["total_cost"] == pytest.approx(1_970_195, abs=1)
+
+
+def test_mixed_file_reports_every_bad_row_and_evaluates_the_rest(tmp_path):
+    path = tmp_path / "mixed.csv"
+    path.write_text(MIXED_CSV)
+    table = eb.read_scenarios(path)
+    assert list(table.index) == [2, 3, 4, 5, 7, 8, 9]  # CSV line numbers; the blank line 6 holds no scenario
+    out = eb.evaluate_rows(table)
+    assert len(out) == len(table)  # nothing dropped
+    status = dict(zip(out.index, out["status"]))
+    errors = dict(zip(out.index, out["error"]))
+    assert status == {2: "ok", 3: "error", 4: "error", 5: "error", 7: "ok", 8: "error", 9: "error"}
+    assert errors[3] == "checkpoint_stall_min=-1.0: must be >= 0"
+    assert errors[4] == "checkpoint_stall_min='abc': must be a number"
+    assert errors[5] == "nodes=None: is required"
+    assert errors[8].split("; ") == ["checkpoint_stall_min=-1.0: must be >= 0", "node_mtbf_h=-5.0: must be > 0",
+                                     "nodes=1.5: must be a whole number >= 1"]
+    assert errors[9].startswith("checkpoint_stall_min=0.0: checkpoint_stall_min + async_write_min must be > 0")
+    # good rows: exactly what the engine gives for them alone ("NA" restart = default 0 is not an error)
+    good = engine.evaluate(pd.DataFrame({
+        "checkpoint_stall_min": [2.0, 0.5], "node_mtbf_h": [2560.0] * 2, "nodes": [128.0] * 2,
+        "useful_training_h": [720.0] * 2, "price_per_gpu_hour": [2.5] * 2, "restart_min": [10.0] * 2}))
+    np.testing.assert_array_equal(out.loc[[2, 7], "total_cost"].to_numpy(), good["total_cost"].to_numpy())
+    assert out.loc[[3, 4, 5, 8, 9], "total_cost"].isna().all()
+    # the bad number stays visible as a number, the text is blank and quoted in the message
+    assert out.loc[3, "checkpoint_stall_min"] == -1.0 and math.isnan(out.loc[4, "checkpoint_stall_min"])
+
+
+def test_cross_field_rules_match_validate_table_row_by_row():
+    """Each rule the vectorised masks implement agrees with engine.validate_table on that row alone."""
+    base = dict(checkpoint_stall_min=1.0, node_mtbf_h=1000.0, nodes=8.0, useful_training_h=100.0, price_per_gpu_hour=1.0)
+    rows = [
+        base,
+        {**base, "node_mtbf_h": np.nan},                                            # no MTBF at all
+        {**base, "node_mtbf_h": np.nan, "job_mtbf_h": 5.0},                         # job MTBF is enough
+        {**base, "async_write_min": 10.0, "async_slowdown_fraction": 0.5, "interval_min": 4.0},  # write not durable
+        {**base, "async_write_min": 10.0, "async_slowdown_fraction": 0.5, "interval_min": 6.0},
+        {**base, "nonfatal_share": 1.0},                                            # fraction must be < 1
+        {**base, "domain1_mtbf_h": 5000.0, "domain1_nodes_per_domain": np.nan},     # half a domain
+        {**base, "domain1_mtbf_h": 5000.0, "domain1_nodes_per_domain": 4.0},
+        {**base, "gpus_per_node": np.inf},
+    ]
+    table = pd.DataFrame(rows)
+    out = eb.evaluate_rows(table)
+    for i in range(len(table)):
+        try:
+            engine.validate_table(table.iloc[[i]])
+            expected = None
+        except engine.InputError as exc:
+            expected = eb._ROW_PREFIX.sub("", str(exc))
+        if expected is None:
+            assert out["status"].iloc[i] == "ok", (i, out["error"].iloc[i])
+        else:
+            assert out["status"].iloc[i] == "error" and out["error"].iloc[i] == expected, i
+
+
+def test_rows_the_engine_refuses_are_isolated_by_bisection():
+    """An overflow the masks cannot see (engine.waste refuses it) marks only its own row."""
+    table = pd.DataFrame({"checkpoint_stall_min": [2.0] * 6, "job_mtbf_h": [20, 0.001, 20, 30, 1e-4, 40],
+                          "nodes": [128.0] * 6, "useful_training_h": [720.0] * 6, "price_per_gpu_hour": [2.5] * 6,
+                          "interval_min": [60, 5000, 60, 70, 1e5, 80]})
+    with pytest.raises(engine.InputError):
+        engine.evaluate(table)
+    out = eb.evaluate_rows(table)
+    assert list(out["status"]) == ["ok", "error", "ok", "ok", "error", "ok"]
+    assert out["error"].iloc[1].startswith("M=0.06: ") and "overflows" in out["error"].iloc[1]
+    good = engine.evaluate(table.iloc[[0, 2, 3, 5]])
+    np.testing.assert_array_equal(out["wall_h"].iloc[[0, 2, 3, 5]].to_numpy(), good["wall_h"].to_numpy())
+
+
+def test_table_level_problems_raise():
+    table = templates_table()
+    with pytest.raises(engine.InputError, match=r"columns='nodes': missing required column"):
+        eb.evaluate_rows(table.drop(columns=["nodes"]))
+    with pytest.raises(engine.InputError, match=r"restart_mins.*did you mean restart_min"):
+        eb.evaluate_rows(table.rename(columns={"restart_min": "restart_mins"}))
+    with pytest.raises(engine.InputError, match="domain1_nodes_per_domain"):
+        eb.evaluate_rows(table.drop(columns=["domain1_nodes_per_domain"]))
+    with pytest.raises(engine.InputError, match="is an output column"):
+        eb.evaluate_rows(eb.evaluate_rows(table))
+    kept = eb.evaluate_rows(table.assign(team=["a", "b", "c", "d", "e"]), extra_columns="keep")
+    assert list(kept["team"]) == ["a", "b", "c", "d", "e"]
+    with pytest.raises(engine.InputError, match="runs"):
+        eb.evaluate_rows(table, deadline=True, runs=1)
+    with pytest.raises(engine.InputError, match="seed"):
+        eb.evaluate_rows(table, deadline=True, seed=-1)
+
+
+def test_empty_and_scenario_inputs():
+    empty = eb.evaluate_rows(templates_table().iloc[:0])
+    assert len(empty) == 0 and "total_cost" in empty.columns
+    one = eb.evaluate_rows(engine.load_scenario("seed"))
+    assert one["status"].tolist() == ["ok"]
+
+
+# ================================================================================ sweeps
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=4))
+def test_sweep_row_count_is_the_product_and_every_combination_appears_once(lengths):
+    fields = ["checkpoint_stall_min", "nodes", "restart_min", "price_per_gpu_hour"][: len(lengths)]
+    values = {"checkpoint_stall_min": [0.5, 1.0, 2.0, 4.0], "nodes": [64, 128, 256, 512],
+              "restart_min": [0.0, 5.0, 10.0, 20.0], "price_per_gpu_hour": [1.0, 2.0, 2.5, 3.0]}
+    axes = {f: values[f][:n] for f, n in zip(fields, lengths)}
+    out = eb.sweep(**axes)
+    assert len(out) == int(np.prod(lengths))
+    combos = list(zip(*(out[f].tolist() for f in fields)))
+    assert len(set(combos)) == len(combos)
+    assert sorted(combos) == sorted(__import__("itertools").product(*(map(float, axes[f]) for f in fields)))
+    assert (out["status"] == "ok").all()
+    # first axis varies slowest, like itertools.product
+    assert out[fields[0]].tolist() == sorted(out[fields[0]].tolist())
+
+
+def test_sweep_matches_engine_and_chunks_agree():
+    out = eb.sweep(checkpoint_stall_min="0.5,1,2", nodes="64:1024:x2", restart_min=[5, 10])
+    assert len(out) == 3 * 5 * 2 and list(out.index) == list(range(1, 31))
+    ref = engine.evaluate(eb.sweep_grid(checkpoint_stall_min=[0.5, 1, 2], nodes=[64, 128, 256, 512, 1024],
+                                        restart_min=[5, 10]).chunk())
+    np.testing.assert_array_equal(out["total_cost"].to_numpy(), ref["total_cost"].to_numpy())
+    grid = eb.sweep_grid(checkpoint_stall_min="0.5,1,2", nodes="64:1024:x2", restart_min=[5, 10])
+    chunked = pd.concat(eb.iter_results(grid, chunk_rows=7))
+    assert_same_results(out, chunked)
+
+
+def test_sweep_rule_violations_are_row_errors_and_options():
+    out = eb.sweep(checkpoint_stall_min=[-1, 1], nodes=[64, 128])
+    assert out["status"].tolist() == ["error", "error", "ok", "ok"]
+    assert set(out["error"].iloc[:2]) == {"checkpoint_stall_min=-1.0: must be >= 0"}
+    # sweeping node MTBF drops a template's job MTBF override, or it would win on every row
+    llama = engine.load_scenario("llama3-405b")
+    swept = eb.sweep(llama, node_mtbf_h=[1000, 2000])
+    assert swept["job_mtbf_h"].iloc[0] != swept["job_mtbf_h"].iloc[1]
+    # same work: useful hours scale with nodes
+    same = eb.sweep(nodes=[64, 256], same_work=True)
+    assert same["useful_training_h"].tolist() == [1440.0, 360.0]
+    assert same["useful_gpu_hours"].iloc[0] == same["useful_gpu_hours"].iloc[1]
+    with pytest.raises(engine.InputError, match="not a numeric scenario field"):
+        eb.sweep(restart_mins=[1, 2])
+    with pytest.raises(engine.InputError, match="appears twice"):
+        eb.sweep(nodes=[64, 64])
+    with pytest.raises(engine.InputError, match="max_rows"):
+        eb.sweep(nodes="1:1000:+1", restart_min="1:100:+1", max_rows=10_000)
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("0.5,1,2", [0.5, 1, 2]),
+    ("64:4096:x2", [64, 128, 256, 512, 1024, 2048, 4096]),
+    ("1:10:*3", [1, 3, 9]),
+    ("0.1:0.5:+0.1", [0.1, 0.2, 0.3, 0.4, 0.5]),
+    ("0.5:3:+1", [0.5, 1.5, 2.5]),
+    ("0.25, 0.5:2:x2", [0.25, 0.5, 1, 2]),
+    ("1e3", [1000.0]),
+])
+def test_parse_axis(text, expected):
+    assert eb.parse_axis(text, "--x").tolist() == expected
+
+
+@pytest.mark.parametrize("text,match", [
+    ("", "use numbers and ranges"),
+    ("1,,2", "empty item"),
+    ("abc", "'abc' is not a number"),
+    ("1:2", "must be a:b:xK or a:b:\\+d"),
+    ("1:8:2", "must be a:b:xK or a:b:\\+d"),
+    ("1:8:/2", "must start with x"),
+    ("8:1:x2", "end 1 is below the start 8"),
+    ("0:8:x2", "start > 0 and a factor > 1"),
+    ("1:8:x1", "start > 0 and a factor > 1"),
+    ("1:8:+0", "step > 0"),
+    ("1,2,1", "appears twice"),
+    ("0:1e9:+1", "limit"),
+    ("inf", "finite"),
+])
+def test_parse_axis_errors_name_the_option(text, match):
+    with pytest.raises(engine.InputError, match=match) as info:
+        eb.parse_axis(text, "--nodes")
+    assert str(info.value).startswith("--nodes=")
+
+
+# ======================================================================= Monte Carlo seeds
+
+def test_deadline_columns_are_seeded_per_scenario_not_per_batch():
+    grid = eb.sweep_grid(checkpoint_stall_min=[1, 2], restart_min=[5, 30], nodes=[128, 256]).chunk()
+    full = eb.evaluate_rows(grid, deadline=True, runs=RUNS, seed=7)
+    assert (full["status"] == "ok").all()
+    assert full["mc_runs"].eq(RUNS).all() and full["p_finish"].between(0, 1).all()
+    # a subset, shuffled, among other rows (one of which adds failure-domain columns to the table)
+    other = templates_table().assign(deadline_h=np.nan)
+    mixed = pd.concat([other, grid.iloc[[6, 1, 4]]], ignore_index=True)
+    sub = eb.evaluate_rows(mixed, deadline=True, runs=RUNS, seed=7).iloc[len(other):]
+    for col in eb.MONTE_CARLO_COLUMNS:
+        np.testing.assert_array_equal(sub[col].to_numpy(), full[col].iloc[[6, 1, 4]].to_numpy(), err_msg=col)
+    # equal inputs, equal seeds; another base seed, other draws
+    twice = eb.evaluate_rows(pd.concat([grid.iloc[[0]], grid.iloc[[0]]]), deadline=True, runs=RUNS, seed=7)
+    assert twice["mc_wall_h_mean"].iloc[0] == twice["mc_wall_h_mean"].iloc[1] == full["mc_wall_h_mean"].iloc[0]
+    other_seed = eb.evaluate_rows(grid.iloc[[0]], deadline=True, runs=RUNS, seed=8)
+    assert other_seed["deadline_seed"].iloc[0] != full["deadline_seed"].iloc[0]
+    assert other_seed["mc_wall_h_mean"].iloc[0] != full["mc_wall_h_mean"].iloc[0]
+    np.testing.assert_array_equal(eb.scenario_seeds(grid, 7), full["deadline_seed"].to_numpy().astype(np.int64))
+
+
+def test_deadline_row_reproduces_deadline_report():
+    out = eb.evaluate_rows(engine.load_scenario("seed"), deadline=True, runs=RUNS, seed=3)
+    row = out.iloc[0]
+    rep = dl.deadline_report(engine.load_scenario("seed"), runs=RUNS, seed=int(row["deadline_seed"]))
+    assert row["deadline_seed"] < 2**49
+    for mine, theirs in (("p_finish", "p_finish"), ("p_finish_low", "p_finish_low"), ("mc_wall_h_mean", "wall_h_mean"),
+                         ("mc_wall_h_p90", "wall_h_p90"), ("mc_failures_mean", "failures_mean"),
+                         ("mc_gpu_hours_p90", "gpu_hours_p90"), ("mc_cost_mean", "cost_mean")):
+        assert row[mine] == rep[theirs], mine
+
+
+def test_deadline_problems_are_row_errors():
+    sc = engine.load_scenario("seed")
+    table = engine.to_table([sc, sc.replace(name="too tight", deadline_h=100.0), sc.replace(name="open", deadline_h=None)])
+    out = eb.evaluate_rows(table, deadline=True, runs=RUNS)
+    assert out["status"].tolist() == ["ok", "error", "ok"]
+    assert out["error"].iloc[1].startswith("deadline_h=100.0: must be >= useful_training_h = 720 h")
+    assert not math.isnan(out["total_cost"].iloc[1])          # closed-form figures stay
+    assert math.isnan(out["mc_wall_h_mean"].iloc[1])
+    assert math.isnan(out["p_finish"].iloc[2]) and out["mc_wall_h_mean"].iloc[2] > 720
+
+
+# ================================================================================ files
+
+@pytest.mark.parametrize("suffix", [".csv", ".xlsx", ".parquet", ".toml"])
+def test_input_formats_round_trip(tmp_path, suffix):
+    table = templates_table()
+    path = eb.write_scenarios(table, tmp_path / f"scenarios{suffix}")
+    back = eb.read_scenarios(path)
+    assert back.index.name == "row" and len(back) == len(table)
+    for c in table.columns:
+        if c not in back.columns:  # TOML leaves out a field no scenario gives
+            assert suffix == ".toml" and table[c].isna().all(), c
+            continue
+        if table[c].dtype.kind in "fi":
+            np.testing.assert_array_equal(back[c].to_numpy(dtype=float), table[c].to_numpy(dtype=float), err_msg=c)
+        else:
+            assert [None if eb._is_absent(v) or v == "" else v for v in back[c]] == \
+                   [None if eb._is_absent(v) or v == "" else v for v in table[c]], c
+    ref = eb.evaluate_rows(table)
+    got = eb.evaluate_rows(back)
+    assert (got["status"] == "ok").all()
+    for c in numeric_columns(ref):
+        if c in got.columns:
+            np.testing.assert_array_equal(got[c].to_numpy(), ref[c].to_numpy(), err_msg=c)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".xlsx", ".parquet"])
+def test_output_formats_round_trip(tmp_path, suffix):
+    path = tmp_path / "mixed.csv"
+    path.write_text(MIXED_CSV)
+    results = eb.evaluate_rows(eb.read_scenarios(path), deadline=True, runs=RUNS)
+    out = tmp_path / f"results{suffix}"
+    summary = eb.write_results(results, out, describe=("name",))
+    assert (summary.rows, summary.ok, summary.errors) == (7, 2, 5)
+    back = eb.read_results(out)
+    neutral = (lambda s: "'" + s if s[:1] in ("=", "+", "-", "@", "\t", "\r") else s) if suffix == ".csv" else (lambda s: s)
+    assert_same_results(results, back, text_map=neutral)
+
+
+def test_streamed_chunks_write_the_same_file_as_one_frame(tmp_path):
+    grid = eb.sweep_grid(checkpoint_stall_min=[0.5, 1, -2], nodes="64:512:x2")
+    whole = eb.evaluate_rows(grid.chunk())
+    for suffix in (".csv", ".parquet"):
+        eb.write_results(whole, tmp_path / f"a{suffix}")
+        eb.write_results(eb.iter_results(grid, chunk_rows=5), tmp_path / f"b{suffix}")
+        assert_same_results(eb.read_results(tmp_path / f"a{suffix}"), eb.read_results(tmp_path / f"b{suffix}"))
+
+
+def test_csv_output_neutralises_formulas_but_keeps_numbers(tmp_path):
+    sc = engine.load_scenario("seed")
+    names = ["=1+1", "+SUM(A1)", "-2+3", "@cmd", "\tTAB", "\rCR", "plain", "a=b"]
+    table = engine.to_table([sc.replace(name=n) for n in names])
+    results = eb.evaluate_rows(table)
+    results.loc[results.index[0], "checkpoint_stall_min"] = -1.5  # a negative number must stay a number
+    eb.write_results(results, tmp_path / "r.csv")
+    raw = pd.read_csv(tmp_path / "r.csv", keep_default_na=False)
+    assert raw["name"].tolist() == ["'=1+1", "'+SUM(A1)", "'-2+3", "'@cmd", "'\tTAB", "'\rCR", "plain", "a=b"]
+    assert raw["checkpoint_stall_min"].iloc[0] == -1.5 and raw["checkpoint_stall_min"].dtype.kind == "f"
+    first_data_line = (tmp_path / "r.csv").read_text().splitlines()[1]
+    assert ",-1.5," in first_data_line  # unquoted, unprefixed: a number to any spreadsheet
+    frame = pd.DataFrame({"t": ["-3", "x", None], "n": [-3.0, 1.0, np.nan]})
+    neutral = eb.neutralise_csv_text(frame)
+    assert neutral["t"].tolist()[:2] == ["'-3", "x"] and neutral["n"].tolist()[:2] == [-3.0, 1.0]
+
+
+def test_xlsx_output_is_an_excel_table_with_formats_and_summary(tmp_path):
+    from openpyxl import load_workbook
+
+    sc = engine.load_scenario("seed")
+    table = engine.to_table([sc, sc.replace(name="=HYPERLINK(\"http://x\")", checkpoint_stall_min=0.5),
+                             sc.replace(name="#N/A", restart_min=30.0)])
+    table.loc[2, "nodes"] = -4
+    results = eb.evaluate_rows(table, deadline=True, runs=RUNS)
+    eb.write_results(results, tmp_path / "r.xlsx", source="unit test")
+    wb = load_workbook(tmp_path / "r.xlsx")
+    assert wb.sheetnames == ["Summary", "Results"]
+    ws = wb["Results"]
+    assert ws.freeze_panes == "A2"
+    t = ws.tables["Results"]
+    assert t.ref == f"A1:{ws.cell(1, ws.max_column).column_letter}4" and t.autoFilter.ref == t.ref
+    header = [c.value for c in ws[1]]
+    assert [c.name for c in t.tableColumns] == header == list(results.columns)
+    fmt = {h: ws.cell(2, j + 1).number_format for j, h in enumerate(header)}
+    assert fmt["checkpoint_stall_min"] == '#,##0.00" min"' and fmt["wall_h"] == '#,##0.0" h"'
+    assert fmt["waste_fraction"] == "0.00%" and fmt["goodput"] == "0.00%" and fmt["p_finish"] == "0.00%"
+    assert fmt["total_gpu_hours"] == '#,##0" GPU-h"' and fmt["total_cost"] == "#,##0.00"
+    assert fmt["price_per_gpu_hour"] == "#,##0.00" and fmt["nodes"] == "#,##0"
+    # untrusted text is stored as text: never a formula, never an error value
+    name_col = header.index("name") + 1
+    assert ws.cell(3, name_col).value == '=HYPERLINK("http://x")' and ws.cell(3, name_col).data_type == "s"
+    assert ws.cell(4, name_col).value == "#N/A" and ws.cell(4, name_col).data_type == "s"
+    assert ws.cell(4, header.index("status") + 1).value == "error"
+    assert ws.cell(4, header.index("total_cost") + 1).value is None  # NaN -> empty cell
+    assert ws.cell(2, header.index("total_cost") + 1).value == results["total_cost"].iloc[0]
+    summary = {r[0]: r[1] for r in wb["Summary"].iter_rows(values_only=True) if r and r[0]}
+    assert summary["rows"] == 3 and summary["ok"] == 2 and summary["errors (status = error)"] == 1
+    assert summary["source"] == "unit test"
+    assert "best (USD)" in summary and "worst (USD)" in summary
+
+
+def test_xlsx_row_limit_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(eb, "EXCEL_MAX_DATA_ROWS", 5)
+    grid = eb.sweep_grid(nodes="1:8:+1")
+    with pytest.raises(engine.InputError, match="Excel's limit of 5 data rows.*csv or .parquet"):
+        eb.write_results(eb.iter_results(grid, chunk_rows=3), tmp_path / "big.xlsx")
+    assert not (tmp_path / "big.xlsx").exists()
+    assert list(tmp_path.iterdir()) == []  # no temporary file left behind
+    with pytest.raises(engine.InputError, match="Excel's limit"):
+        eb.write_results(iter([]), tmp_path / "big.xlsx", expected_rows=6)
+
+
+def test_xlsx_input_is_read_as_untrusted_values(tmp_path):
+    import openpyxl
+    from openpyxl import Workbook
+
+    assert openpyxl.xml.DEFUSEDXML  # openpyxl parses through defusedxml
+    wb = Workbook()
+    ws = wb.active
+    ws.title = "Notes"
+    ws["A1"] = "this sheet is not read"
+    ws = wb.create_sheet("Scenarios")
+    ws.append(["name", "checkpoint_stall_min", "node_mtbf_h", "nodes", "useful_training_h", "price_per_gpu_hour"])
+    ws.append(["ok", 2, 2560, 128, 720, 2.5])
+    ws.append(["formula", "=1+1", 2560, 128, 720, 2.5])
+    ws.append(["text number", "0.5", 2560, 128, 720, 2.5])
+    ws.append(["bool", True, 2560, 128, 720, 2.5])
+    ws.append(["error value", 2, "#DIV/0!", 128, 720, 2.5])
+    ws.append([None] * 6)
+    ws.append(["=CMD()", 1, 2560, 128, 720, 2.5])
+    wb.save(tmp_path / "in.xlsx")
+    table = eb.read_scenarios(tmp_path / "in.xlsx")
+    assert list(table.index) == [2, 3, 4, 5, 6, 8]
+    out = eb.evaluate_rows(table)
+    assert out["status"].tolist() == ["ok", "error", "ok", "error", "error", "error"]
+    assert out["error"].iloc[1] == ("checkpoint_stall_min='=1+1': is a formula: formulas are not evaluated "
+                                    "(ckptplan reads stored values only); type the value")
+    assert out["error"].iloc[3] == "checkpoint_stall_min=True: must be a number"
+    assert out["error"].iloc[4] == "node_mtbf_h='#DIV/0!': is an Excel error value"
+    assert out["error"].iloc[5].startswith("name='=CMD()': is a formula")
+    assert out["checkpoint_stall_min"].iloc[2] == 0.5
+    # a value under no header is a file-level error; so is a zip bomb or a file that is no workbook
+    ws["H3"] = 5
+    wb.save(tmp_path / "stray.xlsx")
+    with pytest.raises(engine.InputError, match="column 8.*no header"):
+        eb.read_scenarios(tmp_path / "stray.xlsx")
+    (tmp_path / "fake.xlsx").write_text("name,nodes\n")
+    with pytest.raises(engine.InputError, match="not an .xlsx workbook"):
+        eb.read_scenarios(tmp_path / "fake.xlsx")
+    with zipfile.ZipFile(tmp_path / "in.xlsx") as zf:
+        size = sum(i.file_size for i in zf.infolist())
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(eb, "MAX_XLSX_UNCOMPRESSED_BYTES", size - 1)
+        with pytest.raises(engine.InputError, match="unpacks to"):
+            eb.read_scenarios(tmp_path / "in.xlsx")
+
+
+def test_toml_input_single_and_several_and_errors(tmp_path):
+    one = tmp_path / "one.toml"
+    one.write_text((Path(engine.scenario.TEMPLATE_DIR) / "power-domains.toml").read_text())
+    t1 = eb.read_scenarios(one)
+    assert len(t1) == 1 and "domain1_mtbf_h" in t1.columns
+    ref = engine.evaluate(engine.load_scenario("power-domains"))
+    assert eb.evaluate_rows(t1)["total_cost"].iloc[0] == ref["total_cost"].iloc[0]
+    several = tmp_path / "several.toml"
+    several.write_text("""
+[[scenario]]
+name = "a"
+checkpoint_stall_min = 2.0
+node_mtbf_h = 2560.0
+nodes = 128
+useful_training_h = 720.0
+price_per_gpu_hour = 2.5
+
+[[scenario]]
+name = "b: quoted number is text in TOML"
+checkpoint_stall_min = "2"
+node_mtbf_h = 2560.0
+nodes = 128
+useful_training_h = 720.0
+price_per_gpu_hour = 2.5
+
+[[scenario]]
+name = "c: no price"
+checkpoint_stall_min = 1.0
+node_mtbf_h = 2560.0
+nodes = 64
+useful_training_h = 720.0
+""")
+    out = eb.evaluate_rows(eb.read_scenarios(several))
+    assert out["status"].tolist() == ["ok", "error", "error"]
+    assert out["error"].tolist()[1:] == ["checkpoint_stall_min='2': must be a number (TOML: write it without quotes)",
+                                      "price_per_gpu_hour=None: is required"]
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[scenario]]\nname = 'x'\nnodes = 1\n")
+    with pytest.raises(engine.InputError, match="missing required column"):
+        eb.evaluate_rows(eb.read_scenarios(bad))
+    bad.write_text("[other]\nx = 1\n")
+    with pytest.raises(engine.InputError, match=r"\[\[scenario\]\]"):
+        eb.read_scenarios(bad)
+
+
+def test_unreadable_inputs_are_file_level_errors(tmp_path):
+    with pytest.raises(engine.InputError, match="file not found"):
+        eb.read_scenarios(tmp_path / "missing.csv")
+    with pytest.raises(engine.InputError, match="unsupported type"):
+        eb.read_scenarios(tmp_path / "x.json")
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(engine.InputError, match="empty"):
+        eb.read_scenarios(tmp_path / "empty.csv")
+    (tmp_path / "header.csv").write_text("name,nodes\n")
+    with pytest.raises(engine.InputError, match="no scenario rows"):
+        eb.read_scenarios(tmp_path / "header.csv")
+    (tmp_path / "dup.csv").write_text("nodes,nodes\n1,2\n")
+    with pytest.raises(engine.InputError, match="more than once"):
+        eb.read_scenarios(tmp_path / "dup.csv")
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet")
+    with pytest.raises(engine.InputError, match="cannot be read as Parquet"):
+        eb.read_scenarios(tmp_path / "bad.parquet")
+
+
+def test_outputs_are_never_overwritten_without_force(tmp_path):
+    results = eb.evaluate_rows(templates_table())
+    for suffix in (".csv", ".xlsx", ".parquet"):
+        path = tmp_path / f"r{suffix}"
+        path.write_text("keep me")
+        with pytest.raises(FileExistsError, match="--force"):
+            eb.write_results(results, path)
+        assert path.read_text() == "keep me"
+        eb.write_results(results, path, force=True)
+        assert len(eb.read_results(path)) == len(results)
+    with pytest.raises(engine.InputError, match="unsupported type"):
+        eb.write_results(results, tmp_path / "r.json")
+
+
+# ================================================================================== CLI
+
+def test_cli_batch_mixed_file_exits_3_and_writes_every_row(app, tmp_path):
+    src = tmp_path / "mixed.csv"
+    src.write_text(MIXED_CSV)
+    out = tmp_path / "out.xlsx"
+    res = runner.invoke(app, ["batch", str(src), "-o", str(out)])
+    assert res.exit_code == 3, res.output
+    assert "7 rows: 2 ok, 5 failed" in res.output
+    assert "row 3: checkpoint_stall_min=-1.0: must be >= 0" in res.output
+    assert "best  2.5951 USD per useful GPU-h" in res.output and "row 7, name=number as text" in res.output
+    back = eb.read_results(out)
+    assert back["status"].tolist() == ["ok", "error", "error", "error", "ok", "error", "error"]
+    # refuses to overwrite, leaves the file alone; --force replaces it
+    before = out.read_bytes()
+    res = runner.invoke(app, ["batch", str(src), "-o", str(out)])
+    assert res.exit_code == 2 and "--force" in res.output and out.read_bytes() == before
+    res = runner.invoke(app, ["batch", str(src), "-o", str(out), "--force", "--json"])
+    assert res.exit_code == 3 and '"errors": 5' in res.output
+
+
+def test_cli_batch_file_level_errors_exit_2_and_write_nothing(app, tmp_path):
+    src = tmp_path / "nocol.csv"
+    src.write_text("name,checkpoint_stall_min,node_mtbf_h,useful_training_h,price_per_gpu_hour\nx,2,2560,720,2.5\n")
+    out = tmp_path / "out.csv"
+    res = runner.invoke(app, ["batch", str(src), "-o", str(out)])
+    assert res.exit_code == 2 and "columns='nodes': missing required column" in res.output
+    assert not out.exists()
+    res = runner.invoke(app, ["batch", str(tmp_path / "nope.csv"), "-o", str(out)])
+    assert res.exit_code == 2 and "file not found" in res.output
+    res = runner.invoke(app, ["batch", str(src), "-o", str(tmp_path / "out.json")])
+    assert res.exit_code == 2 and "unsupported type" in res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nocol.csv"]
+
+
+def test_cli_batch_all_good_exits_0_with_deadline(app, tmp_path):
+    src = eb.write_scenarios(templates_table(), tmp_path / "t.toml")
+    out = tmp_path / "out.parquet"
+    res = runner.invoke(app, ["batch", str(src), "-o", str(out), "--deadline", "--runs", str(RUNS), "--seed", "4"])
+    assert res.exit_code == 0, res.output
+    back = eb.read_results(out)
+    ref = eb.evaluate_rows(eb.read_scenarios(src), deadline=True, runs=RUNS, seed=4)
+    assert_same_results(ref, back)
+
+
+def test_cli_sweep(app, tmp_path):
+    out = tmp_path / "s.csv"
+    res = runner.invoke(app, ["sweep", "--stall-min", "0.5,1,2", "--nodes", "64:4096:x2", "--price", "2,2.5",
+                              "--axis", "restart_min=5:15:+5", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "126 rows: 126 ok, 0 failed" in res.output
+    back = eb.read_results(out)
+    ref = eb.sweep(checkpoint_stall_min=[0.5, 1, 2], nodes=[64, 128, 256, 512, 1024, 2048, 4096],
+                   price_per_gpu_hour=[2, 2.5], restart_min=[5, 10, 15])
+    assert_same_results(ref, back)
+    best = ref.loc[ref["cost_per_useful_gpu_hour"].idxmin()]
+    assert (f"best  {best['cost_per_useful_gpu_hour']:,.4f} USD per useful GPU-h" in res.output
+            and f"row {best.name}, checkpoint_stall_min=0.5, nodes=64, price_per_gpu_hour=2, restart_min=5" in res.output)
+    res = runner.invoke(app, ["sweep", "--nodes", "64:4096:2", "-o", str(tmp_path / "x.csv")])
+    assert res.exit_code == 2 and "--nodes='64:4096:2': range '64:4096:2' must be a:b:xK or a:b:+d" in res.output
+    res = runner.invoke(app, ["sweep", "--stall-min", "-1,1", "-o", str(tmp_path / "y.csv")])
+    assert res.exit_code == 3 and "2 rows: 1 ok, 1 failed" in res.output
+    assert "row 1: checkpoint_stall_min=-1.0: must be >= 0" in res.output
+    res = runner.invoke(app, ["sweep", "-o", str(tmp_path / "z.csv")])
+    assert res.exit_code == 2 and "at least one axis" in res.output
+
+
+# ================================================================================= Dask
+
+@pytest.fixture(scope="module")
+def dask_client():
+    pytest.importorskip("dask.dataframe")
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def test_dask_sweep_equals_in_process(dask_client):
+    axes = dict(checkpoint_stall_min=[0.5, 2, -1], nodes="64:512:x2", restart_min=[5, 30])
+    ref = eb.sweep(**axes, deadline=True, runs=RUNS, seed=11)
+    lazy = eb.sweep_dask(**axes, deadline=True, runs=RUNS, seed=11, partition_rows=5)
+    assert lazy.npartitions == 5
+    got = lazy.compute()
+    assert_same_results(ref, got)
+    assert (ref.dtypes == got.dtypes).all()
+    streamed = pd.concat(eb.iter_results(lazy, window=2))
+    assert_same_results(ref, streamed)
+
+
+def test_dask_dataframe_input_equals_in_process(dask_client, tmp_path):
+    import dask.dataframe as dd
+
+    path = tmp_path / "mixed.csv"
+    path.write_text(MIXED_CSV)
+    table = pd.concat([eb.read_scenarios(path), templates_table().set_axis(range(20, 25))])
+    ref = eb.evaluate_rows(table, deadline=True, runs=RUNS)
+    got = eb.evaluate_rows(dd.from_pandas(table, npartitions=3, sort=False), deadline=True, runs=RUNS).compute()
+    assert_same_results(ref, got)
+    with pytest.raises(engine.InputError, match="missing required column"):
+        eb.evaluate_rows(dd.from_pandas(table.drop(columns=["nodes"]), npartitions=2))
+
+
+def test_cli_sweep_on_dask_writes_the_same_file(app, dask_client, tmp_path):
+    args = ["sweep", "--stall-min", "0.5,1,-2", "--nodes", "64:1024:x2", "--chunk-rows", "4"]
+    local = runner.invoke(app, args + ["-o", str(tmp_path / "local.parquet")])
+    remote = runner.invoke(app, args + ["-o", str(tmp_path / "dask.parquet"), "--scheduler", "dask",
+                                        "--dask-address", dask_client.cluster.scheduler_address])
+    assert local.exit_code == remote.exit_code == 3, remote.output
+    assert_same_results(eb.read_results(tmp_path / "local.parquet"), eb.read_results(tmp_path / "dask.parquet"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from pathlib import Path
 from typing import Any, Optional
 
 import pandas as pd
@@ -17,29 +18,12 @@ from rich.console import Console
 from rich.table import Table
 
 import engine
+from engine.files import atomic_write
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="How often should a training job checkpoint, and what does it cost?")
-console = Console()
-err_console = Console(stderr=True)
 
-DEFAULT_TEMPLATE = "seed"
-
-
-def fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
-    raise typer.Exit(code)
-
-
-def scenario_from_options(template: Optional[str], overrides: dict[str, Any]) -> engine.Scenario:
-    """A template (default: the seed case) with command-line overrides applied and validated."""
-    base = engine.load_scenario(template or DEFAULT_TEMPLATE)
-    changes = {k: v for k, v in overrides.items() if v is not None}
-    if "node_mtbf_h" in changes and "job_mtbf_h" not in changes:
-        changes["job_mtbf_h"] = None  # a node figure given on the command line wins over a preset override
-    return base.replace(**changes) if changes else base
-
-
+from .common import DEFAULT_TEMPLATE, console, err_console, fail, scenario_from_options  # noqa: E402,F401
 def _money(x: float, currency: str) -> str:
     return f"{x:,.0f} {currency}"
 
@@ -145,9 +129,67 @@ def templates() -> None:
     console.print(t)
 
 
+@app.command("workbook")
+def workbook_cmd(
+    output: Path = typer.Option(Path("plan.xlsx"), "--output", "-o", help="Workbook to write"),
+    template: Optional[str] = typer.Option(None, "--template", "-t", help="Preset name or TOML file; default: seed"),
+    scenario_file: Optional[Path] = typer.Option(None, "--scenario", help="Scenario TOML file (same as --template FILE)"),
+    from_workbook: Optional[Path] = typer.Option(None, "--from", help="Regenerate from a planning workbook you edited, keeping its inputs"),
+    alternative: Optional[str] = typer.Option(None, "--alternative", help="Compare sheet alternative (preset or TOML); default: storage 4x faster"),
+    deadline_runs: int = typer.Option(20000, "--deadline-runs", help="Monte Carlo runs for the Deadline sheet"),
+    seed: int = typer.Option(0, "--seed", help="Monte Carlo seed for the Deadline sheet"),
+    no_deadline: bool = typer.Option(False, "--no-deadline", help="Leave out the Deadline sheet (no simulation)"),
+    with_udfs: bool = typer.Option(False, "--with-udfs", help="Add a sheet calling the CKPT_ add-in functions beside the plain formulas"),
+    force: bool = typer.Option(False, "--force", help="Overwrite the output file if it exists"),
+) -> None:
+    """Write a planning workbook (live Excel formulas) and print the headline numbers."""
+    import workbook  # the command line is the only part of ckptplan that knows both sides
+
+    try:
+        if from_workbook is not None:
+            if template or scenario_file:
+                fail("--from takes the inputs from the workbook: leave out --template/--scenario")
+            sc, alt = workbook.read_inputs(from_workbook)
+            readiness = workbook.read_readiness(from_workbook)
+        else:
+            sc = engine.load_scenario(scenario_file or template or DEFAULT_TEMPLATE)
+            alt, readiness = None, None
+        if alternative is not None:
+            alt = engine.load_scenario(alternative)
+        report = None if no_deadline else workbook.deadline_report(sc, runs=deadline_runs, seed=seed)
+        built = workbook.build_workbook(sc, alternative=alt, deadline=report, readiness=readiness)
+        if with_udfs:
+            from workbook.udf_sheet import add_udf_sheet
+            add_udf_sheet(built.workbook)
+        atomic_write(output, lambda tmp: built.workbook.save(tmp), force=force)
+        row = engine.evaluate(sc).iloc[0]
+    except FileExistsError as exc:
+        fail(str(exc))
+    except ValueError as exc:
+        fail(str(exc))
+    print_plan(row)
+    if report is not None:
+        figures = {label.strip(): value for label, value, _, _ in report["rows"]}
+        console.print(f"deadline {sc.deadline_h:g} h: P(finish) = {figures['P(finish by the deadline)']:.1%} at the chosen "
+                      f"interval; best {figures['its P(finish by the deadline)']:.1%} at "
+                      f"{figures['Interval with the best chance of meeting the deadline']:.1f} min "
+                      f"({report['runs']:,} simulated runs, seed {report['seed']})", highlight=False)
+    elif not no_deadline:
+        console.print("no deadline_h in the scenario: Deadline sheet left out", highlight=False)
+    console.print(f"wrote {output} ({len(built.workbook.sheetnames)} sheets: {', '.join(built.workbook.sheetnames)})",
+                  highlight=False)
+
+
 def main() -> None:
     app()
 
+
+from . import cli_batch, cli_deadline, cli_excel, cli_fit  # noqa: E402  (they import only .common, so no cycle)
+
+cli_batch.register(app)
+cli_deadline.register(app)
+cli_fit.register(app)
+cli_excel.register(app)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

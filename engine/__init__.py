@@ -6,7 +6,18 @@ argument, the value and the rule on bad input. See ``shared/DESIGN.md`` for the 
 """
 
 from ._inputs import InputError
+from . import batch, deadline, logs
 from .cost import compare_plans, goodput, gpu_hours, money
+from .deadline import (
+    FailureLaw,
+    best_segment_count,
+    deadline_report,
+    deadline_search,
+    finite_expected_wall_time,
+    simulate,
+    simulate_wall_times,
+)
+from .logs import fit_log
 from .reliability import (
     FailureDomain,
     domains_spanned,

@@ -58,3 +58,37 @@ def test_templates_command_lists_presets():
     assert res.exit_code == 0
     for name in engine.list_templates():
         assert name in res.output
+
+
+def test_workbook_command_writes_file_and_prints_headline(tmp_path):
+    out = tmp_path / "plan.xlsx"
+    res = runner.invoke(app, ["workbook", "-o", str(out), "--deadline-runs", "2000"])
+    assert res.exit_code == 0, res.output
+    assert out.exists() and "69.3" in res.output and "P(finish)" in res.output
+    from openpyxl import load_workbook
+    wb = load_workbook(out)
+    assert "Deadline" in wb.sheetnames
+    assert "2,000 simulated runs, seed 0" in wb["Deadline"]["A2"].value
+    again = runner.invoke(app, ["workbook", "-o", str(out), "--no-deadline"])
+    assert again.exit_code == 2 and "--force" in again.output
+    forced = runner.invoke(app, ["workbook", "-o", str(out), "--no-deadline", "--force", "--template", "llama3-405b"])
+    assert forced.exit_code == 0, forced.output
+    assert "Deadline" not in load_workbook(out).sheetnames
+
+
+def test_workbook_from_edited_file_keeps_inputs_and_reports_bad_cells(tmp_path):
+    from openpyxl import load_workbook
+    out = tmp_path / "plan.xlsx"
+    assert runner.invoke(app, ["workbook", "-o", str(out), "--no-deadline"]).exit_code == 0
+    wb = load_workbook(out)
+    wb["Inputs"]["B6"] = 0.5          # checkpoint_stall_min
+    wb.save(out)
+    res = runner.invoke(app, ["workbook", "--from", str(out), "-o", str(tmp_path / "v2.xlsx"), "--no-deadline"])
+    assert res.exit_code == 0, res.output
+    assert "34.6" in res.output  # Young interval at C = 0.5
+    wb["Inputs"]["B6"] = "fast"
+    wb.save(out)
+    bad = runner.invoke(app, ["workbook", "--from", str(out), "-o", str(tmp_path / "v3.xlsx"), "--no-deadline"])
+    assert bad.exit_code == 2
+    assert "Inputs!B6 (checkpoint_stall_min) = 'fast': must be a number >= 0, not text" in bad.output
+    assert not (tmp_path / "v3.xlsx").exists()

@@ -111,21 +111,22 @@ def test_untrusted_files_are_refused_cleanly(tmp_path):
     junk.write_bytes(b"not a zip")
     with pytest.raises(engine.InputError, match="not a readable .xlsx"):
         read_inputs(junk)
-    # a billion-laughs entity bomb in the workbook XML is refused, not expanded
+    # a billion-laughs entity bomb in the workbook part or in a worksheet part is refused, not expanded
     import zipfile
     good = tmp_path / "good.xlsx"
     workbook.write_workbook(good, SEED)
-    bomb = tmp_path / "bomb.xlsx"
-    with zipfile.ZipFile(good) as zin, zipfile.ZipFile(bomb, "w") as zout:
-        for item in zin.infolist():
-            data = zin.read(item.filename)
-            if item.filename == "xl/workbook.xml":
-                body = data.split(b"?>", 1)[1] if data.startswith(b"<?xml") else data
-                data = (b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
-                        b'<!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]>' + body)
-            zout.writestr(item, data)
-    with pytest.raises(engine.InputError, match="refused as unsafe XML"):
-        read_inputs(bomb)
+    for target in ("xl/workbook.xml", "xl/worksheets/sheet1.xml"):
+        bomb = tmp_path / "bomb.xlsx"
+        with zipfile.ZipFile(good) as zin, zipfile.ZipFile(bomb, "w") as zout:
+            for item in zin.infolist():
+                data = zin.read(item.filename)
+                if item.filename == target:
+                    body = data.split(b"?>", 1)[1] if data.startswith(b"<?xml") else data
+                    data = (b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
+                            b'<!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]>' + body)
+                zout.writestr(item, data)
+        with pytest.raises(engine.InputError, match="refused as unsafe XML"):
+            read_inputs(bomb)
     with pytest.raises(engine.InputError, match="not a ckptplan planning workbook|invalid input"):
         other = tmp_path / "other.xlsx"
         openpyxl.Workbook().save(other)

@@ -10,6 +10,7 @@ once, by sheet, cell and rule.
 from __future__ import annotations
 
 import numbers
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,34 @@ def _scenario(values: dict[str, Any], name: str, currency: str, origin: str) -> 
     return engine.Scenario(**fields)
 
 
+MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024  # a planning workbook is a few MB; more is a zip bomb
+
+
+def _check_package(path: Path) -> None:
+    """Refuse hostile packages before any XML parser sees them.
+
+    Office Open XML never carries a DTD, so any ``<!DOCTYPE`` or ``<!ENTITY`` (entity-expansion and
+    external-entity attacks) is refused outright: openpyxl parses some parts with lxml (entities
+    left unresolved) and others with defusedxml, and this check covers every part the same way.
+    Also refuses packages that would unpack to more than ``MAX_UNCOMPRESSED_BYTES``.
+    """
+    try:
+        with zipfile.ZipFile(path) as zf:
+            members = zf.infolist()
+            total = sum(m.file_size for m in members)
+            if total > MAX_UNCOMPRESSED_BYTES:
+                raise InputError("--from", str(path), f"unpacks to {total:,} bytes: refused (limit {MAX_UNCOMPRESSED_BYTES:,})")
+            for m in members:
+                if m.filename.endswith((".xml", ".rels", ".vml")):
+                    with zf.open(m) as fh:
+                        head = fh.read(65536)
+                    if b"<!DOCTYPE" in head or b"<!ENTITY" in head:
+                        raise InputError("--from", str(path), f"was refused as unsafe XML ({m.filename} declares a "
+                                         "DTD or entities, which a workbook never needs)")
+    except zipfile.BadZipFile:
+        raise InputError("--from", str(path), "is not a readable .xlsx workbook (not a zip package)") from None
+
+
 def _defused(exc: BaseException) -> BaseException | None:
     """The defusedxml refusal somewhere in the exception chain, if any."""
     seen = set()
@@ -121,6 +150,7 @@ def read_inputs(path: str | Path) -> tuple[engine.Scenario, engine.Scenario]:
     path = Path(path)
     if not path.exists():
         raise InputError("--from", str(path), "file not found")
+    _check_package(path)
     try:
         wb = load_workbook(path, data_only=False, read_only=False, keep_links=False)
     except Exception as exc:  # noqa: BLE001 - any failure to parse a user's file becomes one clear error
@@ -151,6 +181,7 @@ def read_inputs(path: str | Path) -> tuple[engine.Scenario, engine.Scenario]:
 
 def read_readiness(path: str | Path) -> dict[str, tuple[Any, Any]]:
     """Status and evidence per Readiness checklist item of an edited workbook (items matched by text)."""
+    _check_package(Path(path))
     wb = load_workbook(path, data_only=False)
     if "Readiness" not in wb.sheetnames:
         return {}

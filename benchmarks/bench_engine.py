@@ -16,21 +16,13 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 
 import numpy as np
+from _timing import best_of
 import pandas as pd
 
 import engine
 
-
-def best_of(fn, repeat=3):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main() -> None:

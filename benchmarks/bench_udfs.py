@@ -18,17 +18,10 @@ import argparse
 import time
 
 import numpy as np
+from _timing import best_of
 
 from workbook.udfs import CKPT_WASTE
 
-
-def best_of(fn, repeat=3):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main() -> None:

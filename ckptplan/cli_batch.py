@@ -111,6 +111,12 @@ def _progress(total: int, label: str, deadline: bool) -> Iterator[Any]:
         yield lambda rows: bar.advance(task, rows)
 
 
+def _file_error(exc: Exception) -> None:
+    """Exit 2 with the message of a file-level error (nothing was written)."""
+    plain = isinstance(exc, (FileExistsError, FileNotFoundError, ValueError))
+    _fail(str(exc) if plain else f"{type(exc).__name__}: {exc}", EXIT_FILE_ERROR)
+
+
 def _fail(message: str, code: int = EXIT_FILE_ERROR) -> None:
     """:func:`ckptplan.common.fail` with the batch exit code for file-level errors."""
     _cli.fail(message, code)
@@ -200,12 +206,8 @@ def batch(
                 chunks = eb.iter_results(table, chunk_rows=step, **options)
                 summary = eb.write_results(chunks, output, force=force, describe=("name",), source=source,
                                            progress=advance, expected_rows=len(table))
-    except (FileExistsError, FileNotFoundError) as exc:
-        _fail(str(exc), EXIT_FILE_ERROR)
-    except ValueError as exc:
-        _fail(str(exc), EXIT_FILE_ERROR)
-    except OSError as exc:
-        _fail(f"{type(exc).__name__}: {exc}", EXIT_FILE_ERROR)
+    except (FileExistsError, FileNotFoundError, ValueError, OSError) as exc:
+        _file_error(exc)
     _finish(summary, output, started, as_json)
 
 
@@ -283,12 +285,8 @@ def sweep(
             else:
                 summary = eb.write_results(eb.iter_results(grid, chunk_rows=step, **options), output, force=force,
                                            describe=describe, source=source, progress=advance, expected_rows=grid.rows)
-    except (FileExistsError, FileNotFoundError) as exc:
-        _fail(str(exc), EXIT_FILE_ERROR)
-    except ValueError as exc:
-        _fail(str(exc), EXIT_FILE_ERROR)
-    except OSError as exc:
-        _fail(f"{type(exc).__name__}: {exc}", EXIT_FILE_ERROR)
+    except (FileExistsError, FileNotFoundError, ValueError, OSError) as exc:
+        _file_error(exc)
     _finish(summary, output, started, as_json)
 
 

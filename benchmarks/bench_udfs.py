@@ -15,7 +15,6 @@ the gap in favour of one range call.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 from _timing import best_of

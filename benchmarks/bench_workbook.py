@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 import engine
 import workbook

@@ -14,7 +14,6 @@ from typing import Any, Optional
 
 import pandas as pd
 import typer
-from rich.console import Console
 from rich.table import Table
 
 import engine

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 import tomllib
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from . import cost, reliability, waste
-from ._inputs import RULES, InputError, as_float_array
+from ._inputs import RULES, InputError
 from .reliability import FailureDomain
 
 

@@ -9,7 +9,6 @@ cell that mirrors an engine figure, which the tests recalculate and compare.
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ from openpyxl import Workbook
 from openpyxl.chart import Reference, ScatterChart, Series
 from openpyxl.chart.marker import Marker
 from openpyxl.chart.shapes import GraphicalProperties
-from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Side
+from openpyxl.styles import Alignment, Font, NamedStyle, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.datavalidation import DataValidation
@@ -41,7 +40,6 @@ HEADER_FILL = PatternFill("solid", fgColor="1F4E78")
 TITLE_FONT = Font(bold=True, size=14)
 KEY_FILL = PatternFill("solid", fgColor="E2EFDA")
 NOTE_FONT = Font(italic=True, color="595959")
-THIN = Side(style="thin", color="BFBFBF")
 
 CURVE_FACTORS = tuple(float(x) for x in np.round(np.geomspace(0.2, 5.0, 41), 6))
 KEY_OUTPUTS = ("job_mtbf_h", "young_interval_min", "daly_interval_min", "exact_interval_min", "chosen_interval_min",
@@ -635,6 +633,3 @@ def write_workbook(path: str | Path, scenario: engine.Scenario, force: bool = Fa
     atomic_write(path, lambda tmp: built.workbook.save(tmp), force=force)
     return built
 
-
-def today() -> str:
-    return dt.date.today().isoformat()

@@ -170,3 +170,21 @@ def test_overflowing_inputs_give_readable_text_not_errors(tmp_path):
     assert "never finish" in values[sheet][cell.replace("$", "")].value
     with pytest.raises(engine.InputError, match="overflows"):
         engine.evaluate(SEED.replace(job_mtbf_h=0.0002))
+
+
+def test_input_check_names_pasted_invalid_inputs(tmp_path):
+    """Data validation stops typing, not pasting: the Plan sheet's Input check names what is wrong."""
+    built = workbook.write_workbook(tmp_path / "x.xlsx", SEED)
+    wb = load_workbook(tmp_path / "x.xlsx")
+    for key, value in {"checkpoint_stall_min": -1, "nodes": 12.5, "async_slowdown_fraction": "a lot",
+                       "useful_training_h": None}.items():
+        sheet, cell = built.input_cells[key].split("!")
+        wb[sheet][cell.replace("$", "")] = value
+    wb.save(tmp_path / "bad.xlsx")
+    good = workbook.write_workbook(tmp_path / "good.xlsx", SEED)
+    outs = recalculate([tmp_path / "bad.xlsx", tmp_path / "good.xlsx"], tmp_path / "out")
+    bad_text = load_workbook(outs[0], data_only=True)["Plan"]["B3"].value
+    assert bad_text == ("checkpoint_stall_min must be a number >= 0; async_slowdown_fraction must be a fraction from 0 "
+                        "to below 1; nodes must be a whole number >= 1; useful_training_h is required; ")
+    assert load_workbook(outs[1], data_only=True)["Plan"]["B3"].value == "OK"
+    assert good.workbook.defined_names["input_check"]

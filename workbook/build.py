@@ -238,8 +238,19 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> dict[str, st
     ws = wb.create_sheet("Plan")
     _title(ws, "Plan: how often to save, and what it costs",
            "Live formulas over the Inputs sheet (exact model: Daly 2006 with async saves; see Notes).")
-    _header(ws, 4, ["Quantity", "Value", "Unit", "Defined name"])
     refs: dict[str, str] = {key: key for key in F.INPUT_KEYS}
+    specs = [(key, *input_spec(key)[2:]) for key in F.INPUT_KEYS]
+    specs = [(key, rule, optional, RULE_TEXT[rule]) for key, rule, optional in specs]
+    ws["A3"] = "Input check"
+    ws["A3"].font = Font(bold=True)
+    ws["B3"] = '=IF(input_problems="","OK",input_problems)'
+    ws["B3"].font = Font(bold=True, color="C00000")
+    ws["F3"] = "=" + F.input_problems(specs, refs)
+    ws["F3"].font = NOTE_FONT
+    ws.column_dimensions["F"].hidden = True
+    _name(wb, "input_check", "Plan", "B3")
+    _name(wb, "input_problems", "Plan", "F3")
+    _header(ws, 4, ["Quantity", "Value", "Unit", "Defined name"])
     row = 5
     for calc in F.CALCS:
         cell = ws.cell(row=row, column=2, value="=" + calc.expr(refs))

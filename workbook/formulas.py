@@ -201,3 +201,31 @@ def waste_at(T: str, refs: Refs) -> str:
 
 def first_order_waste_at(T: str, refs: Refs) -> str:
     return f"{refs['effective_stall_min']}/{T}+{T}/(2*{refs['job_mtbf_min']})"
+
+
+# Excel conditions that hold for a valid value of each rule (engine._inputs.RULES, same bounds)
+_RULE_OK = {
+    "positive": "{x}>0",
+    "nonnegative": "{x}>=0",
+    "fraction": "AND({x}>=0,{x}<1)",
+    "count": "AND({x}>=1,{x}=INT({x}))",
+}
+
+
+def input_problems(specs: list[tuple[str, str, bool, str]], refs: Refs) -> str:
+    """Text naming every input that breaks its rule ("" when all are valid).
+
+    ``specs``: (key, rule, optional, rule text). Data validation stops typed mistakes, but pasted
+    values bypass it; the Plan sheet's "Input check" shows this text (or OK) so such a mistake
+    stays visible instead of turning into a wrong number or an #NUM! further down. Cross-field
+    rules (e.g. the async write fitting in the interval) are the engine's; the sheet checks each
+    input on its own.
+    """
+    parts = []
+    for key, rule, optional, text in specs:
+        x = refs[key]
+        message = f'"{key} must be {text}; "'
+        valid = f'IF(ISNUMBER({x}),IF({_RULE_OK[rule].format(x=x)},"",{message}),{message})'
+        empty = '""' if optional else f'"{key} is required; "'
+        parts.append(f'IF({x}="",{empty},{valid})')
+    return "&".join(parts)

@@ -1,0 +1,276 @@
+"""``ckptplan probe`` and ``ckptplan audit``: measure a checkpoint's real cost, check what one holds.
+
+Wire them into the main app with ``register(app)``. ``probe`` needs PyTorch (``pip install
+'ckptplan[torch]'``); ``audit`` does not (it reads the pickle stream inertly, see
+:func:`engine.probe.audit_checkpoint`). What is measured and its limits: :mod:`engine.probe`.
+
+``probe --emit-scenario OUT.toml`` writes the ``--template`` scenario (default: the seed case) with
+``checkpoint_stall_min``, ``async_write_min`` and ``async_slowdown_fraction`` replaced by the
+medians measured with ``--emit-from`` (default ``dcp_async``; a synchronous method writes
+``async_write_min = 0`` and ``async_slowdown_fraction = 0``). ``restart_min`` stays the template's:
+the measured fresh-process restore is only a lower bound for a restart and is written as a comment.
+The file is written atomically and checked with :func:`engine.load_scenario`; an existing file is
+replaced only with ``--force``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Optional
+
+import tomli_w
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+import engine
+from engine import probe as _probe
+from engine.files import atomic_write_text
+
+# `from package import module` resolves through sys.modules, so this works even when ckptplan.cli
+# imports this module while it is still initialising; names are looked up at call time.
+from ckptplan import common as _cli
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:,.1f}"
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e6:,.3g}"
+
+
+def _diff(x: float) -> str:
+    return "n/a" if not math.isfinite(x) else ("0" if x == 0 else f"{x:.3g}")
+
+
+# ------------------------------------------------------------------------------------------ probe
+
+def print_probe(result: _probe.ProbeResult) -> None:
+    """The probe's figures as tables: save cost by method, resume verification, notes."""
+    cfg = result.config
+    con = _cli.console
+    con.print(f"[bold]Checkpoint probe[/]  MLP {cfg.features}->{cfg.hidden}x{cfg.layers}->{cfg.classes}, "
+              f"{result.parameters:,} parameters, {_mb(result.state_bytes)} MB of model + optimizer state  |  "
+              f"torch {escape(result.torch_version)}, {cfg.threads} thread(s), {escape(result.platform)}  |  "
+              f"baseline step {_ms(result.baseline_step_s)} ms (p90 {_ms(result.baseline_step_p90_s)} ms)",
+              highlight=False)
+    t = Table(title="Save cost by method (medians)", title_justify="left")
+    for col in ("method", "saves", "blocking stall (ms)", "background write (ms)", "until durable (ms)",
+                "slowdown during write", "size on disk (MB)", "write (MB/s)", "restore, fresh process (s)",
+                "restore, state only (s)", "resumes"):
+        t.add_column(col, justify="left" if col in ("method", "resumes") else "right")
+    for m in result.methods.values():
+        r = m.resume
+        t.add_row(m.method, str(m.saves), _ms(m.stall_s), _ms(m.write_s) if m.write_s else "-", _ms(m.total_s),
+                  f"{m.slowdown_fraction:.1%}" if m.method == "dcp_async" else "-", _mb(m.size_bytes),
+                  f"{m.write_mb_per_s:,.1f}",
+                  f"{r.timing.restore_with_startup_s:.3f}" if r else "-", f"{r.timing.restore_s:.3f}" if r else "-",
+                  r.verdict if r else "not verified")
+    con.print(t)
+    if result.resume_checks:
+        v = Table(title=f"Resume verification: restore in a fresh process, continue to step {result.final_step}, "
+                        "compare with the uninterrupted run", title_justify="left")
+        for col in ("checkpoint", "left out", "restored at step", "steps continued", "result",
+                    "max |param diff|", "max |loss diff|", "final loss (ref / resumed)"):
+            v.add_column(col, justify="left" if col in ("checkpoint", "left out", "result") else "right")
+        for c in result.resume_checks:
+            v.add_row(c.name, ", ".join(c.missing) or "-", str(c.restored_step), str(c.steps_continued),
+                      c.verdict, _diff(c.max_abs_param_diff), _diff(c.max_abs_loss_diff),
+                      f"{c.final_loss_reference:.6f} / {c.final_loss_resumed:.6f}")
+        con.print(v)
+    for m in result.methods.values():
+        if m.resume:
+            tm = m.resume.timing
+            con.print(f"restore {m.method}: {tm.restore_with_startup_s:.3f} s from launch = interpreter "
+                      f"{tm.interpreter_start_s:.3f} + imports {tm.torch_import_s:.3f} + build {tm.build_s:.3f} + "
+                      f"load {tm.load_s:.3f} (probe set-up {tm.harness_setup_s:.3f} s excluded)", highlight=False)
+    for note in result.notes:
+        con.print(f"note: {escape(note)}", highlight=False)
+
+
+def probed_scenario(result: _probe.ProbeResult, template: Optional[str], method: str) -> engine.Scenario:
+    """The template scenario (default: seed) with the save-cost fields measured by ``method``."""
+    summary = result.methods[method]
+    base = _cli.scenario_from_options(template, summary.scenario_overrides())
+    restore = (f"; fresh-process restore {summary.resume.timing.restore_with_startup_s:.3g} s "
+               "(a lower bound for restart_min, not applied)") if summary.resume else ""
+    return base.replace(
+        name=f"{base.name}-probed",
+        description=f"{base.name} with save costs measured by ckptplan probe ({method})",
+        source=(f"ckptplan probe {result.date_utc}, {result.platform}, torch {result.torch_version}: {method}, "
+                f"median of {summary.saves} saves of {_mb(summary.size_bytes)} MB: stall {summary.stall_s:.4g} s, "
+                f"write {summary.write_s:.4g} s, slowdown {summary.slowdown_fraction:.3g}{restore}; other fields from "
+                f"template {template or _cli.DEFAULT_TEMPLATE}" + (f" ({base.source})" if base.source else "")),
+    )
+
+
+def scenario_toml(scenario: engine.Scenario, result: _probe.ProbeResult, method: str) -> str:
+    """TOML text loadable by :func:`engine.load_scenario`, with a comment header naming the probe."""
+    s = result.methods[method]
+    cfg = result.config
+    header = [
+        f"# Generated by `ckptplan probe` on {result.date_utc} ({result.platform}, torch {result.torch_version}).",
+        f"# Measured with {method} on the probe's MLP ({result.parameters:,} parameters, "
+        f"{_mb(result.state_bytes)} MB of state, {_mb(s.size_bytes)} MB on disk), median of {s.saves} saves, "
+        f"{cfg.threads} thread(s).",
+        "# checkpoint_stall_min: training blocked by the save; async_write_min: background write until durable "
+        "(fsynced);",
+        "# async_slowdown_fraction: 1 - baseline step time / step time during the write.",
+        f"# These are the probe model's figures on this storage ({s.write_mb_per_s:,.1f} MB/s): a real job's "
+        "stall scales with its checkpoint size.",
+    ]
+    if s.resume:
+        header.append(f"# restart_min is the template's: the measured fresh-process restore "
+                      f"({s.resume.timing.restore_with_startup_s:.3g} s) is only a lower bound for a restart.")
+    return "\n".join(header) + "\n" + tomli_w.dumps({"scenario": engine.scenario_to_dict(scenario)})
+
+
+# ------------------------------------------------------------------------------------------ audit
+
+_STATUS_STYLE = {"present": "green", "missing": "bold red", "unknown": "yellow"}
+#: pieces ``audit --strict`` requires (a loss scaler is needed only for fp16 training)
+REQUIRED_PIECES = tuple(p for p in _probe.PIECES if p != "grad_scaler")
+
+
+def print_audit(report: _probe.AuditReport) -> None:
+    con = _cli.console
+    con.print(f"[bold]{escape(report.path)}[/]  {report.format}, {_mb(report.size_bytes)} MB in {report.files} file(s), "
+              f"{report.tensors} tensors ({_mb(report.tensor_bytes)} MB)", highlight=False)
+    con.print(("[green]complete:[/] " if report.complete else "[bold red]INCOMPLETE:[/] ") + escape(report.completeness),
+              highlight=False)
+    t = Table(title="Restorable state", title_justify="left")
+    for col in ("piece", "status", "evidence (keys found)", "why it matters"):
+        t.add_column(col, overflow="fold")
+    for p in report.pieces:
+        style = _STATUS_STYLE.get(p.status, "")
+        t.add_row(p.piece, f"[{style}]{p.status}[/]", escape(p.evidence), escape(p.why))
+    con.print(t)
+    con.print("top-level keys: " + (escape(", ".join(report.top_level_keys)) or "(none)"), highlight=False)
+    for note in report.notes:
+        con.print(f"note: {escape(note)}", highlight=False)
+
+
+# --------------------------------------------------------------------------------------- register
+
+def register(app: typer.Typer) -> None:
+    """Add the ``probe`` and ``audit`` commands to ``app``."""
+
+    @app.command("probe")
+    def probe(
+        hidden: int = typer.Option(256, "--hidden", help="Hidden width of the probe's MLP"),
+        layers: int = typer.Option(2, "--layers", help="Hidden layers of the MLP"),
+        batch: int = typer.Option(32, "--batch", help="Samples per training step"),
+        saves: int = typer.Option(2, "--saves", help="Timed saves per method (methods interleaved)"),
+        resume_steps: int = typer.Option(8, "--resume-steps", help="Steps to continue after the last save"),
+        methods: str = typer.Option(",".join(_probe.METHODS), "--methods",
+                                    help="Comma-separated save methods: torch_save, dcp_sync, dcp_async"),
+        threads: int = typer.Option(1, "--threads", help="torch intra-op threads (fixed for determinism)"),
+        seed: int = typer.Option(0, "--seed", help="Seed for data, initialisation, dropout and data order"),
+        directory: Optional[Path] = typer.Option(
+            None, "--dir", help="Write checkpoints here (the storage to measure); default: a temporary directory"),
+        keep: bool = typer.Option(False, "--keep", help="Keep the checkpoints (in a ckptplan-probe-* folder)"),
+        no_verify: bool = typer.Option(False, "--no-verify",
+                                       help="Skip the fresh-process restores (no restore time, no resume check)"),
+        no_variants: bool = typer.Option(False, "--no-variants", help="Skip the deliberately incomplete checkpoints"),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables"),
+        emit_scenario: Optional[Path] = typer.Option(
+            None, "--emit-scenario", help="Write the template with the measured save costs to this TOML file"),
+        template: Optional[str] = typer.Option(
+            None, "--template", "-t", help="Base scenario for --emit-scenario (preset or TOML); default: seed"),
+        emit_from: str = typer.Option("dcp_async", "--emit-from", help="Method whose figures --emit-scenario uses"),
+        force: bool = typer.Option(False, "--force", help="Overwrite the --emit-scenario file if it exists"),
+    ) -> None:
+        """Measure save stall, background write, slowdown and restore time on a real (CPU) training loop,
+        and prove a checkpoint resumes training bit-identically (and what breaks when pieces are missing)."""
+        try:
+            cfg = _probe.ProbeConfig(hidden=hidden, layers=layers, batch=batch, saves_per_method=saves,
+                                     resume_steps=resume_steps, methods=methods, threads=threads, seed=seed,
+                                     verify=not no_verify, variants=not no_variants)
+        except ValueError as exc:
+            _cli.fail(str(exc))
+        if emit_scenario is not None:  # check everything the emission needs before spending the run
+            if emit_from not in cfg.methods:
+                _cli.fail(f"--emit-from {emit_from}: not among the probed methods ({', '.join(cfg.methods)})")
+            if emit_scenario.exists() and not force:
+                _cli.fail(f"{emit_scenario} exists; use --force to overwrite it")
+            if not emit_scenario.parent.is_dir():
+                _cli.fail(f"--emit-scenario {emit_scenario}: directory {emit_scenario.parent} does not exist")
+            try:
+                _cli.scenario_from_options(template, {})
+            except ValueError as exc:
+                _cli.fail(f"--template: {exc}")
+        if not _probe.torch_available():
+            _cli.fail("PyTorch is not installed: the probe needs it (pip install 'ckptplan[torch]'; "
+                      "a CPU build is enough). `ckptplan audit` works without it.")
+        try:
+            result = _probe.run_probe(cfg, directory=directory, keep=keep,
+                                      progress=lambda msg: _cli.err_console.print(f"[dim]{escape(msg)}[/]",
+                                                                                  highlight=False))
+        except _probe.TorchMissingError as exc:
+            _cli.fail(str(exc))
+        except ValueError as exc:
+            _cli.fail(str(exc))
+        except OSError as exc:
+            _cli.fail(f"cannot write checkpoints: {exc}")
+        emitted: dict[str, Any] | None = None
+        if emit_scenario is not None:
+            try:
+                sc = probed_scenario(result, template, emit_from)
+                atomic_write_text(emit_scenario, scenario_toml(sc, result, emit_from), force=force,
+                                  check=engine.load_scenario)
+            except FileExistsError:
+                _cli.fail(f"{emit_scenario} exists; use --force to overwrite it")
+            except ValueError as exc:
+                _cli.fail(f"cannot build the probed scenario: {exc}")
+            except OSError as exc:
+                _cli.fail(f"cannot write {emit_scenario}: {exc.strerror or exc}")
+            emitted = {"path": str(emit_scenario), "name": sc.name, "method": emit_from,
+                       "overrides": result.scenario_overrides(emit_from)}
+        if as_json:
+            data = result.to_dict()
+            if emitted is not None:
+                data["emitted_scenario"] = emitted
+            typer.echo(json.dumps(data, indent=2))
+        else:
+            print_probe(result)
+            o = result.scenario_overrides(emit_from if emit_from in result.methods else next(iter(result.methods)))
+            _cli.console.print("scenario fields: " + ", ".join(f"{k} = {v:.4g}" for k, v in o.items()), highlight=False)
+        if keep:
+            _cli.err_console.print(f"checkpoints kept in {result.checkpoint_dir}", highlight=False)
+        if emitted is not None:
+            (_cli.err_console if as_json else _cli.console).print(
+                f"wrote scenario {emitted['name']!r} to {emitted['path']}", highlight=False)
+        failed = [c.name for c in result.resume_checks if not c.missing and not c.identical]
+        if failed:
+            _cli.err_console.print(f"[bold red]warning:[/] complete checkpoint(s) did not resume bit-identically: "
+                                   f"{', '.join(failed)}", highlight=False)
+            raise typer.Exit(1)
+
+    @app.command("audit")
+    def audit(
+        checkpoint: Path = typer.Argument(..., help="A torch.save file or a torch.distributed.checkpoint directory"),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table"),
+        strict: bool = typer.Option(False, "--strict",
+                                    help="Exit 1 unless model, optimizer, step, data position, RNG and LR schedule "
+                                         "are present and the checkpoint is complete"),
+    ) -> None:
+        """Which restorable-state pieces a checkpoint holds: read without executing anything from the file."""
+        try:
+            report = _probe.audit_checkpoint(checkpoint)
+        except ValueError as exc:
+            _cli.fail(str(exc))
+        except OSError as exc:
+            _cli.fail(f"cannot read {checkpoint}: {exc.strerror or exc}")
+        if as_json:
+            typer.echo(json.dumps(report.to_dict(), indent=2))
+        else:
+            print_audit(report)
+        if strict:
+            lacking = [p for p in REQUIRED_PIECES if report.status(p) != "present"]
+            if lacking or not report.complete:
+                why = ([f"not present: {', '.join(lacking)}"] if lacking else []) + ([] if report.complete else ["incomplete"])
+                _cli.err_console.print(f"[bold red]not restorable as-is:[/] {escape('; '.join(why))}", highlight=False)
+                raise typer.Exit(1)

@@ -183,12 +183,13 @@ def main() -> None:
     app()
 
 
-from . import cli_batch, cli_deadline, cli_excel, cli_fit  # noqa: E402  (they import only .common, so no cycle)
+from . import cli_batch, cli_deadline, cli_excel, cli_fit, cli_probe  # noqa: E402  (they import only .common, so no cycle)
 
 cli_batch.register(app)
 cli_deadline.register(app)
 cli_fit.register(app)
 cli_excel.register(app)
+cli_probe.register(app)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -6,7 +6,7 @@ argument, the value and the rule on bad input. See ``shared/DESIGN.md`` for the 
 """
 
 from ._inputs import InputError
-from . import batch, deadline, logs
+from . import batch, deadline, logs, probe  # probe imports torch only when a probe runs
 from .cost import compare_plans, goodput, gpu_hours, money
 from .deadline import (
     FailureLaw,

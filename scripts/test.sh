@@ -15,5 +15,6 @@ if ! command -v soffice >/dev/null 2>&1; then
     fi
 fi
 
-python -m pip install -q --disable-pip-version-check -e '.[test]'
+# torch==2.13.0 (the [torch] extra) is a CPU build that lies on this kind of machine's disk; the probe tests need it
+python -m pip install -q --disable-pip-version-check -e '.[test,torch]'
 python -m pytest "$@"

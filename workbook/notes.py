@@ -61,5 +61,5 @@ READINESS = (
     ("Learning-rate scheduler state", "A restarted schedule re-warms or jumps the learning rate."),
     ("Mixed-precision loss scaler / gradient accumulation state", "A reset scaler can overflow or underflow the first steps after restore."),
     ("Checkpoint is durable and complete (all ranks, manifest written)", "A partial async write is not a checkpoint; restore must find the last complete one."),
-    ("A restore test actually run (fresh process, loss trajectory compared)", "Only a resumed run that matches proves the checkpoint counts (ckptplan probe, when available)."),
+    ("A restore test actually run (fresh process, loss trajectory compared)", "Only a resumed run that matches proves the checkpoint counts (`ckptplan probe` runs one; `ckptplan audit` lists what a checkpoint holds)."),
 )

@@ -21,7 +21,6 @@ from rich.table import Table
 
 import engine
 from engine import logs
-from engine.files import atomic_write_text
 
 # `from package import module` resolves through sys.modules, so this works even when ckptplan.cli
 # imports this module while it is still initialising; names are looked up at call time.
@@ -115,15 +114,6 @@ def scenario_toml(scenario: engine.Scenario, fit: logs.LogFit) -> str:
     return "\n".join(header) + "\n" + tomli_w.dumps({"scenario": engine.scenario_to_dict(scenario)})
 
 
-def write_scenario_atomic(path: Path, text: str, force: bool) -> None:
-    """Write ``text`` atomically (see :func:`engine.files.atomic_write`) after checking it loads.
-
-    Raises :class:`engine.files.OutputExistsError` when ``path`` exists and ``force`` is False;
-    an :class:`engine.InputError` when the text does not load as a scenario (nothing is written).
-    """
-    atomic_write_text(path, text, force=force, check=engine.load_scenario)
-
-
 def register(app: typer.Typer) -> None:
     """Add the ``fit`` command to ``app``."""
 
@@ -149,15 +139,11 @@ def register(app: typer.Typer) -> None:
                 _cli.fail(f"{emit_scenario} exists; use --force to overwrite it")
             if not emit_scenario.parent.is_dir():
                 _cli.fail(f"--emit-scenario {emit_scenario}: directory {emit_scenario.parent} does not exist")
-            try:
-                sc = fitted_scenario(result, template)
-                write_scenario_atomic(emit_scenario, scenario_toml(sc, result), force)
-            except FileExistsError:
-                _cli.fail(f"{emit_scenario} exists; use --force to overwrite it")
-            except ValueError as exc:
-                _cli.fail(f"cannot build the fitted scenario: {exc}")
-            except OSError as exc:
-                _cli.fail(f"cannot write {emit_scenario}: {exc.strerror or exc}")
+            def build() -> tuple[engine.Scenario, str]:
+                fitted = fitted_scenario(result, template)
+                return fitted, scenario_toml(fitted, result)
+
+            sc = _cli.emit_scenario_file(emit_scenario, build, force, "fitted")
             emitted = {"path": str(emit_scenario), "name": sc.name, "overrides": result.scenario_overrides()}
         if as_json:
             data = result.to_dict()

@@ -27,7 +27,6 @@ from rich.table import Table
 
 import engine
 from engine import probe as _probe
-from engine.files import atomic_write_text
 
 # `from package import module` resolves through sys.modules, so this works even when ckptplan.cli
 # imports this module while it is still initialising; names are looked up at call time.
@@ -217,16 +216,11 @@ def register(app: typer.Typer) -> None:
             _cli.fail(f"cannot write checkpoints: {exc}")
         emitted: dict[str, Any] | None = None
         if emit_scenario is not None:
-            try:
-                sc = probed_scenario(result, template, emit_from)
-                atomic_write_text(emit_scenario, scenario_toml(sc, result, emit_from), force=force,
-                                  check=engine.load_scenario)
-            except FileExistsError:
-                _cli.fail(f"{emit_scenario} exists; use --force to overwrite it")
-            except ValueError as exc:
-                _cli.fail(f"cannot build the probed scenario: {exc}")
-            except OSError as exc:
-                _cli.fail(f"cannot write {emit_scenario}: {exc.strerror or exc}")
+            def build() -> tuple[engine.Scenario, str]:
+                probed = probed_scenario(result, template, emit_from)
+                return probed, scenario_toml(probed, result, emit_from)
+
+            sc = _cli.emit_scenario_file(emit_scenario, build, force, "probed")
             emitted = {"path": str(emit_scenario), "name": sc.name, "method": emit_from,
                        "overrides": result.scenario_overrides(emit_from)}
         if as_json:

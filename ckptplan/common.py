@@ -3,13 +3,15 @@ subcommand modules can import them without importing the app that registers them
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from pathlib import Path
+from typing import Any, Callable, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 import engine
+from engine.files import atomic_write_text
 
 console = Console()
 err_console = Console(stderr=True)
@@ -31,3 +33,23 @@ def scenario_from_options(template: Optional[str], overrides: dict[str, Any]) ->
     return base.replace(**changes) if changes else base
 
 
+
+
+def emit_scenario_file(path: Path, build: Callable[[], tuple[engine.Scenario, str]], force: bool,
+                       what: str) -> engine.Scenario:
+    """``--emit-scenario``: build (scenario, TOML text), write it atomically after checking that it
+    loads (:func:`engine.load_scenario`), never over an existing file without ``force``.
+
+    Every failure exits with a readable message: the file exists, the scenario cannot be built
+    (``what`` says whose: "fitted", "probed"), or the file cannot be written.
+    """
+    try:
+        scenario, text = build()
+        atomic_write_text(path, text, force=force, check=engine.load_scenario)
+    except FileExistsError:
+        fail(f"{path} exists; use --force to overwrite it")
+    except ValueError as exc:
+        fail(f"cannot build the {what} scenario: {exc}")
+    except OSError as exc:
+        fail(f"cannot write {path}: {exc.strerror or exc}")
+    return scenario

@@ -139,6 +139,7 @@ def register(app: typer.Typer) -> None:
                 _cli.fail(f"{emit_scenario} exists; use --force to overwrite it")
             if not emit_scenario.parent.is_dir():
                 _cli.fail(f"--emit-scenario {emit_scenario}: directory {emit_scenario.parent} does not exist")
+
             def build() -> tuple[engine.Scenario, str]:
                 fitted = fitted_scenario(result, template)
                 return fitted, scenario_toml(fitted, result)

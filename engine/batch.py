@@ -80,7 +80,6 @@ import functools
 import hashlib
 import itertools
 import math
-import numbers
 import re
 import tomllib
 import warnings
@@ -94,9 +93,14 @@ import pandas as pd
 
 from . import cost
 from . import deadline as _dl
-from ._inputs import RULES, InputError, as_float_array
+from ._inputs import InputError, as_float_array
 from .files import atomic_write
-from .scenario import FIELD_BY_NAME, FIELDS, TEXT_FIELDS, Scenario, evaluate, load_scenario, to_table
+from .scenario import DOMAIN_COL as _DOMAIN_COL
+from .scenario import FIELD_BY_NAME, FIELDS, TEXT_FIELDS, RowProblems, Scenario, check_columns, evaluate, load_scenario
+from .scenario import domain_indices as _domain_indices
+from .scenario import is_absent as _is_absent
+from .scenario import is_number as _is_number
+from .scenario import table_problems, to_table
 
 __all__ = [
     "STATUS_OK",
@@ -151,7 +155,6 @@ MONTE_CARLO_COLUMNS = (
     "mc_wall_h_mean_se", "mc_wall_h_p50", "mc_wall_h_p90", "mc_wall_h_p99", "mc_failures_mean",
     "mc_gpu_hours_mean", "mc_gpu_hours_p90", "mc_cost_mean", "mc_cost_p90",
 )
-_DOMAIN_COL = re.compile(r"^domain(\d+)_(name|mtbf_h|nodes_per_domain)$")
 _PANDAS3 = int(pd.__version__.split(".")[0]) >= 3
 #: dtype of text columns in results: pandas' default string dtype on pandas 3 (missing = NaN)
 _TEXT_DTYPE: Any = "str" if _PANDAS3 else object
@@ -189,16 +192,6 @@ def _output_names() -> set[str]:
     return {"status", "error", *_derived_columns(), *MONTE_CARLO_COLUMNS} - {"job_mtbf_h"}
 
 
-def _domain_indices(columns: Sequence[str]) -> list[int]:
-    found = sorted({int(m.group(1)) for c in columns if isinstance(c, str) and (m := _DOMAIN_COL.match(c))})
-    for i in found:
-        for part in ("mtbf_h", "nodes_per_domain"):
-            if f"domain{i}_{part}" not in columns:
-                raise InputError("columns", f"domain{i}_{part}",
-                                 f"missing: every domain needs both domain{i}_mtbf_h and domain{i}_nodes_per_domain")
-    return found
-
-
 def _check_columns(table: pd.DataFrame, extra_columns: str) -> list[str]:
     """File-level checks; returns the extra (non-scenario) columns to carry through."""
     if extra_columns not in ("error", "keep"):
@@ -207,11 +200,7 @@ def _check_columns(table: pd.DataFrame, extra_columns: str) -> list[str]:
     dup = [c for c, k in collections.Counter(cols).items() if k > 1]
     if dup:
         raise InputError("columns", dup[0], "appears more than once in the header")
-    missing = [f.name for f in FIELDS if f.required and f.name not in cols]
-    if missing:
-        raise InputError("columns", missing[0], "missing required column (required: "
-                         + ", ".join(f.name for f in FIELDS if f.required) + ")")
-    _domain_indices(cols)
+    check_columns(table)
     extras = [c for c in cols if _column_kind(c) is None]
     reserved = [c for c in extras if c in _output_names()]
     if reserved:
@@ -227,31 +216,6 @@ def _check_columns(table: pd.DataFrame, extra_columns: str) -> list[str]:
 
 
 # ==================================================================================== validation
-
-def _is_absent(v: Any) -> bool:
-    return v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and math.isnan(v))
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
-
-
-def _as_numbers(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """(float64 array, NaN where absent or not a number; mask of cells holding a non-number)."""
-    n = len(values)
-    kind = values.dtype.kind
-    if kind in "iuf":
-        return values.to_numpy(dtype=float, na_value=np.nan), np.zeros(n, dtype=bool)
-    obj = values.to_numpy(dtype=object)
-    arr = np.full(n, np.nan)
-    bad = np.zeros(n, dtype=bool)
-    for i, v in enumerate(obj):
-        if _is_number(v):
-            arr[i] = float(v)
-        elif not _is_absent(v):
-            bad[i] = True
-    return arr, bad
-
 
 def _text_series(values: pd.Series) -> pd.Series:
     """The column as text (pandas' string dtype on pandas 3), missing as missing, numbers as their str."""
@@ -269,106 +233,29 @@ def _text_values(values: pd.Series) -> np.ndarray:
     return out
 
 
-class _Problems:
-    """Per-row problem messages, in the order found."""
-
-    def __init__(self, n: int):
-        self.n = n
-        self.by_row: dict[int, list[str]] = {}
-
-    def add(self, positions: Iterable[int], message: Callable[[int], str]) -> None:
-        for p in positions:
-            self.by_row.setdefault(int(p), []).append(message(int(p)))
-
-    def mask(self) -> np.ndarray:
-        m = np.zeros(self.n, dtype=bool)
-        if self.by_row:
-            m[np.fromiter(self.by_row.keys(), dtype=np.int64)] = True
-        return m
-
-
-def _check_number_column(name: str, rule: str, required: bool, default: Optional[float], raw: Optional[pd.Series],
-                         n: int, flagged: np.ndarray, problems: _Problems) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Validate one numeric column row-wise with vectorised masks.
-
-    Returns (given: float64 as written, NaN blank/non-number; effective: defaults applied; ok mask).
-    """
-    if raw is None:
-        fill = np.nan if default is None else default
-        given = np.full(n, np.nan)
-        return given, np.full(n, fill), np.ones(n, dtype=bool)
-    given, notnum = _as_numbers(_coerce_numeric_text(raw))
-    notnum &= ~flagged
-    obj = None
-    if notnum.any():
-        obj = raw.to_numpy(dtype=object)
-        problems.add(np.flatnonzero(notnum), lambda p: str(InputError(name, obj[p], "must be a number")))
-    if flagged.any():  # a refused cell (formula, quoted TOML number) is reported once, shown blank
-        given = np.where(flagged, np.nan, given)
-    eff = given if default is None else np.where(np.isnan(given) & ~notnum & ~flagged, default, given)
-    absent = np.isnan(eff) & ~notnum & ~flagged
-    inf = np.isinf(eff)
-    if inf.any():
-        problems.add(np.flatnonzero(inf), lambda p: str(InputError(name, float(eff[p]), "must be a finite number")))
-    predicate, text = RULES[rule]
-    with np.errstate(invalid="ignore"):
-        fails = ~predicate(eff) & np.isfinite(eff)
-    if fails.any():
-        problems.add(np.flatnonzero(fails), lambda p: str(InputError(name, float(eff[p]), text)))
-    need = absent & required
-    if need.any():
-        problems.add(np.flatnonzero(need), lambda p: str(InputError(name, None, "is required")))
-    ok = ~(notnum | flagged | inf | fails | need)
-    return given, eff, ok
-
-
 def _validate(table: pd.DataFrame, cell_errors: Mapping[tuple[Hashable, str], str]):
-    """Every rule of :func:`engine.scenario.validate_table`, as per-row masks and messages."""
+    """(given, effective, problems) of :func:`engine.scenario.table_problems`, all problems kept.
+
+    Numbers written as text (CSV, Excel text cells) count as numbers here; cells the reader
+    already refused (``cell_errors``: a formula, a quoted TOML number) are reported first and then
+    treated as blank.
+    """
     n = len(table)
-    problems = _Problems(n)
-    flagged_by_col: dict[str, np.ndarray] = {}
+    problems = RowProblems(n)
+    flagged: dict[str, np.ndarray] = {}
     if cell_errors:
         index = table.index
         for (label, col), message in cell_errors.items():
             pos = index.get_indexer([label]) if index.is_unique else np.flatnonzero(index == label)
             for p in np.atleast_1d(pos):
                 if p >= 0:
-                    flagged_by_col.setdefault(col, np.zeros(n, dtype=bool))[p] = True
+                    flagged.setdefault(col, np.zeros(n, dtype=bool))[p] = True
                     problems.add([p], lambda _p, m=message: m)
-    no_flags = np.zeros(n, dtype=bool)
-    given: dict[str, np.ndarray] = {}
-    eff: dict[str, np.ndarray] = {}
-    ok: dict[str, np.ndarray] = {}
-    for spec in FIELDS:
-        raw = table[spec.name] if spec.name in table.columns else None
-        given[spec.name], eff[spec.name], ok[spec.name] = _check_number_column(
-            spec.name, spec.rule, spec.required, spec.default, raw, n, flagged_by_col.get(spec.name, no_flags), problems)
-    # cross-field rules, on rows whose fields passed their own rules
-    both = ok["node_mtbf_h"] & ok["job_mtbf_h"] & np.isnan(eff["node_mtbf_h"]) & np.isnan(eff["job_mtbf_h"])
-    problems.add(np.flatnonzero(both), lambda p: str(InputError(
-        "node_mtbf_h", None, "give node_mtbf_h (with nodes) or job_mtbf_h")))
-    C, W, s, T = eff["checkpoint_stall_min"], eff["async_write_min"], eff["async_slowdown_fraction"], eff["interval_min"]
-    both_ok = ok["checkpoint_stall_min"] & ok["async_write_min"]
-    free = both_ok & ((C + W) <= 0)
-    problems.add(np.flatnonzero(free), lambda p: str(InputError(
-        "checkpoint_stall_min", float(C[p]),
-        "checkpoint_stall_min + async_write_min must be > 0: no save is free (measure it)")))
-    behind = W * (1 - s)
-    with np.errstate(invalid="ignore"):
-        late = ok["async_write_min"] & ok["async_slowdown_fraction"] & ok["interval_min"] & (behind > T)
-    problems.add(np.flatnonzero(late), lambda p: str(InputError(
-        "interval_min", float(T[p]), f"must be >= async_write_min * (1 - async_slowdown_fraction) = {behind[p]:.6g} "
-        "(the write must be durable before the next save)")))
-    for i in _domain_indices(list(table.columns)):
-        for part, rule in (("mtbf_h", "positive"), ("nodes_per_domain", "count")):
-            name = f"domain{i}_{part}"
-            given[name], eff[name], ok[name] = _check_number_column(
-                name, rule, False, None, table[name], n, flagged_by_col.get(name, no_flags), problems)
-        a, b = f"domain{i}_mtbf_h", f"domain{i}_nodes_per_domain"
-        half = ok[a] & ok[b] & (np.isnan(eff[a]) != np.isnan(eff[b]))
-        problems.add(np.flatnonzero(half), lambda p, i=i: str(InputError(
-            f"domain{i}", None, f"give both domain{i}_mtbf_h and domain{i}_nodes_per_domain, or neither")))
-    return given, eff, problems
+    numeric = table.copy(deep=False)
+    for c in numeric.columns:
+        if _column_kind(c) == "number":
+            numeric[c] = _coerce_numeric_text(table[c])
+    return table_problems(numeric, flagged, problems)
 
 
 # ==================================================================================== evaluation
@@ -452,7 +339,7 @@ def scenario_seeds(table: pd.DataFrame, seed: int = 0) -> np.ndarray:
 
 def _monte_carlo(n: int, eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray], positions: np.ndarray,
                  domain_idx: Sequence[int], runs: int, seed: int, failures: Any, final_save: bool,
-                 problems: _Problems) -> dict[str, np.ndarray]:
+                 problems: RowProblems) -> dict[str, np.ndarray]:
     out = {c: np.full(n, np.nan) for c in MONTE_CARLO_COLUMNS}
     if not len(positions):
         return out
@@ -569,7 +456,7 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     bad = problems.mask()
     errors = np.full(n, "", dtype=object)
     for p, msgs in problems.by_row.items():
-        errors[p] = "; ".join(msgs)
+        errors[p] = "; ".join(map(str, msgs))
     out: dict[str, Any] = {
         "status": pd.Series(np.where(bad, STATUS_ERROR, STATUS_OK), index=table.index, dtype=_TEXT_DTYPE),
         "error": pd.Series(errors, index=table.index, dtype=_TEXT_DTYPE),

@@ -12,6 +12,7 @@ empty (NaN) in a table means "not given" (e.g. no chosen interval: use the optim
 from __future__ import annotations
 
 import math
+import numbers
 import re
 import tomllib
 from dataclasses import asdict, dataclass, fields, replace
@@ -168,89 +169,172 @@ def to_table(scenarios: Iterable[Scenario]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _domain_indices(table: pd.DataFrame) -> list[int]:
-    found = sorted({int(m.group(1)) for c in table.columns if (m := _DOMAIN_COL.match(str(c)))})
+DOMAIN_COL = _DOMAIN_COL
+
+
+def is_absent(v: Any) -> bool:
+    """An empty cell: None, pandas NA/NaT or a float NaN."""
+    return v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and math.isnan(v))
+
+
+def is_number(v: Any) -> bool:
+    """A real number that is not a bool."""
+    return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+
+
+def domain_indices(columns: Iterable[Any]) -> list[int]:
+    """The ``i`` of every ``domain{i}_*`` column; raises unless each has both MTBF and size columns."""
+    columns = list(columns)
+    found = sorted({int(m.group(1)) for c in columns if isinstance(c, str) and (m := _DOMAIN_COL.match(c))})
     for i in found:
         for part in ("mtbf_h", "nodes_per_domain"):
-            if f"domain{i}_{part}" not in table.columns:
-                raise InputError("columns", f"domain{i}_{part}", "missing: every domain needs both domain{i}_mtbf_h and domain{i}_nodes_per_domain")
+            if f"domain{i}_{part}" not in columns:
+                raise InputError("columns", f"domain{i}_{part}",
+                                 f"missing: every domain needs both domain{i}_mtbf_h and domain{i}_nodes_per_domain")
     return found
 
 
-def _column(table: pd.DataFrame, spec: FieldSpec) -> np.ndarray:
-    """Validated float column; NaN (absent) allowed only for optional fields without default."""
-    if spec.name not in table.columns:
-        if spec.required:
-            raise InputError("columns", spec.name, "missing required column")
-        fill = np.nan if spec.default is None else spec.default
-        return np.full(len(table), fill, dtype=float)
-    values = table[spec.name]
+def check_columns(table: pd.DataFrame) -> list[int]:
+    """Table-level rules: every required column present, domain columns in pairs. Returns the domains."""
+    missing = [f.name for f in FIELDS if f.required and f.name not in table.columns]
+    if missing:
+        raise InputError("columns", missing[0], "missing required column")
+    return domain_indices(table.columns)
+
+
+class RowProblems:
+    """Problems per row position (an :class:`InputError` or a message), in the order found."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.by_row: dict[int, list[Any]] = {}
+
+    def add(self, positions: Iterable[int], problem: Any) -> None:
+        """Record ``problem(position)`` for every position."""
+        for p in positions:
+            self.by_row.setdefault(int(p), []).append(problem(int(p)))
+
+    def mask(self) -> np.ndarray:
+        m = np.zeros(self.n, dtype=bool)
+        if self.by_row:
+            m[np.fromiter(self.by_row.keys(), dtype=np.int64)] = True
+        return m
+
+
+def _as_numbers(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(float64 array, NaN where absent or not a number; mask of cells holding a non-number)."""
+    n = len(values)
     if values.dtype.kind in "iuf":
-        arr = values.to_numpy(dtype=float)
-    else:  # object, string or bool column: every cell must be a number or empty
-        for label, v in values.items():
-            if not (_is_number(v) or _is_absent(v)):
-                raise InputError(f"row {label}: {spec.name}", v, "must be a number")
-        arr = np.array([np.nan if _is_absent(v) else float(v) for v in values], dtype=float)
-    if spec.default is not None:
-        arr = np.where(np.isnan(arr), spec.default, arr)
-    absent = np.isnan(arr)
-    if spec.required and absent.any():
-        raise InputError(f"row {table.index[int(np.argmax(absent))]}: {spec.name}", None, "is required")
-    predicate, rule = RULES[spec.rule]
+        return values.to_numpy(dtype=float, na_value=np.nan), np.zeros(n, dtype=bool)
+    obj = values.to_numpy(dtype=object)
+    arr = np.full(n, np.nan)
+    bad = np.zeros(n, dtype=bool)
+    for i, v in enumerate(obj):
+        if is_number(v):
+            arr[i] = float(v)
+        elif not is_absent(v):
+            bad[i] = True
+    return arr, bad
+
+
+def _number_column(name: str, rule: str, required: bool, default: float | None, raw: pd.Series | None, n: int,
+                   flagged: np.ndarray, problems: RowProblems) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Check one numeric column with vectorised masks, recording every bad cell.
+
+    Returns (given: as written, NaN where blank or not a number; effective: defaults applied;
+    ok: the cell passed). ``flagged`` cells were already reported by the caller and count as blank.
+    """
+    if raw is None:
+        return np.full(n, np.nan), np.full(n, np.nan if default is None else default), np.ones(n, dtype=bool)
+    given, notnum = _as_numbers(raw)
+    notnum &= ~flagged
+    if notnum.any():
+        obj = raw.to_numpy(dtype=object)
+        problems.add(np.flatnonzero(notnum), lambda p: InputError(name, obj[p], "must be a number"))
+    if flagged.any():
+        given = np.where(flagged, np.nan, given)
+    eff = given if default is None else np.where(np.isnan(given) & ~notnum & ~flagged, default, given)
+    absent = np.isnan(eff) & ~notnum & ~flagged
+    inf = np.isinf(eff)
+    if inf.any():
+        problems.add(np.flatnonzero(inf), lambda p: InputError(name, float(eff[p]), "must be a finite number"))
+    predicate, text = RULES[rule]
     with np.errstate(invalid="ignore"):
-        bad = ~(predicate(arr) & np.isfinite(arr)) & ~absent
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise InputError(f"row {table.index[i]}: {spec.name}", float(arr[i]), rule if np.isfinite(arr[i]) else "must be a finite number")
-    return arr
+        fails = ~predicate(eff) & np.isfinite(eff)
+    if fails.any():
+        problems.add(np.flatnonzero(fails), lambda p: InputError(name, float(eff[p]), text))
+    need = absent & required
+    if need.any():
+        problems.add(np.flatnonzero(need), lambda p: InputError(name, None, "is required"))
+    return given, eff, ~(notnum | flagged | inf | fails | need)
 
 
-def _is_absent(v: Any) -> bool:
-    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+def table_problems(table: pd.DataFrame, flagged: dict[str, np.ndarray] | None = None,
+                   problems: RowProblems | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], RowProblems]:
+    """Every rule of a scenario table, row by row: (given, effective, problems).
 
+    Per field (:data:`FIELDS`): a number, finite, its rule, present if required. Then, on rows
+    whose fields passed: each row needs ``node_mtbf_h`` or ``job_mtbf_h``; a save must cost
+    something (``checkpoint_stall_min + async_write_min > 0``: measure it, e.g. ``ckptplan
+    probe``); a chosen interval must leave time for the background write; domain cells come in
+    pairs. ``given``/``effective`` map each column to float arrays (effective: defaults applied,
+    NaN for "not given"). :func:`validate_table` raises the first problem; :mod:`engine.batch`
+    reports them all.
+    """
+    n = len(table)
+    flagged = flagged or {}
+    problems = problems if problems is not None else RowProblems(n)
+    none = np.zeros(n, dtype=bool)
+    given: dict[str, np.ndarray] = {}
+    eff: dict[str, np.ndarray] = {}
+    ok: dict[str, np.ndarray] = {}
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+    def column(name: str, rule: str, required: bool, default: float | None) -> None:
+        raw = table[name] if name in table.columns else None
+        given[name], eff[name], ok[name] = _number_column(name, rule, required, default, raw, n,
+                                                          flagged.get(name, none), problems)
+
+    for spec in FIELDS:
+        column(spec.name, spec.rule, spec.required, spec.default)
+    both = ok["node_mtbf_h"] & ok["job_mtbf_h"] & np.isnan(eff["node_mtbf_h"]) & np.isnan(eff["job_mtbf_h"])
+    problems.add(np.flatnonzero(both), lambda p: InputError("node_mtbf_h", None, "give node_mtbf_h (with nodes) or job_mtbf_h"))
+    C, W, s, T = eff["checkpoint_stall_min"], eff["async_write_min"], eff["async_slowdown_fraction"], eff["interval_min"]
+    free = ok["checkpoint_stall_min"] & ok["async_write_min"] & ((C + W) <= 0)
+    problems.add(np.flatnonzero(free), lambda p: InputError(
+        "checkpoint_stall_min", float(C[p]),
+        "checkpoint_stall_min + async_write_min must be > 0: no save is free (measure it)"))
+    behind = W * (1 - s)
+    with np.errstate(invalid="ignore"):
+        late = ok["async_write_min"] & ok["async_slowdown_fraction"] & ok["interval_min"] & (behind > T)
+    problems.add(np.flatnonzero(late), lambda p: InputError(
+        "interval_min", float(T[p]), f"must be >= async_write_min * (1 - async_slowdown_fraction) = {behind[p]:.6g} "
+        "(the write must be durable before the next save)"))
+    for i in domain_indices(table.columns):
+        column(f"domain{i}_mtbf_h", "positive", False, None)
+        column(f"domain{i}_nodes_per_domain", "count", False, None)
+        a, b = f"domain{i}_mtbf_h", f"domain{i}_nodes_per_domain"
+        half = ok[a] & ok[b] & (np.isnan(eff[a]) != np.isnan(eff[b]))
+        problems.add(np.flatnonzero(half), lambda p, i=i: InputError(
+            f"domain{i}", None, f"give both domain{i}_mtbf_h and domain{i}_nodes_per_domain, or neither"))
+    return given, eff, problems
 
 
 def validate_table(table: pd.DataFrame) -> dict[str, np.ndarray]:
     """Check every column against its rule and return the numeric columns as float arrays.
 
-    Raises :class:`InputError` naming the row label, the column, the value and the rule. Besides
-    the per-field rules: each row needs ``node_mtbf_h`` or ``job_mtbf_h``; a save must cost
-    something (``checkpoint_stall_min + async_write_min > 0``: measure it, e.g. ``ckptplan probe``);
-    a chosen interval must leave time for the background write.
+    Raises :class:`InputError` for the first bad row, naming its label, the column, the value and
+    the rule (the rules: :func:`table_problems`); a missing required column or half a domain is a
+    table-level error.
     """
     if not isinstance(table, pd.DataFrame):
         raise InputError("table", type(table).__name__, "must be a pandas DataFrame (see engine.to_table)")
-    cols = {spec.name: _column(table, spec) for spec in FIELDS}
-    both_absent = np.isnan(cols["node_mtbf_h"]) & np.isnan(cols["job_mtbf_h"])
-    if both_absent.any():
-        raise InputError(f"row {table.index[int(np.argmax(both_absent))]}: node_mtbf_h", None,
-                         "give node_mtbf_h (with nodes) or job_mtbf_h")
-    free = (cols["checkpoint_stall_min"] + cols["async_write_min"]) <= 0
-    if free.any():
-        raise InputError(f"row {table.index[int(np.argmax(free))]}: checkpoint_stall_min", 0.0,
-                         "checkpoint_stall_min + async_write_min must be > 0: no save is free (measure it)")
-    behind = cols["async_write_min"] * (1 - cols["async_slowdown_fraction"])
-    late = behind > cols["interval_min"]  # NaN interval compares False
-    if late.any():
-        i = int(np.argmax(late))
-        raise InputError(f"row {table.index[i]}: interval_min", float(cols["interval_min"][i]),
-                         f"must be >= async_write_min * (1 - async_slowdown_fraction) = {behind[i]:.6g} "
-                         "(the write must be durable before the next save)")
-    for i in _domain_indices(table):
-        for part, rule in (("mtbf_h", "positive"), ("nodes_per_domain", "count")):
-            name = f"domain{i}_{part}"
-            spec = FieldSpec(name, rule, "", name)
-            cols[name] = _column(table, spec)
-        half = np.isnan(cols[f"domain{i}_mtbf_h"]) != np.isnan(cols[f"domain{i}_nodes_per_domain"])
-        if half.any():
-            r = int(np.argmax(half))
-            raise InputError(f"row {table.index[r]}: domain{i}", None,
-                             f"give both domain{i}_mtbf_h and domain{i}_nodes_per_domain, or neither")
-    return cols
+    check_columns(table)
+    _, eff, problems = table_problems(table)
+    if problems.by_row:
+        p = min(problems.by_row)
+        err = problems.by_row[p][0]
+        raise InputError(f"row {table.index[p]}: {err.field}", err.value, err.rule)
+    return eff
 
 
 def evaluate(table: pd.DataFrame | Scenario | Iterable[Scenario]) -> pd.DataFrame:
@@ -283,7 +367,7 @@ def evaluate(table: pd.DataFrame | Scenario | Iterable[Scenario]) -> pd.DataFram
     # a row without domain i (empty cells) gets a domain that never fails
     domains = [FailureDomain(f"domain{i}", np.nan_to_num(cols[f"domain{i}_mtbf_h"], nan=np.inf),
                              np.nan_to_num(cols[f"domain{i}_nodes_per_domain"], nan=1.0))
-               for i in _domain_indices(table)]
+               for i in domain_indices(table.columns)]
     node_given = ~np.isnan(cols["node_mtbf_h"])
     # rows that give only job_mtbf_h get a placeholder node MTBF; their derived value is discarded
     derived = np.asarray(reliability.job_mtbf_with_domains(

@@ -76,7 +76,6 @@ import collections
 import csv
 import datetime as _dt
 import difflib
-import functools
 import hashlib
 import itertools
 import math
@@ -96,11 +95,11 @@ from . import deadline as _dl
 from ._inputs import InputError, as_float_array
 from .files import atomic_write
 from .scenario import DOMAIN_COL as _DOMAIN_COL
-from .scenario import FIELD_BY_NAME, FIELDS, TEXT_FIELDS, RowProblems, Scenario, check_columns, evaluate, load_scenario
+from .scenario import FIELD_BY_NAME, FIELDS, TEXT_FIELDS, RowProblems, Scenario, check_columns, load_scenario
 from .scenario import domain_indices as _domain_indices
 from .scenario import is_absent as _is_absent
 from .scenario import is_number as _is_number
-from .scenario import table_problems, to_table
+from .scenario import derived_columns, evaluate_each, table_problems, to_table
 
 __all__ = [
     "STATUS_OK",
@@ -179,17 +178,8 @@ def _column_kind(name: Any) -> Optional[str]:
     return None
 
 
-@functools.cache
-def _derived_columns() -> tuple[str, ...]:
-    """Columns :func:`engine.evaluate` adds, in its order (``job_mtbf_h`` first)."""
-    probe = pd.DataFrame({"checkpoint_stall_min": [1.0], "node_mtbf_h": [1000.0], "nodes": [1.0],
-                          "useful_training_h": [10.0], "price_per_gpu_hour": [1.0]})
-    out = evaluate(probe)
-    return tuple(c for c in out.columns if c not in probe.columns)
-
-
 def _output_names() -> set[str]:
-    return {"status", "error", *_derived_columns(), *MONTE_CARLO_COLUMNS} - {"job_mtbf_h"}
+    return {"status", "error", *derived_columns(), *MONTE_CARLO_COLUMNS} - {"job_mtbf_h"}
 
 
 def _check_columns(table: pd.DataFrame, extra_columns: str) -> list[str]:
@@ -264,23 +254,9 @@ _ROW_PREFIX = re.compile(r"^row [^:]*: ")
 _POSITION = re.compile(r"^([A-Za-z_][\w ]*)\[0\]=")
 
 
-def _evaluate_isolating(sub: pd.DataFrame) -> tuple[list[pd.DataFrame], dict[int, str]]:
-    """:func:`engine.evaluate` on ``sub`` (index = positions); rows it refuses isolated by bisection.
-
-    One call when every row is valid. Otherwise k refused rows cost about ``2 k log2(n)`` calls.
-    Catches ``ValueError`` (``InputError`` and numeric-library errors): such a row becomes an error
-    row carrying the engine's message.
-    """
-    try:
-        return [evaluate(sub)], {}
-    except ValueError as exc:
-        if len(sub) == 1:
-            # one row: "row 0: " and a "[0]" position say nothing here; the output row is the row
-            return [], {int(sub.index[0]): _POSITION.sub(r"\1=", _ROW_PREFIX.sub("", str(exc)), count=1)}
-    mid = len(sub) // 2
-    left, e1 = _evaluate_isolating(sub.iloc[:mid])
-    right, e2 = _evaluate_isolating(sub.iloc[mid:])
-    return left + right, {**e1, **e2}
+def _refusal_message(exc: ValueError) -> str:
+    """The engine's message for a one-row table, without its "row 0: " and "[0]" (the output row is the row)."""
+    return _POSITION.sub(r"\1=", _ROW_PREFIX.sub("", str(exc)), count=1)
 
 
 def _check_mc_options(runs: Any, seed: Any, failures: Any) -> tuple[int, int, Any]:
@@ -437,13 +413,13 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     # one engine call over every row that passed the masks; bisection only if the engine disagrees
     candidates = np.flatnonzero(~problems.mask())
     number_cols = [c for c in table.columns if _column_kind(c) == "number"]
-    derived = _derived_columns()
+    derived = derived_columns()
     res = {c: np.full(n, np.nan) for c in derived}
     if len(candidates):
         sub = pd.DataFrame({c: given[c][candidates] for c in number_cols}, index=pd.RangeIndex(len(candidates)), copy=False)
-        parts, refused = _evaluate_isolating(sub)
-        for k, message in refused.items():
-            problems.add([candidates[k]], lambda _p, m=message: m)
+        parts, refused = evaluate_each(sub)
+        for k, exc in refused.items():
+            problems.add([candidates[k]], lambda _p, m=_refusal_message(exc): m)
         for part in parts:
             pos = candidates[part.index.to_numpy()]
             for c in derived:

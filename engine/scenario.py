@@ -11,6 +11,7 @@ empty (NaN) in a table means "not given" (e.g. no chosen interval: use the optim
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import re
@@ -413,3 +414,29 @@ def evaluate(table: pd.DataFrame | Scenario | Iterable[Scenario]) -> pd.DataFram
     out["cost_per_useful_gpu_hour"] = out["total_cost"] / out["useful_gpu_hours"]
     return out
 
+
+
+@functools.cache
+def derived_columns() -> tuple[str, ...]:
+    """The columns :func:`evaluate` adds to a table, in its order (``job_mtbf_h`` first)."""
+    probe = pd.DataFrame({"checkpoint_stall_min": [1.0], "node_mtbf_h": [1000.0], "nodes": [1.0],
+                          "useful_training_h": [10.0], "price_per_gpu_hour": [1.0]})
+    return tuple(c for c in evaluate(probe).columns if c not in probe.columns)
+
+
+def evaluate_each(table: pd.DataFrame) -> tuple[list[pd.DataFrame], dict[Any, ValueError]]:
+    """:func:`evaluate` on every row it accepts: (results in row order, {label: why a row was refused}).
+
+    One call when every row is valid; otherwise the refused rows are isolated by bisection (about
+    ``2 k log2(n)`` calls for k refused rows). For callers that must answer every good row even
+    when some rows break a rule or overflow the model (batches, spreadsheet ranges).
+    """
+    try:
+        return [evaluate(table)], {}
+    except ValueError as exc:
+        if len(table) == 1:
+            return [], {table.index[0]: exc}
+    mid = len(table) // 2
+    left, e1 = evaluate_each(table.iloc[:mid])
+    right, e2 = evaluate_each(table.iloc[mid:])
+    return left + right, {**e1, **e2}

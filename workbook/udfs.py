@@ -53,7 +53,7 @@ from engine import deadline as _deadline
 from engine._inputs import RULES as _ENGINE_RULES
 from engine.cost import CATEGORIES
 from engine.reliability import FailureDomain
-from engine.scenario import FIELD_BY_NAME, TEXT_FIELDS
+from engine.scenario import FIELD_BY_NAME, TEXT_FIELDS, check_columns, derived_columns, evaluate_each
 
 __all__ = [
     "CKPT_JOB_MTBF",
@@ -624,13 +624,6 @@ def _table(table: Any) -> pd.DataFrame:
     return frame
 
 
-@functools.lru_cache(maxsize=1)
-def _derived_columns() -> tuple[str, ...]:
-    """The columns :func:`engine.evaluate` adds to a table (the same for every table)."""
-    sc = engine.load_scenario("seed")
-    return tuple(c for c in engine.evaluate(sc).columns if c not in engine.to_table([sc]).columns)
-
-
 def _cell_value(v: Any) -> Any:
     """A DataFrame value as an Excel cell: Python float / str / None (never NaN)."""
     if v is None or v is pd.NA or v is pd.NaT:
@@ -662,13 +655,14 @@ def CKPT_EVALUATE(table):
     if data.empty:
         return f"{ERROR_PREFIX} table: no data rows"
     try:
-        results = engine.evaluate(data)
-        bad: dict[Any, str] = {}
-    except ValueError as exc:
-        if getattr(exc, "field", "") in ("columns", "table"):  # the whole table, not one row
-            return _engine_message(exc, {})
-        results, bad = _evaluate_rows(data)
-    derived = [c for c in _derived_columns() if c not in frame.columns]
+        check_columns(data)
+    except ValueError as exc:  # the whole table, not one row
+        return _engine_message(exc, {})
+    parts, refused = evaluate_each(data)
+    results = pd.concat(parts) if parts else pd.DataFrame()
+    bad = {label: _error(str(getattr(exc, "field", "")), getattr(exc, "rule", str(exc)),
+                         _show(getattr(exc, "value", None))) for label, exc in refused.items()}
+    derived = [c for c in derived_columns() if c not in frame.columns]
     header = list(frame.columns) + derived
     out: list[list[Any]] = [header]
     for position, (label, row) in enumerate(frame.iterrows()):
@@ -678,33 +672,11 @@ def CKPT_EVALUATE(table):
         elif label in bad:
             # the inputs as given; every result column (job_mtbf_h too) carries the reason
             message = bad[label]
-            out.append([message if c in _derived_columns() else v for c, v in zip(frame.columns, given)]
+            out.append([message if c in derived_columns() else v for c, v in zip(frame.columns, given)]
                        + [message] * len(derived))
         else:
             out.append([_cell_value(results.at[label, c]) for c in header])
     return out
-
-
-def _evaluate_rows(data: pd.DataFrame) -> tuple[pd.DataFrame, dict[Any, str]]:
-    """:func:`engine.evaluate` on the rows it accepts, halving the table around refused rows."""
-    good: list[pd.DataFrame] = []
-    bad: dict[Any, str] = {}
-
-    def solve(part: pd.DataFrame) -> None:
-        try:
-            good.append(engine.evaluate(part))
-        except ValueError as exc:
-            if len(part) == 1:
-                field = str(getattr(exc, "field", ""))
-                rule = getattr(exc, "rule", str(exc))
-                bad[part.index[0]] = _error(field, rule, _show(getattr(exc, "value", None)))
-                return
-            half = len(part) // 2
-            solve(part.iloc[:half])
-            solve(part.iloc[half:])
-
-    solve(data)
-    return (pd.concat(good) if good else pd.DataFrame()), bad
 
 
 # ------------------------------------------------------------------------------- deadline

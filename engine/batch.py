@@ -82,7 +82,6 @@ import math
 import re
 import tomllib
 import warnings
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Optional, Sequence, Union
@@ -93,7 +92,7 @@ import pandas as pd
 from . import cost
 from . import deadline as _dl
 from ._inputs import InputError, as_float_array
-from .files import atomic_write
+from .files import atomic_write, check_xlsx_package
 from .scenario import DOMAIN_COL as _DOMAIN_COL
 from .scenario import FIELD_BY_NAME, FIELDS, TEXT_FIELDS, RowProblems, Scenario, check_columns, load_scenario
 from .scenario import domain_indices as _domain_indices
@@ -990,14 +989,7 @@ def _read_toml(path: Path) -> tuple[pd.DataFrame, dict]:
 
 
 def _check_zip(path: Path) -> None:
-    try:
-        with zipfile.ZipFile(path) as zf:
-            total = sum(info.file_size for info in zf.infolist())
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise InputError("scenario file", str(path), f"is not an .xlsx workbook ({exc})") from None
-    if total > MAX_XLSX_UNCOMPRESSED_BYTES:
-        raise InputError("scenario file", str(path), f"unpacks to {total:,} bytes (limit "
-                         f"{MAX_XLSX_UNCOMPRESSED_BYTES:,}): refusing it; export CSV or Parquet instead")
+    check_xlsx_package(path, "scenario file", MAX_XLSX_UNCOMPRESSED_BYTES, "; export CSV or Parquet instead")
 
 
 def _read_xlsx(path: Path, sheet: Optional[str]) -> tuple[pd.DataFrame, dict]:

@@ -10,7 +10,6 @@ once, by sheet, cell and rule.
 from __future__ import annotations
 
 import numbers
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from openpyxl import load_workbook
 
 import engine
 from engine import InputError
+from engine.files import check_xlsx_package
 from engine.reliability import FailureDomain
 
 from . import formulas as F
@@ -106,28 +106,8 @@ MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024  # a planning workbook is a few MB; m
 
 
 def _check_package(path: Path) -> None:
-    """Refuse hostile packages before any XML parser sees them.
-
-    Office Open XML never carries a DTD, so any ``<!DOCTYPE`` or ``<!ENTITY`` (entity-expansion and
-    external-entity attacks) is refused outright: openpyxl parses some parts with lxml (entities
-    left unresolved) and others with defusedxml, and this check covers every part the same way.
-    Also refuses packages that would unpack to more than ``MAX_UNCOMPRESSED_BYTES``.
-    """
-    try:
-        with zipfile.ZipFile(path) as zf:
-            members = zf.infolist()
-            total = sum(m.file_size for m in members)
-            if total > MAX_UNCOMPRESSED_BYTES:
-                raise InputError("--from", str(path), f"unpacks to {total:,} bytes: refused (limit {MAX_UNCOMPRESSED_BYTES:,})")
-            for m in members:
-                if m.filename.endswith((".xml", ".rels", ".vml")):
-                    with zf.open(m) as fh:
-                        head = fh.read(65536)
-                    if b"<!DOCTYPE" in head or b"<!ENTITY" in head:
-                        raise InputError("--from", str(path), f"was refused as unsafe XML ({m.filename} declares a "
-                                         "DTD or entities, which a workbook never needs)")
-    except zipfile.BadZipFile:
-        raise InputError("--from", str(path), "is not a readable .xlsx workbook (not a zip package)") from None
+    """:func:`engine.files.check_xlsx_package` for ``--from`` (a planning workbook is a few MB)."""
+    check_xlsx_package(path, "--from", MAX_UNCOMPRESSED_BYTES)
 
 
 def _defused(exc: BaseException) -> BaseException | None:

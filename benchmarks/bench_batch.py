@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from engine import batch as eb
+from ckptplan.engine import batch as eb
 
 AXES_1M = dict(  # 10 x 10 x 100 x 100 = 10^6 rows
     checkpoint_stall_min="0.5:5:+0.5",

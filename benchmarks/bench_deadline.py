@@ -29,8 +29,8 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-import engine  # noqa: E402
-from engine import deadline as dl  # noqa: E402
+from ckptplan import engine  # noqa: E402
+from ckptplan.engine import deadline as dl  # noqa: E402
 
 WORK, C, M, R = 720.0 * 60.0, 2.0, 1200.0, 10.0
 

@@ -21,7 +21,7 @@ import numpy as np
 from _timing import best_of
 import pandas as pd
 
-import engine
+from ckptplan import engine
 
 
 

@@ -31,7 +31,7 @@ import json  # noqa: E402
 import platform  # noqa: E402
 import time  # noqa: E402
 
-from engine.probe import ProbeConfig, ProbeResult, run_probe  # noqa: E402
+from ckptplan.engine.probe import ProbeConfig, ProbeResult, run_probe  # noqa: E402
 
 
 def _ms(s: float) -> str:

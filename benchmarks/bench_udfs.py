@@ -19,7 +19,7 @@ import argparse
 import numpy as np
 from _timing import best_of
 
-from workbook.udfs import CKPT_WASTE
+from ckptplan.workbook.udfs import CKPT_WASTE
 
 
 

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-import engine
-import workbook
+from ckptplan import engine
+from ckptplan import files
+from ckptplan import workbook
 
 
 def main() -> None:
@@ -28,7 +29,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=10_000)
     ap.add_argument("--recalc", action="store_true")
     args = ap.parse_args()
-    seed = engine.load_scenario("seed")
+    seed = files.load_scenario("seed")
     rng = np.random.default_rng(0)
     table = engine.to_table([seed] * args.rows)
     table["checkpoint_stall_min"] = rng.uniform(0.2, 5, args.rows)
@@ -49,7 +50,7 @@ def main() -> None:
         print(f"ratio big / default        : {t_big / t_default:7.1f}x")
         if args.recalc:
             from openpyxl import load_workbook
-            from workbook.recalc import recalculate
+            from ckptplan.workbook.recalc import recalculate
             t0 = time.perf_counter()
             out = recalculate([Path(tmp) / "big.xlsx"], Path(tmp) / "out")[0]
             t_lo = time.perf_counter() - t0

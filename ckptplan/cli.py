@@ -16,8 +16,9 @@ import pandas as pd
 import typer
 from rich.table import Table
 
-import engine
-from engine.files import atomic_write
+from . import engine
+from . import files
+from .files.atomic import atomic_write
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="How often should a training job checkpoint, and what does it cost?")
@@ -123,8 +124,8 @@ def plan(
 def templates() -> None:
     """List the shipped scenario presets."""
     t = Table("name", "description")
-    for name in engine.list_templates():
-        t.add_row(name, engine.load_scenario(name).description)
+    for name in files.list_templates():
+        t.add_row(name, files.load_scenario(name).description)
     console.print(t)
 
 
@@ -142,7 +143,7 @@ def workbook_cmd(
     force: bool = typer.Option(False, "--force", help="Overwrite the output file if it exists"),
 ) -> None:
     """Write a planning workbook (live Excel formulas) and print the headline numbers."""
-    import workbook  # the command line is the only part of ckptplan that knows both sides
+    from . import workbook  # the command line is the only part of ckptplan that knows both sides
 
     try:
         if from_workbook is not None:
@@ -151,14 +152,14 @@ def workbook_cmd(
             sc, alt = workbook.read_inputs(from_workbook)
             readiness = workbook.read_readiness(from_workbook)
         else:
-            sc = engine.load_scenario(scenario_file or template or DEFAULT_TEMPLATE)
+            sc = files.load_scenario(scenario_file or template or DEFAULT_TEMPLATE)
             alt, readiness = None, None
         if alternative is not None:
-            alt = engine.load_scenario(alternative)
+            alt = files.load_scenario(alternative)
         report = None if no_deadline else workbook.deadline_report(sc, runs=deadline_runs, seed=seed)
         built = workbook.build_workbook(sc, alternative=alt, deadline=report, readiness=readiness)
         if with_udfs:
-            from workbook.udf_sheet import add_udf_sheet
+            from .workbook.udf_sheet import add_udf_sheet
             add_udf_sheet(built.workbook)
         atomic_write(output, lambda tmp: built.workbook.save(tmp), force=force)
         row = engine.evaluate(sc).iloc[0]

@@ -30,10 +30,10 @@ from typing import Any, Iterator, List, Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from engine import InputError
-from engine import batch as eb
-from engine.deadline import FailureLaw
-from engine.files import OutputExistsError
+from .engine import InputError
+from .engine import batch as eb
+from .engine.deadline import FailureLaw
+from .files.atomic import OutputExistsError
 
 # `from package import module` resolves through sys.modules, so this works even when ckptplan.cli
 # imports this module while it is still initialising; names are looked up at call time.

@@ -14,7 +14,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from engine import deadline as dl
+from .engine import deadline as dl
 
 from .common import console, err_console, fail, scenario_from_options
 

@@ -6,7 +6,7 @@ unless ``--force``:
 * ``FOLDER/xlwings.conf``: the xlwings add-in's *directory* configuration. The add-in reads it
   from the folder of the active workbook (after a ``xlwings.conf`` sheet inside the workbook, before
   the user file ``%USERPROFILE%\\.xlwings\\xlwings.conf``). One ``"KEY","value"`` line each:
-  ``"UDF MODULES","workbook.udfs"`` (the module Import Functions reads) and
+  ``"UDF MODULES","ckptplan.workbook.udfs"`` (the module Import Functions reads) and
   ``"INTERPRETER_WIN","<python.exe>"`` (the Python that has ckptplan installed; on Windows the one
   running this command, or ``--interpreter``).
 * ``FOLDER/ckptplan-udfs.xlsx``: a starter planning workbook (no macros) with the "Add-in check"
@@ -16,7 +16,7 @@ unless ``--force``:
 xlwings' desktop add-in runs user-defined functions on Windows only, and *Import Functions* writes
 them into the workbook's VBA project, so the workbook must be saved as ``.xlsm`` and Excel must trust
 access to the VBA project object model. On macOS or Excel on the web, serve :mod:`workbook.udfs`
-with xlwings Server instead (its ``custom_functions`` module: ``from workbook.udfs import *``).
+with xlwings Server instead (its ``custom_functions`` module: ``from ckptplan.workbook.udfs import *``).
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ from typing import Optional
 
 import typer
 
-from engine.files import atomic_write
+from .files.atomic import atomic_write
 
 # `from package import module` resolves through sys.modules, so this works even while ckptplan.cli
 # is still initialising (it imports this module); names are looked up at call time.
 from ckptplan import common as _cli
 
-UDF_MODULE = "workbook.udfs"
+UDF_MODULE = "ckptplan.workbook.udfs"
 CONFIG_NAME = "xlwings.conf"
 WORKBOOK_NAME = "ckptplan-udfs.xlsx"
 
@@ -104,8 +104,8 @@ def register(app: typer.Typer) -> None:
             data = config_bytes(config_text(interpreter))
             built = None
             if not no_workbook:
-                import workbook
-                from workbook.udf_sheet import add_udf_sheet
+                from . import workbook
+                from .workbook.udf_sheet import add_udf_sheet
 
                 built = workbook.build_workbook(_cli.scenario_from_options(template, {}))
                 add_udf_sheet(built.workbook)
@@ -124,7 +124,7 @@ def register(app: typer.Typer) -> None:
         if not sys.platform.startswith("win"):
             _cli.console.print("note: xlwings runs desktop UDFs on Windows only: run this command on the Windows "
                                "machine with Excel (or pass --interpreter C:\\path\\to\\python.exe); on macOS or "
-                               "Excel on the web use xlwings Server with `from workbook.udfs import *` in its "
+                               "Excel on the web use xlwings Server with `from ckptplan.workbook.udfs import *` in its "
                                "custom_functions module.", highlight=False)
         _cli.console.print("[bold]Next steps[/]")
         for i, step in enumerate(steps(folder, interpreter, not no_workbook), start=1):

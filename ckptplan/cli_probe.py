@@ -9,7 +9,7 @@ Wire them into the main app with ``register(app)``. ``probe`` needs PyTorch (``p
 medians measured with ``--emit-from`` (default ``dcp_async``; a synchronous method writes
 ``async_write_min = 0`` and ``async_slowdown_fraction = 0``). ``restart_min`` stays the template's:
 the measured fresh-process restore is only a lower bound for a restart and is written as a comment.
-The file is written atomically and checked with :func:`engine.load_scenario`; an existing file is
+The file is written atomically and checked with :func:`files.load_scenario`; an existing file is
 replaced only with ``--force``.
 """
 
@@ -25,8 +25,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-import engine
-from engine import probe as _probe
+from . import engine
+from . import files
+from .engine import probe as _probe
 
 # `from package import module` resolves through sys.modules, so this works even when ckptplan.cli
 # imports this module while it is still initialising; names are looked up at call time.
@@ -107,7 +108,7 @@ def probed_scenario(result: _probe.ProbeResult, template: Optional[str], method:
 
 
 def scenario_toml(scenario: engine.Scenario, result: _probe.ProbeResult, method: str) -> str:
-    """TOML text loadable by :func:`engine.load_scenario`, with a comment header naming the probe."""
+    """TOML text loadable by :func:`files.load_scenario`, with a comment header naming the probe."""
     s = result.methods[method]
     cfg = result.config
     header = [

@@ -10,8 +10,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-import engine
-from engine.files import atomic_write_text
+from . import engine
+from . import files
+from .files.atomic import atomic_write_text
 
 console = Console()
 err_console = Console(stderr=True)
@@ -26,7 +27,7 @@ def fail(message: str, code: int = 2) -> None:
 
 def scenario_from_options(template: Optional[str], overrides: dict[str, Any]) -> engine.Scenario:
     """A template (default: the seed case) with command-line overrides applied and validated."""
-    base = engine.load_scenario(template or DEFAULT_TEMPLATE)
+    base = files.load_scenario(template or DEFAULT_TEMPLATE)
     changes = {k: v for k, v in overrides.items() if v is not None}
     if "node_mtbf_h" in changes and "job_mtbf_h" not in changes:
         changes["job_mtbf_h"] = None  # a node figure given on the command line wins over a preset override
@@ -38,14 +39,14 @@ def scenario_from_options(template: Optional[str], overrides: dict[str, Any]) ->
 def emit_scenario_file(path: Path, build: Callable[[], tuple[engine.Scenario, str]], force: bool,
                        what: str) -> engine.Scenario:
     """``--emit-scenario``: build (scenario, TOML text), write it atomically after checking that it
-    loads (:func:`engine.load_scenario`), never over an existing file without ``force``.
+    loads (:func:`files.load_scenario`), never over an existing file without ``force``.
 
     Every failure exits with a readable message: the file exists, the scenario cannot be built
     (``what`` says whose: "fitted", "probed"), or the file cannot be written.
     """
     try:
         scenario, text = build()
-        atomic_write_text(path, text, force=force, check=engine.load_scenario)
+        atomic_write_text(path, text, force=force, check=files.load_scenario)
     except FileExistsError:
         fail(f"{path} exists; use --force to overwrite it")
     except ValueError as exc:

@@ -1,52 +1,79 @@
-"""ckptplan engine: how often a training job should checkpoint, and what it costs.
+"""ckptplan.engine: how often a training job should checkpoint, and what it costs. Models only.
 
-The engine knows nothing of Excel. Every public function takes scalars, numpy arrays or pandas
-Series alike, broadcasts them, and raises :class:`InputError` (a ``ValueError``) naming the
-argument, the value and the rule on bad input. See ``shared/DESIGN.md`` for the data flow.
+The engine knows nothing of files, Excel, PyTorch or the terminal. Every public function takes
+scalars, numpy arrays or pandas Series alike, broadcasts them, and raises :class:`InputError` (a
+``ValueError``) naming the argument, the value and the rule on bad input. Every input field and
+rule is declared once in :mod:`ckptplan.engine.fields`.
+
+Submodules load when first used (``from ckptplan import engine`` costs almost nothing), so the
+command line starts fast:
+
+* :mod:`.fields` the registry of fields and rules; :mod:`.errors` :class:`InputError`;
+* :mod:`.waste` Young, Daly, the exact model and async saves; :mod:`.reliability` job MTBF from
+  nodes, GPUs and correlated failure domains; :mod:`.cost` GPU-hours, money, comparisons;
+* :mod:`.scenario` the scenario record and table, and :func:`evaluate`;
+* :mod:`.deadline` finite jobs, Monte Carlo and deadline answers; :mod:`.batch` many scenarios
+  at once and sweeps; :mod:`.logs` fitting interruption logs.
 """
 
-from ._inputs import InputError
-from . import batch, deadline, logs, probe  # probe imports torch only when a probe runs
-from .cost import compare_plans, goodput, gpu_hours, money
-from .deadline import (
-    FailureLaw,
-    best_segment_count,
-    deadline_report,
-    deadline_search,
-    finite_expected_wall_time,
-    simulate,
-    simulate_wall_times,
-)
-from .logs import fit_log
-from .reliability import (
-    FailureDomain,
-    domains_spanned,
-    job_failure_rate_per_h,
-    job_mtbf,
-    job_mtbf_with_domains,
-    node_mtbf_from_gpus,
-)
-from .scenario import (
-    FIELDS,
-    Scenario,
-    evaluate,
-    list_templates,
-    load_scenario,
-    scenario_from_dict,
-    scenario_to_dict,
-    to_table,
-    validate_table,
-)
-from .waste import (
-    daly_interval,
-    effective_stall,
-    exact_optimal_interval,
-    expected_wall_time,
-    first_order_waste,
-    time_breakdown,
-    waste_fraction,
-    young_interval,
-    young_min_waste,
-)
+from __future__ import annotations
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+import importlib
+from typing import Any
+
+from .errors import InputError
+
+# public name -> submodule that defines it (loaded on first access)
+_EXPORTS: dict[str, str] = {
+    # waste
+    "young_interval": "waste", "daly_interval": "waste", "first_order_waste": "waste",
+    "young_min_waste": "waste", "effective_stall": "waste", "expected_wall_time": "waste",
+    "waste_fraction": "waste", "exact_optimal_interval": "waste", "time_breakdown": "waste",
+    # reliability
+    "job_mtbf": "reliability", "node_mtbf_from_gpus": "reliability", "FailureDomain": "reliability",
+    "domains_spanned": "reliability", "job_failure_rate_per_h": "reliability",
+    "job_mtbf_with_domains": "reliability",
+    # cost
+    "gpu_hours": "cost", "money": "cost", "goodput": "cost", "compare_plans": "cost",
+    # scenario
+    "Scenario": "scenario", "evaluate": "scenario", "scenario_from_dict": "scenario",
+    "scenario_to_dict": "scenario", "to_table": "scenario", "validate_table": "scenario",
+    # registry
+    "FIELDS": "fields", "FIELD_BY_NAME": "fields", "RULES": "fields",
+    # deadline
+    "FailureLaw": "deadline", "best_segment_count": "deadline", "deadline_report": "deadline",
+    "deadline_search": "deadline", "finite_expected_wall_time": "deadline", "simulate": "deadline",
+    "simulate_wall_times": "deadline",
+    # log fitting
+    "fit_log": "logs",
+}
+_SUBMODULES = ("batch", "cost", "deadline", "errors", "fields", "logs", "reliability", "scenario", "waste")
+
+__all__ = [
+    "InputError",
+    "young_interval", "daly_interval", "first_order_waste", "young_min_waste", "effective_stall",
+    "expected_wall_time", "waste_fraction", "exact_optimal_interval", "time_breakdown",
+    "job_mtbf", "node_mtbf_from_gpus", "FailureDomain", "domains_spanned", "job_failure_rate_per_h",
+    "job_mtbf_with_domains",
+    "gpu_hours", "money", "goodput", "compare_plans",
+    "Scenario", "evaluate", "scenario_from_dict", "scenario_to_dict", "to_table", "validate_table",
+    "FIELDS", "FIELD_BY_NAME", "RULES",
+    "FailureLaw", "best_segment_count", "deadline_report", "deadline_search", "finite_expected_wall_time",
+    "simulate", "simulate_wall_times",
+    "fit_log",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__) | set(_SUBMODULES))

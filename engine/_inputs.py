@@ -15,37 +15,8 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-
-class InputError(ValueError):
-    """Invalid input: carries ``field`` (argument name), ``value`` and ``rule``."""
-
-    def __init__(self, field: str, value: Any, rule: str, position: tuple | None = None):
-        self.field = field
-        self.value = value
-        self.rule = rule
-        self.position = position
-        where = "" if not position else "[" + ", ".join(str(i) for i in position) + "]"
-        super().__init__(f"{field}{where}={_show(value)}: {rule}")
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, (float, np.floating)):
-        return repr(float(value))
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-# ---------------------------------------------------------------------------------------------
-# rules: (predicate on a float array -> bool mask of GOOD elements, human-readable rule)
-RULES: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
-    "positive": (lambda a: a > 0, "must be > 0"),
-    "nonnegative": (lambda a: a >= 0, "must be >= 0"),
-    "fraction": (lambda a: (a >= 0) & (a < 1), "must be a fraction in [0, 1)"),
-    "count": (lambda a: (a >= 1) & (a == np.floor(a)), "must be a whole number >= 1"),
-    "any": (lambda a: np.ones(a.shape, dtype=bool), ""),
-}
+from .errors import InputError
+from .fields import RULES
 
 
 def as_float_array(name: str, value: Any, rule: str = "any", allow_inf: bool = False) -> np.ndarray:
@@ -74,11 +45,11 @@ def as_float_array(name: str, value: Any, rule: str = "any", allow_inf: bool = F
     bad = np.isnan(arr) if allow_inf else ~np.isfinite(arr)
     if bad.any():
         _raise_first(name, arr, bad, "must be a finite number" if not allow_inf else "must not be NaN")
-    predicate, text = RULES[rule]
+    check = RULES[rule]
     with np.errstate(invalid="ignore"):
-        bad = ~predicate(arr)
+        bad = ~check.predicate(arr)
     if bad.any():
-        _raise_first(name, arr, bad, text)
+        _raise_first(name, arr, bad, check.message)
     return arr
 
 

@@ -55,7 +55,7 @@ Inputs: ``.toml`` (several ``[[scenario]]`` tables or one ``[scenario]``, each w
 ``[[scenario.domains]]``), ``.csv``, ``.xlsx``, ``.parquet`` (a header row of field names: the
 names of :data:`~engine.scenario.FIELDS`, the text columns ``name``, ``description``, ``source``,
 ``currency``, and ``domain{i}_name``/``domain{i}_mtbf_h``/``domain{i}_nodes_per_domain``).
-Outputs: ``.csv``, ``.xlsx``, ``.parquet``; written atomically (:func:`engine.files.atomic_write`),
+Outputs: ``.csv``, ``.xlsx``, ``.parquet``; written atomically (:func:`ckptplan.files.atomic_write`),
 never over an existing file without ``force``. Details in each function's docstring.
 
 Large sweeps on Dask
@@ -92,9 +92,11 @@ import pandas as pd
 from . import cost
 from . import deadline as _dl
 from ._inputs import InputError, as_float_array
-from .files import atomic_write, check_xlsx_package
+from ..files.atomic import atomic_write
+from ..files.untrusted import check_xlsx_package
 from .scenario import DOMAIN_COL as _DOMAIN_COL
-from .scenario import FIELD_BY_NAME, FIELDS, TEXT_FIELDS, RowProblems, Scenario, check_columns, load_scenario
+from ..files.scenarios import load_scenario  # FIXME(split): the engine must not read files
+from .scenario import FIELD_BY_NAME, FIELDS, TEXT_FIELDS, RowProblems, Scenario, check_columns
 from .scenario import domain_indices as _domain_indices
 from .scenario import is_absent as _is_absent
 from .scenario import is_number as _is_number
@@ -1470,7 +1472,7 @@ def write_results(results: Any, path: Union[str, Path], *, force: bool = False, 
     chunk with the rows it wrote. ``expected_rows``, when known, lets an .xlsx beyond Excel's limit
     fail before any work.
 
-    * The file appears complete or not at all (:func:`engine.files.atomic_write`); an existing
+    * The file appears complete or not at all (:func:`ckptplan.files.atomic_write`); an existing
       file is replaced only with ``force``, and that is checked before any evaluation.
     * CSV: UTF-8, comma, header row, numbers in shortest round-trip form, blank for missing; text
       cells neutralised against formula injection (:func:`neutralise_csv_text`). Parquet: zstd,

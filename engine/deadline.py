@@ -794,7 +794,7 @@ class _Job:
 
 def _job(scenario: Scenario, deadline_h, interval_min) -> _Job:
     if not isinstance(scenario, Scenario):
-        raise InputError("scenario", type(scenario).__name__, "must be an engine.Scenario (e.g. engine.load_scenario('seed'))")
+        raise InputError("scenario", type(scenario).__name__, "must be a ckptplan.engine.Scenario (e.g. ckptplan.files.load_scenario('seed'))")
     changes = {}
     if deadline_h is not None:
         changes["deadline_h"] = float(as_float_array("deadline_h", deadline_h, "positive"))

@@ -15,122 +15,65 @@ import functools
 import math
 import numbers
 import re
-import tomllib
-from dataclasses import asdict, dataclass, fields, replace
-from pathlib import Path
+from dataclasses import asdict, field as dc_field, fields, make_dataclass, replace
 from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
 
 from . import cost, reliability, waste
-from ._inputs import RULES, InputError
+from .errors import InputError
+from .fields import DOMAIN_FIELDS, FIELD_BY_NAME, FIELDS, RULES, TEXT_FIELDS, Field
 from .reliability import FailureDomain
 
 
-@dataclass(frozen=True)
-class FieldSpec:
-    name: str
-    rule: str            # key of engine._inputs.RULES
-    unit: str
-    label: str
-    required: bool = False
-    default: float | None = None   # None: optional, absent means "not given"
+def _post_init(self) -> None:
+    object.__setattr__(self, "domains", tuple(
+        d if isinstance(d, FailureDomain) else FailureDomain(**d) for d in self.domains))
+    validate_table(to_table([self]))
 
 
-FIELDS: tuple[FieldSpec, ...] = (
-    FieldSpec("checkpoint_stall_min", "nonnegative", "min", "Checkpoint stall seen by the training step (blocking part of a save)", True),
-    FieldSpec("async_write_min", "nonnegative", "min", "Background write time until the checkpoint is durable (0 = synchronous save)", default=0.0),
-    FieldSpec("async_slowdown_fraction", "fraction", "fraction", "Share of training throughput lost while the background write runs", default=0.0),
-    FieldSpec("restart_min", "nonnegative", "min", "Restart time after each failure (reallocate, download, restart)", default=0.0),
-    FieldSpec("node_mtbf_h", "positive", "h", "Mean time between failures of one node (independent failures)"),
-    FieldSpec("job_mtbf_h", "positive", "h", "Job MTBF override (e.g. fitted from a log); replaces the node-derived value"),
-    FieldSpec("nodes", "count", "nodes", "Nodes in the job", True),
-    FieldSpec("gpus_per_node", "count", "GPUs", "GPUs per node", default=8.0),
-    FieldSpec("nonfatal_share", "fraction", "fraction", "Share of node failures the job survives", default=0.0),
-    FieldSpec("useful_training_h", "positive", "h", "Useful training compute needed (wall hours with no saves or failures)", True),
-    FieldSpec("price_per_gpu_hour", "nonnegative", "per GPU-h", "Price per GPU-hour", True),
-    FieldSpec("interval_min", "positive", "min", "Chosen compute interval between saves (empty = exact optimum)"),
-    FieldSpec("deadline_h", "positive", "h", "Deadline for the run (used by the Monte Carlo)"),
-    FieldSpec("runs_per_month", "positive", "runs", "Runs per month for monthly figures (empty = back-to-back runs)"),
-)
-FIELD_BY_NAME = {f.name: f for f in FIELDS}
-TEXT_FIELDS = ("name", "description", "source", "currency")
-_DOMAIN_COL = re.compile(r"^domain(\d+)_(name|mtbf_h|nodes_per_domain)$")
+def _replace(self, **changes: Any) -> "Scenario":
+    """A copy with some fields changed (validated again)."""
+    return replace(self, **changes)
 
 
-@dataclass(frozen=True)
-class Scenario:
-    """One scenario; see :data:`FIELDS` for each number's unit and rule. Validated on creation."""
+def _with_nodes(self, nodes: int, scaling_efficiency: float = 1.0) -> "Scenario":
+    """The same training on ``nodes`` nodes: useful hours scale by ``old/new / efficiency``.
 
-    name: str
-    checkpoint_stall_min: float
-    nodes: int
-    useful_training_h: float
-    price_per_gpu_hour: float
-    node_mtbf_h: float | None = None
-    job_mtbf_h: float | None = None
-    async_write_min: float = 0.0
-    async_slowdown_fraction: float = 0.0
-    restart_min: float = 0.0
-    gpus_per_node: int = 8
-    nonfatal_share: float = 0.0
-    interval_min: float | None = None
-    deadline_h: float | None = None
-    runs_per_month: float | None = None
-    domains: tuple[FailureDomain, ...] = ()
-    currency: str = "USD"
-    description: str = ""
-    source: str = ""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "domains", tuple(
-            d if isinstance(d, FailureDomain) else FailureDomain(**d) for d in self.domains))
-        validate_table(to_table([self]))
-
-    def replace(self, **changes: Any) -> "Scenario":
-        """A copy with some fields changed (validated again)."""
-        return replace(self, **changes)
-
-    def with_nodes(self, nodes: int, scaling_efficiency: float = 1.0) -> "Scenario":
-        """The same training on ``nodes`` nodes: useful hours scale by ``old/new / efficiency``.
-
-        ``scaling_efficiency`` (0, 1]: 1 = perfect scaling (GPU-hours of useful compute unchanged).
-        """
-        if not (isinstance(scaling_efficiency, (int, float)) and 0 < scaling_efficiency <= 1):
-            raise InputError("scaling_efficiency", scaling_efficiency, "must be in (0, 1]")
-        hours = self.useful_training_h * self.nodes / (nodes * scaling_efficiency)
-        return self.replace(nodes=nodes, useful_training_h=hours, name=f"{self.name} @ {nodes} nodes")
-
-
-# ------------------------------------------------------------------------------------------- TOML
-
-TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
-
-
-def list_templates() -> list[str]:
-    """Names of the shipped presets in ``templates/`` (file stems)."""
-    return sorted(p.stem for p in TEMPLATE_DIR.glob("*.toml"))
-
-
-def load_scenario(source: str | Path) -> Scenario:
-    """Load a scenario from a template name (see :func:`list_templates`) or a TOML file path.
-
-    The file has a ``[scenario]`` table with the fields of :class:`Scenario` and optional
-    ``[[scenario.domains]]`` tables (``name``, ``mtbf_h``, ``nodes_per_domain``).
+    ``scaling_efficiency`` (0, 1]: 1 = perfect scaling (GPU-hours of useful compute unchanged).
     """
-    path = Path(source)
-    if not path.suffix and not path.exists():
-        path = TEMPLATE_DIR / f"{source}.toml"
-        if not path.exists():
-            raise InputError("template", str(source), f"unknown template; available: {', '.join(list_templates())}")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("scenario file", str(path), "file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError("scenario file", str(path), f"is not valid TOML ({exc})") from None
-    return scenario_from_dict(data.get("scenario", data), origin=str(path))
+    if not (isinstance(scaling_efficiency, (int, float)) and 0 < scaling_efficiency <= 1):
+        raise InputError("scaling_efficiency", scaling_efficiency, "must be in (0, 1]")
+    hours = self.useful_training_h * self.nodes / (nodes * scaling_efficiency)
+    return self.replace(nodes=nodes, useful_training_h=hours, name=f"{self.name} @ {nodes} nodes")
+
+
+def _scenario_class() -> type:
+    """The :class:`Scenario` record, generated from the registry (:data:`ckptplan.engine.fields.FIELDS`)."""
+    def kind(f: Field) -> type:
+        return int if f.integer else float
+
+    spec: list[tuple] = [("name", str)]
+    spec += [(f.name, kind(f)) for f in FIELDS if f.required]
+    spec += [(f.name, kind(f) | None, dc_field(default=f.default)) for f in FIELDS if not f.required]
+    spec += [("domains", tuple, dc_field(default=()))]
+    spec += [(name, str, dc_field(default=default)) for name, (_, default) in TEXT_FIELDS.items() if name != "name"]
+    doc = ("One scenario: how a training job saves and fails and what its GPUs cost. Validated on creation.\n\n"
+           "Fields (generated from the registry, ``ckptplan.engine.fields``):\n\n"
+           + "\n".join(f"* ``{f.name}`` [{f.unit}]: {f.label}; {f.check.noun}"
+                       + (" (required)" if f.required else f" (default {f.default})" if f.default is not None
+                          else " (optional)") for f in FIELDS)
+           + "\n* ``domains``: correlated failure domains (:class:`~ckptplan.engine.reliability.FailureDomain`)"
+           + "".join(f"\n* ``{name}``: {label}" for name, (label, _) in TEXT_FIELDS.items()))
+    cls = make_dataclass("Scenario", spec, frozen=True, namespace={
+        "__doc__": doc, "__post_init__": _post_init, "replace": _replace, "with_nodes": _with_nodes})
+    cls.__module__ = __name__  # so it pickles (Dask workers) and reprs as ckptplan.engine.scenario.Scenario
+    return cls
+
+
+Scenario = _scenario_class()
+_DOMAIN_COL = re.compile(r"^domain(\d+)_(name|" + "|".join(f.name for f in DOMAIN_FIELDS) + r")$")
 
 
 def scenario_from_dict(data: dict[str, Any], origin: str = "scenario") -> Scenario:
@@ -259,11 +202,11 @@ def _number_column(name: str, rule: str, required: bool, default: float | None, 
     inf = np.isinf(eff)
     if inf.any():
         problems.add(np.flatnonzero(inf), lambda p: InputError(name, float(eff[p]), "must be a finite number"))
-    predicate, text = RULES[rule]
+    check = RULES[rule]
     with np.errstate(invalid="ignore"):
-        fails = ~predicate(eff) & np.isfinite(eff)
+        fails = ~check.predicate(eff) & np.isfinite(eff)
     if fails.any():
-        problems.add(np.flatnonzero(fails), lambda p: InputError(name, float(eff[p]), text))
+        problems.add(np.flatnonzero(fails), lambda p: InputError(name, float(eff[p]), check.message))
     need = absent & required
     if need.any():
         problems.add(np.flatnonzero(need), lambda p: InputError(name, None, "is required"))
@@ -311,8 +254,8 @@ def table_problems(table: pd.DataFrame, flagged: dict[str, np.ndarray] | None = 
         "interval_min", float(T[p]), f"must be >= async_write_min * (1 - async_slowdown_fraction) = {behind[p]:.6g} "
         "(the write must be durable before the next save)"))
     for i in domain_indices(table.columns):
-        column(f"domain{i}_mtbf_h", "positive", False, None)
-        column(f"domain{i}_nodes_per_domain", "count", False, None)
+        for part in DOMAIN_FIELDS:
+            column(f"domain{i}_{part.name}", part.rule, False, None)
         a, b = f"domain{i}_mtbf_h", f"domain{i}_nodes_per_domain"
         half = ok[a] & ok[b] & (np.isnan(eff[a]) != np.isnan(eff[b]))
         problems.add(np.flatnonzero(half), lambda p, i=i: InputError(

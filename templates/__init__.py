@@ -1,1 +1,4 @@
-"""Scenario presets (TOML). Load them with ``engine.load_scenario(NAME)``; list with ``engine.list_templates()``."""
+"""Scenario presets (TOML) and an example interruption log; each file names its source.
+
+Load a preset with ``ckptplan.files.load_scenario(NAME)``; list them with ``ckptplan.files.list_templates()``.
+"""

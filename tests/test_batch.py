@@ -20,10 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-import engine
+from ckptplan import engine
+from ckptplan import files
 from ckptplan.cli_batch import register
-from engine import batch as eb
-from engine import deadline as dl
+from ckptplan.engine import batch as eb
+from ckptplan.engine import deadline as dl
 
 runner = CliRunner()
 RUNS = 200
@@ -38,7 +39,7 @@ def app() -> typer.Typer:
 
 def templates_table() -> pd.DataFrame:
     """Every shipped preset: domains, async saves, job-MTBF overrides, text columns."""
-    return engine.to_table([engine.load_scenario(n) for n in engine.list_templates()])
+    return engine.to_table([files.load_scenario(n) for n in files.list_templates()])
 
 
 def numeric_columns(df: pd.DataFrame) -> list[str]:
@@ -176,7 +177,7 @@ def test_table_level_problems_raise():
 def test_empty_and_scenario_inputs():
     empty = eb.evaluate_rows(templates_table().iloc[:0])
     assert len(empty) == 0 and "total_cost" in empty.columns
-    one = eb.evaluate_rows(engine.load_scenario("seed"))
+    one = eb.evaluate_rows(files.load_scenario("seed"))
     assert one["status"].tolist() == ["ok"]
 
 
@@ -215,7 +216,7 @@ def test_sweep_rule_violations_are_row_errors_and_options():
     assert out["status"].tolist() == ["error", "error", "ok", "ok"]
     assert set(out["error"].iloc[:2]) == {"checkpoint_stall_min=-1.0: must be >= 0"}
     # sweeping node MTBF drops a template's job MTBF override, or it would win on every row
-    llama = engine.load_scenario("llama3-405b")
+    llama = files.load_scenario("llama3-405b")
     swept = eb.sweep(llama, node_mtbf_h=[1000, 2000])
     assert swept["job_mtbf_h"].iloc[0] != swept["job_mtbf_h"].iloc[1]
     # same work: useful hours scale with nodes
@@ -287,9 +288,9 @@ def test_deadline_columns_are_seeded_per_scenario_not_per_batch():
 
 
 def test_deadline_row_reproduces_deadline_report():
-    out = eb.evaluate_rows(engine.load_scenario("seed"), deadline=True, runs=RUNS, seed=3)
+    out = eb.evaluate_rows(files.load_scenario("seed"), deadline=True, runs=RUNS, seed=3)
     row = out.iloc[0]
-    rep = dl.deadline_report(engine.load_scenario("seed"), runs=RUNS, seed=int(row["deadline_seed"]))
+    rep = dl.deadline_report(files.load_scenario("seed"), runs=RUNS, seed=int(row["deadline_seed"]))
     assert row["deadline_seed"] < 2**49
     for mine, theirs in (("p_finish", "p_finish"), ("p_finish_low", "p_finish_low"), ("mc_wall_h_mean", "wall_h_mean"),
                          ("mc_wall_h_p90", "wall_h_p90"), ("mc_failures_mean", "failures_mean"),
@@ -298,7 +299,7 @@ def test_deadline_row_reproduces_deadline_report():
 
 
 def test_deadline_problems_are_row_errors():
-    sc = engine.load_scenario("seed")
+    sc = files.load_scenario("seed")
     table = engine.to_table([sc, sc.replace(name="too tight", deadline_h=100.0), sc.replace(name="open", deadline_h=None)])
     out = eb.evaluate_rows(table, deadline=True, runs=RUNS)
     assert out["status"].tolist() == ["ok", "error", "ok"]
@@ -356,7 +357,7 @@ def test_streamed_chunks_write_the_same_file_as_one_frame(tmp_path):
 
 
 def test_csv_output_neutralises_formulas_but_keeps_numbers(tmp_path):
-    sc = engine.load_scenario("seed")
+    sc = files.load_scenario("seed")
     names = ["=1+1", "+SUM(A1)", "-2+3", "@cmd", "\tTAB", "\rCR", "plain", "a=b"]
     table = engine.to_table([sc.replace(name=n) for n in names])
     results = eb.evaluate_rows(table)
@@ -375,7 +376,7 @@ def test_csv_output_neutralises_formulas_but_keeps_numbers(tmp_path):
 def test_xlsx_output_is_an_excel_table_with_formats_and_summary(tmp_path):
     from openpyxl import load_workbook
 
-    sc = engine.load_scenario("seed")
+    sc = files.load_scenario("seed")
     table = engine.to_table([sc, sc.replace(name="=HYPERLINK(\"http://x\")", checkpoint_stall_min=0.5),
                              sc.replace(name="#N/A", restart_min=30.0)])
     table.loc[2, "nodes"] = -4
@@ -465,10 +466,10 @@ def test_xlsx_input_is_read_as_untrusted_values(tmp_path):
 
 def test_toml_input_single_and_several_and_errors(tmp_path):
     one = tmp_path / "one.toml"
-    one.write_text((Path(engine.scenario.TEMPLATE_DIR) / "power-domains.toml").read_text())
+    one.write_text((files.TEMPLATE_DIR / "power-domains.toml").read_text())
     t1 = eb.read_scenarios(one)
     assert len(t1) == 1 and "domain1_mtbf_h" in t1.columns
-    ref = engine.evaluate(engine.load_scenario("power-domains"))
+    ref = engine.evaluate(files.load_scenario("power-domains"))
     assert eb.evaluate_rows(t1)["total_cost"].iloc[0] == ref["total_cost"].iloc[0]
     several = tmp_path / "several.toml"
     several.write_text("""

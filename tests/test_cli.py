@@ -5,7 +5,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-import engine
+from ckptplan import engine
+from ckptplan import files
 from ckptplan.cli import app
 
 runner = CliRunner()
@@ -25,7 +26,7 @@ def test_plan_json_matches_engine():
     res = runner.invoke(app, ["plan", "--stall-min", "0.5", "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
-    row = engine.evaluate(engine.load_scenario("seed").replace(checkpoint_stall_min=0.5)).iloc[0]
+    row = engine.evaluate(files.load_scenario("seed").replace(checkpoint_stall_min=0.5)).iloc[0]
     assert data["young_interval_min"] == pytest.approx(34.641, abs=1e-3)
     assert data["total_cost"] == pytest.approx(row["total_cost"], rel=1e-12)
     assert data["currency"] == "USD"
@@ -56,7 +57,7 @@ def test_plan_bad_input_is_a_readable_error():
 def test_templates_command_lists_presets():
     res = runner.invoke(app, ["templates"])
     assert res.exit_code == 0
-    for name in engine.list_templates():
+    for name in files.list_templates():
         assert name in res.output
 
 

@@ -6,21 +6,22 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import engine
-from engine import InputError
+from ckptplan import engine
+from ckptplan import files
+from ckptplan.engine import InputError
 
 
 def seed():
-    return engine.load_scenario("seed")
+    return files.load_scenario("seed")
 
 
 def test_templates_load_and_name_their_sources():
-    names = engine.list_templates()
+    names = files.list_templates()
     assert {"seed", "llama3-405b", "fast-storage", "async-save", "power-domains"} <= set(names)
     for name in names:
-        sc = engine.load_scenario(name)
+        sc = files.load_scenario(name)
         assert sc.source, f"{name} must name its source"
-    llama = engine.load_scenario("llama3-405b")
+    llama = files.load_scenario("llama3-405b")
     assert llama.nodes * llama.gpus_per_node == 16384
     assert "Llama 3" in llama.source
     # 419 unexpected interruptions in 54 days -> job MTBF 3.09 h
@@ -37,7 +38,7 @@ def test_seed_reference_case_through_evaluate():
 
 
 def test_evaluate_columns_are_consistent():
-    table = engine.to_table([engine.load_scenario(n) for n in engine.list_templates()])
+    table = engine.to_table([files.load_scenario(n) for n in files.list_templates()])
     out = engine.evaluate(table)
     assert len(out) == len(table)
     parts = out[["useful_h", "save_h", "rework_h", "restart_h"]].sum(axis=1)
@@ -54,7 +55,7 @@ def test_evaluate_columns_are_consistent():
 
 
 def test_evaluate_matches_engine_functions_row_by_row():
-    sc = engine.load_scenario("async-save")
+    sc = files.load_scenario("async-save")
     row = engine.evaluate(sc).iloc[0]
     M = 2560 / 128 * 60
     T = engine.exact_optimal_interval(0.2, M, 4, 0.15)
@@ -70,7 +71,7 @@ def test_chosen_interval_and_job_mtbf_override():
 
 
 def test_domains_in_tables_and_rows_without_them():
-    out = engine.evaluate([engine.load_scenario("power-domains"), seed()])
+    out = engine.evaluate([files.load_scenario("power-domains"), seed()])
     assert out.loc[0, "job_mtbf_h"] == pytest.approx(1 / (0.9 * 256 / 2560 + 16 / 20000))
     assert out.loc[1, "job_mtbf_h"] == 20.0
 
@@ -86,7 +87,7 @@ def test_with_nodes_keeps_useful_gpu_hours():
 
 
 def test_compare_faster_storage():
-    rows = engine.evaluate([seed(), engine.load_scenario("fast-storage")])
+    rows = engine.evaluate([seed(), files.load_scenario("fast-storage")])
     cmp = engine.compare_plans(rows.iloc[0], rows.iloc[1])
     assert cmp["gpu_hours_saved_per_run"] == pytest.approx(rows.loc[0, "total_gpu_hours"] - rows.loc[1, "total_gpu_hours"])
     assert cmp["gpu_hours_saved_per_run"] > 0
@@ -151,18 +152,18 @@ def test_minimal_table_uses_defaults():
 
 def test_template_errors(tmp_path):
     with pytest.raises(InputError, match="unknown template"):
-        engine.load_scenario("nope")
+        files.load_scenario("nope")
     bad = tmp_path / "bad.toml"
     bad.write_text("[scenario]\nname='x'\ncheckpoint_stall_min = 2\nnodes=1\nuseful_training_h=1\nprice_per_gpu_hour=1\nnode_mtbf_h=10\nstal=3\n")
     with pytest.raises(InputError, match="stal.*unknown field"):
-        engine.load_scenario(bad)
+        files.load_scenario(bad)
     bad.write_text("[scenario\n")
     with pytest.raises(InputError, match="not valid TOML"):
-        engine.load_scenario(bad)
+        files.load_scenario(bad)
 
 
 def test_round_trip_dict():
-    sc = engine.load_scenario("power-domains")
+    sc = files.load_scenario("power-domains")
     again = engine.scenario_from_dict(engine.scenario_to_dict(sc))
     assert again == sc
     assert math.isclose(engine.evaluate(again).iloc[0]["wall_h"], engine.evaluate(sc).iloc[0]["wall_h"])

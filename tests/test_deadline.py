@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from scipy import stats
 from typer.testing import CliRunner
 
-import engine
-from engine import deadline as dl
-from engine.deadline import FailureLaw
+from ckptplan import engine
+from ckptplan.engine import deadline as dl
+from ckptplan.engine.deadline import FailureLaw
 
 # ------------------------------------------------------------------ exact finite expectation
 

@@ -11,11 +11,12 @@ import typer
 from scipy import stats
 from typer.testing import CliRunner
 
-import engine
-from engine import logs
-from engine.logs import LogError, fit_log, mtbf_estimate, read_log, run_segments, synthetic_log, weibull_fit
+from ckptplan import engine
+from ckptplan import files
+from ckptplan.engine import logs
+from ckptplan.engine.logs import LogError, fit_log, mtbf_estimate, read_log, run_segments, synthetic_log, weibull_fit
 
-TEMPLATE_LOG = Path(engine.__file__).resolve().parent.parent / "templates" / "example-interruption-log.csv"
+TEMPLATE_LOG = files.TEMPLATE_DIR / "example-interruption-log.csv"
 HEADER = "timestamp,event,cause,stall_s,step\n"
 
 
@@ -393,9 +394,9 @@ def test_cli_emit_scenario_writes_a_loadable_toml(tmp_path):
     out = tmp_path / "fitted.toml"
     res = runner.invoke(make_app(), ["fit", str(TEMPLATE_LOG), "--emit-scenario", str(out)])
     assert res.exit_code == 0, res.output
-    sc = engine.load_scenario(out)
+    sc = files.load_scenario(out)
     fit = fit_log(TEMPLATE_LOG)
-    seed = engine.load_scenario("seed")
+    seed = files.load_scenario("seed")
     assert sc.job_mtbf_h == pytest.approx(fit.mtbf.mtbf_h)
     assert sc.restart_min == pytest.approx(fit.restart.mean_min)
     assert sc.checkpoint_stall_min == pytest.approx(fit.stall.mean_min)
@@ -416,8 +417,8 @@ def test_cli_emit_scenario_uses_the_template_and_refuses_to_overwrite(tmp_path):
                               "--force", "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["emitted_scenario"]["path"] == str(out)
-    sc = engine.load_scenario(out)
-    llama = engine.load_scenario("llama3-405b")
+    sc = files.load_scenario(out)
+    llama = files.load_scenario("llama3-405b")
     assert sc.nodes == llama.nodes == 2048 and sc.name == f"{llama.name}-fitted"
     assert sc.job_mtbf_h == pytest.approx(fit_log(TEMPLATE_LOG).mtbf.mtbf_h)
 

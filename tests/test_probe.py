@@ -25,9 +25,10 @@ torch = pytest.importorskip(
 import typer  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
-import engine  # noqa: E402
-from engine import probe  # noqa: E402
-from engine.probe import InputError, ProbeConfig, audit_checkpoint, run_probe  # noqa: E402
+from ckptplan import engine  # noqa: E402
+from ckptplan import files
+from ckptplan.engine import probe  # noqa: E402
+from ckptplan.engine.probe import InputError, ProbeConfig, audit_checkpoint, run_probe  # noqa: E402
 from ckptplan import cli_probe  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -357,7 +358,7 @@ def test_engine_and_audit_work_without_torch(result):
             "        if name == 'torch' or name.startswith('torch.'):\n"
             "            raise ModuleNotFoundError(f'No module named {name!r}')\n"
             "sys.meta_path.insert(0, NoTorch())\n"
-            "import engine, engine.probe as p\n"
+            "import ckptplan.engine, ckptplan.engine.probe as p\n"
             "assert 'torch' not in sys.modules\n"
             "assert p.torch_available() is False\n"
             f"r = p.audit_checkpoint({path!r}); print(r.status('optimizer'))\n"
@@ -377,13 +378,13 @@ def test_cli_probe_emits_scenario_with_measured_values(tmp_path):
     res = runner.invoke(_app(), args)
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
-    sc = engine.load_scenario(out)
+    sc = files.load_scenario(out)
     m = data["methods"]["dcp_async"]
     assert sc.checkpoint_stall_min == m["stall_s"] / 60 > 0
     assert sc.async_write_min == m["write_s"] / 60 > 0
     assert sc.async_slowdown_fraction == m["slowdown_fraction"]
     assert data["emitted_scenario"]["overrides"] == data["scenario_overrides"]["dcp_async"]
-    seed = engine.load_scenario("seed")
+    seed = files.load_scenario("seed")
     assert sc.name == f"{seed.name}-probed" and sc.restart_min == seed.restart_min  # restart_min not touched
     assert "ckptplan probe" in sc.source and "dcp_async" in out.read_text()
     before = out.read_text()
@@ -398,9 +399,9 @@ def test_cli_probe_sync_method_clears_template_async_fields(tmp_path):
                                       "--methods", "torch_save", "--emit-from", "torch_save", "--template",
                                       "async-save", "--emit-scenario", str(out)])
     assert res.exit_code == 0, res.output
-    sc = engine.load_scenario(out)
+    sc = files.load_scenario(out)
     assert sc.async_write_min == 0 and sc.async_slowdown_fraction == 0 and sc.checkpoint_stall_min > 0
-    assert engine.load_scenario("async-save").async_write_min > 0
+    assert files.load_scenario("async-save").async_write_min > 0
 
 
 def test_cli_probe_rejects_bad_options(tmp_path, monkeypatch):

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import engine
-from engine import FailureDomain, InputError
+from ckptplan import engine
+from ckptplan.engine import FailureDomain, InputError
 
 
 def test_reference_job_mtbf():

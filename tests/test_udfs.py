@@ -28,11 +28,12 @@ from hypothesis import given, settings, strategies as st
 from openpyxl import load_workbook
 from typer.testing import CliRunner
 
-import engine
-import workbook
-from engine import deadline as dl
-from workbook import udfs as U
-from workbook.udf_sheet import add_udf_sheet
+from ckptplan import engine
+from ckptplan import files
+from ckptplan import workbook
+from ckptplan.engine import deadline as dl
+from ckptplan.workbook import udfs as U
+from ckptplan.workbook.udf_sheet import add_udf_sheet
 
 REL = 1e-12
 REPO = Path(__file__).resolve().parent.parent
@@ -72,7 +73,7 @@ def test_reference_cases_and_engine_equality_for_scalars():
 
 
 def test_seed_scenario_figures_match_engine_evaluate():
-    sc = engine.load_scenario("seed")
+    sc = files.load_scenario("seed")
     row = engine.evaluate(sc).iloc[0]
     M = row["job_mtbf_h"] * 60
     T = row["chosen_interval_min"]
@@ -316,7 +317,7 @@ def _rows_from_table(table: pd.DataFrame) -> list[list]:
 
 
 def test_evaluate_matches_engine_for_every_template():
-    table = engine.to_table([engine.load_scenario(n) for n in engine.list_templates()])
+    table = engine.to_table([files.load_scenario(n) for n in files.list_templates()])
     expected = engine.evaluate(table)
     out = U.CKPT_EVALUATE(_rows_from_table(table))
     header = out[0]
@@ -335,7 +336,7 @@ def test_evaluate_matches_engine_for_every_template():
 
 
 def test_evaluate_bad_row_blank_row_and_dataframe_input():
-    sc = engine.load_scenario("seed")
+    sc = files.load_scenario("seed")
     table = engine.to_table([sc, sc.replace(name="fast", checkpoint_stall_min=0.5)])
     rows = _rows_from_table(table)
     col = rows[0].index("checkpoint_stall_min")
@@ -425,7 +426,7 @@ def _formulas(ws):
 
 
 def test_udf_sheet_formulas_use_existing_names_and_functions():
-    built = workbook.build_workbook(engine.load_scenario("seed"))
+    built = workbook.build_workbook(files.load_scenario("seed"))
     wb = built.workbook
     triples = add_udf_sheet(wb)
     assert wb.sheetnames.index("Add-in check") == wb.sheetnames.index("Readiness") - 1
@@ -440,7 +441,7 @@ def test_udf_sheet_formulas_use_existing_names_and_functions():
             if not re.fullmatch(r"[A-Z]{1,3}\d+", name):
                 assert name in wb.defined_names, (coord, name)
     assert called >= set(U.__all__) - {"CKPT_JOB_MTBF", "CKPT_EVALUATE"}
-    evaluated = engine.evaluate(engine.load_scenario("seed")).columns
+    evaluated = engine.evaluate(files.load_scenario("seed")).columns
     assert len(triples) == 10 + 15
     block = ws["A18"].value
     assert block.ref == "A18:D23" and block.text.startswith("=CKPT_COST_BREAKDOWN(")
@@ -457,7 +458,7 @@ def test_udf_sheet_formulas_use_existing_names_and_functions():
     from openpyxl import Workbook
     with pytest.raises(ValueError, match="lacks defined names"):
         add_udf_sheet(Workbook())
-    server = workbook.build_workbook(engine.load_scenario("seed")).workbook
+    server = workbook.build_workbook(files.load_scenario("seed")).workbook
     add_udf_sheet(server, function_prefix="XLWINGS.")
     assert server["Add-in check"]["B8"].value == "=XLWINGS.CKPT_YOUNG_INTERVAL(effective_stall_min,job_mtbf_min)"
 
@@ -484,9 +485,9 @@ def _call_like_the_addin(wb, ws, text):
 @pytest.mark.skipif(shutil.which("soffice") is None and shutil.which("libreoffice") is None,
                     reason="LibreOffice (soffice) is not installed")
 def test_udf_sheet_udfs_agree_with_the_recalculated_plain_formulas(tmp_path):
-    from workbook.recalc import recalculate
+    from ckptplan.workbook.recalc import recalculate
 
-    sc = engine.load_scenario("power-domains").replace(async_write_min=3.0, async_slowdown_fraction=0.2,
+    sc = files.load_scenario("power-domains").replace(async_write_min=3.0, async_slowdown_fraction=0.2,
                                                       deadline_h=None)
     built = workbook.build_workbook(sc)
     triples = add_udf_sheet(built.workbook)
@@ -532,7 +533,7 @@ def test_excel_setup_writes_config_and_starter_workbook(tmp_path):
     res = CliRunner().invoke(_app(), ["excel-setup", str(folder), "--interpreter", r"C:\Py\python.exe"])
     assert res.exit_code == 0, res.output
     conf = (folder / "xlwings.conf").read_bytes()
-    assert conf == b'"UDF MODULES","workbook.udfs"\r\n"INTERPRETER_WIN","C:\\Py\\python.exe"\r\n'
+    assert conf == b'"UDF MODULES","ckptplan.workbook.udfs"\r\n"INTERPRETER_WIN","C:\\Py\\python.exe"\r\n'
     wb = load_workbook(folder / "ckptplan-udfs.xlsx")
     assert "Add-in check" in wb.sheetnames
     out = " ".join(res.output.split())
@@ -550,7 +551,7 @@ def test_excel_setup_never_overwrites_without_force(tmp_path):
     assert not (tmp_path / "ckptplan-udfs.xlsx").exists()  # nothing written when one target exists
     res = CliRunner().invoke(_app(), ["excel-setup", str(tmp_path), "--force", "--no-workbook"])
     assert res.exit_code == 0, res.output
-    assert (tmp_path / "xlwings.conf").read_bytes().startswith(b'"UDF MODULES","workbook.udfs"\r\n')
+    assert (tmp_path / "xlwings.conf").read_bytes().startswith(b'"UDF MODULES","ckptplan.workbook.udfs"\r\n')
     assert not (tmp_path / "ckptplan-udfs.xlsx").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
 
@@ -585,7 +586,7 @@ def _post(url: str, body: dict) -> dict:
 
 
 def test_xlwings_server_serves_the_same_module_over_http(tmp_path):
-    """Start xlwings Server on loopback with custom_functions = `from workbook.udfs import *` and call it as Office.js does."""
+    """Start xlwings Server on loopback with custom_functions = `from ckptplan.workbook.udfs import *` and call it as Office.js does."""
     python = _server_python()
     if python is None:
         pytest.skip("xlwings-server is not installed: `pip install xlwings-server`, or point "
@@ -595,7 +596,7 @@ def test_xlwings_server_serves_the_same_module_over_http(tmp_path):
                     "without one): set XLWINGS_LICENSE_KEY (a paid key, or 'noncommercial' where the PolyForm "
                     "Noncommercial license applies)")
     (tmp_path / "custom_functions").mkdir()
-    (tmp_path / "custom_functions" / "__init__.py").write_text("from workbook.udfs import *  # noqa: F401,F403\n")
+    (tmp_path / "custom_functions" / "__init__.py").write_text("from ckptplan.workbook.udfs import *  # noqa: F401,F403\n")
     (tmp_path / "custom_scripts").mkdir()
     (tmp_path / "custom_scripts" / "__init__.py").write_text("")
     with socket.socket() as s:
@@ -640,7 +641,7 @@ def test_xlwings_server_serves_the_same_module_over_http(tmp_path):
             [err("stall_min", "must be a number", "a blank cell")], [err("stall_min", "must be a number", "text 'x'")]]
         assert call("CKPT_WASTE", [[60]], [[2]], [[1200]], [[10]], None, None, [["first_order"]]) == \
             [[approx(engine.first_order_waste(60, 2, 1200))]]
-        table = engine.to_table([engine.load_scenario("seed")])
+        table = engine.to_table([files.load_scenario("seed")])
         rows = _rows_from_table(table)
         served = call("CKPT_EVALUATE", rows)
         assert served[0] == U.CKPT_EVALUATE(rows)[0]

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 
-import engine
-from engine import InputError
+from ckptplan import engine
+from ckptplan.engine import InputError
 
 # ------------------------------------------------------------------ reference cases (DESIGN.md)
 

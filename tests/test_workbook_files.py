@@ -8,12 +8,13 @@ import openpyxl
 import pytest
 from openpyxl import load_workbook
 
-import engine
-import workbook
-from engine.files import OutputExistsError, atomic_write
-from workbook.read import WorkbookInputError, read_inputs, read_readiness
+from ckptplan import engine
+from ckptplan import files
+from ckptplan import workbook
+from ckptplan.files import OutputExistsError, atomic_write
+from ckptplan.workbook.read import WorkbookInputError, read_inputs, read_readiness
 
-SEED = engine.load_scenario("seed")
+SEED = files.load_scenario("seed")
 
 
 def test_sheets_names_styles_and_validation(tmp_path):

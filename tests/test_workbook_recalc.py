@@ -8,23 +8,24 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-import engine
-import workbook
-from workbook.build import CURVE_FACTORS
-from workbook.recalc import error_cells, recalculate, soffice
+from ckptplan import engine
+from ckptplan import files
+from ckptplan import workbook
+from ckptplan.workbook.build import CURVE_FACTORS
+from ckptplan.workbook.recalc import error_cells, recalculate, soffice
 
 pytestmark = pytest.mark.skipif(soffice() is None, reason="LibreOffice not installed (scripts/test.sh installs it)")
 
-SEED = engine.load_scenario("seed")
+SEED = files.load_scenario("seed")
 # At least three scenarios, including C >= 2M and a tiny MTBF
 BUILT_SCENARIOS = {
     "seed": SEED,
     "c_over_2m": SEED.replace(name="C >= 2M", checkpoint_stall_min=30.0, job_mtbf_h=0.2, restart_min=5.0),
     "tiny_mtbf": SEED.replace(name="tiny MTBF", node_mtbf_h=5.0, restart_min=3.0),
-    "async_domains": engine.load_scenario("async-save").replace(
+    "async_domains": files.load_scenario("async-save").replace(
         domains=(engine.FailureDomain("power", 20000.0, 16), engine.FailureDomain("rack", 50000.0, 4)),
         nonfatal_share=0.1, interval_min=50.0, runs_per_month=3.0),
-    "llama3": engine.load_scenario("llama3-405b"),
+    "llama3": files.load_scenario("llama3-405b"),
 }
 # Inputs changed in the generated file (no regeneration): the formulas must follow
 CHANGED = {
@@ -97,7 +98,7 @@ def recalculated(tmp_path_factory):
     src = tmp_path_factory.mktemp("src")
     out = tmp_path_factory.mktemp("out")
     builds, paths = {}, []
-    table = engine.to_table([engine.load_scenario(n) for n in engine.list_templates()])
+    table = engine.to_table([files.load_scenario(n) for n in files.list_templates()])
     for name, sc in BUILT_SCENARIOS.items():
         kwargs = {"scenarios": table} if name == "seed" else {}
         builds[name] = workbook.write_workbook(src / f"{name}.xlsx", sc, **kwargs)

@@ -25,10 +25,10 @@ from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.datavalidation import DataValidation
 
-import engine
-from engine.cost import HOURS_PER_MONTH
-from engine.files import atomic_write
-from engine.scenario import FIELD_BY_NAME
+from .. import engine
+from ..engine.cost import HOURS_PER_MONTH
+from ..files.atomic import atomic_write
+from ..engine.scenario import FIELD_BY_NAME
 
 from . import formulas as F
 from .notes import NOTES, READINESS

@@ -9,8 +9,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Callable, Optional
 
-import engine
-from engine import deadline
+from .. import engine
+from ..engine import deadline
 
 from . import formulas as F
 

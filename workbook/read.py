@@ -16,10 +16,10 @@ from typing import Any
 from defusedxml.common import DefusedXmlException
 from openpyxl import load_workbook
 
-import engine
-from engine import InputError
-from engine.files import check_xlsx_package
-from engine.reliability import FailureDomain
+from .. import engine
+from ..engine import InputError
+from ..files.untrusted import check_xlsx_package
+from ..engine.reliability import FailureDomain
 
 from . import formulas as F
 from .build import RULE_TEXT, input_spec
@@ -106,7 +106,7 @@ MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024  # a planning workbook is a few MB; m
 
 
 def _check_package(path: Path) -> None:
-    """:func:`engine.files.check_xlsx_package` for ``--from`` (a planning workbook is a few MB)."""
+    """:func:`ckptplan.files.check_xlsx_package` for ``--from`` (a planning workbook is a few MB)."""
     check_xlsx_package(path, "--from", MAX_UNCOMPRESSED_BYTES)
 
 

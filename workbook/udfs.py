@@ -7,7 +7,7 @@ One module serves every xlwings runtime:
   xlwings runs desktop UDFs on Windows only; the workbook must be saved as ``.xlsm`` first.
 * **xlwings Server / Lite**: the same decorators (``xw.func``, ``xw.arg``, ``xw.ret``); re-export the
   functions from the server project's ``custom_functions`` module
-  (``from workbook.udfs import *``), so there is one definition, not two copies. There Excel shows
+  (``from ckptplan.workbook.udfs import *``), so there is one definition, not two copies. There Excel shows
   them under the add-in's namespace (``XLWINGS.CKPT_WASTE`` by default).
 
 Every function is a thin translation: cells in, engine call, cells out. No model is written here;
@@ -48,12 +48,12 @@ import numpy as np
 import pandas as pd
 import xlwings as xw
 
-import engine
-from engine import deadline as _deadline
-from engine._inputs import RULES as _ENGINE_RULES
-from engine.cost import CATEGORIES
-from engine.reliability import FailureDomain
-from engine.scenario import FIELD_BY_NAME, TEXT_FIELDS, check_columns, derived_columns, evaluate_each
+from .. import engine
+from ..engine import deadline as _deadline
+from ..engine.fields import MAX_RUNS_PER_CELL, RULES
+from ..engine.cost import CATEGORIES
+from ..engine.reliability import FailureDomain
+from ..engine.scenario import FIELD_BY_NAME, TEXT_FIELDS, check_columns, derived_columns, evaluate_each
 
 __all__ = [
     "CKPT_JOB_MTBF",
@@ -75,18 +75,12 @@ ERROR_PREFIX = "#CKPT!"
 CATEGORY = "ckptplan"  # the Excel function-wizard category (desktop add-in)
 
 #: most simulated runs one cell of CKPT_DEADLINE_PROB may ask for
-MAX_RUNS = 20_000
+MAX_RUNS = MAX_RUNS_PER_CELL
 #: most simulated runs one call of CKPT_DEADLINE_PROB may do over all its distinct cases
 MAX_RUNS_PER_CALL = 200_000
 #: results of CKPT_DEADLINE_PROB's simulations kept in memory (20,000 runs = 160 kB each)
 DEADLINE_CACHE_SIZE = 128
 
-_RULES: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
-    **_ENGINE_RULES,
-    "runs": (lambda a: (a >= 2) & (a <= MAX_RUNS) & (a == np.floor(a)),
-             f"must be a whole number from 2 to {MAX_RUNS:,} (the cap keeps one cell from freezing Excel)"),
-    "seed": (lambda a: (a >= 0) & (a == np.floor(a)) & (a < 2.0**63), "must be a whole number >= 0"),
-}
 
 _ERROR = object()      # a blank cell is an error (the default for every argument)
 
@@ -206,7 +200,7 @@ def _numbers(name: str, value: Any, rule: str, blank: Any = _ERROR) -> tuple[np.
             else:
                 flat_v[i] = float(item)
                 flat_c[i] = True
-    predicate, text = _RULES[rule]
+    predicate, text = RULES[rule].predicate, RULES[rule].message
     with np.errstate(invalid="ignore"):
         finite = np.isfinite(values)
         good = predicate(values)
@@ -721,7 +715,7 @@ def CKPT_DEADLINE_PROB(work_h, deadline_h, interval_min, stall_min, mtbf_min, re
              _arg("interval_min", interval_min, "positive"), _arg("stall_min", stall_min, "nonnegative"),
              _arg("mtbf_min", mtbf_min, "positive"), _arg("restart_min", restart_min, "nonnegative", default=0.0),
              _arg("write_min", write_min, "nonnegative", default=0.0), _arg("slowdown", slowdown, "fraction", default=0.0),
-             _arg("runs", runs, "runs", default=10000), _arg("seed", seed, "seed", default=0),
+             _arg("runs", runs, "runs_per_cell", default=10000), _arg("seed", seed, "seed", default=0),
              _arg("weibull_shape", weibull_shape, "positive", default=1.0)]
     names = dict(_WASTE_NAMES, runs="runs", seed="seed", weibull_shape="weibull_shape")
     budget: dict[tuple, bool] = {}  # distinct case -> within MAX_RUNS_PER_CALL (deterministic order)

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import os
 import tempfile
-import zipfile
 from pathlib import Path
 from typing import Callable
 
-from ._inputs import InputError
 
 
 class OutputExistsError(FileExistsError):
@@ -52,31 +50,3 @@ def atomic_write_text(path: str | Path, text: str, force: bool = False,
         if check is not None:
             check(tmp)
     return atomic_write(path, write, force=force)
-
-
-def check_xlsx_package(path: str | Path, field: str, max_bytes: int, advice: str = "") -> None:
-    """Refuse an untrusted .xlsx before any XML parser sees it.
-
-    * not a zip package -> not a readable workbook;
-    * more than ``max_bytes`` once unpacked -> a zip bomb (``advice`` is appended to the message);
-    * any ``<!DOCTYPE`` or ``<!ENTITY`` in an XML part -> refused: Office Open XML never carries a
-      DTD, and openpyxl parses some parts with lxml (entities left unresolved) and others with
-      defusedxml, so this one check covers entity-expansion and external-entity attacks in every part.
-
-    Raises :class:`InputError` naming ``field``, the path and the rule.
-    """
-    try:
-        with zipfile.ZipFile(path) as zf:
-            members = zf.infolist()
-            total = sum(m.file_size for m in members)
-            if total > max_bytes:
-                raise InputError(field, str(path), f"unpacks to {total:,} bytes (limit {max_bytes:,}): refusing it{advice}")
-            for m in members:
-                if m.filename.endswith((".xml", ".rels", ".vml")):
-                    with zf.open(m) as fh:
-                        head = fh.read(65536)
-                    if b"<!DOCTYPE" in head or b"<!ENTITY" in head:
-                        raise InputError(field, str(path), f"was refused as unsafe XML ({m.filename} declares a "
-                                         "DTD or entities, which a workbook never needs)")
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise InputError(field, str(path), f"is not a readable .xlsx file: not an .xlsx workbook package ({exc})") from None

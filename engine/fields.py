@@ -1,0 +1,200 @@
+"""The field registry: every input quantity and every rule of ckptplan, declared once.
+
+A :class:`Rule` is what a valid value looks like, written once for every place that checks it:
+
+* ``predicate``: the numpy test (a float array in, a bool mask of valid values out) the engine,
+  the scenario tables, the batch reader, the workbook reader and the Excel functions apply;
+* ``text``: the human rule, completing "must be ..." in every error message;
+* ``excel``: the same condition as an Excel formula over a cell (``{x}``), used by the workbook's
+  "Input check" cell and by its data validation where no typed validation is exact;
+* ``validation``: the Excel data-validation kind (openpyxl ``DataValidation`` keywords) that
+  accepts exactly the values the predicate accepts.
+
+A :class:`Field` is one input of a scenario: its one name (the Python keyword, the table column,
+the ``--option`` of the command line, the Excel function argument, the workbook's defined name and
+the JSON key: ``checkpoint_stall_min`` everywhere), its unit, label, rule and default. The
+:class:`~ckptplan.engine.scenario.Scenario` record, the table validator, the workbook's Inputs sheet
+and its data validation, the workbook reader, the Excel functions' argument checks, the batch
+reader and the command-line options are all generated from :data:`FIELDS`, so a new field or a
+changed rule is one edit here.
+
+This module imports nothing heavy (no numpy at import time): the command line builds its options
+from it before any model is loaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+#: most simulated runs one Excel cell may ask for (keeps one cell from freezing Excel)
+MAX_RUNS_PER_CELL = 20_000
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What a valid value is, once for every surface (see the module notes)."""
+
+    key: str
+    text: str                                   # completes "must be ...": "> 0", "a whole number >= 1"
+    predicate: Callable[[Any], Any]             # float array -> bool mask of valid values (finite input)
+    excel: str                                  # Excel condition, TRUE for a valid value; {x} = the cell
+    validation: dict[str, str] = field(default_factory=dict)  # Excel data validation; {x} = the first cell
+
+    @property
+    def message(self) -> str:
+        """The rule as an error message says it: ``must be > 0``."""
+        return f"must be {self.text}"
+
+    @property
+    def noun(self) -> str:
+        """The rule as a noun phrase for labels and prompts: ``a number > 0``."""
+        return self.text if self.text[0].isalpha() else f"a number {self.text}"
+
+    def excel_condition(self, ref: str) -> str:
+        """The Excel condition over ``ref`` (a cell or a defined name)."""
+        return self.excel.format(x=ref)
+
+    def data_validation(self, ref: str) -> dict[str, str]:
+        """Keywords for openpyxl's ``DataValidation`` over a range whose first cell is ``ref``."""
+        return {k: v.format(x=ref) for k, v in self.validation.items()}
+
+
+def _whole(a: Any) -> Any:
+    return a % 1 == 0
+
+
+RULES: dict[str, Rule] = {r.key: r for r in (
+    Rule("positive", "> 0", lambda a: a > 0, "{x}>0",
+         dict(type="decimal", operator="greaterThan", formula1="0")),
+    Rule("nonnegative", ">= 0", lambda a: a >= 0, "{x}>=0",
+         dict(type="decimal", operator="greaterThanOrEqual", formula1="0")),
+    # no typed validation holds [0, 1) exactly ("between" includes its upper end): a custom formula
+    Rule("fraction", "a fraction in [0, 1)", lambda a: (a >= 0) & (a < 1), "AND({x}>=0,{x}<1)",
+         dict(type="custom", formula1="AND(ISNUMBER({x}),{x}>=0,{x}<1)")),
+    Rule("count", "a whole number >= 1", lambda a: (a >= 1) & _whole(a), "AND({x}>=1,{x}=INT({x}))",
+         dict(type="whole", operator="greaterThanOrEqual", formula1="1")),
+    Rule("seed", "a whole number >= 0", lambda a: (a >= 0) & _whole(a) & (a < 2.0**63),
+         "AND({x}>=0,{x}=INT({x}),{x}<2^63)",
+         dict(type="custom", formula1="AND(ISNUMBER({x}),{x}>=0,{x}=INT({x}),{x}<2^63)")),
+    Rule("runs_per_cell", f"a whole number from 2 to {MAX_RUNS_PER_CELL:,} (the cap keeps one cell from freezing Excel)",
+         lambda a: (a >= 2) & (a <= MAX_RUNS_PER_CELL) & _whole(a),
+         f"AND({{x}}>=2,{{x}}<={MAX_RUNS_PER_CELL},{{x}}=INT({{x}}))",
+         dict(type="whole", operator="between", formula1="2", formula2=str(MAX_RUNS_PER_CELL))),
+    Rule("any", "a number", lambda a: a == a, "ISNUMBER({x})"),
+)}
+
+
+@dataclass(frozen=True)
+class Field:
+    """One named quantity: the same name on every surface (see the module notes)."""
+
+    name: str
+    unit: str
+    label: str
+    rule: str                      # key of RULES
+    required: bool = False
+    default: float | None = None   # None: optional, absent means "not given"
+    short: str | None = None       # a command-line alias (the paper's symbol); --help shows both
+    sheet_name: str | None = None  # the workbook's defined name, only where ``name`` is also a derived figure's
+
+    @property
+    def option(self) -> str:
+        """The command-line option: ``--checkpoint-stall-min``."""
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def integer(self) -> bool:
+        """Whole numbers only (nodes, GPUs per node)."""
+        return self.rule == "count"
+
+    @property
+    def defined_name(self) -> str:
+        """The workbook's defined name of the input cell."""
+        return self.sheet_name or self.name
+
+    @property
+    def check(self) -> Rule:
+        return RULES[self.rule]
+
+
+#: The scenario's numeric inputs, in the order the workbook's Inputs sheet lists them.
+FIELDS: tuple[Field, ...] = (
+    Field("checkpoint_stall_min", "min", "Checkpoint stall seen by the training step (blocking part of a save)",
+          "nonnegative", required=True, short="-C"),
+    Field("async_write_min", "min", "Background write time until the checkpoint is durable (0 = synchronous save)",
+          "nonnegative", default=0.0, short="-W"),
+    Field("async_slowdown_fraction", "fraction", "Share of training throughput lost while the background write runs",
+          "fraction", default=0.0),
+    Field("restart_min", "min", "Restart time after each failure (reallocate, download, restart)", "nonnegative",
+          default=0.0, short="-R"),
+    Field("node_mtbf_h", "h", "Mean time between failures of one node (independent failures)", "positive"),
+    Field("nodes", "nodes", "Nodes in the job", "count", required=True),
+    Field("gpus_per_node", "GPUs", "GPUs per node", "count", default=8),
+    Field("nonfatal_share", "fraction", "Share of node failures the job survives", "fraction", default=0.0),
+    Field("job_mtbf_h", "h", "Job MTBF override, e.g. fitted from a log (empty = from nodes and domains)", "positive",
+          sheet_name="job_mtbf_override_h"),
+    Field("useful_training_h", "h", "Useful training compute needed (wall hours with no saves or failures)",
+          "positive", required=True),
+    Field("price_per_gpu_hour", "per GPU-h", "Price per GPU-hour", "nonnegative", required=True),
+    Field("interval_min", "min", "Chosen compute interval between saves (empty = exact optimum)", "positive"),
+    Field("deadline_h", "h", "Deadline for the run, hours from its start", "positive"),
+    Field("runs_per_month", "runs", "Runs per month for monthly figures (empty = back-to-back runs)", "positive"),
+)
+FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
+
+#: The scenario's text fields: name -> (label, default).
+TEXT_FIELDS: dict[str, tuple[str, str | None]] = {
+    "name": ("Scenario name", None),
+    "description": ("What the scenario describes", ""),
+    "source": ("Where its figures come from", ""),
+    "currency": ("Currency of the price and of every money figure", "USD"),
+}
+
+#: A correlated failure domain's numbers; a table holds domain ``i`` as ``domain{i}_{name}`` columns
+#: (and ``domain{i}_name`` text). The workbook offers :data:`DOMAIN_SLOTS` domains.
+DOMAIN_FIELDS: tuple[Field, ...] = (
+    Field("mtbf_h", "h", "MTBF of one domain (mean time between its events; empty = no such domain)", "positive"),
+    Field("nodes_per_domain", "nodes", "nodes per domain", "count"),
+)
+DOMAIN_SLOTS = 3
+
+
+def domain_field(i: int, part: str) -> Field:
+    """The registry entry of table column ``domain{i}_{part}`` (``part``: mtbf_h, nodes_per_domain)."""
+    base = next(f for f in DOMAIN_FIELDS if f.name == part)
+    return Field(f"domain{i}_{part}", base.unit, f"Correlated domain {i}: {base.label}", base.rule)
+
+
+#: Named quantities that are arguments of the Excel functions (and engine functions) without being
+#: scenario inputs: same name, unit and rule on every surface.
+QUANTITIES: tuple[Field, ...] = (
+    Field("job_mtbf_min", "min", "Job MTBF (mean time between job-stopping failures)", "positive"),
+    Field("effective_stall_min", "min", "Effective stall per save (blocking + throughput lost to the write)",
+          "nonnegative"),
+    Field("wall_h", "h", "Wall hours the job holds its GPUs", "nonnegative"),
+    Field("gpus", "GPUs", "GPUs the job holds (nodes x GPUs per node)", "count"),
+    Field("gpu_hours", "GPU-h", "GPU-hours", "nonnegative"),
+    Field("runs", "runs", "Simulated runs", "runs_per_cell"),
+    Field("seed", "", "Random seed (same seed, same answer)", "seed"),
+    Field("weibull_shape", "", "Weibull shape k of the time between failures (1 = exponential; < 1 clustered)",
+          "positive"),
+)
+
+
+def lookup(name: str) -> Field:
+    """The registry entry of a field, a domain column or a named quantity; ``KeyError`` if none."""
+    if name in FIELD_BY_NAME:
+        return FIELD_BY_NAME[name]
+    for q in QUANTITIES:
+        if q.name == name:
+            return q
+    if name.startswith("domain"):
+        head, _, part = name[len("domain"):].partition("_")
+        if head.isdigit() and part in {f.name for f in DOMAIN_FIELDS}:
+            return domain_field(int(head), part)
+    raise KeyError(name)
+
+
+__all__ = ["DOMAIN_FIELDS", "DOMAIN_SLOTS", "FIELDS", "FIELD_BY_NAME", "Field", "MAX_RUNS_PER_CELL", "QUANTITIES",
+           "RULES", "Rule", "TEXT_FIELDS", "domain_field", "lookup"]

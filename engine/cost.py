@@ -20,19 +20,31 @@ HOURS_PER_MONTH = 730.485  # 365.2425 days * 24 h / 12
 def gpu_hours(wall_h, gpus):
     """``wall_h * gpus``: GPU-hours held by a job of ``gpus`` GPUs over ``wall_h`` hours."""
     (h, g), wrap = prepare(("wall_h", wall_h, "nonnegative"), ("gpus", gpus, "count"))
-    return wrap(h * g)
+    return wrap(_gpu_hours(h, g))
+
+
+def _gpu_hours(h, g):
+    return h * g
 
 
 def money(gpu_hours_, price_per_gpu_hour):
     """``gpu_hours * price_per_gpu_hour``."""
     (h, p), wrap = prepare(("gpu_hours", gpu_hours_, "nonnegative"), ("price_per_gpu_hour", price_per_gpu_hour, "nonnegative"))
-    return wrap(h * p)
+    return wrap(_money(h, p))
+
+
+def _money(h, p):
+    return h * p
 
 
 def goodput(useful_h, total_h):
     """Share of held time that bought surviving training progress: ``useful_h / total_h``."""
     (u, t), wrap = prepare(("useful_h", useful_h, "nonnegative"), ("total_h", total_h, "positive"))
-    return wrap(u / t)
+    return wrap(_goodput(u, t))
+
+
+def _goodput(u, t):
+    return u / t
 
 
 def compare_plans(base: pd.Series, alternative: pd.Series, runs_per_month: float | None = None) -> pd.Series:

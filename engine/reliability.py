@@ -109,10 +109,16 @@ def job_failure_rate_per_h(node_mtbf_h, nodes, domains: Iterable[FailureDomain] 
         originals += [mtbf, per]
     arrays = broadcast(**parts)
     m, n, share = arrays[:3]
+    pairs = [(arrays[k], arrays[k + 1]) for k in range(3, len(arrays), 2)]
+    return wrapper(*originals)(_job_rate(m, n, share, pairs))
+
+
+def _job_rate(m, n, share, domains):
+    """:func:`job_failure_rate_per_h` on validated arrays; ``domains``: (mtbf_h, nodes_per_domain) pairs."""
     rate = (1.0 - share) * n / m
-    for k in range(3, len(arrays), 2):
-        rate = rate + np.ceil(n / arrays[k + 1]) / arrays[k]
-    return wrapper(*originals)(rate)
+    for mtbf, per in domains:
+        rate = rate + np.ceil(n / per) / mtbf
+    return rate
 
 
 def job_mtbf_with_domains(node_mtbf_h, nodes, domains: Iterable[FailureDomain] = (), nonfatal_share=0.0):

@@ -306,57 +306,74 @@ def evaluate(table: pd.DataFrame | Scenario | Iterable[Scenario]) -> pd.DataFram
         table = to_table([table])
     elif not isinstance(table, pd.DataFrame):
         table = to_table(table)
-    cols = validate_table(table)
-    out = table.copy()
+    return _evaluate_valid(table, validate_table(table))
+
+
+def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.DataFrame:
+    """:func:`evaluate` on a table already validated (``cols``: :func:`validate_table`'s arrays).
+
+    The models run on the validated arrays through their unchecked kernels: each value is checked
+    once, at the boundary, not again inside every model call.
+    """
     # a row without domain i (empty cells) gets a domain that never fails
-    domains = [FailureDomain(f"domain{i}", np.nan_to_num(cols[f"domain{i}_mtbf_h"], nan=np.inf),
-                             np.nan_to_num(cols[f"domain{i}_nodes_per_domain"], nan=1.0))
+    domains = [(np.nan_to_num(cols[f"domain{i}_mtbf_h"], nan=np.inf),
+                np.nan_to_num(cols[f"domain{i}_nodes_per_domain"], nan=1.0))
                for i in domain_indices(table.columns)]
     node_given = ~np.isnan(cols["node_mtbf_h"])
     # rows that give only job_mtbf_h get a placeholder node MTBF; their derived value is discarded
-    derived = np.asarray(reliability.job_mtbf_with_domains(
-        np.where(node_given, cols["node_mtbf_h"], 1.0), cols["nodes"], domains, cols["nonfatal_share"]))
-    job_mtbf_h = np.where(np.isnan(cols["job_mtbf_h"]), derived, cols["job_mtbf_h"])
+    rate = reliability._job_rate(np.where(node_given, cols["node_mtbf_h"], 1.0), cols["nodes"],
+                                 cols["nonfatal_share"], domains)
+    override = ~np.isnan(cols["job_mtbf_h"])
+    if np.any((rate <= 0) & ~override):
+        p = int(np.flatnonzero((rate <= 0) & ~override)[0])
+        raise InputError(f"row {table.index[p]}: node_mtbf_h", float(cols["node_mtbf_h"][p]),
+                         "no failure can stop the job (infinite MTBF or every failure non-fatal): give a finite MTBF")
+    with np.errstate(divide="ignore"):
+        job_mtbf_h = np.where(override, cols["job_mtbf_h"], 1.0 / rate)
     M = job_mtbf_h * 60.0
     C, W, s = cols["checkpoint_stall_min"], cols["async_write_min"], cols["async_slowdown_fraction"]
     R = cols["restart_min"]
     work = cols["useful_training_h"] * 60.0
-    c_eff = np.asarray(waste.effective_stall(C, W, s))
-    young = np.asarray(waste.young_interval(c_eff, M))
-    daly = np.asarray(waste.daly_interval(c_eff, M))
-    exact = np.asarray(waste.exact_optimal_interval(C, M, W, s))
+    c_eff = waste._effective(C, W, s)
+    young = waste._young(c_eff, M)
+    daly = waste._daly(c_eff, M)
+    exact = waste._exact_interval(C, M, W, s)
     chosen = np.where(np.isnan(cols["interval_min"]), exact, cols["interval_min"])
     floor = W * (1 - s)  # Young/Daly ignore the write; never evaluate them below the durability floor
-    parts = waste.time_breakdown(work, chosen, C, M, R, W, s)
+    parts = waste._breakdown(work, chosen, C, M, R, W, s)
     gpus = cols["nodes"] * cols["gpus_per_node"]
     price = cols["price_per_gpu_hour"]
 
-    out["job_mtbf_h"] = job_mtbf_h
-    out["effective_stall_min"] = c_eff
-    out["young_interval_min"] = young
-    out["daly_interval_min"] = daly
-    out["exact_interval_min"] = exact
-    out["chosen_interval_min"] = chosen
-    out["first_order_waste"] = waste.first_order_waste(chosen, c_eff, M)
-    out["young_min_waste"] = waste.young_min_waste(c_eff, M)
-    out["waste_fraction"] = waste.waste_fraction(chosen, C, M, R, W, s)
-    out["waste_fraction_at_optimum"] = waste.waste_fraction(exact, C, M, R, W, s)
-    out["waste_fraction_at_young"] = waste.waste_fraction(np.maximum(young, floor), C, M, R, W, s)
-    out["waste_fraction_at_daly"] = waste.waste_fraction(np.maximum(daly, floor), C, M, R, W, s)
-    out["expected_failures"] = parts["failures"]
-    out["wall_h"] = parts["total"] / 60.0
+    new: dict[str, np.ndarray] = {
+        "job_mtbf_h": job_mtbf_h,
+        "effective_stall_min": c_eff,
+        "young_interval_min": young,
+        "daly_interval_min": daly,
+        "exact_interval_min": exact,
+        "chosen_interval_min": chosen,
+        "first_order_waste": waste._first_order(chosen, c_eff, M),
+        "young_min_waste": waste._young_min(c_eff, M),
+        "waste_fraction": waste._waste(chosen, C, M, R, W, s),
+        "waste_fraction_at_optimum": waste._waste(exact, C, M, R, W, s),
+        "waste_fraction_at_young": waste._waste(np.maximum(young, floor), C, M, R, W, s),
+        "waste_fraction_at_daly": waste._waste(np.maximum(daly, floor), C, M, R, W, s),
+        "expected_failures": parts["failures"],
+        "wall_h": parts["total"] / 60.0,
+    }
     for cat in cost.CATEGORIES:
-        out[f"{cat}_h"] = parts[cat] / 60.0
-    out["gpus"] = gpus
-    out["total_gpu_hours"] = cost.gpu_hours(out["wall_h"].to_numpy(), gpus)
-    out["total_cost"] = cost.money(out["total_gpu_hours"].to_numpy(), price)
+        new[f"{cat}_h"] = parts[cat] / 60.0
+    new["gpus"] = gpus
+    new["total_gpu_hours"] = cost._gpu_hours(new["wall_h"], gpus)
+    new["total_cost"] = cost._money(new["total_gpu_hours"], price)
     for cat in cost.CATEGORIES:
-        out[f"{cat}_gpu_hours"] = cost.gpu_hours(out[f"{cat}_h"].to_numpy(), gpus)
-        out[f"{cat}_cost"] = cost.money(out[f"{cat}_gpu_hours"].to_numpy(), price)
-    out["goodput"] = cost.goodput(out["useful_h"].to_numpy(), out["wall_h"].to_numpy())
-    out["cost_per_useful_gpu_hour"] = out["total_cost"] / out["useful_gpu_hours"]
-    return out
-
+        new[f"{cat}_gpu_hours"] = cost._gpu_hours(new[f"{cat}_h"], gpus)
+        new[f"{cat}_cost"] = cost._money(new[f"{cat}_gpu_hours"], price)
+    new["goodput"] = cost._goodput(new["useful_h"], new["wall_h"])
+    new["cost_per_useful_gpu_hour"] = new["total_cost"] / new["useful_gpu_hours"]
+    out = table.copy()
+    for name in [k for k in new if k in out.columns]:  # e.g. a job_mtbf_h override: replaced in place
+        out[name] = new.pop(name)
+    return pd.concat([out, pd.DataFrame(new, index=table.index)], axis=1)
 
 
 @functools.cache

@@ -48,7 +48,11 @@ def young_interval(C, M):
     ``C = 0`` gives 0 (save continuously).
     """
     (C_, M_), wrap = prepare(("C", C, "nonnegative"), ("M", M, "positive"))
-    return wrap(np.sqrt(2.0 * C_ * M_))
+    return wrap(_young(C_, M_))
+
+
+def _young(C_, M_):
+    return np.sqrt(2.0 * C_ * M_)
 
 
 def first_order_waste(T, C, M):
@@ -59,13 +63,21 @@ def first_order_waste(T, C, M):
     not that the job wastes everything. Restart time is not included.
     """
     (T_, C_, M_), wrap = prepare(("T", T, "positive"), ("C", C, "nonnegative"), ("M", M, "positive"))
-    return wrap(C_ / T_ + T_ / (2.0 * M_))
+    return wrap(_first_order(T_, C_, M_))
+
+
+def _first_order(T_, C_, M_):
+    return C_ / T_ + T_ / (2.0 * M_)
 
 
 def young_min_waste(C, M):
     """First-order waste at Young's optimum: ``sqrt(2C/M)`` (= ``first_order_waste(sqrt(2CM), C, M)``)."""
     (C_, M_), wrap = prepare(("C", C, "nonnegative"), ("M", M, "positive"))
-    return wrap(np.sqrt(2.0 * C_ / M_))
+    return wrap(_young_min(C_, M_))
+
+
+def _young_min(C_, M_):
+    return np.sqrt(2.0 * C_ / M_)
 
 
 def daly_interval(C, M):
@@ -80,9 +92,13 @@ def daly_interval(C, M):
     Tends to :func:`young_interval` as ``C/M -> 0``.
     """
     (C_, M_), wrap = prepare(("C", C, "nonnegative"), ("M", M, "positive"))
+    return wrap(_daly(C_, M_))
+
+
+def _daly(C_, M_):
     ratio = C_ / (2.0 * M_)
     higher = np.sqrt(2.0 * C_ * M_) * (1.0 + np.sqrt(ratio) / 3.0 + ratio / 9.0) - C_
-    return wrap(np.where(C_ < 2.0 * M_, higher, M_))
+    return np.where(C_ < 2.0 * M_, higher, M_)
 
 
 def effective_stall(C, W=0.0, slowdown=0.0):
@@ -93,7 +109,11 @@ def effective_stall(C, W=0.0, slowdown=0.0):
     restorable by ``W``.
     """
     (C_, W_, s_), wrap = prepare(("C", C, "nonnegative"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"))
-    return wrap(C_ + W_ * s_)
+    return wrap(_effective(C_, W_, s_))
+
+
+def _effective(C_, W_, s_):
+    return C_ + W_ * s_
 
 
 def _log_wall_per_work(T_, C_, M_, R_, W_, s_):
@@ -147,6 +167,11 @@ def expected_wall_time(work, T, C, M, R=0.0, W=0.0, slowdown=0.0):
         ("R", R, "nonnegative"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"),
     )
     _validate_async(T_, W_, s_)
+    return wrap(_expected_wall(work_, T_, C_, M_, R_, W_, s_))
+
+
+def _expected_wall(work_, T_, C_, M_, R_, W_, s_):
+    """:func:`expected_wall_time` on validated arrays (raises only when the result overflows)."""
     log_total = np.log(work_) + _log_wall_per_work(T_, C_, M_, R_, W_, s_)
     if np.any(log_total > _MAX_LOG):
         idx = tuple(np.argwhere(log_total > _MAX_LOG)[0]) if log_total.ndim else ()
@@ -156,7 +181,7 @@ def expected_wall_time(work, T, C, M, R=0.0, W=0.0, slowdown=0.0):
             "wall time overflows: the job would essentially never finish",
             tuple(int(i) for i in idx) or None,
         )
-    return wrap(np.exp(log_total))
+    return np.exp(log_total)
 
 
 def waste_fraction(T, C, M, R=0.0, W=0.0, slowdown=0.0):
@@ -171,7 +196,11 @@ def waste_fraction(T, C, M, R=0.0, W=0.0, slowdown=0.0):
         ("R", R, "nonnegative"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"),
     )
     _validate_async(T_, W_, s_)
-    return wrap(-np.expm1(-_log_wall_per_work(T_, C_, M_, R_, W_, s_)))
+    return wrap(_waste(T_, C_, M_, R_, W_, s_))
+
+
+def _waste(T_, C_, M_, R_, W_, s_):
+    return -np.expm1(-_log_wall_per_work(T_, C_, M_, R_, W_, s_))
 
 
 # Lambert-W series of 1 + W0(z) near the branch point z = -1/e in p = sqrt(2 (1 + e z)):
@@ -216,8 +245,11 @@ def exact_optimal_interval(C, M, W=0.0, slowdown=0.0):
     (C_, M_, W_, s_), wrap = prepare(
         ("C", C, "nonnegative"), ("M", M, "positive"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"),
     )
-    T_star = M_ * _exact_x((C_ + W_ * s_) / M_)
-    return wrap(np.maximum(T_star, W_ * (1.0 - s_)))
+    return wrap(_exact_interval(C_, M_, W_, s_))
+
+
+def _exact_interval(C_, M_, W_, s_):
+    return np.maximum(M_ * _exact_x((C_ + W_ * s_) / M_), W_ * (1.0 - s_))
 
 
 def time_breakdown(work, T, C, M, R=0.0, W=0.0, slowdown=0.0):
@@ -243,18 +275,17 @@ def time_breakdown(work, T, C, M, R=0.0, W=0.0, slowdown=0.0):
         ("work", work, "positive"), ("T", T, "positive"), ("C", C, "nonnegative"), ("M", M, "positive"),
         ("R", R, "nonnegative"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"),
     )
-    total = np.asarray(expected_wall_time(work_, T_, C_, M_, R_, W_, s_))
+    _validate_async(T_, W_, s_)
+    return {k: wrap(v) for k, v in _breakdown(work_, T_, C_, M_, R_, W_, s_).items()}
+
+
+def _breakdown(work_, T_, C_, M_, R_, W_, s_):
+    """:func:`time_breakdown` on validated arrays: a dict of float arrays."""
+    total = _expected_wall(work_, T_, C_, M_, R_, W_, s_)
     segments = work_ / T_
     failures = segments * -np.expm1(-(T_ + C_ + W_ * s_) / M_) * np.exp((T_ + C_ + W_) / M_)
     restart = failures * M_ * np.expm1(R_ / M_)
     save = segments * (C_ + W_ * s_)
     rework = np.maximum(failures * M_ - segments * (T_ + C_ + W_ * s_), 0.0)
     check_finite_result("M", failures, "the expected number of failures overflows: (T + C + W)/M is too large")
-    return {
-        "useful": wrap(work_),
-        "save": wrap(save),
-        "rework": wrap(rework),
-        "restart": wrap(restart),
-        "total": wrap(total),
-        "failures": wrap(failures),
-    }
+    return {"useful": work_, "save": save, "rework": rework, "restart": restart, "total": total, "failures": failures}

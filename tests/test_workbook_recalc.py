@@ -185,7 +185,7 @@ def test_input_check_names_pasted_invalid_inputs(tmp_path):
     good = workbook.write_workbook(tmp_path / "good.xlsx", SEED)
     outs = recalculate([tmp_path / "bad.xlsx", tmp_path / "good.xlsx"], tmp_path / "out")
     bad_text = load_workbook(outs[0], data_only=True)["Plan"]["B3"].value
-    assert bad_text == ("checkpoint_stall_min must be a number >= 0; async_slowdown_fraction must be a fraction from 0 "
-                        "to below 1; nodes must be a whole number >= 1; useful_training_h is required; ")
+    assert bad_text == ("checkpoint_stall_min must be a number >= 0; async_slowdown_fraction must be a fraction in "
+                        "[0, 1); nodes must be a whole number >= 1; useful_training_h is required; ")
     assert load_workbook(outs[1], data_only=True)["Plan"]["B3"].value == "OK"
     assert good.workbook.defined_names["input_check"]

@@ -28,7 +28,7 @@ from openpyxl.worksheet.datavalidation import DataValidation
 from .. import engine
 from ..engine.cost import HOURS_PER_MONTH
 from ..files.atomic import atomic_write
-from ..engine.scenario import FIELD_BY_NAME
+from ..engine.fields import DOMAIN_SLOTS, Field
 
 from . import formulas as F
 from .notes import NOTES, READINESS
@@ -44,16 +44,6 @@ NOTE_FONT = Font(italic=True, color="595959")
 CURVE_FACTORS = tuple(float(x) for x in np.round(np.geomspace(0.2, 5.0, 41), 6))
 KEY_OUTPUTS = ("job_mtbf_h", "young_interval_min", "daly_interval_min", "exact_interval_min", "chosen_interval_min",
                "waste_fraction", "wall_h", "total_gpu_hours", "total_cost", "goodput")
-
-# Inputs that are not engine.scenario fields
-EXTRA_INPUTS: dict[str, tuple[str, str, str]] = {  # key: (label, unit, rule)
-    "job_mtbf_override_h": ("Job MTBF override, e.g. fitted from a log (empty = from nodes)", "h", "positive"),
-    **{f"domain{i}_mtbf_h": (f"Correlated domain {i}: MTBF of one domain (empty = none)", "h", "positive") for i in (1, 2, 3)},
-    **{f"domain{i}_nodes_per_domain": (f"Correlated domain {i}: nodes per domain", "nodes", "count") for i in (1, 2, 3)},
-}
-RULE_TEXT = {"positive": "a number > 0", "nonnegative": "a number >= 0", "fraction": "a fraction from 0 to below 1",
-             "count": "a whole number >= 1"}
-
 
 @dataclass
 class Check:
@@ -72,44 +62,33 @@ class Built:
     input_cells: dict[str, str] = field(default_factory=dict)   # input key -> "Inputs!$B$5"
 
 
-def input_spec(key: str) -> tuple[str, str, str, bool]:
-    """(label, unit, rule, optional) of an Inputs-sheet key."""
-    if key in EXTRA_INPUTS:
-        label, unit, rule = EXTRA_INPUTS[key]
-        return label, unit, rule, True
-    spec = FIELD_BY_NAME[key]
-    optional = not spec.required
-    return spec.label, spec.unit, spec.rule, optional
-
-
 def scenario_inputs(sc: engine.Scenario) -> dict[str, Any]:
-    """Inputs-sheet values of a scenario (None = blank cell)."""
-    if len(sc.domains) > 3:
-        raise engine.InputError("domains", len(sc.domains), "the workbook holds at most 3 correlated failure domains")
+    """Inputs-sheet values of a scenario, keyed by defined name (None = blank cell)."""
+    if len(sc.domains) > DOMAIN_SLOTS:
+        raise engine.InputError("domains", len(sc.domains),
+                                f"the workbook holds at most {DOMAIN_SLOTS} correlated failure domains")
     values: dict[str, Any] = {}
-    for key in F.INPUT_KEYS:
-        if key == "job_mtbf_override_h":
-            values[key] = sc.job_mtbf_h
-        elif key.startswith("domain"):
+    for key, field in F.INPUTS.items():
+        if key.startswith("domain"):
             i, part = int(key[6]), key[8:]
             dom = sc.domains[i - 1] if i <= len(sc.domains) else None
             values[key] = None if dom is None else float(dom.mtbf_h if part == "mtbf_h" else dom.nodes_per_domain)
         else:
-            values[key] = getattr(sc, key)
+            values[key] = getattr(sc, field.name)
     return values
 
 
-def _validation(key: str, rule: str, optional: bool, label: str) -> DataValidation:
-    kinds = {
-        "positive": dict(type="decimal", operator="greaterThan", formula1="0"),
-        "nonnegative": dict(type="decimal", operator="greaterThanOrEqual", formula1="0"),
-        "fraction": dict(type="decimal", operator="between", formula1="0", formula2="0.999999999"),
-        "count": dict(type="whole", operator="greaterThanOrEqual", formula1="1"),
-    }[rule]
-    text = RULE_TEXT[rule] + (" (or empty)" if optional else "")
-    return DataValidation(**kinds, allow_blank=optional, showInputMessage=True, showErrorMessage=True,
-                          promptTitle=key[:32], prompt=f"{label[:200]}: {text}"[:255],
-                          errorTitle="Invalid input", error=f"{key} must be {text}."[:225], errorStyle="stop")
+def _validation(field: Field, ref: str) -> DataValidation:
+    """The registry's data validation of the field's rule over a cell ``ref``, with its prompt and alert."""
+    text = field.check.noun + ("" if field.required else " (or empty)")
+    return DataValidation(**field.check.data_validation(ref), allow_blank=not field.required, showInputMessage=True,
+                          showErrorMessage=True, promptTitle=field.defined_name[:32],
+                          prompt=f"{field.label[:200]}: {text}"[:255], errorTitle="Invalid input",
+                          error=f"{field.defined_name} must be {text}."[:225], errorStyle="stop")
+
+
+def _unit(field: Field, currency: str) -> str:
+    return _fmt_unit(field.unit if field.unit != "per GPU-h" else "money per GPU-h", currency)
 
 
 def _header(ws, row: int, titles: list[str], col: int = 1) -> None:
@@ -202,16 +181,15 @@ def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> None:
     _header(ws, 5, ["Input", "Value", "Unit", "Defined name", "Rule"])
     values = scenario_inputs(sc)
     row = 6
-    for key in F.INPUT_KEYS:
-        label, unit, rule, optional = input_spec(key)
-        ws.cell(row=row, column=1, value=label)
+    for key, field in F.INPUTS.items():
+        ws.cell(row=row, column=1, value=field.label)
         cell = ws.cell(row=row, column=2, value=values[key])
         cell.font, cell.fill = INPUT_FONT, INPUT_FILL
-        cell.number_format = "0.00##" if rule != "count" else "#,##0"
-        ws.cell(row=row, column=3, value=_fmt_unit(unit if unit != "per GPU-h" else "money per GPU-h", sc.currency))
+        cell.number_format = "0.00##" if not field.integer else "#,##0"
+        ws.cell(row=row, column=3, value=_unit(field, sc.currency))
         ws.cell(row=row, column=4, value=key).font = NOTE_FONT
-        ws.cell(row=row, column=5, value=RULE_TEXT[rule] + (" or empty" if optional else "")).font = NOTE_FONT
-        dv = _validation(key, rule, optional, label)
+        ws.cell(row=row, column=5, value=field.check.noun + ("" if field.required else " or empty")).font = NOTE_FONT
+        dv = _validation(field, f"B{row}")
         ws.add_data_validation(dv)
         dv.add(cell)
         _name(wb, key, "Inputs", f"B{row}")
@@ -239,13 +217,11 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> dict[str, st
     _title(ws, "Plan: how often to save, and what it costs",
            "Live formulas over the Inputs sheet (exact model: Daly 2006 with async saves; see Notes).")
     refs: dict[str, str] = {key: key for key in F.INPUT_KEYS}
-    specs = [(key, *input_spec(key)[2:]) for key in F.INPUT_KEYS]
-    specs = [(key, rule, optional, RULE_TEXT[rule]) for key, rule, optional in specs]
     ws["A3"] = "Input check"
     ws["A3"].font = Font(bold=True)
     ws["B3"] = '=IF(input_problems="","OK",input_problems)'
     ws["B3"].font = Font(bold=True, color="C00000")
-    ws["F3"] = "=" + F.input_problems(specs, refs)
+    ws["F3"] = "=" + F.input_problems(refs)
     ws["F3"].font = NOTE_FONT
     ws.column_dimensions["F"].hidden = True
     _name(wb, "input_check", "Plan", "B3")
@@ -438,17 +414,16 @@ def _compare_sheet(wb: Workbook, base: engine.Scenario, alt: engine.Scenario, bu
     refs_b: dict[str, str] = {}
     refs_a: dict[str, str] = {}
     row = 5
-    for key in F.INPUT_KEYS:
-        label, unit, rule, optional = input_spec(key)
-        ws.cell(row=row, column=1, value=label)
+    for key, field in F.INPUTS.items():
+        ws.cell(row=row, column=1, value=field.label)
         ws.cell(row=row, column=2, value=f'=IF({key}="","",{key})')
         c = ws.cell(row=row, column=3, value=alt_values[key])
         c.font, c.fill = INPUT_FONT, INPUT_FILL
-        c.number_format = ws.cell(row=row, column=2).number_format = "0.00##" if rule != "count" else "#,##0"
-        dv = _validation(key, rule, optional, label)
+        c.number_format = ws.cell(row=row, column=2).number_format = "0.00##" if not field.integer else "#,##0"
+        dv = _validation(field, f"C{row}")
         ws.add_data_validation(dv)
         dv.add(c)
-        ws.cell(row=row, column=4, value=_fmt_unit(unit if unit != "per GPU-h" else "money per GPU-h", base.currency))
+        ws.cell(row=row, column=4, value=_unit(field, base.currency))
         refs_b[key], refs_a[key] = f"$B${row}", f"$C${row}"
         built.input_cells[f"alt:{key}"] = f"Compare!$C${row}"
         _name(wb, f"alt_{key}", "Compare", f"C{row}")
@@ -509,7 +484,7 @@ def _scenarios_sheet(wb: Workbook, table: pd.DataFrame, built: Built, currency: 
     _title(ws, "Scenarios: one row each, every figure a live formula of its row")
     scenarios = [row for row in _table_rows(table)]
     head, first = 4, 5
-    _header(ws, head, ["Scenario"] + [f"{key} ({input_spec(key)[1]})" for key in F.INPUT_KEYS])
+    _header(ws, head, ["Scenario"] + [f"{key} ({field.unit})" for key, field in F.INPUTS.items()])
     for i, values in enumerate(scenarios):
         r = first + i
         ws.cell(row=r, column=1, value=values.get("name", f"row {i + 1}"))
@@ -529,12 +504,10 @@ def _table_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
     rows = []
     for _, rec in table.iterrows():
         values: dict[str, Any] = {"name": rec.get("name", None)}
-        for key in F.INPUT_KEYS:
-            src = "job_mtbf_h" if key == "job_mtbf_override_h" else key
-            spec = FIELD_BY_NAME.get(src)
-            v = rec.get(src, None)
+        for key, field in F.INPUTS.items():
+            v = rec.get(field.name, None)
             if v is None or (isinstance(v, float) and math.isnan(v)):
-                v = None if spec is None or spec.default is None else spec.default
+                v = field.default
             values[key] = None if v is None else float(v)
         rows.append(values)
     return rows

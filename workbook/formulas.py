@@ -27,6 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from ..engine.fields import DOMAIN_FIELDS, DOMAIN_SLOTS, FIELDS, Field, domain_field
+
 Refs = Mapping[str, str]
 
 # Above this exponent EXP() overflows (Excel and LibreOffice give #NUM!); the engine raises there.
@@ -59,7 +61,7 @@ def _rate(r: Refs) -> str:
     node = f'IF({r["node_mtbf_h"]}<>"",(1-{r["nonfatal_share"]})*{r["nodes"]}/{r["node_mtbf_h"]},0)'
     doms = "".join(
         f'+IF({r[f"domain{i}_mtbf_h"]}<>"",CEILING({r["nodes"]}/{r[f"domain{i}_nodes_per_domain"]},1)/{r[f"domain{i}_mtbf_h"]},0)'
-        for i in (1, 2, 3))
+        for i in range(1, DOMAIN_SLOTS + 1))
     return node + doms
 
 
@@ -183,15 +185,23 @@ CALCS: tuple[Calc, ...] = (
 )
 CALC_BY_KEY = {c.key: c for c in CALCS}
 
-# The inputs every calc may reference, in Inputs-sheet order (keys = engine.scenario field names,
-# except the job MTBF override and the three domain slots).
-INPUT_KEYS = (
-    "checkpoint_stall_min", "async_write_min", "async_slowdown_fraction", "restart_min",
-    "node_mtbf_h", "nodes", "gpus_per_node", "nonfatal_share", "job_mtbf_override_h",
-    "domain1_mtbf_h", "domain1_nodes_per_domain", "domain2_mtbf_h", "domain2_nodes_per_domain",
-    "domain3_mtbf_h", "domain3_nodes_per_domain",
-    "useful_training_h", "price_per_gpu_hour", "interval_min", "deadline_h", "runs_per_month",
-)
+def _inputs() -> dict[str, Field]:
+    """Every Inputs-sheet cell, keyed by its defined name, in sheet order: the registry's fields
+    (:data:`ckptplan.engine.fields.FIELDS`) with the correlated-domain slots after the job MTBF override."""
+    out: dict[str, Field] = {}
+    for f in FIELDS:
+        out[f.defined_name] = f
+        if f.name == "job_mtbf_h":
+            for i in range(1, DOMAIN_SLOTS + 1):
+                for part in DOMAIN_FIELDS:
+                    d = domain_field(i, part.name)
+                    out[d.name] = d
+    return out
+
+
+#: defined name -> registry field of every input cell (the Plan's formulas reference these names)
+INPUTS: dict[str, Field] = _inputs()
+INPUT_KEYS: tuple[str, ...] = tuple(INPUTS)
 
 
 def waste_at(T: str, refs: Refs) -> str:
@@ -203,29 +213,21 @@ def first_order_waste_at(T: str, refs: Refs) -> str:
     return f"{refs['effective_stall_min']}/{T}+{T}/(2*{refs['job_mtbf_min']})"
 
 
-# Excel conditions that hold for a valid value of each rule (engine._inputs.RULES, same bounds)
-_RULE_OK = {
-    "positive": "{x}>0",
-    "nonnegative": "{x}>=0",
-    "fraction": "AND({x}>=0,{x}<1)",
-    "count": "AND({x}>=1,{x}=INT({x}))",
-}
-
-
-def input_problems(specs: list[tuple[str, str, bool, str]], refs: Refs) -> str:
+def input_problems(refs: Refs) -> str:
     """Text naming every input that breaks its rule ("" when all are valid).
 
-    ``specs``: (key, rule, optional, rule text). Data validation stops typed mistakes, but pasted
+    Each input's rule and its Excel condition come from the registry (:data:`INPUTS`). Data
+    validation stops typed mistakes, but pasted
     values bypass it; the Plan sheet's "Input check" shows this text (or OK) so such a mistake
     stays visible instead of turning into a wrong number or an #NUM! further down. Cross-field
     rules (e.g. the async write fitting in the interval) are the engine's; the sheet checks each
     input on its own.
     """
     parts = []
-    for key, rule, optional, text in specs:
+    for key, field in INPUTS.items():
         x = refs[key]
-        message = f'"{key} must be {text}; "'
-        valid = f'IF(ISNUMBER({x}),IF({_RULE_OK[rule].format(x=x)},"",{message}),{message})'
-        empty = '""' if optional else f'"{key} is required; "'
+        message = f'"{key} must be {field.check.noun}; "'
+        valid = f'IF(ISNUMBER({x}),IF({field.check.excel_condition(x)},"",{message}),{message})'
+        empty = '""' if not field.required else f'"{key} is required; "'
         parts.append(f'IF({x}="",{empty},{valid})')
     return "&".join(parts)

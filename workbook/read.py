@@ -9,6 +9,7 @@ once, by sheet, cell and rule.
 
 from __future__ import annotations
 
+import math
 import numbers
 from pathlib import Path
 from typing import Any
@@ -19,19 +20,11 @@ from openpyxl import load_workbook
 from .. import engine
 from ..engine import InputError
 from ..files.untrusted import check_xlsx_package
+from ..engine.fields import DOMAIN_SLOTS
 from ..engine.reliability import FailureDomain
 
 from . import formulas as F
-from .build import RULE_TEXT, input_spec
 from .notes import READINESS
-
-RULE_CHECKS = {
-    "positive": lambda v: v > 0,
-    "nonnegative": lambda v: v >= 0,
-    "fraction": lambda v: 0 <= v < 1,
-    "count": lambda v: v >= 1 and float(v).is_integer(),
-}
-
 
 class WorkbookInputError(InputError):
     """Invalid inputs in a workbook: ``problems`` lists (sheet, cell, name, value, rule)."""
@@ -55,27 +48,29 @@ def _cell(wb, name: str) -> tuple[str, str, Any] | None:
 
 
 def _read_block(wb, prefix: str, problems: list) -> dict[str, Any]:
+    """The values of one block of inputs (``prefix`` "" = Inputs, "alt_" = Compare), keyed by defined
+    name; every cell breaking its registry rule is added to ``problems``."""
     values: dict[str, Any] = {}
-    for key in F.INPUT_KEYS:
+    for key, field in F.INPUTS.items():
         found = _cell(wb, prefix + key)
         if found is None:
             problems.append(("?", "?", prefix + key, None, "defined name missing: is this a ckptplan planning workbook?"))
             continue
         sheet, ref, value = found
-        label, unit, rule, optional = input_spec(key)
+        rule = field.check
         if value is None or (isinstance(value, str) and value.strip() == ""):
-            if not optional:
-                problems.append((sheet, ref, key, None, f"is required ({RULE_TEXT[rule]})"))
+            if field.required:
+                problems.append((sheet, ref, key, None, f"is required ({rule.noun})"))
             values[key] = None
             continue
         if isinstance(value, str) and value.startswith("="):
             problems.append((sheet, ref, key, value, "holds a formula; type a number (formulas in an edited workbook are not evaluated)"))
             continue
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            problems.append((sheet, ref, key, value, f"must be {RULE_TEXT[rule]}, not text"))
+            problems.append((sheet, ref, key, value, f"must be {rule.noun}, not text"))
             continue
-        if value != value or value in (float("inf"), float("-inf")) or not RULE_CHECKS[rule](value):
-            problems.append((sheet, ref, key, value, f"must be {RULE_TEXT[rule]}"))
+        if not math.isfinite(value) or not bool(rule.predicate(float(value))):
+            problems.append((sheet, ref, key, value, f"must be {rule.noun}"))
             continue
         values[key] = float(value)
     return values
@@ -84,15 +79,13 @@ def _read_block(wb, prefix: str, problems: list) -> dict[str, Any]:
 def _scenario(values: dict[str, Any], name: str, currency: str, origin: str) -> engine.Scenario:
     fields: dict[str, Any] = {"name": name, "currency": currency, "description": f"read from {origin}",
                               "source": f"planning workbook {origin}"}
-    domains = []
     for key, value in values.items():
-        if key == "job_mtbf_override_h":
-            fields["job_mtbf_h"] = value
-        elif key.startswith("domain"):
+        field = F.INPUTS[key]
+        if key.startswith("domain") or value is None:
             continue
-        elif value is not None:
-            fields[key] = int(value) if key in ("nodes", "gpus_per_node") else value
-    for i in (1, 2, 3):
+        fields[field.name] = int(value) if field.integer else value
+    domains = []
+    for i in range(1, DOMAIN_SLOTS + 1):
         mtbf, per = values.get(f"domain{i}_mtbf_h"), values.get(f"domain{i}_nodes_per_domain")
         if (mtbf is None) != (per is None):
             raise InputError(f"domain{i}", origin, f"give both domain{i}_mtbf_h and domain{i}_nodes_per_domain, or neither")

@@ -1,6 +1,6 @@
 """Checkpoint probe on this machine: a small and a medium model, synchronous against asynchronous saves.
 
-For each model, :func:`engine.probe.run_probe` trains the probe's MLP on CPU (deterministic, fixed
+For each model, :func:`ckptplan.instruments.probe.run_probe` trains the probe's MLP on CPU (deterministic, fixed
 threads), saves with ``torch.save`` (+ fsync, rename), DCP ``save`` and DCP ``async_save``
 (interleaved), restores each method's latest checkpoint in a fresh process and verifies the resumed
 run bit for bit, then restores the four deliberately incomplete checkpoints. Printed as Markdown
@@ -31,7 +31,8 @@ import json  # noqa: E402
 import platform  # noqa: E402
 import time  # noqa: E402
 
-from ckptplan.engine.probe import ProbeConfig, ProbeResult, run_probe  # noqa: E402
+from ckptplan.instruments.probe import ProbeResult, run_probe  # noqa: E402
+from ckptplan.instruments.trainer import ProbeConfig  # noqa: E402
 
 
 def _ms(s: float) -> str:
@@ -55,14 +56,16 @@ def report(label: str, r: ProbeResult, wall_s: float) -> str:
     for m in r.methods.values():
         res = m.resume
         lines.append(
-            f"| {m.method} | {_ms(m.stall_s)} | {_ms(m.write_s) if m.write_s else '0'} | {_ms(m.total_s)} | "
-            f"{f'{m.slowdown_fraction:.0%}' if m.method == 'dcp_async' else '-'} | {m.size_bytes / 1e6:.3g} | "
+            f"| {m.method} | {_ms(m.checkpoint_stall_s)} | {_ms(m.async_write_s) if m.async_write_s else '0'} | "
+            f"{_ms(m.total_s)} | {f'{m.async_slowdown_fraction:.0%}' if m.method == 'dcp_async' else '-'} | "
+            f"{m.size_bytes / 1e6:.3g} | "
             f"{m.write_mb_per_s:,.0f} | {res.timing.restore_with_startup_s:.2f} | {res.timing.restore_s:.3f} | "
             f"{res.verdict} |" if res else "| (not verified) |")
     per_save = [s for s in r.saves if s.method == "dcp_async"]
     lines += ["", "Async saves one by one (stall / write / overlapping steps / mean step during the write / slowdown): "
-              + "; ".join(f"{_ms(s.stall_s)} / {_ms(s.write_s)} ms / {s.overlap_steps} / "
-                          f"{_ms(s.step_during_write_s) if s.step_during_write_s else '-'} ms / {s.slowdown_fraction:.0%}"
+              + "; ".join(f"{_ms(s.checkpoint_stall_s)} / {_ms(s.async_write_s)} ms / {s.overlap_steps} / "
+                          f"{_ms(s.step_during_write_s) if s.step_during_write_s else '-'} ms / "
+                          f"{s.async_slowdown_fraction:.0%}"
                           for s in per_save) + "."]
     lines += ["", "| checkpoint | left out | restored at step | steps continued | result | max abs param diff | "
               "max abs loss diff |", "| --- | --- | ---: | ---: | --- | ---: | ---: |"]
@@ -71,12 +74,14 @@ def report(label: str, r: ProbeResult, wall_s: float) -> str:
                      f"{c.verdict} | {c.max_abs_param_diff:.3g} | {c.max_abs_loss_diff:.3g} |")
     if {"torch_save", "dcp_sync", "dcp_async"} <= set(r.methods):
         ts, sync, asy = (r.methods[k] for k in ("torch_save", "dcp_sync", "dcp_async"))
-        eff = asy.stall_s + asy.write_s * asy.slowdown_fraction
-        lines += ["", f"Async against sync: blocking stall {_ms(asy.stall_s)} ms against {_ms(sync.stall_s)} ms "
-                      f"(DCP sync, {sync.stall_s / asy.stall_s:.1f}x) and {_ms(ts.stall_s)} ms (torch.save, "
-                      f"{ts.stall_s / asy.stall_s:.1f}x); the write then runs {_ms(asy.write_s)} ms in the background "
-                      f"at {asy.slowdown_fraction:.0%} slowdown, so the effective stall C + W s is {_ms(eff)} ms "
-                      f"({eff / sync.stall_s:.0%} of the DCP sync stall, {eff / ts.stall_s:.0%} of torch.save's), and "
+        eff = asy.checkpoint_stall_s + asy.async_write_s * asy.async_slowdown_fraction
+        lines += ["", f"Async against sync: blocking stall {_ms(asy.checkpoint_stall_s)} ms against "
+                      f"{_ms(sync.checkpoint_stall_s)} ms (DCP sync, "
+                      f"{sync.checkpoint_stall_s / asy.checkpoint_stall_s:.1f}x) and {_ms(ts.checkpoint_stall_s)} ms "
+                      f"(torch.save, {ts.checkpoint_stall_s / asy.checkpoint_stall_s:.1f}x); the write then runs "
+                      f"{_ms(asy.async_write_s)} ms in the background at {asy.async_slowdown_fraction:.0%} slowdown, "
+                      f"so the effective stall C + W s is {_ms(eff)} ms ({eff / sync.checkpoint_stall_s:.0%} of the "
+                      f"DCP sync stall, {eff / ts.checkpoint_stall_s:.0%} of torch.save's), and "
                       f"the checkpoint is durable {_ms(asy.total_s)} ms after the save began."]
     return "\n".join(lines)
 

@@ -2,7 +2,7 @@
 
 Wire them into the main app with ``register(app)``. ``probe`` needs PyTorch (``pip install
 'ckptplan[torch]'``); ``audit`` does not (it reads the pickle stream inertly, see
-:func:`engine.probe.audit_checkpoint`). What is measured and its limits: :mod:`engine.probe`.
+:func:`instruments.audit.audit_checkpoint`). What is measured and its limits: :mod:`instruments.probe`.
 
 ``probe --emit-scenario OUT.toml`` writes the ``--template`` scenario (default: the seed case) with
 ``checkpoint_stall_min``, ``async_write_min`` and ``async_slowdown_fraction`` replaced by the
@@ -27,7 +27,9 @@ from rich.table import Table
 
 from . import engine
 from . import files
-from .engine import probe as _probe
+from .instruments import audit as _audit
+from .instruments import probe as _probe
+from .instruments import trainer as _trainer
 
 # `from package import module` resolves through sys.modules, so this works even when ckptplan.cli
 # imports this module while it is still initialising; names are looked up at call time.
@@ -64,8 +66,9 @@ def print_probe(result: _probe.ProbeResult) -> None:
         t.add_column(col, justify="left" if col in ("method", "resumes") else "right")
     for m in result.methods.values():
         r = m.resume
-        t.add_row(m.method, str(m.saves), _ms(m.stall_s), _ms(m.write_s) if m.write_s else "-", _ms(m.total_s),
-                  f"{m.slowdown_fraction:.1%}" if m.method == "dcp_async" else "-", _mb(m.size_bytes),
+        t.add_row(m.method, str(m.saves), _ms(m.checkpoint_stall_s),
+                  _ms(m.async_write_s) if m.async_write_s else "-", _ms(m.total_s),
+                  f"{m.async_slowdown_fraction:.1%}" if m.method == "dcp_async" else "-", _mb(m.size_bytes),
                   f"{m.write_mb_per_s:,.1f}",
                   f"{r.timing.restore_with_startup_s:.3f}" if r else "-", f"{r.timing.restore_s:.3f}" if r else "-",
                   r.verdict if r else "not verified")
@@ -101,8 +104,9 @@ def probed_scenario(result: _probe.ProbeResult, template: Optional[str], method:
         name=f"{base.name}-probed",
         description=f"{base.name} with save costs measured by ckptplan probe ({method})",
         source=(f"ckptplan probe {result.date_utc}, {result.platform}, torch {result.torch_version}: {method}, "
-                f"median of {summary.saves} saves of {_mb(summary.size_bytes)} MB: stall {summary.stall_s:.4g} s, "
-                f"write {summary.write_s:.4g} s, slowdown {summary.slowdown_fraction:.3g}{restore}; other fields from "
+                f"median of {summary.saves} saves of {_mb(summary.size_bytes)} MB: "
+                f"stall {summary.checkpoint_stall_s:.4g} s, write {summary.async_write_s:.4g} s, "
+                f"slowdown {summary.async_slowdown_fraction:.3g}{restore}; other fields from "
                 f"template {template or _cli.DEFAULT_TEMPLATE}" + (f" ({base.source})" if base.source else "")),
     )
 
@@ -132,10 +136,10 @@ def scenario_toml(scenario: engine.Scenario, result: _probe.ProbeResult, method:
 
 _STATUS_STYLE = {"present": "green", "missing": "bold red", "unknown": "yellow"}
 #: pieces ``audit --strict`` requires (a loss scaler is needed only for fp16 training)
-REQUIRED_PIECES = tuple(p for p in _probe.PIECES if p != "grad_scaler")
+REQUIRED_PIECES = tuple(p for p in _audit.PIECES if p != "grad_scaler")
 
 
-def print_audit(report: _probe.AuditReport) -> None:
+def print_audit(report: _audit.AuditReport) -> None:
     con = _cli.console
     con.print(f"[bold]{escape(report.path)}[/]  {report.format}, {_mb(report.size_bytes)} MB in {report.files} file(s), "
               f"{report.tensors} tensors ({_mb(report.tensor_bytes)} MB)", highlight=False)
@@ -165,7 +169,7 @@ def register(app: typer.Typer) -> None:
         batch: int = typer.Option(32, "--batch", help="Samples per training step"),
         saves: int = typer.Option(2, "--saves", help="Timed saves per method (methods interleaved)"),
         resume_steps: int = typer.Option(8, "--resume-steps", help="Steps to continue after the last save"),
-        methods: str = typer.Option(",".join(_probe.METHODS), "--methods",
+        methods: str = typer.Option(",".join(_trainer.METHODS), "--methods",
                                     help="Comma-separated save methods: torch_save, dcp_sync, dcp_async"),
         threads: int = typer.Option(1, "--threads", help="torch intra-op threads (fixed for determinism)"),
         seed: int = typer.Option(0, "--seed", help="Seed for data, initialisation, dropout and data order"),
@@ -186,9 +190,9 @@ def register(app: typer.Typer) -> None:
         """Measure save stall, background write, slowdown and restore time on a real (CPU) training loop,
         and prove a checkpoint resumes training bit-identically (and what breaks when pieces are missing)."""
         try:
-            cfg = _probe.ProbeConfig(hidden=hidden, layers=layers, batch=batch, saves_per_method=saves,
-                                     resume_steps=resume_steps, methods=methods, threads=threads, seed=seed,
-                                     verify=not no_verify, variants=not no_variants)
+            cfg = _trainer.ProbeConfig(hidden=hidden, layers=layers, batch=batch, saves_per_method=saves,
+                                       resume_steps=resume_steps, methods=methods, threads=threads, seed=seed,
+                                       verify=not no_verify, variants=not no_variants)
         except ValueError as exc:
             _cli.fail(str(exc))
         if emit_scenario is not None:  # check everything the emission needs before spending the run
@@ -202,14 +206,14 @@ def register(app: typer.Typer) -> None:
                 _cli.scenario_from_options(template, {})
             except ValueError as exc:
                 _cli.fail(f"--template: {exc}")
-        if not _probe.torch_available():
+        if not _trainer.torch_available():
             _cli.fail("PyTorch is not installed: the probe needs it (pip install 'ckptplan[torch]'; "
                       "a CPU build is enough). `ckptplan audit` works without it.")
         try:
             result = _probe.run_probe(cfg, directory=directory, keep=keep,
                                       progress=lambda msg: _cli.err_console.print(f"[dim]{escape(msg)}[/]",
                                                                                   highlight=False))
-        except _probe.TorchMissingError as exc:
+        except _trainer.TorchMissingError as exc:
             _cli.fail(str(exc))
         except ValueError as exc:
             _cli.fail(str(exc))
@@ -254,7 +258,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Which restorable-state pieces a checkpoint holds: read without executing anything from the file."""
         try:
-            report = _probe.audit_checkpoint(checkpoint)
+            report = _audit.audit_checkpoint(checkpoint)
         except ValueError as exc:
             _cli.fail(str(exc))
         except OSError as exc:

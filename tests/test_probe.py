@@ -1,4 +1,4 @@
-"""Checkpoint probe and audit (engine.probe, ckptplan probe / audit).
+"""Checkpoint probe and audit (ckptplan.instruments, ckptplan probe / audit).
 
 Runs on CPU with a tiny model: one probe run (module fixture, fresh-process restores included) serves
 the measurement, resume and audit tests. Tests assert correctness and consistency, never timings.
@@ -27,8 +27,11 @@ from typer.testing import CliRunner  # noqa: E402
 
 from ckptplan import engine  # noqa: E402
 from ckptplan import files
-from ckptplan.engine import probe  # noqa: E402
-from ckptplan.engine.probe import InputError, ProbeConfig, audit_checkpoint, run_probe  # noqa: E402
+from ckptplan.engine.errors import InputError  # noqa: E402
+from ckptplan.instruments import audit, probe, trainer  # noqa: E402
+from ckptplan.instruments.audit import audit_checkpoint  # noqa: E402
+from ckptplan.instruments.probe import run_probe  # noqa: E402
+from ckptplan.instruments.trainer import ProbeConfig  # noqa: E402
 from ckptplan import cli_probe  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -62,20 +65,20 @@ def _app() -> typer.Typer:
 
 def test_measured_figures_positive_and_consistent(result):
     assert result.baseline_step_s > 0 and result.baseline_step_p90_s >= result.baseline_step_s
-    assert len(result.saves) == 2 * len(probe.METHODS)
+    assert len(result.saves) == 2 * len(trainer.METHODS)
     for s in result.saves:
-        assert s.stall_s > 0 and s.size_bytes > 0
-        assert s.total_s == pytest.approx(s.stall_s + s.write_s, abs=1e-12)
-        assert s.stall_s <= s.total_s
-        assert 0 <= s.slowdown_fraction < 1
+        assert s.checkpoint_stall_s > 0 and s.size_bytes > 0
+        assert s.total_s == pytest.approx(s.checkpoint_stall_s + s.async_write_s, abs=1e-12)
+        assert s.checkpoint_stall_s <= s.total_s
+        assert 0 <= s.async_slowdown_fraction < 1
         if s.method == "dcp_async":
-            assert s.write_s > 0  # durable only when the future completed, after the call returned
+            assert s.async_write_s > 0  # durable only when the future completed, after the call returned
         else:
-            assert s.write_s == 0 and s.slowdown_fraction == 0 and s.overlap_steps == 0
+            assert s.async_write_s == 0 and s.async_slowdown_fraction == 0 and s.overlap_steps == 0
         assert s.write_mb_per_s == pytest.approx(s.size_bytes / 1e6 / s.total_s)
     steps = [s.step for s in result.saves]
     assert steps == sorted(steps) and len(set(steps)) == len(steps)  # one checkpoint per step, in order
-    for method in probe.METHODS:
+    for method in trainer.METHODS:
         latest = _latest(result, method)
         path = Path(latest.path)
         assert path.exists()
@@ -88,11 +91,11 @@ def test_measured_figures_positive_and_consistent(result):
         assert all(not Path(s.path).exists() for s in older)  # superseded checkpoints are removed
     m = result.methods["dcp_async"]
     asyncs = [s for s in result.saves if s.method == "dcp_async"]
-    assert m.stall_s == statistics.median(s.stall_s for s in asyncs)
-    assert m.write_s == statistics.median(s.write_s for s in asyncs) and m.saves == 2
+    assert m.checkpoint_stall_s == statistics.median(s.checkpoint_stall_s for s in asyncs)
+    assert m.async_write_s == statistics.median(s.async_write_s for s in asyncs) and m.saves == 2
     assert result.scenario_overrides("dcp_async") == {
-        "checkpoint_stall_min": m.stall_s / 60, "async_write_min": m.write_s / 60,
-        "async_slowdown_fraction": m.slowdown_fraction}
+        "checkpoint_stall_min": m.checkpoint_stall_s / 60, "async_write_min": m.async_write_s / 60,
+        "async_slowdown_fraction": m.async_slowdown_fraction}
     assert result.scenario_overrides("torch_save")["async_write_min"] == 0
     with pytest.raises(InputError, match="was not probed"):
         result.scenario_overrides("nonsense")
@@ -130,7 +133,7 @@ def test_probe_leaves_callers_torch_settings(tmp_path):
 
 def test_complete_checkpoints_resume_bit_identically(result):
     complete = [c for c in result.resume_checks if not c.missing]
-    assert sorted(c.source for c in complete) == sorted(probe.METHODS)
+    assert sorted(c.source for c in complete) == sorted(trainer.METHODS)
     for c in complete:
         assert c.identical and c.losses_identical and c.params_identical, c
         assert c.max_abs_param_diff == 0 and c.max_abs_loss_diff == 0 and c.first_divergent_step is None
@@ -242,12 +245,12 @@ def test_audit_structural_and_unknown_heuristics(tmp_path):
                 "sampler_state": {"offset": 3}, "mystery": scaler_state, "python_rng": [1, 2, 3],
                 "warmup": {"last_epoch": 12, "base_lrs": [0.1], "_step_count": 13}}, f)
     r = audit_checkpoint(f)
-    assert all(r.status(p) == "present" for p in probe.PIECES), r.pieces
+    assert all(r.status(p) == "present" for p in audit.PIECES), r.pieces
     # a bare model state_dict: the model is there, everything else missing
     f = tmp_path / "bare.pt"
     torch.save(model.state_dict(), f)
     r = audit_checkpoint(f)
-    assert r.status("model") == "present" and set(r.missing) == set(probe.PIECES) - {"model"}
+    assert r.status("model") == "present" and set(r.missing) == set(audit.PIECES) - {"model"}
     # unrecognised top-level keys could hold a piece under another name: unknown, not missing
     f = tmp_path / "opaque.pt"
     torch.save({"model": model.state_dict(), "trainer": {"x": 1}, "epoch": 2}, f)
@@ -358,11 +361,12 @@ def test_engine_and_audit_work_without_torch(result):
             "        if name == 'torch' or name.startswith('torch.'):\n"
             "            raise ModuleNotFoundError(f'No module named {name!r}')\n"
             "sys.meta_path.insert(0, NoTorch())\n"
-            "import ckptplan.engine, ckptplan.engine.probe as p\n"
+            "import ckptplan.engine, ckptplan.instruments.probe as p\n"
+            "import ckptplan.instruments.audit as a, ckptplan.instruments.trainer as t\n"
             "assert 'torch' not in sys.modules\n"
-            "assert p.torch_available() is False\n"
-            f"r = p.audit_checkpoint({path!r}); print(r.status('optimizer'))\n"
-            "try:\n    p.run_probe()\nexcept p.TorchMissingError as e:\n    print('missing:', e)\n")
+            "assert t.torch_available() is False\n"
+            f"r = a.audit_checkpoint({path!r}); print(r.status('optimizer'))\n"
+            "try:\n    p.run_probe()\nexcept t.TorchMissingError as e:\n    print('missing:', e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout
     assert out.splitlines()[0] == "present"
     assert "pip install 'ckptplan[torch]'" in out
@@ -380,9 +384,9 @@ def test_cli_probe_emits_scenario_with_measured_values(tmp_path):
     data = json.loads(res.stdout)
     sc = files.load_scenario(out)
     m = data["methods"]["dcp_async"]
-    assert sc.checkpoint_stall_min == m["stall_s"] / 60 > 0
-    assert sc.async_write_min == m["write_s"] / 60 > 0
-    assert sc.async_slowdown_fraction == m["slowdown_fraction"]
+    assert sc.checkpoint_stall_min == m["checkpoint_stall_s"] / 60 > 0
+    assert sc.async_write_min == m["async_write_s"] / 60 > 0
+    assert sc.async_slowdown_fraction == m["async_slowdown_fraction"]
     assert data["emitted_scenario"]["overrides"] == data["scenario_overrides"]["dcp_async"]
     seed = files.load_scenario("seed")
     assert sc.name == f"{seed.name}-probed" and sc.restart_min == seed.restart_min  # restart_min not touched
@@ -412,7 +416,7 @@ def test_cli_probe_rejects_bad_options(tmp_path, monkeypatch):
     assert res.exit_code == 2 and "--emit-from dcp_async" in res.output
     res = runner.invoke(_app(), ["probe", "--emit-scenario", str(tmp_path / "x.toml"), "--template", "no-such"])
     assert res.exit_code == 2 and "unknown template" in res.output
-    monkeypatch.setattr(probe, "torch_available", lambda: False)
+    monkeypatch.setattr(trainer, "torch_available", lambda: False)
     res = runner.invoke(_app(), ["probe"])
     assert res.exit_code == 2 and "ckptplan[torch]" in res.output
 

@@ -1,0 +1,430 @@
+"""Checkpoint audit: which restorable-state pieces a checkpoint holds, read without executing it.
+
+:func:`audit_checkpoint` reads a ``torch.save`` file (zip or legacy format, or a plain pickle) or a
+``torch.distributed.checkpoint`` directory and reports, for each piece of :data:`PIECES`, whether it
+is ``present``, ``missing`` or ``unknown`` (:class:`AuditReport`), and whether every tensor record
+the structure refers to exists with its full size.
+
+It never executes code from the file: it reads the pickle stream with an unpickler that resolves no
+global at all (every global becomes an inert placeholder, see :mod:`._inert`) and refuses any file
+that references a global outside a small allowlist of tensor, container and numpy-array rebuilders,
+because ``torch.load(weights_only=False)`` would call it. This also avoids
+``torch.distributed.checkpoint.FileSystemReader.read_metadata``, which in PyTorch 2.13 reads
+``.metadata`` with a plain ``pickle.load`` (it would run a hostile payload). The audit needs no torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..engine.errors import InputError
+from ._inert import (_DTYPE_BYTES, _MAX_PICKLE_BYTES, _inert_load, _Leaf, _Opaque, _read_legacy, _read_zip,
+                     _walk)
+from ._storage import _disk_usage
+
+__all__ = ["PIECES", "WHY", "AuditReport", "PieceStatus", "audit_checkpoint"]
+
+#: restorable-state pieces, in the order of the workbook's Readiness sheet
+PIECES: tuple[str, ...] = ("model", "optimizer", "step", "data_position", "rng", "lr_scheduler", "grad_scaler")
+WHY: dict[str, str] = {
+    "model": "Without the weights there is nothing to resume.",
+    "optimizer": "A fresh optimizer (no moments, no step counts) changes the trajectory after restore.",
+    "step": "Schedules, logging and data position key off the global step.",
+    "data_position": "Without it the job re-reads or skips data: silently different training.",
+    "rng": "Dropout, sampling and data order diverge from the uninterrupted run.",
+    "lr_scheduler": "A restarted schedule re-warms or jumps the learning rate.",
+    "grad_scaler": "fp16 loss scaling: a reset scaler can overflow or underflow the first steps "
+                   "(not needed for fp32 or bf16 training).",
+}
+
+
+# =========================================================================== key-name heuristics
+#
+# Key-name heuristics (case-insensitive, matched against one component of a key path: nested dict
+# keys of a torch.save file, dot-separated parts of a DCP key). A piece is "present" when a
+# matching key holds something (for model/optimizer: tensors), "missing" when the checkpoint is a
+# mapping whose every top-level key is accounted for and none matches, "unknown" when the file's
+# root is not a mapping, or unrecognised top-level keys might hold the piece under another name.
+#
+#   model          model, models, model_state(_dict), state_dict, module, net, network, weights,
+#                  params, parameters, ema, ema_model; or: parameter-like tensors (*.weight, *.bias,
+#                  running_mean/var) outside the other pieces (a bare model state_dict)
+#   optimizer      optim, optimizer(s), opt, optim_state(_dict), optimizer_state(s)(_dict), opt_state;
+#                  or a mapping with 'state' and 'param_groups' (torch.optim). "unknown" when it
+#                  holds no per-parameter tensors (never stepped, or a stateless optimizer)
+#   step           step(s), global_step, iteration(s), iter(s), num_steps, train_step, num_updates,
+#                  tokens_seen, num_tokens, total_tokens: outside optimizer/scheduler/scaler state
+#   data_position  [train_](data|dataloader(s)|data_loader|loader|sampler|data_sampler|data_iter|
+#                  data_iterator)[_state|_states|_position|_pos], dataset_state, batch_idx, batch_index,
+#                  consumed_samples, consumed_train_samples, consumed_tokens, samples_seen,
+#                  data_offset; an 'epoch' counter alone is "unknown" (no position within the epoch)
+#   rng            any key containing 'rng' or 'random'; or a 5056-element uint8 tensor (the torch
+#                  CPU generator state)
+#   lr_scheduler   any key containing 'sched'; or a mapping with 'last_epoch' and 'base_lrs'
+#   grad_scaler    any key containing 'scaler', or amp, loss_scale(r); or a mapping with 'scale' and
+#                  'growth_factor' (torch.amp.GradScaler)
+
+_NAME_RULES: dict[str, re.Pattern[str]] = {
+    "model": re.compile(r"(model|models|model_state|model_state_dict|state_dict|module|net|network|weights|"
+                        r"params|parameters|ema|ema_model)"),
+    "optimizer": re.compile(r"(optim|optimizer|optimizers|opt|optim_state|optim_state_dict|optimizer_state|"
+                            r"optimizer_states|optimizer_state_dict|opt_state)"),
+    "step": re.compile(r"(step|steps|global_step|globalstep|iteration|iterations|iter|iters|num_steps|train_step|"
+                       r"num_updates|tokens_seen|num_tokens|total_tokens)"),
+    "data_position": re.compile(r"((train_)?(data|dataloader|dataloaders|data_loader|loader|sampler|data_sampler|"
+                                r"data_iter|data_iterator)(_state|_states|_position|_pos)?|dataset_state|"
+                                r"batch_idx|batch_index|consumed_samples|consumed_train_samples|consumed_tokens|"
+                                r"samples_seen|data_offset)"),
+}
+_SEARCH_RULES: dict[str, re.Pattern[str]] = {
+    "rng": re.compile(r"rng|random"),
+    "lr_scheduler": re.compile(r"sched"),
+    "grad_scaler": re.compile(r"scaler|amp_scal|^amp$|^loss_scaler?$"),
+}
+_PARAM_LEAVES = {"weight", "bias", "running_mean", "running_var", "in_proj_weight", "in_proj_bias"}
+_BENIGN_TOP = re.compile(r"(config|cfg|args|hparams|hyper_parameters|hparams_name|hparams_type|meta|metadata|"
+                         r"version|.*_version|format|format_version|epoch|epochs|best_.*|metrics|loss|val_loss|"
+                         r"timestamp|time|date|name|arch|model_name|model_args|seed|world_size|git_.*|notes)")
+_TORCH_CPU_RNG_BYTES = 5056
+
+
+# ------------------------------------------------------------------------------------- reports
+
+@dataclass(frozen=True)
+class PieceStatus:
+    """One restorable-state piece: ``present``, ``missing`` or ``unknown``, with the keys found."""
+
+    piece: str
+    status: str
+    evidence: str
+    why: str
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """What a checkpoint holds, read without executing anything from it."""
+
+    path: str
+    format: str                   #: torch.save (zip) | torch.save (legacy) | pickle | DCP directory
+    size_bytes: int               #: bytes on disk
+    files: int
+    tensors: int
+    tensor_bytes: int             #: bytes of tensor data the checkpoint declares
+    top_level_keys: tuple[str, ...]
+    complete: bool                #: every tensor record the structure refers to exists with its full size
+    completeness: str
+    pieces: tuple[PieceStatus, ...]
+    globals_referenced: tuple[str, ...]
+    notes: tuple[str, ...]
+
+    def status(self, piece: str) -> str:
+        return next(p.status for p in self.pieces if p.piece == piece)
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return tuple(p.piece for p in self.pieces if p.status == "missing")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["missing"] = list(self.missing)
+        return d
+
+
+def audit_checkpoint(path: str | Path) -> AuditReport:
+    """Report which restorable-state pieces a checkpoint holds (see the heuristics above).
+
+    ``path``: a ``torch.save`` file (zip or legacy format, or a plain pickle) or a
+    ``torch.distributed.checkpoint`` directory. Nothing from the file is executed or imported;
+    tensor data is not read (only its declared size is checked against the records on disk).
+    Raises :class:`InputError` (field ``checkpoint``) for a missing, malformed, truncated or
+    hostile file, naming what is wrong.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError("checkpoint", str(path), "does not exist")
+    if path.is_dir():
+        return _audit_dcp(path)
+    size = path.stat().st_size
+    if size == 0:
+        raise InputError("checkpoint", str(path), "is empty (0 bytes): a save that never wrote, or a truncated file")
+    notes: list[str] = []
+    if zipfile.is_zipfile(path):
+        fmt, (obj, up, records_ok, completeness) = "torch.save (zip)", _read_zip(path)
+    else:
+        data = path.read_bytes() if size <= _MAX_PICKLE_BYTES else None
+        if data is None:
+            raise InputError("checkpoint", str(path), f"is a {size / 2**20:.0f} MiB non-zip file: too large for the "
+                                                      "legacy-format audit (re-save with torch.save's default zip format)")
+        if data[:4] == b"PK\x03\x04":
+            raise InputError("checkpoint", str(path), "is a truncated or damaged zip archive (no central directory): "
+                                                      "a torch.save that did not finish")
+        if data[:1] != b"\x80":
+            raise InputError("checkpoint", str(path), "is neither a torch.save zip archive nor a pickle "
+                                                      "(no pickle protocol header): not a checkpoint this audit reads")
+        fmt, obj, up, records_ok, completeness = _read_legacy(path, data)
+    leaves = _walk(obj, path)
+    tensors = {leaf.storage or str(i): leaf for i, (p, leaf) in enumerate(leaves) if leaf.kind == "tensor"}
+    pieces, top = _classify(obj, leaves)
+    if any(g.startswith("numpy.") for g in up.globals_seen):
+        notes.append("Holds numpy arrays (e.g. a numpy RNG state): torch.load(weights_only=True) refuses the file "
+                     "unless numpy's array rebuilders are allowlisted (torch.serialization.add_safe_globals).")
+    return AuditReport(
+        path=str(path), format=fmt, size_bytes=size, files=1,
+        tensors=sum(1 for _, leaf in leaves if leaf.kind == "tensor"),
+        tensor_bytes=sum(leaf.nbytes for leaf in tensors.values()),
+        top_level_keys=top, complete=records_ok, completeness=completeness, pieces=pieces,
+        globals_referenced=tuple(sorted(up.globals_seen)), notes=tuple(notes))
+
+
+
+def _audit_dcp(path: Path) -> AuditReport:
+    meta = path / ".metadata"
+    data_files = sorted(p.name for p in path.iterdir() if p.is_file() and p.suffix == ".distcp")
+    if not meta.is_file():
+        if data_files:
+            raise InputError("checkpoint", str(path), f"is an incomplete DCP checkpoint: {len(data_files)} .distcp data "
+                                                      "file(s) but no .metadata (the save never finished; not restorable)")
+        raise InputError("checkpoint", str(path), "is a directory without a DCP .metadata file: not a checkpoint this "
+                                                  "audit reads")
+    raw = meta.read_bytes()
+    if not raw:
+        raise InputError("checkpoint", str(path), ".metadata is empty (0 bytes): the save did not finish")
+    if len(raw) > _MAX_PICKLE_BYTES:
+        raise InputError("checkpoint", str(path), ".metadata is too large to audit")
+    md, up, _ = _inert_load(raw, ".metadata", path)
+    if not (isinstance(md, _Opaque) and md._global == "torch.distributed.checkpoint.metadata.Metadata"):
+        raise InputError("checkpoint", str(path), ".metadata does not hold a DCP Metadata record")
+    fields_ = md.state_dict()
+    sdm = fields_.get("state_dict_metadata")
+    if not isinstance(sdm, dict):
+        raise InputError("checkpoint", str(path), ".metadata has no state_dict_metadata mapping")
+    leaves: list[tuple[tuple[str, ...], _Leaf]] = []
+    for fqn, entry in sdm.items():
+        keypath = tuple(str(fqn).split("."))
+        g = getattr(entry, "_global", "")
+        if g.endswith("TensorStorageMetadata"):
+            st = entry.state_dict()
+            size = st.get("size")
+            shape = size.args[0] if isinstance(size, _Opaque) and size.args else ()
+            numel = math.prod(int(d) for d in shape) if isinstance(shape, (tuple, list)) else 0
+            props = st.get("properties")
+            dtype = _dcp_dtype(props)
+            leaves.append((keypath, _Leaf("tensor", numel * _DTYPE_BYTES.get(dtype, 1), numel, dtype)))
+        elif g.endswith("BytesStorageMetadata"):
+            leaves.append((keypath, _Leaf("object", value="bytes item (pickled, not read)")))
+        else:
+            leaves.append((keypath, _Leaf("object", value=g or type(entry).__name__)))
+    # completeness: every storage record must fit in its file
+    storage = fields_.get("storage_data")
+    problems: list[str] = []
+    need: dict[str, int] = {}
+    if isinstance(storage, dict):
+        for info in storage.values():
+            st = info.state_dict() if isinstance(info, _Opaque) else {}
+            rel, off, length = st.get("relative_path"), st.get("offset"), st.get("length")
+            if isinstance(rel, str) and isinstance(off, int) and isinstance(length, int):
+                need[rel] = max(need.get(rel, 0), off + length)
+            else:
+                problems.append("a storage record has no file/offset/length")
+    else:
+        problems.append(".metadata lists no storage records")
+    for rel, n in sorted(need.items()):
+        f = path / rel
+        if Path(rel).is_absolute() or ".." in Path(rel).parts:
+            problems.append(f"record points outside the checkpoint ({rel})")
+        elif not f.is_file():
+            problems.append(f"{rel} missing")
+        elif f.stat().st_size < n:
+            problems.append(f"{rel} holds {f.stat().st_size} bytes, the records need {n}")
+    size_on_disk, files = _disk_usage(path)
+    pieces, top = _classify(None, leaves)
+    return AuditReport(
+        path=str(path), format="DCP directory", size_bytes=size_on_disk, files=files,
+        tensors=sum(1 for _, leaf in leaves if leaf.kind == "tensor"),
+        tensor_bytes=sum(leaf.nbytes for _, leaf in leaves if leaf.kind == "tensor"),
+        top_level_keys=top, complete=not problems,
+        completeness=("; ".join(problems[:5]) if problems else
+                      f"all {len(need)} data file(s) present and long enough for the {len(storage)} records"),
+        pieces=pieces, globals_referenced=tuple(sorted(up.globals_seen)),
+        notes=("DCP bytes items (non-tensor values) are pickles that dcp.load unpickles with "
+               "weights_only=False: load DCP checkpoints only from trusted sources.",))
+
+
+def _dcp_dtype(props: Any) -> str:
+    if not isinstance(props, _Opaque):
+        return "unknown"
+    st = props.state
+    candidates = list(st) if isinstance(st, tuple) else list(props.state_dict().values())
+    for c in candidates:
+        name = getattr(c, "_global", "")
+        if name.startswith("torch.") and name[6:] in _DTYPE_BYTES:
+            return name[6:]
+    return "unknown"
+
+
+def _classify(root: Any, leaves: list[tuple[tuple[str, ...], _Leaf]]) -> tuple[tuple[PieceStatus, ...], tuple[str, ...]]:
+    """Apply the key-name heuristics to the leaves; returns the pieces and the top-level keys."""
+    rootless = [(p, leaf) for p, leaf in leaves if p]
+    if not rootless:  # the root itself is a leaf: a bare tensor, a number, an unknown object
+        kind = leaves[0][1].kind if leaves else "nothing"
+        what = f"the file holds a single {kind}, not a mapping of named state"
+        return tuple(PieceStatus(pc, "unknown", what, WHY[pc]) for pc in PIECES), ()
+    top = tuple(dict.fromkeys(p[0] for p, _ in rootless))
+    if isinstance(root, (list, tuple)):
+        what = "the file's root is a list, not a mapping of named state"
+        return tuple(PieceStatus(pc, "unknown", what, WHY[pc]) for pc in PIECES), top
+
+    def lower(p: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(c.lower() for c in p)
+
+    prefixes: set[tuple[str, ...]] = set()
+    children: dict[tuple[str, ...], set[str]] = {}
+    for p, _ in rootless:
+        lp = lower(p)
+        for i in range(1, len(lp) + 1):
+            prefixes.add(lp[:i])
+            children.setdefault(lp[:i - 1], set()).add(lp[i - 1])
+
+    def under(p: tuple[str, ...], roots: set[tuple[str, ...]]) -> bool:
+        return any(p[:len(r)] == r for r in roots)
+
+    def named(piece: str, max_depth: int = 3) -> set[tuple[str, ...]]:
+        out = set()
+        for pre in prefixes:
+            if len(pre) <= max_depth:
+                comp = pre[-1]
+                if piece in _NAME_RULES and _NAME_RULES[piece].fullmatch(comp):
+                    out.add(pre)
+                elif piece in _SEARCH_RULES and _SEARCH_RULES[piece].search(comp):
+                    out.add(pre)
+        return outermost(out)
+
+    def structural(required: tuple[str, ...], any_of: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+        """Prefixes whose children include every ``required`` key and (if given) one of ``any_of``."""
+        return {pre for pre, kids in children.items()
+                if all(n in kids for n in required) and (not any_of or any(a in kids for a in any_of))}
+
+    low_leaves = [(lower(p), leaf) for p, leaf in rootless]
+    def outermost(roots: set[tuple[str, ...]]) -> set[tuple[str, ...]]:
+        return {r for r in roots if not any(r != o and r[:len(o)] == o for o in roots)}
+
+    def holds_something(roots: set[tuple[str, ...]]) -> bool:
+        return any(under(p, roots) and not (lf.kind in ("mapping", "none") or (lf.kind == "sequence" and lf.numel == 0))
+                   for p, lf in low_leaves)
+
+    optim = outermost(named("optimizer") | structural(("state", "param_groups")))
+    sched = outermost(named("lr_scheduler") | structural(("last_epoch",), ("base_lrs", "_step_count")))
+    scaler = outermost(named("grad_scaler") | structural(("scale",), ("growth_factor", "_growth_tracker")))
+    claimed = optim | sched | scaler
+    model_named = {r for r in named("model") if not under(r, claimed)}
+    result: dict[str, PieceStatus] = {}
+
+    # model
+    model_tensors = [(p, lf) for p, lf in low_leaves if lf.kind == "tensor" and under(p, model_named)]
+    if model_tensors:
+        roots = ", ".join(sorted("/".join(r) for r in model_named if any(p[:len(r)] == r for p, _ in model_tensors)))
+        result["model"] = PieceStatus("model", "present",
+                                      f"{roots}: {len(model_tensors)} tensors, {_mb(sum(l.nbytes for _, l in model_tensors))}",
+                                      WHY["model"])
+    else:
+        loose = [(p, lf) for p, lf in low_leaves if lf.kind == "tensor" and p[-1].rsplit(".", 1)[-1] in _PARAM_LEAVES
+                 and not under(p, claimed)]
+        if loose:
+            result["model"] = PieceStatus("model", "present", f"{len(loose)} parameter-like tensors (*.weight, *.bias) "
+                                          f"outside other pieces, {_mb(sum(l.nbytes for _, l in loose))}", WHY["model"])
+            model_named = {p[:1] for p, _ in loose}
+    claimed_all = claimed | model_named
+
+    # optimizer
+    if optim:
+        opt_tensors = [lf for p, lf in low_leaves if lf.kind == "tensor" and under(p, optim)]
+        names = ", ".join(sorted("/".join(r) for r in optim))
+        if opt_tensors:
+            result["optimizer"] = PieceStatus("optimizer", "present",
+                                              f"{names}: {len(opt_tensors)} state tensors, {_mb(sum(l.nbytes for l in opt_tensors))}",
+                                              WHY["optimizer"])
+        else:
+            result["optimizer"] = PieceStatus("optimizer", "unknown", f"{names} holds no per-parameter state tensors "
+                                              "(never stepped, or a stateless optimizer such as plain SGD)", WHY["optimizer"])
+
+    def scalar_evidence(roots: set[tuple[str, ...]]) -> str:
+        """Key paths, with the values of numeric leaves at or just under them (at most 4)."""
+        parts = []
+        for r in sorted(roots):
+            here = [(p, lf) for p, lf in low_leaves if p[:len(r)] == r and len(p) <= len(r) + 1]
+            vals = [("/".join(p[len(r):]) or "", lf.value) for p, lf in here if lf.kind in ("number", "bool")]
+            if vals and vals[0][0] == "":
+                parts.append(f"{'/'.join(r)} = {vals[0][1]}")
+            elif vals:
+                inner = ", ".join(f"{k} = {v}" for k, v in vals[:4]) + (", ..." if len(vals) > 4 else "")
+                parts.append(f"{'/'.join(r)} ({inner})")
+            else:
+                parts.append("/".join(r))
+        return ", ".join(parts)
+
+    def empty(piece: str, roots: set[tuple[str, ...]]) -> None:
+        result[piece] = PieceStatus(piece, "missing", f"{', '.join(sorted('/'.join(r) for r in roots))} is empty", WHY[piece])
+
+    # step
+    steps = {r for r in named("step") if not under(r, claimed_all)}
+    if steps and not holds_something(steps):
+        empty("step", steps)
+    elif steps:
+        result["step"] = PieceStatus("step", "present", scalar_evidence(steps), WHY["step"])
+    # data position
+    data = {r for r in named("data_position") if not under(r, claimed_all)}
+    if data and not holds_something(data):
+        empty("data_position", data)
+    elif data:
+        result["data_position"] = PieceStatus("data_position", "present", scalar_evidence(data), WHY["data_position"])
+    else:
+        epochs = {pre for pre in prefixes if len(pre) <= 2 and pre[-1] in ("epoch", "epochs") and not under(pre, claimed_all)}
+        if epochs:
+            result["data_position"] = PieceStatus("data_position", "unknown",
+                                                  f"only an epoch counter ({scalar_evidence(epochs)}): a mid-epoch "
+                                                  "resume also needs the position within the epoch", WHY["data_position"])
+    # rng
+    rng = {r for r in named("rng") if not under(r, claimed_all)}
+    if rng and not holds_something(rng):
+        empty("rng", rng)
+    elif rng:
+        result["rng"] = PieceStatus("rng", "present", ", ".join(sorted("/".join(r) for r in rng)), WHY["rng"])
+    else:
+        gens = [p for p, lf in low_leaves if lf.kind == "tensor" and lf.dtype == "uint8"
+                and lf.numel == _TORCH_CPU_RNG_BYTES and not under(p, claimed_all)]
+        if gens:
+            result["rng"] = PieceStatus("rng", "present", f"{'/'.join(gens[0])}: a {_TORCH_CPU_RNG_BYTES}-byte uint8 "
+                                        "tensor (torch CPU generator state)", WHY["rng"])
+    if sched and not holds_something(sched):
+        empty("lr_scheduler", sched)
+    elif sched:
+        result["lr_scheduler"] = PieceStatus("lr_scheduler", "present", ", ".join(sorted("/".join(r) for r in sched)),
+                                             WHY["lr_scheduler"])
+    if scaler and not holds_something(scaler):
+        empty("grad_scaler", scaler)
+    elif scaler:
+        result["grad_scaler"] = PieceStatus("grad_scaler", "present", ", ".join(sorted("/".join(r) for r in scaler)),
+                                            WHY["grad_scaler"])
+
+    accounted = {r[0] for pc in (optim, sched, scaler, model_named, steps, data, rng) for r in pc if r}
+    unrecognised = [k for k in top if k.lower() not in accounted and not _BENIGN_TOP.fullmatch(k.lower())]
+    for pc in PIECES:
+        if pc in result:
+            continue
+        if unrecognised:
+            shown = ", ".join(unrecognised[:5]) + (" ..." if len(unrecognised) > 5 else "")
+            result[pc] = PieceStatus(pc, "unknown", f"no key with a recognised name; unrecognised keys ({shown}) "
+                                     "may hold it", WHY[pc])
+        else:
+            result[pc] = PieceStatus(pc, "missing", "no key with a recognised name", WHY[pc])
+    return tuple(result[pc] for pc in PIECES), top
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.3g} MB"

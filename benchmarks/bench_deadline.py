@@ -3,9 +3,9 @@
 Job: 30 days of useful compute (work = 720 h = 43,200 min), C = 2 min, M = 1,200 min (20 h job
 MTBF), R = 10 min, T = the exact long-run optimum (67.96 min), exponential failures, no final save.
 
-* vectorised: :func:`engine.deadline.simulate` on 10^5 runs (numpy across runs, one loop step per
+* vectorised: :func:`engine.montecarlo.simulate` on 10^5 runs (numpy across runs, one loop step per
   failure, jumping over failure-free segments);
-* loop: :func:`engine.deadline.reference_simulation`, the same model walked phase by phase in plain
+* loop: :func:`engine.montecarlo.reference_simulation`, the same model walked phase by phase in plain
   Python, on fewer runs (default 2,000); per-run costs are compared. The loop takes its failure gaps
   from the same (numpy-generated) stream, so it is not charged for drawing them one by one: the ratio
   is, if anything, in the loop's favour.
@@ -30,7 +30,8 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ckptplan import engine  # noqa: E402
-from ckptplan.engine import deadline as dl  # noqa: E402
+from ckptplan.engine import finite as fin  # noqa: E402
+from ckptplan.engine import montecarlo as mc  # noqa: E402
 
 WORK, C, M, R = 720.0 * 60.0, 2.0, 1200.0, 10.0
 
@@ -55,22 +56,22 @@ def main() -> None:
     T = float(engine.exact_optimal_interval(C, M))
     print(f"python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}, "
           f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}")
-    print(f"job: work {WORK:g} min, T {T:.2f} min ({int(dl.segment_count(WORK, T))} segments), C {C:g}, "
+    print(f"job: work {WORK:g} min, T {T:.2f} min ({int(fin.segment_count(WORK, T))} segments), C {C:g}, "
           f"M {M:g}, R {R:g} min, exponential failures")
 
     # same runs, same seed: the two implementations agree run by run
     check = args.loop_runs
-    fast = dl.simulate(WORK, T, C, M, R, runs=check, seed=args.seed)
-    slow = dl.reference_simulation(WORK, T, C, M, R, runs=check, seed=args.seed)
+    fast = mc.simulate(WORK, T, C, M, R, runs=check, seed=args.seed)
+    slow = mc.reference_simulation(WORK, T, C, M, R, runs=check, seed=args.seed)
     worst = float(np.max(np.abs(fast.wall - slow.wall) / slow.wall))
     same_failures = bool(np.array_equal(fast.failures, slow.failures))
     print(f"agreement on {check:,} identical runs: max relative wall-time difference {worst:.1e}, "
           f"failure counts identical: {same_failures}")
 
-    t_vec, all_vec, sim = _best_of(args.repeat, lambda: dl.simulate(WORK, T, C, M, R, runs=args.runs, seed=args.seed))
-    t_loop, all_loop, _ = _best_of(args.repeat, lambda: dl.reference_simulation(
+    t_vec, all_vec, sim = _best_of(args.repeat, lambda: mc.simulate(WORK, T, C, M, R, runs=args.runs, seed=args.seed))
+    t_loop, all_loop, _ = _best_of(args.repeat, lambda: mc.reference_simulation(
         WORK, T, C, M, R, runs=args.loop_runs, seed=args.seed))
-    exact = float(dl.finite_expected_wall_time(WORK, T, C, M, R))
+    exact = float(fin.finite_expected_wall_time(WORK, T, C, M, R))
     z = (sim.mean() - exact) / sim.standard_error()
     vec_rate = args.runs / t_vec
     loop_rate = args.loop_runs / t_loop

@@ -32,7 +32,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .engine import InputError
 from .engine import batch as eb
-from .engine.deadline import FailureLaw
+from .engine.montecarlo import FailureLaw
 from .files.atomic import OutputExistsError
 
 # `from package import module` resolves through sys.modules, so this works even when ckptplan.cli

@@ -1,8 +1,8 @@
 """``ckptplan deadline``: will the run meet its deadline, and which interval gives it the best chance?
 
-A thin front end over :mod:`engine.deadline` (Monte Carlo of the finite job). Wire it into the
-main app with ``register(app)``. Bad input prints the engine's message (field, value, rule) and
-exits with status 2, like every other command.
+A thin front end over :mod:`engine.deadline` (deadline answers from the Monte Carlo of the finite
+job in :mod:`engine.montecarlo`). Wire it into the main app with ``register(app)``. Bad input
+prints the engine's message (field, value, rule) and exits with status 2, like every other command.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .engine import deadline as dl
+from .engine import montecarlo as mc
 
 from .common import console, err_console, fail, scenario_from_options
 
@@ -79,7 +80,7 @@ def deadline(
     """Monte Carlo of the finite run: P(finish by the deadline), percentiles, cost, and the interval to choose."""
     try:
         sc = scenario_from_options(template, {})
-        law = dl.FailureLaw.weibull(weibull_shape) if weibull_shape is not None else dl.FailureLaw.exponential()
+        law = mc.FailureLaw.weibull(weibull_shape) if weibull_shape is not None else mc.FailureLaw.exponential()
         report = dl.deadline_report(sc, deadline_h=deadline_h, interval_min=interval_min, runs=runs, seed=seed,
                                     failures=law, final_save=final_save)
         with Progress(TextColumn("simulating intervals"), BarColumn(), TextColumn("{task.completed}/{task.total}"),

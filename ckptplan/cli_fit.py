@@ -1,9 +1,10 @@
 """``ckptplan fit LOG.csv``: fit an interruption log and optionally emit a scenario from it.
 
-Wire it into the main app with ``register(app)``. The log format and every estimator are documented
-in :mod:`engine.logs`. ``--emit-scenario OUT.toml`` writes the ``--template`` scenario (default: the
-seed case) with the fitted ``job_mtbf_h``, ``restart_min`` and ``checkpoint_stall_min`` (those the log
-could estimate; the rest stay as in the template). The file is written atomically (a temporary file
+Wire it into the main app with ``register(app)``. The log format is documented in
+:mod:`ckptplan.files.logs`, every estimator in :mod:`ckptplan.engine.fitting`. ``--emit-scenario
+OUT.toml`` writes the ``--template`` scenario (default: the seed case) with the fitted
+``job_mtbf_h``, ``restart_min`` and ``checkpoint_stall_min`` (those the log could estimate; the
+rest stay as in the template). The file is written atomically (a temporary file
 in the same directory, checked with :func:`files.load_scenario`, then ``os.replace``) and an
 existing file is replaced only with ``--force``. The existence check and the replace are two steps:
 a file created in between by another process is overwritten.
@@ -21,7 +22,8 @@ from rich.table import Table
 
 from . import engine
 from . import files
-from .engine import logs
+from .engine.fitting import LogFit, MinutesSummary
+from .files.logs import fit_log
 
 # `from package import module` resolves through sys.modules, so this works even when ckptplan.cli
 # imports this module while it is still initialising; names are looked up at call time.
@@ -32,14 +34,14 @@ def _num(x: float | None, fmt: str = ".3g", unit: str = "") -> str:
     return "n/a" if x is None else f"{x:{fmt}}{unit}"
 
 
-def _summary(s: logs.MinutesSummary | None) -> tuple[str, str]:
+def _summary(s: MinutesSummary | None) -> tuple[str, str]:
     if s is None:
         return "n/a", "not in the log"
     return (f"{s.mean_min:.3g} min", f"median {s.median_min:.3g}, p90 {s.p90_min:.3g}, "
                                      f"max {s.max_min:.3g} min (n = {s.count})")
 
 
-def print_fit(fit: logs.LogFit) -> None:
+def print_fit(fit: LogFit) -> None:
     """The fit as a table plus the scenario overrides and notes."""
     conf = f"{fit.confidence:.0%}"
     t = Table(title=f"Interruption log {fit.source}", title_justify="left")
@@ -80,7 +82,7 @@ def print_fit(fit: logs.LogFit) -> None:
         _cli.console.print(f"note: {note}", highlight=False)
 
 
-def fitted_scenario(fit: logs.LogFit, template: Optional[str]) -> engine.Scenario:
+def fitted_scenario(fit: LogFit, template: Optional[str]) -> engine.Scenario:
     """The template scenario (default: seed) with the fit's overrides, renamed and sourced."""
     overrides = fit.scenario_overrides()
     base = _cli.scenario_from_options(template, overrides)
@@ -102,7 +104,7 @@ def fitted_scenario(fit: logs.LogFit, template: Optional[str]) -> engine.Scenari
     )
 
 
-def scenario_toml(scenario: engine.Scenario, fit: logs.LogFit) -> str:
+def scenario_toml(scenario: engine.Scenario, fit: LogFit) -> str:
     """TOML text loadable by :func:`files.load_scenario`, with a comment header naming the fit."""
     overrides = fit.scenario_overrides()
     header = [
@@ -120,7 +122,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("fit")
     def fit(
-        log: Path = typer.Argument(..., help="Interruption log CSV: timestamp,event,cause[,stall_s][,step]"),
+        log: Path = typer.Argument(..., help="Interruption log CSV: timestamp,event,cause[,checkpoint_stall_s][,step]"),
         as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables"),
         template: Optional[str] = typer.Option(
             None, "--template", "-t", help="Base scenario for --emit-scenario (preset or TOML); default: seed"),
@@ -131,7 +133,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Fit an interruption log: job MTBF with confidence bounds, failure shape, restart, stall, progress lost."""
         try:
-            result = logs.fit_log(log, confidence=confidence)
+            result = fit_log(log, confidence=confidence)
         except ValueError as exc:
             _cli.fail(str(exc))
         emitted: dict[str, Any] | None = None

@@ -12,8 +12,10 @@ command line starts fast:
 * :mod:`.waste` Young, Daly, the exact model and async saves; :mod:`.reliability` job MTBF from
   nodes, GPUs and correlated failure domains; :mod:`.cost` GPU-hours, money, comparisons;
 * :mod:`.scenario` the scenario record and table, and :func:`evaluate`;
-* :mod:`.deadline` finite jobs, Monte Carlo and deadline answers; :mod:`.batch` many scenarios
-  at once and sweeps; :mod:`.logs` fitting interruption logs.
+* :mod:`.finite` the exact expectation of a finite job; :mod:`.montecarlo` its simulation under
+  any failure law; :mod:`.deadline` deadline answers for a scenario;
+* :mod:`.batch` many scenarios at once and sweeps; :mod:`.fitting` job MTBF, failure shape,
+  restart and stall from an interruption log's events (reading the file: ``ckptplan.files.logs``).
 """
 
 from __future__ import annotations
@@ -40,14 +42,15 @@ _EXPORTS: dict[str, str] = {
     "scenario_to_dict": "scenario", "to_table": "scenario", "validate_table": "scenario",
     # registry
     "FIELDS": "fields", "FIELD_BY_NAME": "fields", "RULES": "fields",
-    # deadline
-    "FailureLaw": "deadline", "best_segment_count": "deadline", "deadline_report": "deadline",
-    "deadline_search": "deadline", "finite_expected_wall_time": "deadline", "simulate": "deadline",
-    "simulate_wall_times": "deadline",
+    # finite jobs, Monte Carlo, deadline answers
+    "best_segment_count": "finite", "finite_expected_wall_time": "finite",
+    "FailureLaw": "montecarlo", "simulate": "montecarlo", "simulate_wall_times": "montecarlo",
+    "deadline_report": "deadline", "deadline_search": "deadline",
     # log fitting
-    "fit_log": "logs",
+    "fit_events": "fitting", "mtbf_estimate": "fitting", "weibull_fit": "fitting",
 }
-_SUBMODULES = ("batch", "cost", "deadline", "errors", "fields", "logs", "reliability", "scenario", "waste")
+_SUBMODULES = ("batch", "cost", "deadline", "errors", "fields", "finite", "fitting", "montecarlo", "reliability",
+               "scenario", "waste")
 
 __all__ = [
     "InputError",
@@ -58,9 +61,9 @@ __all__ = [
     "gpu_hours", "money", "goodput", "compare_plans",
     "Scenario", "evaluate", "scenario_from_dict", "scenario_to_dict", "to_table", "validate_table",
     "FIELDS", "FIELD_BY_NAME", "RULES",
-    "FailureLaw", "best_segment_count", "deadline_report", "deadline_search", "finite_expected_wall_time",
-    "simulate", "simulate_wall_times",
-    "fit_log",
+    "best_segment_count", "finite_expected_wall_time", "FailureLaw", "simulate", "simulate_wall_times",
+    "deadline_report", "deadline_search",
+    "fit_events", "mtbf_estimate", "weibull_fit",
 ]
 
 

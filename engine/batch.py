@@ -90,7 +90,7 @@ import numpy as np
 import pandas as pd
 
 from . import cost
-from . import deadline as _dl
+from . import montecarlo as _mc
 from ._inputs import InputError, as_float_array
 from ..files.atomic import atomic_write
 from ..files.untrusted import check_xlsx_package
@@ -266,7 +266,7 @@ def _check_mc_options(runs: Any, seed: Any, failures: Any) -> tuple[int, int, An
         raise InputError("runs", runs, "must be a single whole number >= 2")
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError("seed", seed, "must be a whole number >= 0 (the base seed of every row's own seed)")
-    if not (failures == "exponential" or isinstance(failures, _dl.FailureLaw)):
+    if not (failures == "exponential" or isinstance(failures, _mc.FailureLaw)):
         raise InputError("failures", failures, "must be 'exponential' or an engine.deadline.FailureLaw")
     return int(r), int(seed), failures
 
@@ -330,7 +330,7 @@ def _monte_carlo(n: int, eff: Mapping[str, np.ndarray], res: Mapping[str, np.nda
                 "much compute even with no saves and no failures")))
             continue
         try:
-            sim = _dl.simulate(useful_h[p] * 60.0, res["chosen_interval_min"][p], eff["checkpoint_stall_min"][p],
+            sim = _mc.simulate(useful_h[p] * 60.0, res["chosen_interval_min"][p], eff["checkpoint_stall_min"][p],
                                res["job_mtbf_h"][p] * 60.0, eff["restart_min"][p], eff["async_write_min"][p],
                                eff["async_slowdown_fraction"][p], runs, row_seed, failures, final_save)
         except ValueError as exc:
@@ -345,9 +345,9 @@ def _monte_carlo(n: int, eff: Mapping[str, np.ndarray], res: Mapping[str, np.nda
         if not np.isnan(dl_h):
             hits = int(np.count_nonzero(sim.wall <= dl_h * 60.0))
             out["p_finish"][p] = hits / runs
-            out["p_finish_low"][p], out["p_finish_high"][p] = _dl.wilson_interval(hits, runs)
+            out["p_finish_low"][p], out["p_finish_high"][p] = _mc.wilson_interval(hits, runs)
         out["mc_wall_h_mean"][p] = float(wall_h.mean())
-        out["mc_wall_h_mean_se"][p] = _dl.standard_error(wall_h)
+        out["mc_wall_h_mean_se"][p] = _mc.standard_error(wall_h)
         out["mc_wall_h_p50"][p], out["mc_wall_h_p90"][p], out["mc_wall_h_p99"][p] = q50, q90, q99
         out["mc_failures_mean"][p] = float(sim.failures.mean())
         out["mc_gpu_hours_mean"][p] = float(gpu_h.mean())
@@ -362,7 +362,7 @@ def _is_dask(obj: Any) -> bool:
 
 
 def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUNS, seed: int = 0,
-                  failures: Union[str, "_dl.FailureLaw"] = "exponential", final_save: bool = False,
+                  failures: Union[str, "_mc.FailureLaw"] = "exponential", final_save: bool = False,
                   extra_columns: str = "error",
                   cell_errors: Optional[Mapping[tuple[Hashable, str], str]] = None) -> Any:
     """Evaluate every row of a scenario table; bad rows become ``status="error"`` rows, never exceptions.
@@ -629,7 +629,7 @@ def sweep_grid(base: Union[None, str, Path, Scenario] = None, *, same_work: bool
 
 
 def sweep(base: Union[None, str, Path, Scenario] = None, *, deadline: bool = False, runs: int = DEFAULT_RUNS,
-          seed: int = 0, failures: Union[str, "_dl.FailureLaw"] = "exponential", final_save: bool = False,
+          seed: int = 0, failures: Union[str, "_mc.FailureLaw"] = "exponential", final_save: bool = False,
           same_work: bool = False, max_rows: int = MAX_SWEEP_ROWS, **axes: Sequence[float]) -> pd.DataFrame:
     """Evaluate the cartesian grid of ``axes`` over ``base``: one row per combination.
 
@@ -650,7 +650,7 @@ def sweep(base: Union[None, str, Path, Scenario] = None, *, deadline: bool = Fal
 
 def sweep_dask(base: Union[None, str, Path, Scenario] = None, *, partition_rows: int = DEFAULT_CHUNK_ROWS,
                deadline: bool = False, runs: int = DEFAULT_RUNS, seed: int = 0,
-               failures: Union[str, "_dl.FailureLaw"] = "exponential", final_save: bool = False,
+               failures: Union[str, "_mc.FailureLaw"] = "exponential", final_save: bool = False,
                same_work: bool = False, **axes: Sequence[float]):
     """:func:`sweep` as a lazy ``dask.dataframe.DataFrame``: the grid is built on the workers.
 

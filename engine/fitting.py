@@ -1,49 +1,27 @@
-"""Interruption logs: read a training job's event history and fit M, R, C and the failure shape.
+"""Fitting interruption histories: job MTBF, failure shape, restart, save stall and progress lost.
 
-Log format
-----------
-One CSV file (UTF-8, an Excel byte-order mark is accepted), header row required; column names
-are matched case-insensitively after trimming spaces, in any order:
-
-========================  ========  =================================================================
-column                    required  content
-========================  ========  =================================================================
-``timestamp``             yes       ISO 8601 (``2024-03-01T08:00:00``, ``...+00:00``, ``...Z``,
-                                    fractional seconds allowed). Either every row carries a UTC
-                                    offset or none does; naive times are read as one clock without
-                                    daylight-saving jumps (use UTC or offsets across a DST change).
-``event``                 yes       ``start``, ``checkpoint_saved``, ``interruption``,
-                                    ``restart_complete`` or ``end`` (case-insensitive).
-``cause``                 yes       free text on ``interruption`` rows (``hardware``, ``software``,
-                                    ``network``, ``planned`` ...); empty on every other row. An
-                                    interruption with an empty cause counts as an unplanned failure
-                                    of unknown cause.
-``stall_s``               no        on ``checkpoint_saved`` rows: the blocking stall of that save in
-                                    seconds as the job measured it (>= 0); empty elsewhere.
-``step``                  no        training step (whole number >= 0) on any row; used only for
-                                    "steps lost".
-========================  ========  =================================================================
-
-Other columns are allowed and ignored (the fit lists them in its notes). Rows must be sorted by
-time (equal timestamps are allowed). A row with more fields than the header is an error (its
-extra data would be lost); a row with fewer fields has the missing trailing fields empty. Empty
-lines are skipped; they do not shift the row numbers, which are the file's line numbers (the header
-is row 1). For a DataFrame input, row numbers are ``position + 2`` (as if written with a header).
+The input is an *events table*, one row per event of a training job, already validated (reading
+and checking a log file is the I/O layer's job): columns :data:`EVENTS_TABLE_COLUMNS` = ``row``
+(row number in the source, used in notes), ``timestamp`` (``datetime64``, sorted), ``event`` (one
+of :data:`EVENTS`, in an allowed sequence), ``cause`` (text, empty except on interruptions),
+``checkpoint_stall_s`` (float seconds on ``checkpoint_saved`` rows, NaN when not measured) and
+``step`` (float, NaN when not known). :func:`fit_events` applies every estimator to such a table;
+:func:`mtbf_estimate` and :func:`weibull_fit` take plain arrays as well. scipy is imported by the
+functions that need it, not by this module.
 
 Semantics
 ---------
 The job is *running* from a ``start`` or ``restart_complete`` row until the next
 ``interruption`` or ``end`` row: that span is a *run segment*. A ``checkpoint_saved`` row is the
 moment a checkpoint became restorable (durable), not when the save began. After an interruption the
-job resumes from the last ``checkpoint_saved`` before it. Allowed sequences (anything else is a bad
-row)::
+job resumes from the last ``checkpoint_saved`` before it. Allowed sequences::
 
     (not running) --start--> running --checkpoint_saved--> running
     running --interruption--> down --restart_complete--> running
     running --end--> (not running);  down --end--> (not running)   # job given up after a failure
     (not running) --start--> running                               # a later launch
 
-If the log stops while the job is running (no ``end``), the last segment is closed at the last
+If the history stops while the job is running (no ``end``), the last segment is closed at the last
 row's timestamp (add an ``end`` row at the export time to count the running time after the last
 event); if it stops while the job is down, that interruption has no restart time. Both are stated
 in :attr:`LogFit.notes`.
@@ -59,7 +37,8 @@ Definitions (``T`` running time in hours, ``n`` unplanned interruptions)
   between an ``end`` and the next ``start``). Save stalls are running time.
 * restart time ``R``: from each interruption to the next ``restart_complete`` (planned ones
   included), in minutes.
-* save stall ``C``: the ``stall_s`` values of ``checkpoint_saved`` rows, in minutes.
+* save stall ``C``: the ``checkpoint_stall_s`` values of ``checkpoint_saved`` rows, in minutes
+  (the scenario's ``checkpoint_stall_min``).
 * progress lost by an interruption: the running time from the *restore point* to the interruption,
   where the restore point is the last ``checkpoint_saved`` in the same run segment or, if the
   segment has none, the segment's own start (whatever state the segment started from is what the
@@ -71,11 +50,11 @@ Definitions (``T`` running time in hours, ``n`` unplanned interruptions)
   segment (compute plus stall), in minutes.
 
 Estimators: :func:`mtbf_estimate` (exponential MLE with chi-square bounds), :func:`weibull_fit`
-(censored Weibull MLE, likelihood-ratio test of ``k = 1``); both take plain arrays as well.
-:func:`fit_log` reads a log and applies them; :meth:`LogFit.scenario_overrides` gives the
-fitted ``job_mtbf_h``, ``restart_min`` and ``checkpoint_stall_min`` for a :class:`engine.Scenario`.
-The job MTBF override replaces the node-derived value: the log measures the whole job (node,
-domain, software and network failures alike). Planned interruptions are not in the scenario model.
+(censored Weibull MLE, likelihood-ratio test of ``k = 1``). :meth:`LogFit.scenario_overrides`
+gives the fitted ``job_mtbf_h``, ``restart_min`` and ``checkpoint_stall_min`` for a
+:class:`ckptplan.engine.Scenario`. The job MTBF override replaces the node-derived value: the
+history measures the whole job (node, domain, software and network failures alike). Planned
+interruptions are not in the scenario model.
 
 References
 ----------
@@ -94,23 +73,25 @@ References
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, special, stats
 
-from ._inputs import InputError
+from .errors import InputError
+
+__all__ = ["EVENTS", "EVENTS_TABLE_COLUMNS", "LogFit", "MIN_FAILURES_FOR_SHAPE", "MinutesSummary", "MtbfEstimate",
+           "PLANNED_CAUSE", "WeibullFit", "check_confidence", "fit_events", "mtbf_estimate", "run_segments",
+           "summarize_minutes", "weibull_fit"]
 
 EVENTS: tuple[str, ...] = ("start", "checkpoint_saved", "interruption", "restart_complete", "end")
-REQUIRED_COLUMNS: tuple[str, ...] = ("timestamp", "event", "cause")
-OPTIONAL_COLUMNS: tuple[str, ...] = ("stall_s", "step")
+"""The events a history is made of (lower case), in the sequence of the module docstring."""
+EVENTS_TABLE_COLUMNS: tuple[str, ...] = ("row", "timestamp", "event", "cause", "checkpoint_stall_s", "step")
+"""The columns of an events table, the input of :func:`run_segments` and :func:`fit_events`."""
 PLANNED_CAUSE = "planned"
+"""The cause (case-insensitive) of an interruption that is not a failure."""
 MIN_FAILURES_FOR_SHAPE = 10
 """Fewest unplanned failures for which :func:`weibull_fit` reports a shape. With fewer, the
 likelihood-ratio interval for ``k`` typically spans from well below to well above 1 and the
@@ -119,238 +100,10 @@ asymptotic chi-square calibration of the test is poor (Meeker & Escobar 1998, ch
 _SHAPE_SEARCH = (0.01, 100.0)  # bracket for the shape MLE and its interval
 
 
-# --------------------------------------------------------------------------------------- errors
-
-@dataclass(frozen=True)
-class RowProblem:
-    """One bad row: ``row`` as numbered in the file (header = 1), the field, its value, the rule."""
-
-    row: int
-    field: str
-    value: Any
-    rule: str
-
-    def __str__(self) -> str:
-        return f"row {self.row}: {self.field}={self.value!r}: {self.rule}"
-
-
-class LogError(InputError):
-    """An interruption log with bad rows; ``problems`` lists every one (:class:`RowProblem`).
-
-    The message names each row, field, value and rule, one per line.
-    """
-
-    def __init__(self, source: str, problems: Sequence[RowProblem]):
-        self.problems = list(problems)
-        self.source = source
-        listing = "\n".join(f"  {p}" for p in self.problems)
-        count = len(self.problems)
-        super().__init__("interruption log", source,
-                         f"{count} bad row{'s' if count != 1 else ''}:\n{listing}")
-
-
-# -------------------------------------------------------------------------------------- reading
-
-def _cell_text(value: Any) -> str:
-    """A DataFrame cell as the text a CSV file would hold ('' for missing)."""
-    if value is None or value is pd.NA or value is pd.NaT:
-        return ""
-    if isinstance(value, float) and math.isnan(value):
-        return ""
-    if isinstance(value, (datetime, pd.Timestamp)):
-        return value.isoformat()
-    return str(value)
-
-
-def _records(source: str | Path | pd.DataFrame) -> tuple[str, int, list[str], list[tuple[int, list[str]]]]:
-    """(source name, header row number, header cells, [(row number, cells), ...])."""
-    if isinstance(source, pd.DataFrame):
-        header = [str(c) for c in source.columns]
-        rows = [(i + 2, [_cell_text(v) for v in values])
-                for i, values in enumerate(source.itertuples(index=False, name=None))]
-        return "DataFrame", 1, header, rows
-    if not isinstance(source, (str, Path)):
-        raise InputError("log", type(source).__name__, "must be a CSV file path or a pandas DataFrame")
-    path = Path(source)
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as fh:
-            reader = csv.reader(fh)
-            records = [(reader.line_num, cells) for cells in reader]
-    except FileNotFoundError:
-        raise InputError("log", str(path), "file not found") from None
-    except IsADirectoryError:
-        raise InputError("log", str(path), "is a directory, not a CSV file") from None
-    except UnicodeDecodeError as exc:
-        raise InputError("log", str(path), f"is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except csv.Error as exc:
-        raise InputError("log", str(path), f"is not a readable CSV file ({exc})") from None
-    records = [(line, cells) for line, cells in records if cells]  # empty lines carry nothing
-    if not records:
-        raise LogError(str(path), [RowProblem(1, "header", "", "empty file: a header row is required "
-                                              f"({', '.join(REQUIRED_COLUMNS + OPTIONAL_COLUMNS)})")])
-    (header_row, header), rows = records[0], records[1:]
-    return str(path), header_row, header, rows
-
-
-def _parse_timestamp(text: str) -> datetime:
-    """ISO 8601 text -> datetime (Python >= 3.11 accepts 'Z', the basic format and fractions);
-    times with an offset are converted to UTC."""
-    dt = datetime.fromisoformat(text)
-    return dt.astimezone(timezone.utc) if dt.tzinfo is not None else dt
-
-
-def read_log(source: str | Path | pd.DataFrame) -> pd.DataFrame:
-    """Read and validate an interruption log (format in the module docstring).
-
-    Returns one row per event, in file order, with columns ``row`` (row number in the file),
-    ``timestamp`` (``datetime64``; converted to UTC when the log carries offsets), ``event``
-    (lower case), ``cause`` (trimmed, as written), ``stall_s`` (float, NaN when empty) and ``step``
-    (float, NaN when empty); ``attrs`` holds ``source``, ``aware`` (offsets given) and
-    ``ignored_columns``.
-
-    Every bad row is collected (empty file, missing or duplicate column, row with too many fields,
-    malformed or missing timestamp, mixed offset/no-offset timestamps, timestamps out of order,
-    unknown event, cause or stall on the wrong row, bad stall or step, events out of sequence) and
-    reported together in one :class:`LogError`. A row whose event breaks the sequence is reported
-    and the job's state is then taken to be what that event implies, so one missing row does not
-    make every later row an error.
-    """
-    name, header_row, header, rows = _records(source)
-    problems: list[RowProblem] = []
-    names = [h.strip().lower() for h in header]
-    seen: dict[str, int] = {}
-    for i, col in enumerate(names):
-        if col in seen and col:
-            problems.append(RowProblem(header_row, "header", header[i],
-                                       f"duplicate column (also column {seen[col] + 1})"))
-        seen.setdefault(col, i)
-    missing = [c for c in REQUIRED_COLUMNS if c not in seen]
-    if missing:
-        problems.append(RowProblem(header_row, "header", ",".join(header),
-                                   f"missing required column(s) {', '.join(missing)}; required: "
-                                   f"{', '.join(REQUIRED_COLUMNS)}; optional: {', '.join(OPTIONAL_COLUMNS)}"))
-    if problems:
-        raise LogError(name, problems)
-    if not rows:
-        raise LogError(name, [RowProblem(header_row, "header", ",".join(header),
-                                         "the log has a header but no data rows")])
-    col = {c: seen[c] for c in REQUIRED_COLUMNS + OPTIONAL_COLUMNS if c in seen}
-    ignored = [header[i].strip() or f"(unnamed column {i + 1})" for i, c in enumerate(names)
-               if c not in col or seen[c] != i]
-
-    out: list[dict[str, Any]] = []
-    aware: bool | None = None
-    aware_row = 0
-    prev: tuple[int, str, datetime] | None = None  # last row with a usable timestamp
-    state, state_row = "idle", 0  # idle | running | down
-
-    def cell(cells: list[str], key: str) -> str:
-        i = col.get(key)
-        return cells[i].strip() if i is not None and i < len(cells) else ""
-
-    for row, cells in rows:
-        bad_before = len(problems)
-        if len(cells) > len(header):
-            problems.append(RowProblem(row, "row", ",".join(cells),
-                                       f"has {len(cells)} fields but the header has {len(header)}"))
-        # -- timestamp
-        ts_text = cell(cells, "timestamp")
-        ts: datetime | None = None
-        if not ts_text:
-            problems.append(RowProblem(row, "timestamp", ts_text, "is required"))
-        else:
-            try:
-                ts = _parse_timestamp(ts_text)
-            except ValueError:
-                problems.append(RowProblem(row, "timestamp", ts_text,
-                                           "is not an ISO 8601 timestamp (e.g. 2024-03-01T08:00:00+00:00)"))
-        if ts is not None:
-            has_tz = ts.tzinfo is not None
-            if aware is None:
-                aware, aware_row = has_tz, row
-            elif has_tz != aware:
-                problems.append(RowProblem(
-                    row, "timestamp", ts_text,
-                    f"{'has' if has_tz else 'has no'} UTC offset but row {aware_row} "
-                    f"{'has one' if aware else 'has none'}: give an offset on every row or on none"))
-                ts = None
-        if ts is not None:
-            if prev is not None and ts < prev[2]:
-                problems.append(RowProblem(row, "timestamp", ts_text,
-                                           f"is earlier than row {prev[0]} ({prev[1]}): rows must be sorted by time"))
-            prev = (row, ts_text, ts)
-        # -- event, cause, stall, step
-        event = cell(cells, "event").lower()
-        if event not in EVENTS:
-            problems.append(RowProblem(row, "event", cell(cells, "event"),
-                                       f"unknown event; expected one of {', '.join(EVENTS)}"))
-            event = ""
-        cause = cell(cells, "cause")
-        if cause and event and event != "interruption":
-            problems.append(RowProblem(row, "cause", cause, "is only given on interruption rows"))
-        stall = math.nan
-        stall_text = cell(cells, "stall_s")
-        if stall_text:
-            if event and event != "checkpoint_saved":
-                problems.append(RowProblem(row, "stall_s", stall_text, "is only given on checkpoint_saved rows"))
-            else:
-                try:
-                    stall = float(stall_text)
-                except ValueError:
-                    stall = math.nan
-                if not (math.isfinite(stall) and stall >= 0):
-                    problems.append(RowProblem(row, "stall_s", stall_text, "must be a number of seconds >= 0"))
-                    stall = math.nan
-        step = math.nan
-        step_text = cell(cells, "step")
-        if step_text:
-            try:
-                step = float(step_text)
-            except ValueError:
-                step = math.nan
-            if not (math.isfinite(step) and step >= 0 and step == math.floor(step)):
-                problems.append(RowProblem(row, "step", step_text, "must be a whole number >= 0"))
-                step = math.nan
-        # -- sequence
-        if event:
-            where = f"(job {state} since row {state_row})" if state_row else "(before the first start)"
-            rule = None
-            if event == "start":
-                if state != "idle":
-                    rule = f"start while the job is {state} {where}: start only begins a job that is not running"
-                state, state_row = "running", row
-            elif event == "checkpoint_saved":
-                if state != "running":
-                    rule = f"checkpoint_saved while the job is not running {where}"
-            elif event == "interruption":
-                if state != "running":
-                    rule = f"interruption while the job is not running {where}"
-                state, state_row = "down", row
-            elif event == "restart_complete":
-                if state != "down":
-                    rule = f"restart_complete without a preceding interruption {where}"
-                state, state_row = "running", row
-            elif event == "end":
-                if state == "idle":
-                    rule = f"end while no job is running {where}"
-                state, state_row = "idle", row
-            if rule:
-                problems.append(RowProblem(row, "event", event, rule))
-        if len(problems) == bad_before:
-            out.append({"row": row, "timestamp": ts, "event": event, "cause": cause,
-                        "stall_s": stall, "step": step})
-    if problems:
-        raise LogError(name, problems)
-    events = pd.DataFrame(out, columns=["row", "timestamp", "event", "cause", "stall_s", "step"])
-    events["timestamp"] = pd.to_datetime(events["timestamp"], utc=bool(aware))
-    events.attrs.update(source=name, aware=bool(aware), ignored_columns=ignored, final_state=state)
-    return events
-
-
 # ------------------------------------------------------------------------------------- segments
 
 def run_segments(events: pd.DataFrame) -> pd.DataFrame:
-    """Run segments of a validated log (:func:`read_log`), one row per segment.
+    """Run segments of a validated events table (module docstring), one row per segment.
 
     Columns: ``start_row``, ``end_row`` (row numbers in the file; the last row for a segment still
     open when the log stops), ``start``, ``end`` (timestamps), ``running_h``, ``ended_by``
@@ -424,7 +177,8 @@ def _checkpoint_gaps_min(events: pd.DataFrame) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------ estimators
 
-def _check_confidence(confidence: Any) -> float:
+def check_confidence(confidence: Any) -> float:
+    """``confidence`` as a float in (0, 1); :class:`InputError` otherwise."""
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.integer, np.floating)) \
             or not (0 < float(confidence) < 1):
         raise InputError("confidence", confidence, "must be a number in (0, 1), e.g. 0.9")
@@ -469,7 +223,9 @@ def mtbf_estimate(running_h: float, failures: int, confidence: float = 0.9) -> M
     if isinstance(failures, bool) or not isinstance(failures, (int, np.integer, float, np.floating)) \
             or not (math.isfinite(failures) and failures >= 0 and failures == math.floor(failures)):
         raise InputError("failures", failures, "must be a whole number >= 0")
-    c = _check_confidence(confidence)
+    from scipy import stats  # here, not at import: the command line starts without scipy
+
+    c = check_confidence(confidence)
     n, T = int(failures), float(running_h)
     if n == 0:
         lower = 2 * T / stats.chi2.ppf(c, 2)
@@ -530,7 +286,9 @@ def weibull_fit(running_h: Any, failed: Any, confidence: float = 0.9,
     "insufficient data"`` and no numbers. The chi-square calibration is asymptotic; with 10-20
     failures the test is approximate. References: Meeker & Escobar (1998) ch. 8; Lawless (2003) ch. 5.
     """
-    c = _check_confidence(confidence)
+    from scipy import optimize, special, stats  # here, not at import: the command line starts without scipy
+
+    c = check_confidence(confidence)
     t = np.asarray(running_h, dtype=float).reshape(-1) if np.ndim(running_h) else None
     f = np.asarray(failed).reshape(-1) if np.ndim(failed) else None
     if t is None or t.size == 0:
@@ -630,7 +388,7 @@ def summarize_minutes(values_min: Any) -> MinutesSummary | None:
 
 @dataclass(frozen=True)
 class LogFit:
-    """Everything :func:`fit_log` estimates from one log (units in the names; ``None`` = not estimable).
+    """Everything :func:`fit_events` estimates from one log (units in the names; ``None`` = not estimable).
 
     ``observed_h`` wall time from the first to the last row; ``running_h`` the sum of run segments
     (``running_share = running_h / observed_h``); ``failure_causes`` counts unplanned
@@ -690,8 +448,9 @@ class LogFit:
         return data
 
 
-def fit_log(source: str | Path | pd.DataFrame, confidence: float = 0.9) -> LogFit:
-    """Read a log (:func:`read_log`) and estimate job MTBF, failure shape, restart, stall, progress lost.
+def fit_events(events: pd.DataFrame, source: str, confidence: float = 0.9) -> LogFit:
+    """Estimate job MTBF, failure shape, restart, stall and progress lost from a validated events
+    table (module docstring) read from ``source`` (the name the fit and its errors carry).
 
     * job MTBF: :func:`mtbf_estimate` with ``T`` = running hours, ``n`` = unplanned interruptions;
     * shape: :func:`weibull_fit` of run-segment lengths, segments ending in an unplanned
@@ -700,25 +459,27 @@ def fit_log(source: str | Path | pd.DataFrame, confidence: float = 0.9) -> LogFi
     * restart, stall and checkpoint interval: :func:`summarize_minutes`;
     * progress lost: module docstring.
 
-    Raises :class:`LogError` listing every bad row, :class:`InputError` for a bad ``confidence`` or
-    a log without running time.
+    The table is not validated again: only its columns are checked. Raises :class:`InputError` for
+    a bad ``confidence``, a missing column or a table without running time.
     """
-    c = _check_confidence(confidence)
-    events = read_log(source)
+    c = check_confidence(confidence)
+    if not isinstance(events, pd.DataFrame):
+        raise InputError("events", type(events).__name__, "must be a pandas DataFrame (an events table)")
+    missing = [col for col in EVENTS_TABLE_COLUMNS if col not in events.columns]
+    if missing:
+        raise InputError("events", list(events.columns), f"missing column(s) {', '.join(missing)}; an events "
+                                                         f"table has {', '.join(EVENTS_TABLE_COLUMNS)}")
     segs = run_segments(events)
-    name = events.attrs["source"]
     running_h = float(segs["running_h"].sum())
     if not running_h > 0:
-        raise InputError("interruption log", name, "has no running time (every run segment has length 0): "
-                                                   "nothing to fit")
+        raise InputError("interruption log", source, "has no running time (every run segment has length 0): "
+                                                     "nothing to fit")
     n = int(segs["failure"].sum())
     interrupted = segs[segs["ended_by"] == "interruption"]
     notes: list[str] = []
     restarts, unrestarted = _restart_minutes(events)
-    stalls = events.loc[events["event"] == "checkpoint_saved", "stall_s"].to_numpy(dtype=float)
+    stalls = events.loc[events["event"] == "checkpoint_saved", "checkpoint_stall_s"].to_numpy(dtype=float)
     measured = stalls[~np.isnan(stalls)] / 60.0
-    if events.attrs["ignored_columns"]:
-        notes.append(f"ignored column(s): {', '.join(events.attrs['ignored_columns'])}")
     if (segs["ended_by"] == "log_end").any():
         notes.append(f"the log stops while the job is running: the last run segment is closed at the last row "
                      f"(row {int(segs['end_row'].iloc[-1])}); add an 'end' row to count running time after it")
@@ -727,10 +488,10 @@ def fit_log(source: str | Path | pd.DataFrame, confidence: float = 0.9) -> LogFi
                      "down): no restart time for them")
     checkpoints = int((events["event"] == "checkpoint_saved").sum())
     if measured.size == 0:
-        notes.append("no stall_s values on checkpoint_saved rows: save stall not estimated"
+        notes.append("no checkpoint_stall_s values on checkpoint_saved rows: save stall not estimated"
                      if checkpoints else "no checkpoint_saved rows: save stall and checkpoint interval not estimated")
     elif measured.size < checkpoints:
-        notes.append(f"stall_s given on {measured.size} of {checkpoints} checkpoint_saved rows")
+        notes.append(f"checkpoint_stall_s given on {measured.size} of {checkpoints} checkpoint_saved rows")
     mtbf = mtbf_estimate(running_h, n, c)
     if n == 0:
         notes.append(mtbf.note)
@@ -748,7 +509,7 @@ def fit_log(source: str | Path | pd.DataFrame, confidence: float = 0.9) -> LogFi
     first, last = events["timestamp"].iloc[0], events["timestamp"].iloc[-1]
     observed_h = (last - first) / pd.Timedelta(hours=1)
     return LogFit(
-        source=name, confidence=c, rows=len(events),
+        source=source, confidence=c, rows=len(events),
         first_timestamp=first.isoformat(), last_timestamp=last.isoformat(),
         observed_h=float(observed_h), running_h=running_h,
         running_share=float(running_h / observed_h),  # observed_h >= running_h > 0
@@ -761,96 +522,3 @@ def fit_log(source: str | Path | pd.DataFrame, confidence: float = 0.9) -> LogFi
         lost_h=lost_h, lost_h_unplanned=lost_unplanned, lost_share=lost_h / running_h,
         lost_per_failure_h=lost_unplanned / n if n else None, lost_steps=lost_steps,
         notes=tuple(notes))
-
-
-# ---------------------------------------------------------------------------- synthetic history
-
-EXAMPLE_LOG_PARAMS: dict[str, Any] = dict(
-    running_h=96.0, mtbf_h=14.0, shape=1.0, checkpoint_every_min=180.0, stall_s=45.0, restart_min=12.0,
-    planned_every_h=60.0, steps_per_h=450.0, seed=7, start="2024-03-04T08:00:00+00:00", timespec="seconds")
-"""Parameters of ``templates/example-interruption-log.csv`` (a synthetic history, not a measured
-one). Regenerate it with::
-
-    python -c "import engine.logs as L; L.synthetic_log(**L.EXAMPLE_LOG_PARAMS).to_csv(
-        'templates/example-interruption-log.csv', index=False)"
-"""
-
-_CAUSES = ("hardware", "software", "network")
-_CAUSE_SHARES = (0.78, 0.14, 0.08)  # ~78 % hardware as in Llama 3 (2024, sec. 3.3.4); split of the rest assumed
-
-
-def synthetic_log(*, running_h: float, mtbf_h: float, shape: float = 1.0, checkpoint_every_min: float = 60.0,
-                  stall_s: float = 30.0, restart_min: float = 10.0, planned_every_h: float | None = None,
-                  steps_per_h: float = 600.0, seed: int = 0, start: str = "2024-03-01T00:00:00+00:00",
-                  timespec: str = "seconds") -> pd.DataFrame:
-    """A simulated job history in the log format (every column text, as read from a CSV file).
-
-    The job runs for ``running_h`` hours of running time. After each (re)start the time to the next
-    unplanned failure is Weibull with shape ``shape`` and mean ``mtbf_h`` (scale
-    ``mtbf_h / Gamma(1 + 1/shape)``; ``shape = 1`` is exponential, a Poisson process in running
-    time); planned interruptions, if ``planned_every_h`` is given, arrive as an independent Poisson
-    process with that mean spacing. Whichever comes first ends the run segment (restarts renew
-    both). Saves are synchronous: within a segment the job computes ``checkpoint_every_min``, then
-    stalls for a gamma-distributed time of mean ``stall_s`` (shape 8), after which the checkpoint is
-    durable (``checkpoint_saved``); the interval between saves is compute plus stall. Restarts take
-    a gamma-distributed time of mean ``restart_min`` (shape 4). Failure causes: hardware 78 %,
-    software 14 %, network 8 %. The step advances ``steps_per_h`` per running hour and goes back to
-    the last checkpoint's step after a restart. Timestamps are truncated to ``timespec``
-    (:meth:`datetime.isoformat`); with ``"seconds"`` a failure within a second of a restart gets a
-    zero-length segment, so use ``"microseconds"`` for very clustered (``shape << 1``) simulations.
-    """
-    checks = (("running_h", running_h), ("mtbf_h", mtbf_h), ("shape", shape),
-              ("checkpoint_every_min", checkpoint_every_min), ("steps_per_h", steps_per_h))
-    for name, value in checks:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
-            raise InputError(name, value, "must be a finite number > 0")
-    for name, value in (("stall_s", stall_s), ("restart_min", restart_min)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value >= 0):
-            raise InputError(name, value, "must be a finite number >= 0")
-    if planned_every_h is not None and not (isinstance(planned_every_h, (int, float)) and planned_every_h > 0):
-        raise InputError("planned_every_h", planned_every_h, "must be a number > 0 or None")
-    if timespec not in ("seconds", "milliseconds", "microseconds"):
-        raise InputError("timespec", timespec, "must be 'seconds', 'milliseconds' or 'microseconds'")
-    try:
-        clock = datetime.fromisoformat(start)
-    except (TypeError, ValueError):
-        raise InputError("start", start, "must be an ISO 8601 timestamp") from None
-    rng = np.random.default_rng(seed)
-    scale_h = mtbf_h / special.gamma(1.0 + 1.0 / shape)
-    rows: list[tuple[str, str, str, str, str]] = []
-
-    def emit(at: datetime, event: str, cause: str = "", stall: str = "", step: float | None = None) -> None:
-        rows.append((at.isoformat(timespec=timespec), event, cause, stall, "" if step is None else str(int(step))))
-
-    done_h, step_restored = 0.0, 0
-    emit(clock, "start", step=0)
-    while True:
-        ttf_h = scale_h * rng.weibull(shape)
-        planned_h = rng.exponential(planned_every_h) if planned_every_h else math.inf
-        remaining_h = running_h - done_h
-        finished = remaining_h <= min(ttf_h, planned_h)
-        seg_h = remaining_h if finished else min(ttf_h, planned_h)
-        # synchronous saves: compute checkpoint_every_min, stall, durable; repeat while inside the segment
-        at_min, saves = 0.0, 0
-        while True:
-            stall_min = float(rng.gamma(8.0, stall_s / 8.0)) / 60.0 if stall_s > 0 else 0.0
-            if at_min + checkpoint_every_min + stall_min >= seg_h * 60.0:
-                break
-            at_min += checkpoint_every_min + stall_min
-            saves += 1
-            emit(clock + timedelta(minutes=at_min), "checkpoint_saved", stall=f"{stall_min * 60.0:.1f}",
-                 step=step_restored + math.floor(saves * checkpoint_every_min / 60.0 * steps_per_h))
-        compute_h = min(seg_h - (at_min - saves * checkpoint_every_min) / 60.0,
-                        (saves + 1) * checkpoint_every_min / 60.0)  # no progress during a save's stall
-        step_end = step_restored + math.floor(compute_h * steps_per_h)
-        step_restored += math.floor(saves * checkpoint_every_min / 60.0 * steps_per_h)
-        clock += timedelta(hours=seg_h)
-        done_h += seg_h
-        if finished:
-            emit(clock, "end", step=step_end)
-            break
-        cause = "planned" if planned_h < ttf_h else str(rng.choice(_CAUSES, p=_CAUSE_SHARES))
-        emit(clock, "interruption", cause=cause, step=step_end)
-        clock += timedelta(minutes=float(rng.gamma(4.0, restart_min / 4.0)) if restart_min > 0 else 0.0)
-        emit(clock, "restart_complete", step=step_restored)
-    return pd.DataFrame(rows, columns=["timestamp", "event", "cause", "stall_s", "step"])

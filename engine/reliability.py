@@ -14,7 +14,7 @@ node, which overstates the job's interruption count; left out, it is missing ent
 a separate failure domain (:func:`job_failure_rate_per_h` with ``domains``), with node MTBF
 describing only the independent failures. It is also wrong for short horizons right after
 maintenance or with failure clustering (non-exponential failures): use the Monte Carlo in
-:mod:`engine.deadline`.
+:mod:`ckptplan.engine.montecarlo`.
 
 Units: every MTBF in hours, rates per hour. Functions broadcast over scalars, arrays and Series.
 """

@@ -300,7 +300,7 @@ def evaluate(table: pd.DataFrame | Scenario | Iterable[Scenario]) -> pd.DataFram
       ``cost_per_useful_gpu_hour``.
 
     Long-run model for exponential failures (:func:`engine.waste.expected_wall_time`); for
-    deadlines and non-exponential failures see :mod:`engine.deadline`.
+    deadlines and non-exponential failures see :mod:`ckptplan.engine.deadline` (exact finite job: :mod:`ckptplan.engine.finite`; Monte Carlo: :mod:`ckptplan.engine.montecarlo`).
     """
     if isinstance(table, Scenario):
         table = to_table([table])

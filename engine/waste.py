@@ -160,7 +160,7 @@ def expected_wall_time(work, T, C, M, R=0.0, W=0.0, slowdown=0.0):
     saves and restarts alike; every interval is a full ``T`` (``work/T`` need not be whole: the
     steady-state expectation per unit work is scaled); the write finishes before the next save
     (``W (1 - slowdown) <= T``). For finite jobs, deadlines or non-exponential failures use
-    :mod:`engine.deadline` (Monte Carlo).
+    :mod:`ckptplan.engine.finite` (exact) and :mod:`ckptplan.engine.montecarlo`.
     """
     (work_, T_, C_, M_, R_, W_, s_), wrap = prepare(
         ("work", work, "positive"), ("T", T, "positive"), ("C", C, "nonnegative"), ("M", M, "positive"),

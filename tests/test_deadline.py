@@ -19,7 +19,9 @@ from typer.testing import CliRunner
 
 from ckptplan import engine
 from ckptplan.engine import deadline as dl
-from ckptplan.engine.deadline import FailureLaw
+from ckptplan.engine import finite as fin
+from ckptplan.engine import montecarlo as mc
+from ckptplan.engine.montecarlo import FailureLaw
 
 # ------------------------------------------------------------------ exact finite expectation
 
@@ -33,14 +35,14 @@ SYNC_CASES = [  # (n, T, C, M, R)
 
 @pytest.mark.parametrize("n,T,C,M,R", SYNC_CASES)
 def test_finite_equals_long_run_for_sync_final_save_whole_segments(n, T, C, M, R):
-    finite = dl.finite_expected_wall_time(n * T, T, C, M, R, final_save=True)
+    finite = fin.finite_expected_wall_time(n * T, T, C, M, R, final_save=True)
     assert finite == pytest.approx(engine.expected_wall_time(n * T, T, C, M, R), rel=1e-12)
 
 
 @pytest.mark.parametrize("n,T,C,M,R", SYNC_CASES)
 @pytest.mark.parametrize("W,s", [(20.0, 0.2), (40.0, 0.0), (10.0, 0.9)])
 def test_async_finite_exceeds_long_run_by_the_clean_first_segment(n, T, C, M, R, W, s):
-    finite = dl.finite_expected_wall_time(n * T, T, C, M, R, W, s, final_save=True)
+    finite = fin.finite_expected_wall_time(n * T, T, C, M, R, W, s, final_save=True)
     long_run = engine.expected_wall_time(n * T, T, C, M, R, W, s)
     gap = M * math.exp(R / M) * math.expm1(W * (1 - s) / M)
     assert finite - long_run == pytest.approx(gap, abs=1e-12 * long_run)
@@ -55,28 +57,28 @@ def test_finite_sync_ragged_matches_segment_sum(final_save):
     work, T, C, M, R = 1000.0, 60.0, 3.0, 200.0, 7.0       # 16 full segments + 40
     lengths = [T + C] * 16 + [40.0 + (C if final_save else 0.0)]
     by_hand = M * math.exp(R / M) * sum(math.expm1(L / M) for L in lengths)
-    assert dl.finite_expected_wall_time(work, T, C, M, R, final_save=final_save) == pytest.approx(by_hand, rel=1e-13)
+    assert fin.finite_expected_wall_time(work, T, C, M, R, final_save=final_save) == pytest.approx(by_hand, rel=1e-13)
 
 
 def test_finite_broadcasts_and_keeps_kind():
     T = np.array([30.0, 60.0, 90.0])
-    out = dl.finite_expected_wall_time(1000.0, T, 2.0, 300.0, 5.0)
+    out = fin.finite_expected_wall_time(1000.0, T, 2.0, 300.0, 5.0)
     assert isinstance(out, np.ndarray) and out.shape == (3,)
     for i, t in enumerate(T):
-        assert out[i] == dl.finite_expected_wall_time(1000.0, float(t), 2.0, 300.0, 5.0)
-    assert isinstance(dl.finite_expected_wall_time(1000.0, 60.0, 2.0, 300.0), float)
+        assert out[i] == fin.finite_expected_wall_time(1000.0, float(t), 2.0, 300.0, 5.0)
+    assert isinstance(fin.finite_expected_wall_time(1000.0, 60.0, 2.0, 300.0), float)
 
 
 def test_failure_free_wall_time_cases():
     # sync: work + (n-1) C, plus C if final save
-    assert dl.failure_free_wall_time(1000, 60, 2) == pytest.approx(1000 + 16 * 2)
-    assert dl.failure_free_wall_time(1000, 60, 2, final_save=True) == pytest.approx(1000 + 17 * 2)
+    assert fin.failure_free_wall_time(1000, 60, 2) == pytest.approx(1000 + 16 * 2)
+    assert fin.failure_free_wall_time(1000, 60, 2, final_save=True) == pytest.approx(1000 + 17 * 2)
     # async, last segment 40 >= a = 16: each of the 16 saves costs C + W s; a final save adds C + W idle
-    assert dl.failure_free_wall_time(1000, 60, 2, 20, 0.2) == pytest.approx(1000 + 16 * (2 + 4))
-    assert dl.failure_free_wall_time(1000, 60, 2, 20, 0.2, final_save=True) == pytest.approx(1000 + 16 * 6 + 2 + 20)
+    assert fin.failure_free_wall_time(1000, 60, 2, 20, 0.2) == pytest.approx(1000 + 16 * (2 + 4))
+    assert fin.failure_free_wall_time(1000, 60, 2, 20, 0.2, final_save=True) == pytest.approx(1000 + 16 * 6 + 2 + 20)
     # async, last segment 5 < a = 16: the job ends while the last write runs, computing at 0.8 speed
-    assert dl.failure_free_wall_time(965, 60, 2, 20, 0.2) == pytest.approx(16 * 60 + 16 * 2 + 15 * 4 + 5 / 0.8)
-    assert dl.segment_count(965, 60) == 17 and dl.segment_count(300, 100) == 3 and dl.segment_count(1, 100) == 1
+    assert fin.failure_free_wall_time(965, 60, 2, 20, 0.2) == pytest.approx(16 * 60 + 16 * 2 + 15 * 4 + 5 / 0.8)
+    assert fin.segment_count(965, 60) == 17 and fin.segment_count(300, 100) == 3 and fin.segment_count(1, 100) == 1
 
 
 # ---------------------------------------------------------------- simulation vs exact formula
@@ -100,14 +102,14 @@ MC_CASES = [  # work, T, C, M, R, W, slowdown, final_save
 @pytest.mark.parametrize("case_id", range(len(MC_CASES)))
 def test_simulated_mean_matches_exact_within_3_se(case_id):
     work, T, C, M, R, W, s, fs = MC_CASES[case_id]
-    sim = dl.simulate(work, T, C, M, R, W, s, runs=20000, seed=100 + case_id, final_save=fs)
-    exact = dl.finite_expected_wall_time(work, T, C, M, R, W, s, final_save=fs)
+    sim = mc.simulate(work, T, C, M, R, W, s, runs=20000, seed=100 + case_id, final_save=fs)
+    exact = fin.finite_expected_wall_time(work, T, C, M, R, W, s, final_save=fs)
     assert abs(sim.mean() - exact) < 3 * sim.standard_error()
     # rollbacks (failures outside restarts) match the bracket of the formula
-    rb = dl.finite_expected_rollbacks(work, T, C, M, W, s, final_save=fs)
-    assert abs(sim.rollbacks.mean() - rb) < 3 * dl.standard_error(sim.rollbacks.astype(float))
+    rb = fin.finite_expected_rollbacks(work, T, C, M, W, s, final_save=fs)
+    assert abs(sim.rollbacks.mean() - rb) < 3 * mc.standard_error(sim.rollbacks.astype(float))
     # Wald's identity: E[all failures] = E[wall] / M
-    assert abs(np.mean(sim.failures - sim.wall / M)) < 3 * dl.standard_error(sim.failures - sim.wall / M)
+    assert abs(np.mean(sim.failures - sim.wall / M)) < 3 * mc.standard_error(sim.failures - sim.wall / M)
     # nobody beats the failure-free schedule, and runs without failures take exactly that long
     assert sim.wall.min() >= sim.failure_free * (1 - 1e-12)
     assert np.allclose(sim.wall[sim.failures == 0], sim.failure_free, rtol=1e-12)
@@ -131,8 +133,8 @@ REF_CASES = [  # work, T, C, M, R, W, slowdown, final_save
 @pytest.mark.parametrize("case_id", range(len(REF_CASES)))
 def test_vectorised_equals_per_event_reference_run_by_run(case_id, law):
     work, T, C, M, R, W, s, fs = REF_CASES[case_id]
-    fast = dl.simulate(work, T, C, M, R, W, s, runs=300, seed=case_id, failures=law, final_save=fs)
-    slow = dl.reference_simulation(work, T, C, M, R, W, s, runs=300, seed=case_id, failures=law, final_save=fs)
+    fast = mc.simulate(work, T, C, M, R, W, s, runs=300, seed=case_id, failures=law, final_save=fs)
+    slow = mc.reference_simulation(work, T, C, M, R, W, s, runs=300, seed=case_id, failures=law, final_save=fs)
     np.testing.assert_allclose(fast.wall, slow.wall, rtol=1e-10)
     np.testing.assert_array_equal(fast.failures, slow.failures)
     np.testing.assert_array_equal(fast.rollbacks, slow.rollbacks)
@@ -148,11 +150,11 @@ def test_vectorised_equals_per_event_reference_run_by_run(case_id, law):
 def test_vectorised_equals_reference_property(work, T, C, M, R, W_frac, s, fs, seed):
     W = W_frac * T / (1 - s)          # any write that is durable before the next save
     assume((T + C + W + R) / M < 2.0)  # keeps the run count per example small
-    fast = dl.simulate(work, T, C, M, R, W, s, runs=25, seed=seed, final_save=fs)
-    slow = dl.reference_simulation(work, T, C, M, R, W, s, runs=25, seed=seed, final_save=fs)
+    fast = mc.simulate(work, T, C, M, R, W, s, runs=25, seed=seed, final_save=fs)
+    slow = mc.reference_simulation(work, T, C, M, R, W, s, runs=25, seed=seed, final_save=fs)
     np.testing.assert_allclose(fast.wall, slow.wall, rtol=1e-9)
     np.testing.assert_array_equal(fast.failures, slow.failures)
-    assert fast.wall.min() >= dl.failure_free_wall_time(work, T, C, W, s, fs) * (1 - 1e-12)
+    assert fast.wall.min() >= fin.failure_free_wall_time(work, T, C, W, s, fs) * (1 - 1e-12)
 
 
 # ------------------------------------------------------------------------------ failure laws
@@ -162,13 +164,13 @@ def test_failure_law_draws_have_mean_M():
     for law in (FailureLaw.exponential(), FailureLaw.weibull(0.5), FailureLaw.weibull(3.0),
                 FailureLaw.empirical([1.0, 2.0, 9.0])):
         x = law.draw(rng, 250.0, 200000)
-        assert abs(x.mean() - 250.0) < 4 * dl.standard_error(x), law
+        assert abs(x.mean() - 250.0) < 4 * mc.standard_error(x), law
 
 
 def test_weibull_shape_one_is_exponential_in_distribution():
     job = (3000.0, 100.0, 5.0, 400.0, 10.0)
-    exp_ = dl.simulate(*job, runs=20000, seed=1)
-    wei = dl.simulate(*job, runs=20000, seed=2, failures=FailureLaw.weibull(1.0))
+    exp_ = mc.simulate(*job, runs=20000, seed=1)
+    wei = mc.simulate(*job, runs=20000, seed=2, failures=FailureLaw.weibull(1.0))
     assert abs(exp_.mean() - wei.mean()) < 3 * math.hypot(exp_.standard_error(), wei.standard_error())
     assert stats.ks_2samp(exp_.wall, wei.wall).pvalue > 0.01
     assert FailureLaw.weibull(1.0).is_exponential and FailureLaw.weibull(1.0).coefficient_of_variation == pytest.approx(1.0)
@@ -176,8 +178,8 @@ def test_weibull_shape_one_is_exponential_in_distribution():
 
 def test_weibull_below_one_widens_the_tail():
     work, T, C, M, R = 43200.0, 68.0, 2.0, 1200.0, 10.0
-    exp_ = dl.simulate(work, T, C, M, R, runs=20000, seed=3)
-    wei = dl.simulate(work, T, C, M, R, runs=20000, seed=3, failures=FailureLaw.weibull(0.5))
+    exp_ = mc.simulate(work, T, C, M, R, runs=20000, seed=3)
+    wei = mc.simulate(work, T, C, M, R, runs=20000, seed=3, failures=FailureLaw.weibull(0.5))
     # same mean time between failures, clustered failures: a wider spread and a later P99
     assert wei.wall.std() > 1.4 * exp_.wall.std()
     assert np.quantile(wei.wall, 0.99) - np.quantile(exp_.wall, 0.99) > 200.0   # minutes; ~20 SE of a P99
@@ -190,7 +192,7 @@ def test_empirical_resampling_uses_only_rescaled_observations():
     draws = law.draw(np.random.default_rng(0), 100.0, 10000)
     assert set(np.unique(draws)) == {50.0, 150.0}
     # deterministic failures every M: every run takes exactly the same time
-    sim = dl.simulate(1000.0, 60.0, 2.0, 100.0, 5.0, runs=200, seed=0, failures=FailureLaw.empirical([7.0]))
+    sim = mc.simulate(1000.0, 60.0, 2.0, 100.0, 5.0, runs=200, seed=0, failures=FailureLaw.empirical([7.0]))
     assert np.all(sim.wall == sim.wall[0]) and np.all(sim.failures == sim.failures[0])
     # by hand: failures at t = 100, 200, ...; after each restart (5 min) 95 min remain, room for one
     # 62-min window (segment + save), so failure f strikes with f checkpoints durable; after the 16th
@@ -200,8 +202,8 @@ def test_empirical_resampling_uses_only_rescaled_observations():
 
 def test_empirical_with_unit_free_times_matches_its_rescaled_twin():
     hours = [0.5, 2.0, 7.5, 20.0]
-    a = dl.simulate_wall_times(900.0, 60.0, 2.0, 300.0, 5.0, runs=500, seed=4, failures=FailureLaw.empirical(hours))
-    b = dl.simulate_wall_times(900.0, 60.0, 2.0, 300.0, 5.0, runs=500, seed=4,
+    a = mc.simulate_wall_times(900.0, 60.0, 2.0, 300.0, 5.0, runs=500, seed=4, failures=FailureLaw.empirical(hours))
+    b = mc.simulate_wall_times(900.0, 60.0, 2.0, 300.0, 5.0, runs=500, seed=4,
                                failures=FailureLaw.empirical([60 * h for h in hours]))
     np.testing.assert_allclose(a, b, rtol=1e-12)
 
@@ -210,62 +212,62 @@ def test_empirical_with_unit_free_times_matches_its_rescaled_twin():
 
 def test_reproducible_from_seed_and_common_random_numbers():
     job = (3000.0, 100.0, 5.0, 400.0, 10.0)
-    a = dl.simulate_wall_times(*job, runs=3000, seed=9)
-    np.testing.assert_array_equal(a, dl.simulate_wall_times(*job, runs=3000, seed=9))
-    assert not np.array_equal(a, dl.simulate_wall_times(*job, runs=3000, seed=10))
-    wall, fails = dl.simulate_wall_times(*job, runs=3000, seed=9, return_failures=True)
+    a = mc.simulate_wall_times(*job, runs=3000, seed=9)
+    np.testing.assert_array_equal(a, mc.simulate_wall_times(*job, runs=3000, seed=9))
+    assert not np.array_equal(a, mc.simulate_wall_times(*job, runs=3000, seed=10))
+    wall, fails = mc.simulate_wall_times(*job, runs=3000, seed=9, return_failures=True)
     np.testing.assert_array_equal(wall, a)
     assert fails.dtype.kind == "i" and fails.shape == (3000,)
     # same seed at a nearby interval: same failure histories, strongly correlated wall times
-    near = dl.simulate_wall_times(3000.0, 110.0, 5.0, 400.0, 10.0, runs=3000, seed=9)
-    other = dl.simulate_wall_times(3000.0, 110.0, 5.0, 400.0, 10.0, runs=3000, seed=10)
+    near = mc.simulate_wall_times(3000.0, 110.0, 5.0, 400.0, 10.0, runs=3000, seed=9)
+    other = mc.simulate_wall_times(3000.0, 110.0, 5.0, 400.0, 10.0, runs=3000, seed=10)
     assert np.corrcoef(a, near)[0, 1] > 0.5
     assert abs(np.corrcoef(a, other)[0, 1]) < 0.1
     # a Generator seeds reproducibly too
-    g1 = dl.simulate_wall_times(*job, runs=100, seed=np.random.default_rng(5))
-    g2 = dl.simulate_wall_times(*job, runs=100, seed=np.random.default_rng(5))
+    g1 = mc.simulate_wall_times(*job, runs=100, seed=np.random.default_rng(5))
+    g2 = mc.simulate_wall_times(*job, runs=100, seed=np.random.default_rng(5))
     np.testing.assert_array_equal(g1, g2)
 
 
 def test_standard_error_and_wilson_interval():
     x = np.array([1.0, 2.0, 4.0, 7.0])
-    assert dl.standard_error(x) == pytest.approx(np.std(x, ddof=1) / 2.0)
-    sim = dl.simulate(500.0, 50.0, 1.0, 200.0, runs=1000, seed=0)
-    assert sim.standard_error() == dl.standard_error(sim.wall)
-    lo, hi = dl.wilson_interval(0, 10)
+    assert mc.standard_error(x) == pytest.approx(np.std(x, ddof=1) / 2.0)
+    sim = mc.simulate(500.0, 50.0, 1.0, 200.0, runs=1000, seed=0)
+    assert sim.standard_error() == mc.standard_error(sim.wall)
+    lo, hi = mc.wilson_interval(0, 10)
     z = stats.norm.ppf(0.975)
     assert lo == 0.0 and hi == pytest.approx(z * z / (10 + z * z))
-    lo, hi = dl.wilson_interval(50, 100)
+    lo, hi = mc.wilson_interval(50, 100)
     assert (lo + hi) / 2 == pytest.approx(0.5)
     assert hi - lo == pytest.approx(2 * z * math.sqrt(0.25 / 100 + z * z / 40000) / (1 + z * z / 100), rel=1e-12)
-    assert dl.wilson_interval(10, 10)[1] == pytest.approx(1.0)
+    assert mc.wilson_interval(10, 10)[1] == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("call,field", [
-    (lambda: dl.simulate(1000, 60, -2, 300), "C"),
-    (lambda: dl.simulate(1000, 60, 2, float("nan")), "M"),
-    (lambda: dl.simulate(1000, 60, 2, 300, R=-1), "R"),
-    (lambda: dl.simulate(1000, 60, 2, 300, W=80), "W"),
-    (lambda: dl.simulate(1000, 60, 2, 300, W=30, slowdown=1.0), "slowdown"),
-    (lambda: dl.simulate(1000, [60, 70], 2, 300), "T"),
-    (lambda: dl.simulate(1000, 60, 2, 300, runs=0), "runs"),
-    (lambda: dl.simulate(1000, 60, 2, 300, seed=-1), "seed"),
-    (lambda: dl.simulate(1000, 60, 2, 300, final_save="yes"), "final_save"),
-    (lambda: dl.simulate(1000, 60, 2, 300, failures="gamma"), "failures"),
-    (lambda: dl.simulate(1000, 60, 2, 300, failures="weibull"), "failures"),
-    (lambda: dl.simulate(1e5, 600, 2, 5), "M"),
+    (lambda: mc.simulate(1000, 60, -2, 300), "C"),
+    (lambda: mc.simulate(1000, 60, 2, float("nan")), "M"),
+    (lambda: mc.simulate(1000, 60, 2, 300, R=-1), "R"),
+    (lambda: mc.simulate(1000, 60, 2, 300, W=80), "W"),
+    (lambda: mc.simulate(1000, 60, 2, 300, W=30, slowdown=1.0), "slowdown"),
+    (lambda: mc.simulate(1000, [60, 70], 2, 300), "T"),
+    (lambda: mc.simulate(1000, 60, 2, 300, runs=0), "runs"),
+    (lambda: mc.simulate(1000, 60, 2, 300, seed=-1), "seed"),
+    (lambda: mc.simulate(1000, 60, 2, 300, final_save="yes"), "final_save"),
+    (lambda: mc.simulate(1000, 60, 2, 300, failures="gamma"), "failures"),
+    (lambda: mc.simulate(1000, 60, 2, 300, failures="weibull"), "failures"),
+    (lambda: mc.simulate(1e5, 600, 2, 5), "M"),
     (lambda: FailureLaw.weibull(-0.5), "weibull_shape"),
     (lambda: FailureLaw.weibull(float("nan")), "weibull_shape"),
     (lambda: FailureLaw.weibull(0.1), "weibull_shape"),
     (lambda: FailureLaw("lognormal"), "failures"),
     (lambda: FailureLaw.empirical([1.0, -2.0]), "failure_times"),
     (lambda: FailureLaw.empirical([]), "failure_times"),
-    (lambda: dl.finite_expected_wall_time(1000, 0, 2, 300), "T"),
-    (lambda: dl.finite_expected_wall_time(1000, 60, 2, 300, W=70), "W"),
-    (lambda: dl.finite_expected_wall_time(1e6, 1000, 1, 1), "M"),
-    (lambda: dl.best_segment_count(1000, 0, 300), "C"),
-    (lambda: dl.best_segment_count(-5, 2, 300), "work"),
-    (lambda: dl.best_segment_count(1e4, 800, 1), "M"),
+    (lambda: fin.finite_expected_wall_time(1000, 0, 2, 300), "T"),
+    (lambda: fin.finite_expected_wall_time(1000, 60, 2, 300, W=70), "W"),
+    (lambda: fin.finite_expected_wall_time(1e6, 1000, 1, 1), "M"),
+    (lambda: fin.best_segment_count(1000, 0, 300), "C"),
+    (lambda: fin.best_segment_count(-5, 2, 300), "work"),
+    (lambda: fin.best_segment_count(1e4, 800, 1), "M"),
 ])
 def test_bad_input_names_the_field(call, field):
     with pytest.raises(engine.InputError) as err:
@@ -275,18 +277,18 @@ def test_bad_input_names_the_field(call, field):
 
 
 def test_failure_history_memory_is_bounded(monkeypatch):
-    monkeypatch.setattr(dl, "_MAX_GAP_BYTES", 8 * 16 * 100 * 3)   # room for 48 failures per run
+    monkeypatch.setattr(mc, "_MAX_GAP_BYTES", 8 * 16 * 100 * 3)   # room for 48 failures per run
     with pytest.raises(engine.InputError) as err:
-        dl.simulate(5000.0, 60.0, 2.0, 50.0, 1.0, runs=100, seed=0)   # ~200 failures per run
+        mc.simulate(5000.0, 60.0, 2.0, 50.0, 1.0, runs=100, seed=0)   # ~200 failures per run
     assert err.value.field == "runs" and "failures" in err.value.rule
-    assert dl.simulate(200.0, 60.0, 2.0, 50.0, 1.0, runs=100, seed=0).runs == 100   # at most ~30 fits
+    assert mc.simulate(200.0, 60.0, 2.0, 50.0, 1.0, runs=100, seed=0).runs == 100   # at most ~30 fits
 
 
 def test_error_message_names_value_and_rule():
     with pytest.raises(ValueError, match=r"W=80\.0: the background write must be durable"):
-        dl.simulate(1000, 60, 2, 300, W=80)
+        mc.simulate(1000, 60, 2, 300, W=80)
     with pytest.raises(ValueError, match=r"C=-2\.0: must be >= 0"):
-        dl.finite_expected_wall_time(1000, 60, -2, 300)
+        fin.finite_expected_wall_time(1000, 60, -2, 300)
 
 
 # ------------------------------------------------------------------------ best segment count
@@ -296,19 +298,19 @@ def test_error_message_names_value_and_rule():
     (5000.0, 0.01, 100.0), (3.0, 3.0, 1.0), (50.0, 0.5, 10.0), (1.0, 10.0, 1.0), (2000.0, 30.0, 5.0),
 ])
 def test_best_segment_count_brute_force(work, C, M):
-    best = dl.best_segment_count(work, C, M, R=4.0)
+    best = fin.best_segment_count(work, C, M, R=4.0)
     bound = int(best) * 3 + 300
     n = np.arange(1, bound + 1, dtype=float)
-    E = dl.finite_expected_wall_time(work, work / n, C, M, 4.0)
-    E_best = dl.finite_expected_wall_time(work, work / best, C, M, 4.0)
+    E = fin.finite_expected_wall_time(work, work / n, C, M, 4.0)
+    E_best = fin.finite_expected_wall_time(work, work / best, C, M, 4.0)
     assert E_best <= E.min() * (1 + 1e-12)
     assert best == n[np.argmin(E)] or E_best == pytest.approx(E.min(), rel=1e-12)
 
 
 def test_best_segment_count_vectorised_and_near_long_run_for_long_jobs():
     work, C, M = np.array([43200.0, 100.0, 1000.0]), 2.0, np.array([1200.0, 1200.0, 60.0])
-    out = dl.best_segment_count(work, C, M)
-    assert list(out) == [dl.best_segment_count(w, C, m) for w, m in zip(work, M)]
+    out = fin.best_segment_count(work, C, M)
+    assert list(out) == [fin.best_segment_count(w, C, m) for w, m in zip(work, M)]
     # a 36-MTBF job: the finite optimum is within one segment of work / long-run optimum
     assert abs(out[0] - 43200.0 / engine.exact_optimal_interval(2.0, 1200.0)) <= 1.0
     # a job of 1/12 MTBF: two segments, the long-run answer would say 1.5
@@ -392,7 +394,7 @@ def test_deadline_search_short_job(seed_scenario):
     assert res.cheapest_meeting_target["cost_mean"] == meeting["cost_mean"].min()
     assert res.cheapest_meeting_target["p_finish"] >= 0.7
     assert np.isclose(table["interval_min"], res.exact_optimum_interval_min).any()
-    assert res.finite_optimum_segments == dl.best_segment_count(600.0, 2.0, 1200.0, 10.0)
+    assert res.finite_optimum_segments == fin.best_segment_count(600.0, 2.0, 1200.0, 10.0)
     assert res.finite_optimum_interval_min == pytest.approx(600.0 / res.finite_optimum_segments)
     # exponential: the simulated means agree with the exact finite expectation at every interval
     assert np.all(np.abs(table["wall_h_mean"] - table["expected_wall_h_exact"]) < 4 * table["wall_h_mean_se"])

@@ -1,7 +1,7 @@
-"""Interruption-log fitting (engine.logs) and the `ckptplan fit` command (ckptplan.cli_fit)."""
+"""Reading interruption logs (ckptplan.files.logs), reading and fitting end to end, the example log and the
+`ckptplan fit` command (ckptplan.cli_fit). The estimators alone: test_fitting.py."""
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -13,11 +13,12 @@ from typer.testing import CliRunner
 
 from ckptplan import engine
 from ckptplan import files
-from ckptplan.engine import logs
-from ckptplan.engine.logs import LogError, fit_log, mtbf_estimate, read_log, run_segments, synthetic_log, weibull_fit
+from ckptplan.engine.fitting import fit_events, run_segments
+from ckptplan.files import logs
+from ckptplan.files.logs import LogError, fit_log, read_log, synthetic_log
 
 TEMPLATE_LOG = files.TEMPLATE_DIR / "example-interruption-log.csv"
-HEADER = "timestamp,event,cause,stall_s,step\n"
+HEADER = "timestamp,event,cause,checkpoint_stall_s,step\n"
 
 
 def write(tmp_path: Path, text: str, name: str = "log.csv") -> Path:
@@ -73,11 +74,11 @@ def test_hand_log_fit_matches_hand_computation(tmp_path):
     r = fit.restart
     assert (r.count, r.mean_min, r.median_min, r.p90_min, r.max_min) == (3, pytest.approx(20), pytest.approx(20),
                                                                           pytest.approx(28), pytest.approx(30))
-    # stalls 30, 90, 60, 120 s (one save without stall_s): 0.5, 1.5, 1, 2 min; p90 = 1.5 + 0.7*0.5
+    # stalls 30, 90, 60, 120 s (one save without checkpoint_stall_s): 0.5, 1.5, 1, 2 min; p90 = 1.5 + 0.7*0.5
     s = fit.stall
     assert (s.count, s.mean_min, s.median_min, s.p90_min, s.max_min) == (4, pytest.approx(1.25), pytest.approx(1.25),
                                                                           pytest.approx(1.85), pytest.approx(2.0))
-    assert any("stall_s given on 4 of 5" in n for n in fit.notes)
+    assert any("checkpoint_stall_s given on 4 of 5" in n for n in fit.notes)
     # consecutive saves in the same segment: 01:00->02:00 and 07:15->08:15 only
     assert fit.checkpoint_interval.count == 2 and fit.checkpoint_interval.mean_min == pytest.approx(60)
     assert fit.checkpoints == 5
@@ -98,7 +99,7 @@ def test_dataframe_and_file_give_the_same_fit(tmp_path):
 
 
 def test_stats_of_a_synthetic_log_equal_independent_computation():
-    df = synthetic_log(running_h=300, mtbf_h=10, checkpoint_every_min=90, stall_s=40, restart_min=15,
+    df = synthetic_log(running_h=300, mtbf_h=10, checkpoint_every_min=90, checkpoint_stall_s=40, restart_min=15,
                        planned_every_h=80, seed=11)
     fit = fit_log(df)
     ts = pd.to_datetime(df["timestamp"])
@@ -110,7 +111,7 @@ def test_stats_of_a_synthetic_log_equal_independent_computation():
     assert fit.restart.mean_min == pytest.approx(restart_min.mean())
     assert fit.restart.median_min == pytest.approx(np.median(restart_min))
     assert fit.restart.p90_min == pytest.approx(np.quantile(restart_min, 0.9))
-    stall_min = df.loc[df["event"] == "checkpoint_saved", "stall_s"].astype(float).to_numpy() / 60
+    stall_min = df.loc[df["event"] == "checkpoint_saved", "checkpoint_stall_s"].astype(float).to_numpy() / 60
     assert fit.stall.count == len(stall_min)
     assert fit.stall.mean_min == pytest.approx(stall_min.mean())
     assert fit.stall.median_min == pytest.approx(np.median(stall_min))
@@ -124,142 +125,6 @@ def test_stats_of_a_synthetic_log_equal_independent_computation():
     assert fit.unplanned_failures == len(irows) - planned
 
 
-# --------------------------------------------------------------------------------- job MTBF
-
-def test_synthetic_exponential_log_recovers_mtbf(tmp_path):
-    df = synthetic_log(running_h=4000, mtbf_h=20, checkpoint_every_min=120, seed=1)
-    path = tmp_path / "log.csv"
-    df.to_csv(path, index=False)
-    fit = fit_log(path, confidence=0.9)
-    assert 150 <= fit.unplanned_failures <= 250
-    assert fit.mtbf.lower_h <= 20 <= fit.mtbf.upper_h
-    assert fit.mtbf.lower_h < fit.mtbf.mtbf_h < fit.mtbf.upper_h
-    assert fit.mtbf.upper_h / fit.mtbf.lower_h < 1.5  # ~200 failures: a tight interval
-    assert not fit.shape.clustered
-    assert fit.shape.shape_lower <= 1 <= fit.shape.shape_upper
-
-
-def _exposure_and_failures(rng, mtbf_h, running_h):
-    gaps = rng.exponential(mtbf_h, size=int(3 * running_h / mtbf_h) + 50)
-    return int(np.searchsorted(np.cumsum(gaps), running_h))
-
-
-def test_mtbf_interval_coverage_is_about_nominal():
-    hits = []
-    for seed in range(200):
-        n = _exposure_and_failures(np.random.default_rng(seed), 20.0, 4000.0)
-        est = mtbf_estimate(4000.0, n, confidence=0.9)
-        hits.append(est.lower_h <= 20.0 <= est.upper_h)
-    assert 0.8 <= np.mean(hits) <= 0.97
-
-
-def test_mtbf_with_no_failures_gives_only_a_lower_bound():
-    est = mtbf_estimate(100.0, 0, confidence=0.9)
-    assert est.mtbf_h is None and est.upper_h is None
-    assert est.lower_h == pytest.approx(100.0 / math.log(10))  # 2T / chi2.ppf(0.9, 2) = T / ln(10)
-    assert "lower bound" in est.note
-
-
-def test_fit_log_without_failures_says_lower_bound_only(tmp_path):
-    text = HEADER + ("2024-01-01T00:00:00Z,start,,,\n2024-01-01T01:00:00Z,checkpoint_saved,,20,\n"
-                     "2024-01-03T00:00:00Z,end,,,\n")
-    fit = fit_log(write(tmp_path, text))
-    assert fit.unplanned_failures == 0 and fit.mtbf.mtbf_h is None
-    assert fit.mtbf.lower_h == pytest.approx(48.0 / math.log(10))
-    assert "job_mtbf_h" not in fit.scenario_overrides() and fit.lost_per_failure_h is None
-    assert any("lower bound" in n for n in fit.notes)
-    json.dumps(fit.to_dict())  # JSON-ready without NaN
-
-
-@pytest.mark.parametrize("kwargs, field", [
-    (dict(running_h=0.0, failures=1), "running_h"),
-    (dict(running_h=10.0, failures=-1), "failures"),
-    (dict(running_h=10.0, failures=1.5), "failures"),
-    (dict(running_h=10.0, failures=1, confidence=1.0), "confidence"),
-])
-def test_mtbf_estimate_rejects_bad_input(kwargs, field):
-    with pytest.raises(engine.InputError) as err:
-        mtbf_estimate(**kwargs)
-    assert err.value.field == field
-
-
-# ----------------------------------------------------------------------------------- Weibull
-
-def _renewal_segments(rng, shape, mtbf_h, running_h):
-    """Durations from each restart to failure (Weibull, renewed), the last one censored at running_h."""
-    scale = mtbf_h / math.gamma(1 + 1 / shape)
-    gaps = scale * rng.weibull(shape, size=int(5 * running_h / mtbf_h) + 50)
-    ends = np.cumsum(gaps)
-    n = int(np.searchsorted(ends, running_h))
-    durations = np.append(gaps[:n], running_h - (ends[n - 1] if n else 0.0))
-    return durations, np.append(np.ones(n, bool), False)
-
-
-def test_weibull_mle_matches_scipy_censored_fit():
-    t, failed = _renewal_segments(np.random.default_rng(5), 0.7, 20.0, 1500.0)
-    t = np.append(t, [3.0, 40.0])  # two more censored segments (e.g. planned interruptions)
-    failed = np.append(failed, [False, False])
-    ours = weibull_fit(t, failed)
-    data = stats.CensoredData(uncensored=t[failed], right=t[~failed])
-    k, _, scale = stats.weibull_min.fit(data, floc=0)
-    assert ours.shape == pytest.approx(k, rel=1e-3)
-    assert ours.scale_h == pytest.approx(scale, rel=1e-3)
-    assert ours.censored == (~failed).sum() and ours.failures == failed.sum()
-
-
-def test_clustered_log_is_flagged():
-    df = synthetic_log(running_h=4000, mtbf_h=20, shape=0.5, checkpoint_every_min=240, seed=3,
-                       timespec="microseconds")
-    fit = fit_log(df)
-    w = fit.shape
-    assert w.clustered and w.verdict.startswith("clustered")
-    assert w.shape_lower <= 0.5 <= w.shape_upper < 1
-    assert w.p_value_exponential < 0.1
-
-
-def test_exponential_log_is_not_flagged():
-    fit = fit_log(synthetic_log(running_h=4000, mtbf_h=20, shape=1.0, checkpoint_every_min=240, seed=4))
-    assert not fit.shape.clustered
-    assert fit.shape.verdict.startswith("consistent with exponential")
-    assert fit.shape.shape_lower <= 1 <= fit.shape.shape_upper
-
-
-def test_shape_interval_coverage_false_alarms_and_power():
-    covered, false_alarm, detected = [], [], []
-    for seed in range(200):
-        rng = np.random.default_rng(seed)
-        w = weibull_fit(*_renewal_segments(rng, 1.0, 20.0, 1000.0), confidence=0.9)
-        covered.append(w.shape_lower <= 1.0 <= w.shape_upper)
-        false_alarm.append(w.clustered)
-        if seed < 50:
-            detected.append(weibull_fit(*_renewal_segments(rng, 0.5, 20.0, 1000.0), confidence=0.9).clustered)
-    assert 0.8 <= np.mean(covered) <= 0.97
-    assert np.mean(false_alarm) <= 0.1  # one-sided 5 % test
-    assert np.mean(detected) >= 0.9
-
-
-def test_weibull_needs_enough_failures():
-    t = np.array([5.0, 9.0, 14.0, 2.0, 30.0, 11.0, 7.0, 3.0, 22.0, 50.0])
-    failed = np.array([True] * 9 + [False])
-    w = weibull_fit(t, failed, min_failures=10)
-    assert w.verdict == "insufficient data" and w.shape is None and w.p_value_exponential is None
-    assert "9 unplanned" in w.note
-    assert weibull_fit(t, np.ones(10, bool), min_failures=10).shape is not None
-
-
-def test_weibull_zero_length_failure_is_not_estimable():
-    t = np.array([0.0] + [float(i) for i in range(1, 15)])
-    w = weibull_fit(t, np.ones(15, bool))
-    assert w.verdict == "insufficient data" and "running time 0" in w.note
-
-
-def test_weibull_rejects_mismatched_input():
-    with pytest.raises(engine.InputError):
-        weibull_fit([1.0, 2.0], [True])
-    with pytest.raises(engine.InputError):
-        weibull_fit([1.0, -2.0], [True, True])
-
-
 # ------------------------------------------------------------------------------- bad logs
 
 OK_ROWS = "2024-01-01T00:00:00,start,,,\n"
@@ -268,7 +133,8 @@ OK_ROWS = "2024-01-01T00:00:00,start,,,\n"
 @pytest.mark.parametrize("text, row, field, rule", [
     ("", 1, "header", "empty file"),
     (HEADER, 1, "header", "no data rows"),
-    ("timestamp,event,stall_s\n2024-01-01T00:00:00,start,\n", 1, "header", "missing required column(s) cause"),
+    ("timestamp,event,checkpoint_stall_s\n2024-01-01T00:00:00,start,\n", 1, "header",
+     "missing required column(s) cause"),
     ("timestamp,event,cause,event\n2024-01-01T00:00:00,start,,start\n", 1, "header", "duplicate column"),
     (HEADER + "2024-01-01 25:00,start,,,\n", 2, "timestamp", "not an ISO 8601"),
     (HEADER + ",start,,,\n", 2, "timestamp", "is required"),
@@ -281,9 +147,10 @@ OK_ROWS = "2024-01-01T00:00:00,start,,,\n"
     (HEADER + "2024-01-01T01:00:00,checkpoint_saved,,,\n", 2, "event", "before the first start"),
     (HEADER + OK_ROWS + "2024-01-01T01:00:00,start,,,\n", 3, "event", "start while the job is running"),
     (HEADER + OK_ROWS + "2024-01-01T01:00:00,end,,,\n2024-01-01T02:00:00,end,,,\n", 4, "event", "end while no job"),
-    (HEADER + OK_ROWS + "2024-01-01T01:00:00,checkpoint_saved,,-3,\n", 3, "stall_s", ">= 0"),
-    (HEADER + OK_ROWS + "2024-01-01T01:00:00,checkpoint_saved,,abc,\n", 3, "stall_s", ">= 0"),
-    (HEADER + OK_ROWS + "2024-01-01T01:00:00,interruption,gpu,12,\n", 3, "stall_s", "only given on checkpoint_saved"),
+    (HEADER + OK_ROWS + "2024-01-01T01:00:00,checkpoint_saved,,-3,\n", 3, "checkpoint_stall_s", ">= 0"),
+    (HEADER + OK_ROWS + "2024-01-01T01:00:00,checkpoint_saved,,abc,\n", 3, "checkpoint_stall_s", ">= 0"),
+    (HEADER + OK_ROWS + "2024-01-01T01:00:00,interruption,gpu,12,\n", 3, "checkpoint_stall_s",
+     "only given on checkpoint_saved"),
     (HEADER + OK_ROWS + "2024-01-01T01:00:00,checkpoint_saved,hardware,,\n", 3, "cause", "only given on interruption"),
     (HEADER + OK_ROWS + "2024-01-01T01:00:00,checkpoint_saved,,,12.5\n", 3, "step", "whole number"),
     (HEADER + OK_ROWS + "2024-01-01T01:00:00,checkpoint_saved,,,,extra\n", 3, "row", "has 6 fields"),
@@ -313,7 +180,8 @@ def test_all_bad_rows_are_reported_in_one_error(tmp_path):
     with pytest.raises(LogError) as err:
         fit_log(write(tmp_path, text))
     rows = [(p.row, p.field) for p in err.value.problems]
-    assert rows == [(3, "stall_s"), (4, "timestamp"), (5, "event"), (6, "timestamp"), (8, "event"), (10, "step")]
+    assert rows == [(3, "checkpoint_stall_s"), (4, "timestamp"), (5, "event"), (6, "timestamp"), (8, "event"),
+                    (10, "step")]
     message = str(err.value)
     assert "6 bad rows" in message
     for r in (3, 4, 5, 6, 8, 10):
@@ -342,6 +210,49 @@ def test_log_ending_while_running_is_closed_at_the_last_row_and_noted(tmp_path):
     assert fit.unplanned_failures == 1 and fit.stall is None
     assert any("stops while the job is running" in n for n in fit.notes)
     assert any("ignored column(s): node" in n for n in fit.notes)
+
+
+# ------------------------------------------------------------------------- legacy column name
+
+LEGACY_HAND_LOG = HAND_LOG.replace(HEADER, "timestamp,event,cause,stall_s,step\n", 1)
+
+
+def test_legacy_stall_s_header_is_read_as_checkpoint_stall_s(tmp_path):
+    assert LEGACY_HAND_LOG != HAND_LOG
+    old, new = read_log(write(tmp_path, LEGACY_HAND_LOG, "old.csv")), read_log(write(tmp_path, HAND_LOG, "new.csv"))
+    assert list(old.columns) == list(new.columns) and "checkpoint_stall_s" in old.columns
+    pd.testing.assert_frame_equal(old, new)
+    assert old.attrs["ignored_columns"] == []
+    a, b = fit_log(write(tmp_path, LEGACY_HAND_LOG, "old.csv")).to_dict(), fit_log(write(tmp_path, HAND_LOG)).to_dict()
+    a.pop("source"), b.pop("source")
+    assert a == b
+    frame = pd.read_csv(write(tmp_path, LEGACY_HAND_LOG, "old.csv"), dtype=str, keep_default_na=False)
+    assert "stall_s" in frame.columns and fit_log(frame).stall.count == 4
+
+
+def test_legacy_stall_s_bad_value_is_reported_under_the_documented_name(tmp_path):
+    text = "timestamp,event,cause,STALL_S\n2024-01-01T00:00:00,start,,\n2024-01-01T01:00:00,checkpoint_saved,,x\n"
+    with pytest.raises(LogError) as err:
+        read_log(write(tmp_path, text))
+    assert [(p.row, p.field) for p in err.value.problems] == [(3, "checkpoint_stall_s")]
+
+
+def test_legacy_and_documented_stall_columns_together_are_a_duplicate(tmp_path):
+    text = "timestamp,event,cause,checkpoint_stall_s,stall_s\n2024-01-01T00:00:00,start,,,\n"
+    with pytest.raises(LogError) as err:
+        read_log(write(tmp_path, text))
+    (p,) = err.value.problems
+    assert (p.row, p.field, p.value) == (1, "header", "stall_s")
+    assert "duplicate column (also column 4; stall_s is the legacy spelling of checkpoint_stall_s)" in p.rule
+
+
+def test_fit_log_is_read_log_then_fit_events(tmp_path):
+    frame = pd.read_csv(write(tmp_path, HAND_LOG), dtype=str, keep_default_na=False).assign(node="n1")
+    events = read_log(frame)
+    direct = fit_events(events, events.attrs["source"], 0.8)
+    fit = fit_log(frame, confidence=0.8)
+    assert fit.notes == ("ignored column(s): node",) + direct.notes
+    assert fit.to_dict() | {"notes": None} == direct.to_dict() | {"notes": None}
 
 
 # ------------------------------------------------------------------------------ template CSV

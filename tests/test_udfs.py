@@ -32,6 +32,7 @@ from ckptplan import engine
 from ckptplan import files
 from ckptplan import workbook
 from ckptplan.engine import deadline as dl
+from ckptplan.engine import montecarlo as mc
 from ckptplan.workbook import udfs as U
 from ckptplan.workbook.udf_sheet import add_udf_sheet
 
@@ -106,9 +107,9 @@ def test_job_mtbf_with_domains_matches_engine():
     # per row: a domain without its size is an error in that row only
     out = U.CKPT_JOB_MTBF_DOMAINS(2560, 256, [[20000], [20000], [None]], [[16], [None], [None]])
     assert out[0][0] == approx(engine.job_mtbf_with_domains(2560, 256, [engine.FailureDomain("d", 20000, 16)]))
-    assert out[1][0] == err("nodes_per_domain", "is required when domain_mtbf_h is given", "a blank cell")
+    assert out[1][0] == err("domain1_nodes_per_domain", "is required when domain1_mtbf_h is given", "a blank cell")
     assert out[2][0] == approx(10.0)
-    assert U.CKPT_JOB_MTBF_DOMAINS(2560, 256, -5, 16) == err("domain_mtbf_h", "must be > 0", "-5")
+    assert U.CKPT_JOB_MTBF_DOMAINS(2560, 256, -5, 16) == err("domain1_mtbf_h", "must be > 0", "-5")
 
 
 # -------------------------------------------------------------------------- ranges with bad cells
@@ -139,23 +140,23 @@ CASES = {
     "CKPT_COST": ((788078, 2.5), lambda: engine.money(788078, 2.5),
                   {0: (-1, "must be >= 0"), 1: (-2.5, "must be >= 0")}),
     "CKPT_DEADLINE_PROB": ((10, 11, 60, 2, 1200, 10, 0, 0, 400, 7),
-                           lambda: float(np.mean(dl.simulate_wall_times(600, 60, 2, 1200, 10, 0, 0, 400, 7) <= 660)),
+                           lambda: float(np.mean(mc.simulate_wall_times(600, 60, 2, 1200, 10, 0, 0, 400, 7) <= 660)),
                            {0: (-10, "must be > 0"), 3: (-2, "must be >= 0"),
                             8: (1, "must be a whole number from 2 to 20,000 (the cap keeps one cell from freezing Excel)"),
                             9: (1.5, "must be a whole number >= 0")}),
 }
 ARG_NAMES = {
     "CKPT_JOB_MTBF": ("node_mtbf_h", "nodes"),
-    "CKPT_EFFECTIVE_STALL": ("stall_min", "write_min", "slowdown"),
-    "CKPT_YOUNG_INTERVAL": ("stall_min", "mtbf_min"),
-    "CKPT_DALY_INTERVAL": ("stall_min", "mtbf_min"),
-    "CKPT_EXACT_INTERVAL": ("stall_min", "mtbf_min", "write_min", "slowdown"),
-    "CKPT_WASTE": ("interval_min", "stall_min", "mtbf_min", "restart_min", "write_min", "slowdown", "model"),
-    "CKPT_WALL_TIME": ("work_h", "interval_min", "stall_min", "mtbf_min", "restart_min", "write_min", "slowdown"),
+    "CKPT_EFFECTIVE_STALL": ("checkpoint_stall_min", "async_write_min", "async_slowdown_fraction"),
+    "CKPT_YOUNG_INTERVAL": ("checkpoint_stall_min", "job_mtbf_min"),
+    "CKPT_DALY_INTERVAL": ("checkpoint_stall_min", "job_mtbf_min"),
+    "CKPT_EXACT_INTERVAL": ("checkpoint_stall_min", "job_mtbf_min", "async_write_min", "async_slowdown_fraction"),
+    "CKPT_WASTE": ("interval_min", "checkpoint_stall_min", "job_mtbf_min", "restart_min", "async_write_min", "async_slowdown_fraction", "model"),
+    "CKPT_WALL_TIME": ("useful_training_h", "interval_min", "checkpoint_stall_min", "job_mtbf_min", "restart_min", "async_write_min", "async_slowdown_fraction"),
     "CKPT_GPU_HOURS": ("wall_h", "gpus"),
     "CKPT_COST": ("gpu_hours", "price_per_gpu_hour"),
-    "CKPT_DEADLINE_PROB": ("work_h", "deadline_h", "interval_min", "stall_min", "mtbf_min", "restart_min",
-                           "write_min", "slowdown", "runs", "seed", "weibull_shape"),
+    "CKPT_DEADLINE_PROB": ("useful_training_h", "deadline_h", "interval_min", "checkpoint_stall_min", "job_mtbf_min", "restart_min",
+                           "async_write_min", "async_slowdown_fraction", "runs", "seed", "weibull_shape"),
 }
 BAD_CELLS = (None, "abc", True, float("nan"))
 
@@ -198,9 +199,9 @@ def test_float_numpy_array_and_row_ranges_keep_their_shape():
     out = U.CKPT_YOUNG_INTERVAL(stalls, 1200)
     assert np.shape(np.array(out, dtype=object)) == (2, 3)
     assert out[0][:2] == [approx(engine.young_interval(0.5, 1200)), approx(engine.young_interval(2.0, 1200))]
-    assert out[0][2] == err("stall_min", "must be >= 0", "-1")
-    assert out[1][0] == err("stall_min", "must be a finite number", "NaN")
-    assert out[1][2] == err("stall_min", "must be a finite number", "infinity")
+    assert out[0][2] == err("checkpoint_stall_min", "must be >= 0", "-1")
+    assert out[1][0] == err("checkpoint_stall_min", "must be a finite number", "NaN")
+    assert out[1][2] == err("checkpoint_stall_min", "must be a finite number", "infinity")
     row = U.CKPT_YOUNG_INTERVAL([[2, 0.5]], 1200)  # a 1 x 2 range stays a row
     assert row == [[approx(engine.young_interval(2, 1200)), approx(engine.young_interval(0.5, 1200))]]
     flat = U.CKPT_YOUNG_INTERVAL([2, 0.5], 1200)  # a 1-D list (a Python caller) stays 1-D
@@ -216,7 +217,7 @@ def test_column_against_row_broadcasts_to_a_grid_like_the_engine():
     assert np.array(out, dtype=float) == pytest.approx(expected, rel=REL)
     mismatch = U.CKPT_YOUNG_INTERVAL([[1], [2], [3]], [[600], [1200]])
     assert mismatch == ("#CKPT! shapes: ranges must have the same size, or be single cells, or be a row against a "
-                        "column (stall_min 3x1, mtbf_min 2x1)")
+                        "column (checkpoint_stall_min 3x1, job_mtbf_min 2x1)")
 
 
 def test_a_row_the_engine_refuses_does_not_blank_out_the_others():
@@ -225,7 +226,7 @@ def test_a_row_the_engine_refuses_does_not_blank_out_the_others():
     out = U.CKPT_WASTE(60, 2, 1200, 10, writes, 0.25)
     for i in (0, 1, 3):
         assert out[i][0] == approx(engine.waste_fraction(60, 2, 1200, 10, writes[i][0], 0.25))
-    assert out[2][0] == err("write_min", "the background write must be durable before the next save starts: "
+    assert out[2][0] == err("async_write_min", "the background write must be durable before the next save starts: "
                             "W * (1 - slowdown) = 150 must be <= T = 60", "200")
     wall = U.CKPT_WALL_TIME(720, 60, 2, 1200, 10, writes, 0.25)
     assert wall[2][0] == out[2][0] and wall[3][0] == approx(engine.expected_wall_time(43200, 60, 2, 1200, 10, 5, 0.25) / 60)
@@ -249,22 +250,22 @@ def test_optional_arguments_omitted_or_single_blank_take_their_default():
     out = U.CKPT_WASTE(60, 2, 1200, [[10], [None]])
     assert out[1][0] == err("restart_min", "must be a number", "a blank cell")
     # and a blank required argument is an error
-    assert U.CKPT_YOUNG_INTERVAL(None, 1200) == err("stall_min", "must be a number", "a blank cell")
-    assert U.CKPT_YOUNG_INTERVAL("", 1200) == err("stall_min", "must be a number", "a blank cell")
+    assert U.CKPT_YOUNG_INTERVAL(None, 1200) == err("checkpoint_stall_min", "must be a number", "a blank cell")
+    assert U.CKPT_YOUNG_INTERVAL("", 1200) == err("checkpoint_stall_min", "must be a number", "a blank cell")
 
 
 def test_malformed_ranges_give_one_readable_message():
     assert U.CKPT_YOUNG_INTERVAL([[1, 2], [3]], 1200) == \
-        "#CKPT! stall_min: a range must be rectangular (every row as long as the first)"
+        "#CKPT! checkpoint_stall_min: a range must be rectangular (every row as long as the first)"
     assert U.CKPT_YOUNG_INTERVAL(np.ones((2, 2, 2)), 1200) == \
-        "#CKPT! stall_min: must be a single cell or a range (at most 2 dimensions)"
-    assert U.CKPT_YOUNG_INTERVAL([], 1200) == "#CKPT! stall_min: the range is empty"
+        "#CKPT! checkpoint_stall_min: must be a single cell or a range (at most 2 dimensions)"
+    assert U.CKPT_YOUNG_INTERVAL([], 1200) == "#CKPT! checkpoint_stall_min: the range is empty"
 
 
 def test_bool_mixed_with_numbers_is_not_taken_as_one():
     # numpy would read [2, True] as [2, 1]: a TRUE cell must stay an error
     out = U.CKPT_YOUNG_INTERVAL([[2], [True]], 1200)
-    assert out[1][0] == err("stall_min", "must be a number", "TRUE")
+    assert out[1][0] == err("checkpoint_stall_min", "must be a number", "TRUE")
     assert U.CKPT_JOB_MTBF(np.array([[2560.0]]), np.array([[True]])) == err("nodes", "must be a number", "TRUE")
 
 
@@ -299,7 +300,7 @@ def test_cost_breakdown_single_values_only_and_readable_errors():
         err("interval_min", "must be a single cell (one scenario per call)", "a range of 2 cells")
     assert U.CKPT_COST_BREAKDOWN(720, 60, 2, 1200, 10, 0, 0, 1024, -1) == err("price_per_gpu_hour", "must be >= 0", "-1")
     assert U.CKPT_COST_BREAKDOWN(720, 60, 2, 1200, 10, 200, 0, 1024, 2.5).startswith(
-        "#CKPT! write_min: the background write must be durable")
+        "#CKPT! async_write_min: the background write must be durable")
     table = U.CKPT_COST_BREAKDOWN([[720]], [[60]], 2, 1200, 10, 0, 0, 1024, 2.5)  # 1 x 1 ranges are fine
     parts = engine.time_breakdown(720 * 60, 60, 2, 1200, 10)
     assert table[5][1] == approx(parts["total"] / 60)
@@ -375,7 +376,7 @@ def test_evaluate_whole_table_problems():
 def test_deadline_probability_is_the_engine_deadline_report():
     sc = engine.Scenario(name="d", checkpoint_stall_min=2, nodes=16, useful_training_h=100, price_per_gpu_hour=2,
                          job_mtbf_h=20, restart_min=10, interval_min=60, deadline_h=108)
-    for law, shape in ((dl.FailureLaw.exponential(), 1), (dl.FailureLaw.weibull(0.7), 0.7)):
+    for law, shape in ((mc.FailureLaw.exponential(), 1), (mc.FailureLaw.weibull(0.7), 0.7)):
         report = dl.deadline_report(sc, runs=1500, seed=3, failures=law)
         p = U.CKPT_DEADLINE_PROB(100, 108, 60, 2, 1200, 10, 0, 0, 1500, 3, shape)
         assert p == report["p_finish"]
@@ -384,10 +385,10 @@ def test_deadline_probability_is_the_engine_deadline_report():
 def test_deadline_range_of_deadlines_shares_one_cached_simulation():
     U.deadline_cache_clear()
     out = U.CKPT_DEADLINE_PROB(50, [[50], [52], [55], [60], [45]], 60, 2, 1200, 10, 0, 0, 1000, 1)
-    walls = dl.simulate_wall_times(3000, 60, 2, 1200, 10, 0, 0, 1000, 1)
+    walls = mc.simulate_wall_times(3000, 60, 2, 1200, 10, 0, 0, 1000, 1)
     for cell, deadline in zip(out[:4], (50, 52, 55, 60)):
         assert cell[0] == np.mean(walls <= deadline * 60)
-    assert out[4][0] == err("deadline_h", "must be >= work_h = 50 h: the job needs that much compute even with no "
+    assert out[4][0] == err("deadline_h", "must be >= useful_training_h = 50 h: the job needs that much compute even with no "
                             "saves and no failures", "45")
     info = U.deadline_cache_info()
     assert info.misses == 1 and info.currsize == 1
@@ -637,8 +638,8 @@ def test_xlwings_server_serves_the_same_module_over_http(tmp_path):
         # Office.js sends every argument as a matrix, blanks in ranges as null, omitted optionals as null
         assert call("CKPT_YOUNG_INTERVAL", [[2]], [[1200]]) == [[approx(69.28203230275509)]]
         assert call("CKPT_YOUNG_INTERVAL", [[2], [-1], [None], ["x"]], [[1200]]) == [
-            [approx(69.28203230275509)], [err("stall_min", "must be >= 0", "-1")],
-            [err("stall_min", "must be a number", "a blank cell")], [err("stall_min", "must be a number", "text 'x'")]]
+            [approx(69.28203230275509)], [err("checkpoint_stall_min", "must be >= 0", "-1")],
+            [err("checkpoint_stall_min", "must be a number", "a blank cell")], [err("checkpoint_stall_min", "must be a number", "text 'x'")]]
         assert call("CKPT_WASTE", [[60]], [[2]], [[1200]], [[10]], None, None, [["first_order"]]) == \
             [[approx(engine.first_order_waste(60, 2, 1200))]]
         table = engine.to_table([files.load_scenario("seed")])

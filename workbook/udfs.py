@@ -23,7 +23,7 @@ own input and works the same when called from Python):
   (or a 1 x 1 range) gives a single value.
 * a bad cell (text, blank, bool, NaN, a value breaking the argument's rule, or a combination the
   engine refuses) gives a readable error string in *that* result cell, e.g.
-  ``#CKPT! stall_min: must be >= 0 (got -1)``; the other cells are still computed. A problem with
+  ``#CKPT! checkpoint_stall_min: must be >= 0 (got -1)``; the other cells are still computed. A problem with
   the whole call (ranges that do not broadcast, a ragged list) gives one error string. No function
   raises, returns a traceback, or returns NaN.
 * an optional argument left out, or given as a single blank cell, takes its default (a blank
@@ -49,11 +49,12 @@ import pandas as pd
 import xlwings as xw
 
 from .. import engine
-from ..engine import deadline as _deadline
-from ..engine.fields import MAX_RUNS_PER_CELL, RULES
+from ..engine import montecarlo as _mc
+from ..engine.fields import MAX_RUNS_PER_CELL, Rule, lookup
 from ..engine.cost import CATEGORIES
 from ..engine.reliability import FailureDomain
-from ..engine.scenario import FIELD_BY_NAME, TEXT_FIELDS, check_columns, derived_columns, evaluate_each
+from ..engine.fields import FIELD_BY_NAME, TEXT_FIELDS
+from ..engine.scenario import check_columns, derived_columns, evaluate_each
 
 __all__ = [
     "CKPT_JOB_MTBF",
@@ -171,12 +172,12 @@ def _is_blank(value: Any) -> bool:
     return False
 
 
-def _numbers(name: str, value: Any, rule: str, blank: Any = _ERROR) -> tuple[np.ndarray, np.ndarray]:
+def _numbers(name: str, value: Any, rule: Rule, blank: Any = _ERROR) -> tuple[np.ndarray, np.ndarray]:
     """Coerce one argument cell by cell: float values and an object array of error strings.
 
-    ``errors`` holds None where the cell is good. ``rule`` is a key of the engine's rules
-    (``engine._inputs.RULES``: positive, nonnegative, fraction, count) or of the local ones (runs,
-    seed). ``blank``: the value a blank cell stands for, or ``_ERROR`` (a blank is an error).
+    ``errors`` holds None where the cell is good. ``rule``: the registry's rule of the argument
+    (:mod:`ckptplan.engine.fields`). ``blank``: the value a blank cell stands for, or ``_ERROR`` (a
+    blank is an error).
     """
     arr = _array(name, value)
     errors = np.full(arr.shape, None, dtype=object)
@@ -200,10 +201,10 @@ def _numbers(name: str, value: Any, rule: str, blank: Any = _ERROR) -> tuple[np.
             else:
                 flat_v[i] = float(item)
                 flat_c[i] = True
-    predicate, text = RULES[rule].predicate, RULES[rule].message
+    text = rule.message
     with np.errstate(invalid="ignore"):
         finite = np.isfinite(values)
-        good = predicate(values)
+        good = rule.predicate(values)
     flat_v, flat_e = values.reshape(-1), errors.reshape(-1)  # views: writes reach the arrays
     for i in np.flatnonzero(checked & ~finite):
         flat_e[i] = _error(name, "must be a finite number", _show(flat_v[i]))
@@ -212,11 +213,13 @@ def _numbers(name: str, value: Any, rule: str, blank: Any = _ERROR) -> tuple[np.
     return values, errors
 
 
-def _arg(name: str, value: Any, rule: str, default: Any = _ERROR, blank: Any = _ERROR):
-    """:func:`_numbers` for an argument that may be optional (a single blank cell -> ``default``)."""
+def _arg(name: str, value: Any, default: Any = _ERROR, blank: Any = _ERROR):
+    """:func:`_numbers` for the argument ``name``, checked against its registry rule
+    (:func:`ckptplan.engine.fields.lookup`: the argument names are the registry's names); an
+    optional argument given as a single blank cell takes ``default``."""
     if default is not _ERROR and _is_blank(value):
         value = default
-    return (name,) + _numbers(name, value, rule, blank)
+    return (name,) + _numbers(name, value, lookup(name).check, blank)
 
 
 def _choice(name: str, value: Any, choices: dict[str, float], default: str):
@@ -328,8 +331,8 @@ def _udf(ret: dict | None = None, **arguments: str | dict) -> Callable[[Callable
 
 
 # Engine argument names -> Excel argument names (for messages about cross-argument rules)
-_WASTE_NAMES = {"T": "interval_min", "C": "stall_min", "M": "mtbf_min", "R": "restart_min", "W": "write_min",
-                "slowdown": "slowdown", "work": "work_h"}
+_WASTE_NAMES = {"T": "interval_min", "C": "checkpoint_stall_min", "M": "job_mtbf_min", "R": "restart_min", "W": "async_write_min",
+                "slowdown": "async_slowdown_fraction", "work": "useful_training_h"}
 
 _D_STALL = "Checkpoint stall per save, minutes (>= 0): time the training step is blocked."
 _D_MTBF = "Job mean time between failures, minutes (> 0); e.g. job MTBF in hours x 60."
@@ -347,25 +350,25 @@ _D_WORK = "Useful training compute needed, hours (> 0): wall hours with no saves
 def CKPT_JOB_MTBF(node_mtbf_h, nodes):
     """Job MTBF in hours = node MTBF / nodes (independent node failures; any node stops the job).
 
-    Calls :func:`engine.job_mtbf`. Units: hours in, hours out (x 60 for the ``mtbf_min`` of the
+    Calls :func:`engine.job_mtbf`. Units: hours in, hours out (x 60 for the ``job_mtbf_min`` of the
     interval functions). Assumes independent exponential node failures; wrong for correlated
     failures (racks, power domains): use CKPT_JOB_MTBF_DOMAINS. Reference: 2,560 h per node gives
     20 h at 128 nodes.
     """
-    specs = [_arg("node_mtbf_h", node_mtbf_h, "positive"), _arg("nodes", nodes, "count")]
+    specs = [_arg("node_mtbf_h", node_mtbf_h), _arg("nodes", nodes)]
     return _elementwise(specs, engine.job_mtbf, {"node_mtbf": "node_mtbf_h"})
 
 
 @_udf(node_mtbf_h="MTBF of one node from independent failures, hours (> 0).",
       nodes="Nodes in the job: a whole number >= 1.",
-      domain_mtbf_h="MTBF of one correlated failure domain (rack, power domain), hours (> 0); blank = no domain.",
-      nodes_per_domain="Nodes one domain holds: a whole number >= 1 (blank only when the domain is blank).",
+      domain1_mtbf_h="MTBF of one correlated failure domain (rack, power domain), hours (> 0); blank = no domain.",
+      domain1_nodes_per_domain="Nodes one domain holds: a whole number >= 1 (blank only when the domain is blank).",
       nonfatal_share="Optional. Share of node failures the job survives, fraction in [0, 1); default 0.",
       domain2_mtbf_h="Optional. A second domain kind: MTBF of one domain, hours; blank = none.",
       domain2_nodes_per_domain="Optional. Nodes per domain of the second kind.",
       domain3_mtbf_h="Optional. A third domain kind: MTBF of one domain, hours; blank = none.",
       domain3_nodes_per_domain="Optional. Nodes per domain of the third kind.")
-def CKPT_JOB_MTBF_DOMAINS(node_mtbf_h, nodes, domain_mtbf_h, nodes_per_domain, nonfatal_share=0.0,
+def CKPT_JOB_MTBF_DOMAINS(node_mtbf_h, nodes, domain1_mtbf_h, domain1_nodes_per_domain, nonfatal_share=0.0,
                           domain2_mtbf_h=None, domain2_nodes_per_domain=None,
                           domain3_mtbf_h=None, domain3_nodes_per_domain=None):
     """Job MTBF in hours with correlated failure domains: 1 / ((1 - nonfatal) nodes / node MTBF + sum ceil(nodes / per domain) / domain MTBF).
@@ -377,14 +380,14 @@ def CKPT_JOB_MTBF_DOMAINS(node_mtbf_h, nodes, domain_mtbf_h, nodes_per_domain, n
     kinds, as on the workbook's Inputs sheet; a blank domain MTBF means "no such domain" (a domain
     MTBF without its nodes per domain is an error). Hours in, hours out.
     """
-    specs = [_arg("node_mtbf_h", node_mtbf_h, "positive"), _arg("nodes", nodes, "count"),
-             _arg("nonfatal_share", nonfatal_share, "fraction", default=0.0)]
-    pairs = (("domain_mtbf_h", domain_mtbf_h, "nodes_per_domain", nodes_per_domain),
+    specs = [_arg("node_mtbf_h", node_mtbf_h), _arg("nodes", nodes),
+             _arg("nonfatal_share", nonfatal_share, default=0.0)]
+    pairs = (("domain1_mtbf_h", domain1_mtbf_h, "domain1_nodes_per_domain", domain1_nodes_per_domain),
              ("domain2_mtbf_h", domain2_mtbf_h, "domain2_nodes_per_domain", domain2_nodes_per_domain),
              ("domain3_mtbf_h", domain3_mtbf_h, "domain3_nodes_per_domain", domain3_nodes_per_domain))
     for mtbf_name, mtbf, per_name, per in pairs:
         # blank domain MTBF: no such domain (never fails); blank nodes per domain: checked below
-        specs += [_arg(mtbf_name, mtbf, "positive", blank=np.inf), _arg(per_name, per, "count", blank=np.nan)]
+        specs += [_arg(mtbf_name, mtbf, blank=np.inf), _arg(per_name, per, blank=np.nan)]
     names = {"node_mtbf_h": "node_mtbf_h", "nodes": "nodes", "nonfatal_share": "nonfatal_share"}
     for i, (mtbf_name, _, per_name, _) in enumerate(pairs, start=1):
         names.update({f"domain{i}.mtbf_h": mtbf_name, f"domain{i}.nodes_per_domain": per_name})
@@ -404,55 +407,55 @@ def CKPT_JOB_MTBF_DOMAINS(node_mtbf_h, nodes, domain_mtbf_h, nodes_per_domain, n
 
 # ------------------------------------------------------------------------------- intervals
 
-@_udf(stall_min="Blocking checkpoint stall per save, minutes (>= 0).",
-      write_min="Optional. Background write time of an async save, minutes (>= 0); default 0.",
-      slowdown=_D_SLOW)
-def CKPT_EFFECTIVE_STALL(stall_min, write_min=0.0, slowdown=0.0):
+@_udf(checkpoint_stall_min="Blocking checkpoint stall per save, minutes (>= 0).",
+      async_write_min="Optional. Background write time of an async save, minutes (>= 0); default 0.",
+      async_slowdown_fraction=_D_SLOW)
+def CKPT_EFFECTIVE_STALL(checkpoint_stall_min, async_write_min=0.0, async_slowdown_fraction=0.0):
     """Compute time lost per save, minutes: stall + write x slowdown (what Young and Daly take as C for async saves).
 
     Calls :func:`engine.effective_stall`. An async save with no blocking stall still costs
-    ``write_min x slowdown`` of compute and delays the moment the checkpoint is restorable.
+    ``async_write_min x slowdown`` of compute and delays the moment the checkpoint is restorable.
     """
-    specs = [_arg("stall_min", stall_min, "nonnegative"), _arg("write_min", write_min, "nonnegative", default=0.0),
-             _arg("slowdown", slowdown, "fraction", default=0.0)]
+    specs = [_arg("checkpoint_stall_min", checkpoint_stall_min), _arg("async_write_min", async_write_min, default=0.0),
+             _arg("async_slowdown_fraction", async_slowdown_fraction, default=0.0)]
     return _elementwise(specs, engine.effective_stall, _WASTE_NAMES)
 
 
-@_udf(stall_min=_D_STALL + " For async saves give the effective stall (CKPT_EFFECTIVE_STALL).", mtbf_min=_D_MTBF)
-def CKPT_YOUNG_INTERVAL(stall_min, mtbf_min):
+@_udf(checkpoint_stall_min=_D_STALL + " For async saves give the effective stall (CKPT_EFFECTIVE_STALL).", job_mtbf_min=_D_MTBF)
+def CKPT_YOUNG_INTERVAL(checkpoint_stall_min, job_mtbf_min):
     """Young's checkpoint interval sqrt(2 x stall x MTBF), minutes (Young 1974).
 
     Calls :func:`engine.young_interval`. Minimises the first-order waste ``C/T + T/(2M)``; needs
     ``stall << interval << MTBF`` and ignores restarts and failures during saves. Reference: stall
     2 min, MTBF 1,200 min gives 69.3 min.
     """
-    specs = [_arg("stall_min", stall_min, "nonnegative"), _arg("mtbf_min", mtbf_min, "positive")]
+    specs = [_arg("checkpoint_stall_min", checkpoint_stall_min), _arg("job_mtbf_min", job_mtbf_min)]
     return _elementwise(specs, engine.young_interval, _WASTE_NAMES)
 
 
-@_udf(stall_min=_D_STALL + " For async saves give the effective stall (CKPT_EFFECTIVE_STALL).", mtbf_min=_D_MTBF)
-def CKPT_DALY_INTERVAL(stall_min, mtbf_min):
+@_udf(checkpoint_stall_min=_D_STALL + " For async saves give the effective stall (CKPT_EFFECTIVE_STALL).", job_mtbf_min=_D_MTBF)
+def CKPT_DALY_INTERVAL(checkpoint_stall_min, job_mtbf_min):
     """Daly's higher-order checkpoint interval, minutes (Daly 2006): sqrt(2CM)(1 + sqrt(C/2M)/3 + C/18M) - C, or M when C >= 2M.
 
     Calls :func:`engine.daly_interval`. Accounts for failures during saves; tends to Young's
     interval when the stall is small against the MTBF. Reference: 5-minute dump, 24 h MTBF gives
     117 min.
     """
-    specs = [_arg("stall_min", stall_min, "nonnegative"), _arg("mtbf_min", mtbf_min, "positive")]
+    specs = [_arg("checkpoint_stall_min", checkpoint_stall_min), _arg("job_mtbf_min", job_mtbf_min)]
     return _elementwise(specs, engine.daly_interval, _WASTE_NAMES)
 
 
-@_udf(stall_min="Blocking checkpoint stall per save, minutes (>= 0).", mtbf_min=_D_MTBF,
-      write_min=_D_WRITE, slowdown=_D_SLOW)
-def CKPT_EXACT_INTERVAL(stall_min, mtbf_min, write_min=0.0, slowdown=0.0):
+@_udf(checkpoint_stall_min="Blocking checkpoint stall per save, minutes (>= 0).", job_mtbf_min=_D_MTBF,
+      async_write_min=_D_WRITE, async_slowdown_fraction=_D_SLOW)
+def CKPT_EXACT_INTERVAL(checkpoint_stall_min, job_mtbf_min, async_write_min=0.0, async_slowdown_fraction=0.0):
     """Exact optimum interval of Daly's complete model, minutes: M (1 + W0(-exp(-1 - Ceff/M))), Ceff = stall + write x slowdown.
 
     Calls :func:`engine.exact_optimal_interval` (Lambert W; never below ``write x (1 - slowdown)``,
     so the async write is durable before the next save). Restart time does not move the optimum.
     Exponential failures. Reference: stall 2 min, MTBF 1,200 min gives 67.96 min.
     """
-    specs = [_arg("stall_min", stall_min, "nonnegative"), _arg("mtbf_min", mtbf_min, "positive"),
-             _arg("write_min", write_min, "nonnegative", default=0.0), _arg("slowdown", slowdown, "fraction", default=0.0)]
+    specs = [_arg("checkpoint_stall_min", checkpoint_stall_min), _arg("job_mtbf_min", job_mtbf_min),
+             _arg("async_write_min", async_write_min, default=0.0), _arg("async_slowdown_fraction", async_slowdown_fraction, default=0.0)]
     return _elementwise(specs, engine.exact_optimal_interval, _WASTE_NAMES)
 
 
@@ -461,10 +464,10 @@ def CKPT_EXACT_INTERVAL(stall_min, mtbf_min, write_min=0.0, slowdown=0.0):
 _EXACT, _FIRST_ORDER = 0.0, 1.0
 
 
-@_udf(interval_min=_D_INTERVAL, stall_min="Blocking checkpoint stall per save, minutes (>= 0).", mtbf_min=_D_MTBF,
-      restart_min=_D_RESTART + " Ignored by the first-order model.", write_min=_D_WRITE, slowdown=_D_SLOW,
+@_udf(interval_min=_D_INTERVAL, checkpoint_stall_min="Blocking checkpoint stall per save, minutes (>= 0).", job_mtbf_min=_D_MTBF,
+      restart_min=_D_RESTART + " Ignored by the first-order model.", async_write_min=_D_WRITE, async_slowdown_fraction=_D_SLOW,
       model='Optional. "exact" (default): share of wall time, Daly 2006 complete model; "first_order": C/T + T/2M.')
-def CKPT_WASTE(interval_min, stall_min, mtbf_min, restart_min=0.0, write_min=0.0, slowdown=0.0, model="exact"):
+def CKPT_WASTE(interval_min, checkpoint_stall_min, job_mtbf_min, restart_min=0.0, async_write_min=0.0, async_slowdown_fraction=0.0, model="exact"):
     """Checkpoint waste at an interval. "exact": share of wall time lost to saves, rework and restarts; "first_order": Young's C/T + T/(2M).
 
     ``exact`` calls :func:`engine.waste_fraction` (exponential failures striking compute, saves and
@@ -473,9 +476,9 @@ def CKPT_WASTE(interval_min, stall_min, mtbf_min, restart_min=0.0, write_min=0.0
     (:func:`engine.effective_stall`); it is a share of compute time, leaves out restarts and is
     valid only for ``stall << interval << MTBF``. Results are fractions (format as %).
     """
-    specs = [_arg("interval_min", interval_min, "positive"), _arg("stall_min", stall_min, "nonnegative"),
-             _arg("mtbf_min", mtbf_min, "positive"), _arg("restart_min", restart_min, "nonnegative", default=0.0),
-             _arg("write_min", write_min, "nonnegative", default=0.0), _arg("slowdown", slowdown, "fraction", default=0.0),
+    specs = [_arg("interval_min", interval_min), _arg("checkpoint_stall_min", checkpoint_stall_min),
+             _arg("job_mtbf_min", job_mtbf_min), _arg("restart_min", restart_min, default=0.0),
+             _arg("async_write_min", async_write_min, default=0.0), _arg("async_slowdown_fraction", async_slowdown_fraction, default=0.0),
              _choice("model", model, {"exact": _EXACT, "first_order": _FIRST_ORDER}, "exact")]
 
     def compute(T, C, M, R, W, s, code):
@@ -492,19 +495,19 @@ def CKPT_WASTE(interval_min, stall_min, mtbf_min, restart_min=0.0, write_min=0.0
     return _elementwise(specs, compute, _WASTE_NAMES)
 
 
-@_udf(work_h=_D_WORK, interval_min=_D_INTERVAL, stall_min="Blocking checkpoint stall per save, minutes (>= 0).",
-      mtbf_min=_D_MTBF, restart_min=_D_RESTART, write_min=_D_WRITE, slowdown=_D_SLOW)
-def CKPT_WALL_TIME(work_h, interval_min, stall_min, mtbf_min, restart_min=0.0, write_min=0.0, slowdown=0.0):
+@_udf(useful_training_h=_D_WORK, interval_min=_D_INTERVAL, checkpoint_stall_min="Blocking checkpoint stall per save, minutes (>= 0).",
+      job_mtbf_min=_D_MTBF, restart_min=_D_RESTART, async_write_min=_D_WRITE, async_slowdown_fraction=_D_SLOW)
+def CKPT_WALL_TIME(useful_training_h, interval_min, checkpoint_stall_min, job_mtbf_min, restart_min=0.0, async_write_min=0.0, async_slowdown_fraction=0.0):
     """Expected wall hours to finish the training: M e^(R/M) (e^((T+C)/M) - 1) work/T (Daly 2006), async saves included.
 
-    Calls :func:`engine.expected_wall_time` with ``work_h x 60`` minutes and returns hours.
+    Calls :func:`engine.expected_wall_time` with ``useful_training_h x 60`` minutes and returns hours.
     Long-run expectation for exponential failures; for a deadline or clustered failures use
     CKPT_DEADLINE_PROB (Monte Carlo).
     """
-    specs = [_arg("work_h", work_h, "positive"), _arg("interval_min", interval_min, "positive"),
-             _arg("stall_min", stall_min, "nonnegative"), _arg("mtbf_min", mtbf_min, "positive"),
-             _arg("restart_min", restart_min, "nonnegative", default=0.0),
-             _arg("write_min", write_min, "nonnegative", default=0.0), _arg("slowdown", slowdown, "fraction", default=0.0)]
+    specs = [_arg("useful_training_h", useful_training_h), _arg("interval_min", interval_min),
+             _arg("checkpoint_stall_min", checkpoint_stall_min), _arg("job_mtbf_min", job_mtbf_min),
+             _arg("restart_min", restart_min, default=0.0),
+             _arg("async_write_min", async_write_min, default=0.0), _arg("async_slowdown_fraction", async_slowdown_fraction, default=0.0)]
 
     def compute(work, T, C, M, R, W, s):
         return np.asarray(engine.expected_wall_time(work * 60.0, T, C, M, R, W, s)) / 60.0
@@ -521,7 +524,7 @@ def CKPT_GPU_HOURS(wall_h, gpus):
 
     Calls :func:`engine.gpu_hours`.
     """
-    specs = [_arg("wall_h", wall_h, "nonnegative"), _arg("gpus", gpus, "count")]
+    specs = [_arg("wall_h", wall_h), _arg("gpus", gpus)]
     return _elementwise(specs, engine.gpu_hours, {})
 
 
@@ -532,7 +535,7 @@ def CKPT_COST(gpu_hours, price_per_gpu_hour):
 
     Calls :func:`engine.money`.
     """
-    specs = [_arg("gpu_hours", gpu_hours, "nonnegative"), _arg("price_per_gpu_hour", price_per_gpu_hour, "nonnegative")]
+    specs = [_arg("gpu_hours", gpu_hours), _arg("price_per_gpu_hour", price_per_gpu_hour)]
     return _elementwise(specs, engine.money, {})
 
 
@@ -540,12 +543,12 @@ BREAKDOWN_HEADER = ["category", "hours", "GPU-hours", "cost"]
 BREAKDOWN_ROWS = (*CATEGORIES, "total")
 
 
-@_udf(work_h=_D_WORK, interval_min=_D_INTERVAL, stall_min="Blocking checkpoint stall per save, minutes (>= 0).",
-      mtbf_min=_D_MTBF, restart_min="Restart time after each failure, minutes (>= 0).",
-      write_min="Background write time of an async save, minutes (>= 0); 0 = synchronous.",
-      slowdown="Share of training speed lost while the write runs, fraction in [0, 1).",
+@_udf(useful_training_h=_D_WORK, interval_min=_D_INTERVAL, checkpoint_stall_min="Blocking checkpoint stall per save, minutes (>= 0).",
+      job_mtbf_min=_D_MTBF, restart_min="Restart time after each failure, minutes (>= 0).",
+      async_write_min="Background write time of an async save, minutes (>= 0); 0 = synchronous.",
+      async_slowdown_fraction="Share of training speed lost while the write runs, fraction in [0, 1).",
       gpus="GPUs the job holds: a whole number >= 1.", price_per_gpu_hour="Price of one GPU-hour (>= 0).")
-def CKPT_COST_BREAKDOWN(work_h, interval_min, stall_min, mtbf_min, restart_min, write_min, slowdown, gpus,
+def CKPT_COST_BREAKDOWN(useful_training_h, interval_min, checkpoint_stall_min, job_mtbf_min, restart_min, async_write_min, async_slowdown_fraction, gpus,
                         price_per_gpu_hour):
     """Where the time and money go: a 6 x 4 table (header; useful, save, rework, restart, total) x (hours, GPU-hours, cost).
 
@@ -554,11 +557,11 @@ def CKPT_COST_BREAKDOWN(work_h, interval_min, stall_min, mtbf_min, restart_min, 
     values only (one scenario per call; a multi-cell range is an error). Spills in Excel 365; in
     older Excel enter it as an array formula over 6 rows x 4 columns.
     """
-    specs = [_arg("work_h", work_h, "positive"), _arg("interval_min", interval_min, "positive"),
-             _arg("stall_min", stall_min, "nonnegative"), _arg("mtbf_min", mtbf_min, "positive"),
-             _arg("restart_min", restart_min, "nonnegative"), _arg("write_min", write_min, "nonnegative"),
-             _arg("slowdown", slowdown, "fraction"), _arg("gpus", gpus, "count"),
-             _arg("price_per_gpu_hour", price_per_gpu_hour, "nonnegative")]
+    specs = [_arg("useful_training_h", useful_training_h), _arg("interval_min", interval_min),
+             _arg("checkpoint_stall_min", checkpoint_stall_min), _arg("job_mtbf_min", job_mtbf_min),
+             _arg("restart_min", restart_min), _arg("async_write_min", async_write_min),
+             _arg("async_slowdown_fraction", async_slowdown_fraction), _arg("gpus", gpus),
+             _arg("price_per_gpu_hour", price_per_gpu_hour)]
     for name, values, errors in specs:
         if values.size != 1:
             return _error(name, "must be a single cell (one scenario per call)", f"a range of {values.size} cells")
@@ -610,7 +613,7 @@ def _table(table: Any) -> pd.DataFrame:
         seen.add(col)
         if col not in FIELD_BY_NAME and col not in TEXT_FIELDS and not _DOMAIN_COLUMN.match(col):
             raise _CallError((f"{ERROR_PREFIX} table: unknown column {col!r}; use scenario fields such as "
-                              "checkpoint_stall_min, nodes, node_mtbf_h (see engine.scenario.FIELDS), name, "
+                              "checkpoint_stall_min, nodes, node_mtbf_h (see ckptplan.engine.fields.FIELDS), name, "
                               "currency, or domainN_mtbf_h / domainN_nodes_per_domain")[:255])
     data = [[None if (isinstance(v, str) and v == "") else v for v in row] for row in rows[1:]]
     frame = pd.DataFrame(data, columns=header)
@@ -636,7 +639,7 @@ def _cell_value(v: Any) -> Any:
 def CKPT_EVALUATE(table):
     """Every derived figure of each scenario row: the table with job MTBF, intervals, waste, hours, GPU-hours and cost columns added.
 
-    Calls :func:`engine.evaluate` (see it and ``engine.scenario.FIELDS`` for the columns, units
+    Calls :func:`engine.evaluate` (see it and ``ckptplan.engine.fields.FIELDS`` for the columns, units
     and rules). Header names: scenario fields, ``name``/``description``/``source``/``currency`` and
     ``domainN_mtbf_h``/``domainN_nodes_per_domain``; an unknown name is an error (a typo would be
     ignored silently otherwise). A bad row gets the reason in each of its result columns, the
@@ -679,8 +682,8 @@ def CKPT_EVALUATE(table):
 def _simulated_walls(work_min: float, T: float, C: float, M: float, R: float, W: float, s: float,
                      runs: int, seed: int, weibull_shape: float) -> np.ndarray:
     """Simulated wall times (minutes) of ``runs`` runs, cached on the inputs (read-only array)."""
-    law = "exponential" if weibull_shape == 1.0 else _deadline.FailureLaw.weibull(weibull_shape)
-    walls = np.asarray(_deadline.simulate_wall_times(work_min, T, C, M, R, W, s, runs, seed, law))
+    law = "exponential" if weibull_shape == 1.0 else _mc.FailureLaw.weibull(weibull_shape)
+    walls = np.asarray(_mc.simulate_wall_times(work_min, T, C, M, R, W, s, runs, seed, law))
     walls.setflags(write=False)
     return walls
 
@@ -694,29 +697,29 @@ def deadline_cache_clear() -> None:
     _simulated_walls.cache_clear()
 
 
-@_udf(work_h=_D_WORK, deadline_h="Deadline, hours from the job's start (>= work_h).", interval_min=_D_INTERVAL,
-      stall_min="Blocking checkpoint stall per save, minutes (>= 0).", mtbf_min=_D_MTBF, restart_min=_D_RESTART,
-      write_min=_D_WRITE, slowdown=_D_SLOW,
+@_udf(useful_training_h=_D_WORK, deadline_h="Deadline, hours from the job's start (>= useful_training_h).", interval_min=_D_INTERVAL,
+      checkpoint_stall_min="Blocking checkpoint stall per save, minutes (>= 0).", job_mtbf_min=_D_MTBF, restart_min=_D_RESTART,
+      async_write_min=_D_WRITE, async_slowdown_fraction=_D_SLOW,
       runs=f"Optional. Simulated runs, 2 to {MAX_RUNS:,}; default 10,000 (standard error <= 0.5 %).",
       seed="Optional. Random seed, a whole number >= 0; default 0 (same seed, same answer).",
       weibull_shape="Optional. Weibull shape k of the time between failures (mean = MTBF); default 1 = exponential; k < 1: clustered.")
-def CKPT_DEADLINE_PROB(work_h, deadline_h, interval_min, stall_min, mtbf_min, restart_min=0.0, write_min=0.0,
-                       slowdown=0.0, runs=10000, seed=0, weibull_shape=1.0):
+def CKPT_DEADLINE_PROB(useful_training_h, deadline_h, interval_min, checkpoint_stall_min, job_mtbf_min, restart_min=0.0, async_write_min=0.0,
+                       async_slowdown_fraction=0.0, runs=10000, seed=0, weibull_shape=1.0):
     """Probability the training finishes by the deadline: Monte Carlo of the finite job, seeded and cached.
 
     Share of simulated runs whose wall time is <= the deadline, from
-    :func:`engine.deadline.simulate_wall_times` (the model of :mod:`engine.deadline`: finite job,
+    :func:`ckptplan.engine.montecarlo.simulate_wall_times` (the model of :mod:`ckptplan.engine.finite`: finite job,
     last segment possibly short, no save after the last step, failures during saves, writes and
     restarts; the same figure as ``p_finish`` of :func:`engine.deadline.deadline_report`). At most
     20,000 runs per cell and 200,000 per call; the simulation of identical inputs is cached
     (deadlines in a range share one simulation). Standard error sqrt(p(1-p)/runs).
     """
-    specs = [_arg("work_h", work_h, "positive"), _arg("deadline_h", deadline_h, "positive"),
-             _arg("interval_min", interval_min, "positive"), _arg("stall_min", stall_min, "nonnegative"),
-             _arg("mtbf_min", mtbf_min, "positive"), _arg("restart_min", restart_min, "nonnegative", default=0.0),
-             _arg("write_min", write_min, "nonnegative", default=0.0), _arg("slowdown", slowdown, "fraction", default=0.0),
-             _arg("runs", runs, "runs_per_cell", default=10000), _arg("seed", seed, "seed", default=0),
-             _arg("weibull_shape", weibull_shape, "positive", default=1.0)]
+    specs = [_arg("useful_training_h", useful_training_h), _arg("deadline_h", deadline_h),
+             _arg("interval_min", interval_min), _arg("checkpoint_stall_min", checkpoint_stall_min),
+             _arg("job_mtbf_min", job_mtbf_min), _arg("restart_min", restart_min, default=0.0),
+             _arg("async_write_min", async_write_min, default=0.0), _arg("async_slowdown_fraction", async_slowdown_fraction, default=0.0),
+             _arg("runs", runs, default=10000), _arg("seed", seed, default=0),
+             _arg("weibull_shape", weibull_shape, default=1.0)]
     names = dict(_WASTE_NAMES, runs="runs", seed="seed", weibull_shape="weibull_shape")
     budget: dict[tuple, bool] = {}  # distinct case -> within MAX_RUNS_PER_CALL (deterministic order)
     used = [0]
@@ -727,7 +730,7 @@ def CKPT_DEADLINE_PROB(work_h, deadline_h, interval_min, stall_min, mtbf_min, re
         for i in range(work.size):
             if deadline[i] < work[i]:
                 raise engine.InputError("deadline_h", float(deadline[i]),
-                                        f"must be >= work_h = {work[i]:g} h: the job needs that much compute "
+                                        f"must be >= useful_training_h = {work[i]:g} h: the job needs that much compute "
                                         "even with no saves and no failures")
             key = (float(work[i]) * 60.0, float(T[i]), float(C[i]), float(M[i]), float(R[i]), float(W[i]),
                    float(s[i]), int(n[i]), int(seed_[i]), float(shape[i]))

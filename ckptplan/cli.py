@@ -1,7 +1,9 @@
-"""``ckptplan`` command line: a thin front end over :mod:`engine` (and :mod:`workbook`).
+"""``ckptplan`` command line: a thin front end over :mod:`ckptplan.engine` (and the workbook).
 
 Every command validates through the engine; bad input prints the engine's message (field, value,
-rule) and exits with status 2, never a traceback.
+rule) and exits with status 2, never a traceback. Options that set a scenario field are generated
+from the field registry (:func:`ckptplan.common.field_options`). Models, pandas and file formats
+are imported inside the commands that use them, so ``ckptplan --help`` starts fast.
 """
 
 from __future__ import annotations
@@ -10,25 +12,24 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-import pandas as pd
 import typer
-from rich.table import Table
 
-from . import engine
-from . import files
-from .files.atomic import atomic_write
+if TYPE_CHECKING:
+    import pandas as pd
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="How often should a training job checkpoint, and what does it cost?")
 
-from .common import DEFAULT_TEMPLATE, console, err_console, fail, scenario_from_options  # noqa: E402,F401
+from .common import DEFAULT_TEMPLATE, console, err_console, fail, field_options, scenario_from_options  # noqa: E402,F401
+
+
 def _money(x: float, currency: str) -> str:
     return f"{x:,.0f} {currency}"
 
 
-def headline(row: pd.Series) -> dict[str, Any]:
+def headline(row: "pd.Series") -> dict[str, Any]:
     """The headline figures of one evaluated scenario, JSON-ready (units in the keys)."""
     keys = ["name", "job_mtbf_h", "effective_stall_min", "young_interval_min", "daly_interval_min",
             "exact_interval_min", "chosen_interval_min", "first_order_waste", "young_min_waste", "waste_fraction",
@@ -43,7 +44,11 @@ def headline(row: pd.Series) -> dict[str, Any]:
     return out
 
 
-def print_plan(row: pd.Series) -> None:
+def print_plan(row: "pd.Series") -> None:
+    from rich.table import Table
+
+    from . import engine
+
     cur = row["currency"]
     console.print(f"[bold]{row['name']}[/]  {row.get('description', '') or ''}", highlight=False)
     console.print(
@@ -88,29 +93,21 @@ def print_plan(row: pd.Series) -> None:
 
 
 @app.command()
+@field_options()
 def plan(
     template: Optional[str] = typer.Option(None, "--template", "-t", help="Preset name (see `ckptplan templates`) or TOML file; default: seed"),
-    stall_min: Optional[float] = typer.Option(None, "--stall-min", help="Blocking checkpoint stall per save (min)"),
-    async_write_min: Optional[float] = typer.Option(None, "--async-write-min", help="Background write time until durable (min)"),
-    async_slowdown: Optional[float] = typer.Option(None, "--async-slowdown", help="Throughput lost during the write (fraction)"),
-    restart_min: Optional[float] = typer.Option(None, "--restart-min", help="Restart time after each failure (min)"),
-    node_mtbf_h: Optional[float] = typer.Option(None, "--node-mtbf-h", help="Node MTBF (h)"),
-    job_mtbf_h: Optional[float] = typer.Option(None, "--job-mtbf-h", help="Job MTBF override (h)"),
-    nodes: Optional[int] = typer.Option(None, "--nodes", help="Nodes in the job"),
-    gpus_per_node: Optional[int] = typer.Option(None, "--gpus-per-node", help="GPUs per node"),
-    useful_h: Optional[float] = typer.Option(None, "--useful-h", help="Useful training compute (wall h)"),
-    price: Optional[float] = typer.Option(None, "--price", help="Price per GPU-hour"),
-    interval_min: Optional[float] = typer.Option(None, "--interval-min", help="Chosen interval (min); default: exact optimum"),
+    scenario_file: Optional[Path] = typer.Option(None, "--scenario", help="Scenario TOML file (same as --template FILE)"),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables"),
+    overrides: Optional[dict] = None,
 ) -> None:
-    """Headline numbers for one scenario: intervals by model, waste, job MTBF, GPU-hours and cost."""
+    """Headline numbers for one scenario: intervals by model, waste, job MTBF, GPU-hours and cost.
+
+    Every scenario field can be set here (the option is the field's name); the rest come from the template.
+    """
+    from . import engine
+
     try:
-        sc = scenario_from_options(template, {
-            "checkpoint_stall_min": stall_min, "async_write_min": async_write_min,
-            "async_slowdown_fraction": async_slowdown, "restart_min": restart_min, "node_mtbf_h": node_mtbf_h,
-            "job_mtbf_h": job_mtbf_h, "nodes": nodes, "gpus_per_node": gpus_per_node,
-            "useful_training_h": useful_h, "price_per_gpu_hour": price, "interval_min": interval_min,
-        })
+        sc = scenario_from_options(str(scenario_file) if scenario_file else template, overrides or {})
         row = engine.evaluate(sc).iloc[0]
     except ValueError as exc:
         fail(str(exc))
@@ -123,6 +120,10 @@ def plan(
 @app.command()
 def templates() -> None:
     """List the shipped scenario presets."""
+    from rich.table import Table
+
+    from . import files
+
     t = Table("name", "description")
     for name in files.list_templates():
         t.add_row(name, files.load_scenario(name).description)
@@ -143,7 +144,8 @@ def workbook_cmd(
     force: bool = typer.Option(False, "--force", help="Overwrite the output file if it exists"),
 ) -> None:
     """Write a planning workbook (live Excel formulas) and print the headline numbers."""
-    from . import workbook  # the command line is the only part of ckptplan that knows both sides
+    from . import engine, files, workbook  # the command line is the only part of ckptplan that knows every side
+    from .files.atomic import atomic_write
 
     try:
         if from_workbook is not None:

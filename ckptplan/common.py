@@ -3,16 +3,20 @@ subcommand modules can import them without importing the app that registers them
 
 from __future__ import annotations
 
+import functools
+import inspect
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from . import engine
-from . import files
+from .engine.fields import FIELDS, Field
 from .files.atomic import atomic_write_text
+
+if TYPE_CHECKING:  # the models load only when a command runs
+    from .engine.scenario import Scenario
 
 console = Console()
 err_console = Console(stderr=True)
@@ -25,8 +29,43 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def scenario_from_options(template: Optional[str], overrides: dict[str, Any]) -> engine.Scenario:
+def field_options(fields: tuple[Field, ...] = FIELDS, axis: bool = False) -> Callable[[Callable], Callable]:
+    """Give a command one option per registry field (:data:`ckptplan.engine.fields.FIELDS`).
+
+    The option is the field's name (``--checkpoint-stall-min``, with the paper's symbol as a short
+    alias where the registry gives one), its help the field's label, unit and rule. The command
+    receives the given values as one dict ``overrides`` (field name -> value, None when not given).
+    ``axis``: the options take text (a sweep axis such as ``0.5,1,2``) instead of a number.
+    """
+    def decorate(command: Callable) -> Callable:
+        signature = inspect.signature(command)
+        kept = [p for p in signature.parameters.values() if p.name != "overrides"]
+        added = []
+        for f in fields:
+            kind = str if axis else (int if f.integer else float)
+            what = "axis of values" if axis else f.check.noun
+            added.append(inspect.Parameter(
+                f.name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[kind],
+                default=typer.Option(None, f.option, *([f.short] if f.short else []), show_default=False,
+                                     help=f"{f.label} ({f.unit}): {what}")))
+
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            overrides = {f.name: kwargs.pop(f.name) for f in fields}
+            return command(*args, overrides=overrides, **kwargs)
+
+        run.__signature__ = signature.replace(parameters=kept + added)  # what typer reads
+        run.__annotations__ = {p.name: p.annotation for p in kept + added}
+        del run.__wrapped__
+        return run
+
+    return decorate
+
+
+def scenario_from_options(template: Optional[str], overrides: dict[str, Any]) -> "Scenario":
     """A template (default: the seed case) with command-line overrides applied and validated."""
+    from . import files
+
     base = files.load_scenario(template or DEFAULT_TEMPLATE)
     changes = {k: v for k, v in overrides.items() if v is not None}
     if "node_mtbf_h" in changes and "job_mtbf_h" not in changes:
@@ -36,17 +75,19 @@ def scenario_from_options(template: Optional[str], overrides: dict[str, Any]) ->
 
 
 
-def emit_scenario_file(path: Path, build: Callable[[], tuple[engine.Scenario, str]], force: bool,
-                       what: str) -> engine.Scenario:
+def emit_scenario_file(path: Path, build: Callable[[], tuple["Scenario", str]], force: bool,
+                       what: str) -> "Scenario":
     """``--emit-scenario``: build (scenario, TOML text), write it atomically after checking that it
-    loads (:func:`files.load_scenario`), never over an existing file without ``force``.
+    loads (:func:`ckptplan.files.load_scenario`), never over an existing file without ``force``.
 
     Every failure exits with a readable message: the file exists, the scenario cannot be built
     (``what`` says whose: "fitted", "probed"), or the file cannot be written.
     """
     try:
         scenario, text = build()
-        atomic_write_text(path, text, force=force, check=files.load_scenario)
+        from .files import load_scenario
+
+        atomic_write_text(path, text, force=force, check=load_scenario)
     except FileExistsError:
         fail(f"{path} exists; use --force to overwrite it")
     except ValueError as exc:

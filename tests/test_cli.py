@@ -23,7 +23,7 @@ def test_plan_default_prints_reference_numbers():
 
 
 def test_plan_json_matches_engine():
-    res = runner.invoke(app, ["plan", "--stall-min", "0.5", "--json"])
+    res = runner.invoke(app, ["plan", "--checkpoint-stall-min", "0.5", "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
     row = engine.evaluate(files.load_scenario("seed").replace(checkpoint_stall_min=0.5)).iloc[0]
@@ -46,7 +46,7 @@ def test_plan_template_and_async_note():
 
 
 def test_plan_bad_input_is_a_readable_error():
-    res = runner.invoke(app, ["plan", "--stall-min", "-1"])
+    res = runner.invoke(app, ["plan", "--checkpoint-stall-min", "-1"])
     assert res.exit_code == 2
     assert "checkpoint_stall_min=-1.0: must be >= 0" in res.output
     assert "Traceback" not in res.output

@@ -27,8 +27,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+# ---- defaults and limits every surface shares (the command line reads them before any model loads)
+#: simulated runs of a Monte Carlo answer when none is given (standard error of a probability <= 0.5 %)
+DEFAULT_RUNS = 10_000
+#: seed of a Monte Carlo answer when none is given (same seed, same answer)
+DEFAULT_SEED = 0
 #: most simulated runs one Excel cell may ask for (keeps one cell from freezing Excel)
 MAX_RUNS_PER_CELL = 20_000
+#: rows evaluated at a time when a batch streams to its output
+DEFAULT_CHUNK_ROWS = 200_000
+#: most rows a sweep may have unless the caller raises the limit
+MAX_SWEEP_ROWS = 5_000_000
+#: data rows an Excel sheet holds (1,048,576 rows less the header)
+EXCEL_MAX_DATA_ROWS = 1_048_576 - 1
 
 
 @dataclass(frozen=True)
@@ -196,5 +207,6 @@ def lookup(name: str) -> Field:
     raise KeyError(name)
 
 
-__all__ = ["DOMAIN_FIELDS", "DOMAIN_SLOTS", "FIELDS", "FIELD_BY_NAME", "Field", "MAX_RUNS_PER_CELL", "QUANTITIES",
-           "RULES", "Rule", "TEXT_FIELDS", "domain_field", "lookup"]
+__all__ = ["DEFAULT_CHUNK_ROWS", "DEFAULT_RUNS", "DEFAULT_SEED", "DOMAIN_FIELDS", "DOMAIN_SLOTS", "EXCEL_MAX_DATA_ROWS",
+           "FIELDS", "FIELD_BY_NAME", "Field", "MAX_RUNS_PER_CELL", "MAX_SWEEP_ROWS", "QUANTITIES", "RULES", "Rule",
+           "TEXT_FIELDS", "domain_field", "lookup"]

@@ -8,19 +8,23 @@ prints the engine's message (field, value, rule) and exits with status 2, like e
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from .engine import deadline as dl
-from .engine import montecarlo as mc
+from .common import console, err_console, fail, field_options, scenario_from_options
+from .engine.fields import DEFAULT_RUNS, DEFAULT_SEED
 
-from .common import console, err_console, fail, scenario_from_options
+if TYPE_CHECKING:  # the models load when the command runs, not when the CLI starts
+    from rich.table import Table
+
+    from .engine import deadline as dl
 
 
-def _report_table(rep: dict[str, Any]) -> Table:
+def _report_table(rep: dict[str, Any]) -> "Table":
+    from rich.table import Table
+
     cur = rep["currency"]
     t = Table(title=f"Deadline outlook at {rep['interval_min']:.1f} min interval ({rep['segments']} segments, "
                     f"{rep['runs']:,} simulated runs)", title_justify="left")
@@ -42,7 +46,9 @@ def _report_table(rep: dict[str, Any]) -> Table:
     return t
 
 
-def _search_table(res: dl.DeadlineSearch) -> Table:
+def _search_table(res: "dl.DeadlineSearch") -> "Table":
+    from rich.table import Table
+
     t = Table(title=f"Interval choice for the {res.deadline_h:g} h deadline ({res.runs:,} runs per interval, "
                     "same failures for every interval)", title_justify="left")
     for col, just in (("interval", "left"), ("min", "right"), ("P(finish)", "right"), ("mean wall h", "right"),
@@ -66,23 +72,31 @@ def _search_table(res: dl.DeadlineSearch) -> Table:
     return t
 
 
+@field_options()
 def deadline(
     template: Optional[str] = typer.Option(None, "--template", "-t", help="Preset name (see `ckptplan templates`) or TOML file; default: seed"),
-    deadline_h: Optional[float] = typer.Option(None, "--deadline-h", help="Deadline (h); default: the scenario's deadline_h"),
-    interval_min: Optional[float] = typer.Option(None, "--interval-min", help="Interval to report on (min); default: the scenario's, else the exact optimum"),
-    runs: int = typer.Option(10000, "--runs", help="Simulated runs per interval"),
-    seed: int = typer.Option(0, "--seed", help="Random seed (same seed, same answer)"),
+    scenario_file: Optional[Path] = typer.Option(None, "--scenario", help="Scenario TOML file (same as --template FILE)"),
+    runs: int = typer.Option(DEFAULT_RUNS, "--runs", help="Simulated runs per interval"),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Random seed (same seed, same answer)"),
     weibull_shape: Optional[float] = typer.Option(None, "--weibull-shape", help="Weibull shape k of the time between failures (mean = job MTBF); default: exponential. k < 1: clustered failures"),
     target: float = typer.Option(0.9, "--target", help="Required probability of meeting the deadline"),
     final_save: bool = typer.Option(False, "--final-save", help="Save after the last step too"),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables"),
+    overrides: Optional[dict] = None,
 ) -> None:
-    """Monte Carlo of the finite run: P(finish by the deadline), percentiles, cost, and the interval to choose."""
+    """Monte Carlo of the finite run: P(finish by the deadline), percentiles, cost, and the interval to choose.
+
+    Every scenario field can be set here (--deadline-h, --interval-min, ...); the rest come from the template.
+    """
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .engine import deadline as dl
+    from .engine import montecarlo as mc
+
     try:
-        sc = scenario_from_options(template, {})
+        sc = scenario_from_options(str(scenario_file) if scenario_file else template, overrides or {})
         law = mc.FailureLaw.weibull(weibull_shape) if weibull_shape is not None else mc.FailureLaw.exponential()
-        report = dl.deadline_report(sc, deadline_h=deadline_h, interval_min=interval_min, runs=runs, seed=seed,
-                                    failures=law, final_save=final_save)
+        report = dl.deadline_report(sc, runs=runs, seed=seed, failures=law, final_save=final_save)
         with Progress(TextColumn("simulating intervals"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                       TimeElapsedColumn(), console=err_console, transient=True, disable=as_json) as bar:
             task = bar.add_task("search", total=None)
@@ -90,8 +104,8 @@ def deadline(
             def tick(done: int, total: int) -> None:
                 bar.update(task, completed=done, total=total)
 
-            search = dl.deadline_search(sc, deadline_h=deadline_h, target=target, runs=runs, seed=seed,
-                                        failures=law, final_save=final_save, progress=tick)
+            search = dl.deadline_search(sc, target=target, runs=runs, seed=seed, failures=law,
+                                        final_save=final_save, progress=tick)
     except ValueError as exc:
         fail(str(exc))
     if as_json:

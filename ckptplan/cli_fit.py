@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import tomli_w
 import typer
@@ -22,8 +22,9 @@ from rich.table import Table
 
 from . import engine
 from . import files
-from .engine.fitting import LogFit, MinutesSummary
-from .files.logs import fit_log
+
+if TYPE_CHECKING:  # the fitter (numpy, pandas) loads when the command runs, not when the CLI starts
+    from .engine.fitting import LogFit, MinutesSummary
 
 # `from package import module` resolves through sys.modules, so this works even when ckptplan.cli
 # imports this module while it is still initialising; names are looked up at call time.
@@ -34,7 +35,7 @@ def _num(x: float | None, fmt: str = ".3g", unit: str = "") -> str:
     return "n/a" if x is None else f"{x:{fmt}}{unit}"
 
 
-def _summary(s: MinutesSummary | None) -> tuple[str, str]:
+def _summary(s: "MinutesSummary | None") -> tuple[str, str]:
     if s is None:
         return "n/a", "not in the log"
     return (f"{s.mean_min:.3g} min", f"median {s.median_min:.3g}, p90 {s.p90_min:.3g}, "
@@ -133,6 +134,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Fit an interruption log: job MTBF with confidence bounds, failure shape, restart, stall, progress lost."""
         try:
+            from .files.logs import fit_log
+
             result = fit_log(log, confidence=confidence)
         except ValueError as exc:
             _cli.fail(str(exc))

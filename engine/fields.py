@@ -149,7 +149,7 @@ FIELDS: tuple[Field, ...] = (
           "positive", required=True),
     Field("price_per_gpu_hour", "per GPU-h", "Price per GPU-hour", "nonnegative", required=True),
     Field("interval_min", "min", "Chosen compute interval between saves (empty = exact optimum)", "positive"),
-    Field("deadline_h", "h", "Deadline for the run, hours from its start", "positive"),
+    Field("deadline_h", "h", "Deadline for the run, counted from its start", "positive"),
     Field("runs_per_month", "runs", "Runs per month for monthly figures (empty = back-to-back runs)", "positive"),
 )
 FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}

@@ -626,7 +626,7 @@ def test_xlwings_server_serves_the_same_module_over_http(tmp_path):
         waste = functions["CKPT_WASTE"]
         assert [p["name"] for p in waste["parameters"]] == list(ARG_NAMES["CKPT_WASTE"])
         assert [p.get("optional", False) for p in waste["parameters"]] == [False] * 3 + [True] * 4
-        assert waste["parameters"][0]["description"] == U._D_INTERVAL
+        assert waste["parameters"][0]["description"] == U.describe("interval_min")
         assert waste["description"].startswith("Checkpoint waste at an interval.")
 
         def call(func, *args):

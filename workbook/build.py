@@ -10,7 +10,8 @@ cell that mirrors an engine figure, which the tests recalculate and compare.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -58,8 +59,8 @@ class Check:
 @dataclass
 class Built:
     workbook: Workbook
-    checks: list[Check] = field(default_factory=list)
-    input_cells: dict[str, str] = field(default_factory=dict)   # input key -> "Inputs!$B$5"
+    checks: list[Check] = dc_field(default_factory=list)
+    input_cells: dict[str, str] = dc_field(default_factory=dict)   # input key -> "Inputs!$B$5"
 
 
 def scenario_inputs(sc: engine.Scenario) -> dict[str, Any]:

@@ -38,23 +38,22 @@ fraction in [0, 1); money is in the currency of the price given.
 from __future__ import annotations
 
 import functools
-import inspect
 import math
-import numbers
 import re
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
-import xlwings as xw
 
 from .. import engine
 from ..engine import montecarlo as _mc
-from ..engine.fields import MAX_RUNS_PER_CELL, Rule, lookup
+from ..engine.fields import DEFAULT_RUNS, DEFAULT_SEED, MAX_RUNS_PER_CELL
 from ..engine.cost import CATEGORIES
 from ..engine.reliability import FailureDomain
 from ..engine.fields import FIELD_BY_NAME, TEXT_FIELDS
 from ..engine.scenario import check_columns, derived_columns, evaluate_each
+from .cells import (ERROR_PREFIX, CallError, arg, as_array, cell_value, choice, describe, elementwise, engine_message,
+                    error_text, show, udf)
 
 __all__ = [
     "CKPT_JOB_MTBF",
@@ -72,9 +71,6 @@ __all__ = [
     "CKPT_DEADLINE_PROB",
 ]
 
-ERROR_PREFIX = "#CKPT!"
-CATEGORY = "ckptplan"  # the Excel function-wizard category (desktop add-in)
-
 #: most simulated runs one cell of CKPT_DEADLINE_PROB may ask for
 MAX_RUNS = MAX_RUNS_PER_CELL
 #: most simulated runs one call of CKPT_DEADLINE_PROB may do over all its distinct cases
@@ -82,271 +78,16 @@ MAX_RUNS_PER_CALL = 200_000
 #: results of CKPT_DEADLINE_PROB's simulations kept in memory (20,000 runs = 160 kB each)
 DEADLINE_CACHE_SIZE = 128
 
-
-_ERROR = object()      # a blank cell is an error (the default for every argument)
-
-
-class _CallError(Exception):
-    """A problem with the whole call (one message for the call, not per cell)."""
-
-
-# ------------------------------------------------------------------------------- messages
-
-def _error(name: str, rule: str, shown: str) -> str:
-    return f"{ERROR_PREFIX} {name}: {rule} (got {shown})"
-
-
-def _show(item: Any) -> str:
-    """How a cell value appears in an error message."""
-    if item is None or (isinstance(item, str) and item == ""):
-        return "a blank cell"
-    if isinstance(item, (bool, np.bool_)):
-        return "TRUE" if item else "FALSE"
-    if isinstance(item, str):
-        text = item if len(item) <= 30 else item[:27] + "..."
-        return f"text {text!r}"
-    if isinstance(item, numbers.Real):
-        v = float(item)
-        if math.isnan(v):
-            return "NaN"
-        if math.isinf(v):
-            return "infinity" if v > 0 else "-infinity"
-        return f"{v:.10g}"
-    return f"a {type(item).__name__}"
-
-
-def _engine_message(exc: ValueError, names: dict[str, str]) -> str:
-    """An engine InputError as a cell message, with the engine's argument named as in Excel."""
-    field = getattr(exc, "field", None)
-    if field is None:
-        return f"{ERROR_PREFIX} {exc}"
-    if field == "columns":  # a table-wide problem: the value is the column's name
-        return f"{ERROR_PREFIX} table: column {getattr(exc, 'value', '')!r}: {getattr(exc, 'rule', exc)}"
-    value = getattr(exc, "value", None)
-    return _error(names.get(field, field), getattr(exc, "rule", str(exc)), _show(value))
-
-
-# ------------------------------------------------------------------------------- coercion
-
-def _array(name: str, value: Any) -> np.ndarray:
-    """Whatever Excel (or a Python caller) passed, as a numpy array.
-
-    numpy arrays keep their dtype; Python values and nested lists become object arrays holding
-    the original objects (``np.asarray`` without ``dtype=object`` would silently turn ``TRUE``
-    into 1 and numbers into strings).
-    """
-    if isinstance(value, (pd.Series, pd.DataFrame)):
-        value = value.to_numpy()
-    if isinstance(value, np.ndarray):
-        arr = value
-    elif isinstance(value, (list, tuple)):
-        try:
-            arr = np.asarray(value, dtype=object)
-        except ValueError:  # ragged nesting that numpy cannot even hold as objects
-            raise _CallError(f"{ERROR_PREFIX} {name}: a range must be rectangular (every row as long as the first)") from None
-    else:
-        arr = np.empty((), dtype=object)
-        arr[()] = value
-    if arr.ndim > 2:
-        raise _CallError(f"{ERROR_PREFIX} {name}: must be a single cell or a range (at most 2 dimensions)")
-    if arr.size == 0:
-        raise _CallError(f"{ERROR_PREFIX} {name}: the range is empty")
-    if arr.dtype == object and any(issubclass(t, (list, tuple, np.ndarray)) for t in set(map(type, arr.reshape(-1)))):
-        raise _CallError(f"{ERROR_PREFIX} {name}: a range must be rectangular (every row as long as the first)")
-    return arr
-
-
-# element types that are plain numbers (bool is deliberately absent: type(True) is bool)
-_PLAIN_NUMBERS = frozenset({float, int, np.float64, np.float32, np.int64, np.int32, np.int16, np.int8,
-                            np.uint64, np.uint32, np.uint16, np.uint8})
-
-
-def _is_blank(value: Any) -> bool:
-    """True for a blank cell, alone or as a 1 x 1 range (an omitted or blank optional argument)."""
-    if value is None or (isinstance(value, str) and value == ""):
-        return True
-    if isinstance(value, (list, tuple)) and len(value) == 1:
-        return _is_blank(value[0])
-    if isinstance(value, np.ndarray) and value.size == 1 and value.dtype == object:
-        return _is_blank(value.reshape(-1)[0])
-    return False
-
-
-def _numbers(name: str, value: Any, rule: Rule, blank: Any = _ERROR) -> tuple[np.ndarray, np.ndarray]:
-    """Coerce one argument cell by cell: float values and an object array of error strings.
-
-    ``errors`` holds None where the cell is good. ``rule``: the registry's rule of the argument
-    (:mod:`ckptplan.engine.fields`). ``blank``: the value a blank cell stands for, or ``_ERROR`` (a
-    blank is an error).
-    """
-    arr = _array(name, value)
-    errors = np.full(arr.shape, None, dtype=object)
-    if arr.dtype == object and set(map(type, arr.reshape(-1))) <= _PLAIN_NUMBERS:
-        arr = arr.astype(np.float64)  # the usual case, a range of numbers: no per-cell loop
-    if arr.dtype.kind in "fiu":
-        values = arr.astype(np.float64)
-        checked = np.ones(arr.shape, dtype=bool)
-    else:
-        values = np.full(arr.shape, np.nan)
-        checked = np.zeros(arr.shape, dtype=bool)
-        flat_v, flat_e, flat_c = values.reshape(-1), errors.reshape(-1), checked.reshape(-1)
-        for i, item in enumerate(arr.reshape(-1)):
-            if item is None or (isinstance(item, str) and item == ""):
-                if blank is _ERROR:
-                    flat_e[i] = _error(name, "must be a number", _show(item))
-                else:
-                    flat_v[i] = blank
-            elif isinstance(item, (bool, np.bool_)) or not isinstance(item, numbers.Real):
-                flat_e[i] = _error(name, "must be a number", _show(item))
-            else:
-                flat_v[i] = float(item)
-                flat_c[i] = True
-    text = rule.message
-    with np.errstate(invalid="ignore"):
-        finite = np.isfinite(values)
-        good = rule.predicate(values)
-    flat_v, flat_e = values.reshape(-1), errors.reshape(-1)  # views: writes reach the arrays
-    for i in np.flatnonzero(checked & ~finite):
-        flat_e[i] = _error(name, "must be a finite number", _show(flat_v[i]))
-    for i in np.flatnonzero(checked & finite & ~good):
-        flat_e[i] = _error(name, text, _show(flat_v[i]))
-    return values, errors
-
-
-def _arg(name: str, value: Any, default: Any = _ERROR, blank: Any = _ERROR):
-    """:func:`_numbers` for the argument ``name``, checked against its registry rule
-    (:func:`ckptplan.engine.fields.lookup`: the argument names are the registry's names); an
-    optional argument given as a single blank cell takes ``default``."""
-    if default is not _ERROR and _is_blank(value):
-        value = default
-    return (name,) + _numbers(name, value, lookup(name).check, blank)
-
-
-def _choice(name: str, value: Any, choices: dict[str, float], default: str):
-    """A text argument (e.g. the model) as float codes, element-wise, with the same error handling."""
-    if _is_blank(value):
-        value = default
-    arr = _array(name, value)
-    codes = np.full(arr.shape, np.nan)
-    errors = np.full(arr.shape, None, dtype=object)
-    allowed = " or ".join(f'"{c}"' for c in choices)
-    for idx in np.ndindex(arr.shape):
-        item = arr[idx]
-        key = re.sub(r"[\s-]+", "_", item.strip().lower()) if isinstance(item, str) else None
-        if key in choices:
-            codes[idx] = choices[key]
-        else:
-            errors[idx] = _error(name, f"must be {allowed}", _show(item))
-    return name, codes, errors
-
-
-# ------------------------------------------------------------------------------- evaluation
-
-def _elementwise(specs: list[tuple[str, np.ndarray, np.ndarray]], compute: Callable[..., Any],
-                 names: dict[str, str]) -> Any:
-    """Broadcast the coerced arguments, compute the good cells, put error strings in the bad ones.
-
-    ``compute(*columns)`` gets one 1-D float array per argument (the good cells only) and calls the
-    engine. When the engine refuses some of them (a rule that spans arguments, such as the async
-    write having to finish before the next save), the cells are split in halves until each refused
-    cell is isolated, so one bad row never blanks out the good ones (cost: a few extra engine calls
-    per refused cell). ``names`` maps the engine's argument names to the Excel ones.
-    """
-    try:
-        shape = np.broadcast_shapes(*(values.shape for _, values, _ in specs))
-    except ValueError:
-        shapes = ", ".join(f"{name} {'x'.join(map(str, v.shape)) or 'single cell'}" for name, v, _ in specs)
-        raise _CallError(f"{ERROR_PREFIX} shapes: ranges must have the same size, or be single cells, "
-                         f"or be a row against a column ({shapes})") from None
-    size = int(np.prod(shape))
-    columns = [np.broadcast_to(values, shape).reshape(-1) for _, values, _ in specs]
-    errors = np.full(size, None, dtype=object)
-    for _, _, errs in reversed(specs):  # the first argument's error wins
-        flat = np.broadcast_to(errs, shape).reshape(-1)
-        bad = flat.astype(bool)  # error strings are never empty; None is False
-        errors[bad] = flat[bad]
-    out = np.empty(size, dtype=object)
-
-    def solve(idx: np.ndarray) -> None:
-        try:
-            with np.errstate(all="ignore"):
-                result = np.asarray(compute(*(c[idx] for c in columns)), dtype=np.float64).reshape(-1)
-        except ValueError as exc:  # engine.InputError and its relatives
-            if idx.size == 1:
-                errors[idx[0]] = _engine_message(exc, names)
-                return
-            half = idx.size // 2
-            solve(idx[:half])
-            solve(idx[half:])
-            return
-        finite = np.isfinite(result)
-        out[idx[finite]] = result[finite]
-        for i in idx[~finite]:
-            errors[i] = f"{ERROR_PREFIX} result: not a finite number (the model breaks down for these inputs)"
-
-    good = np.flatnonzero(~errors.astype(bool))
-    if good.size:
-        solve(good)
-    bad = errors.astype(bool)
-    out[bad] = errors[bad]
-    return _shaped(out, shape)
-
-
-def _shaped(out: np.ndarray, shape: tuple) -> Any:
-    """A single value for one cell, else nested lists of the broadcast shape."""
-    if out.size == 1:
-        return out.reshape(-1)[0]
-    return out.reshape(shape).tolist()
-
-
-def _udf(ret: dict | None = None, **arguments: str | dict) -> Callable[[Callable], Callable]:
-    """Register a function with xlwings (``xw.func`` / ``xw.arg`` / ``xw.ret``) and make it never raise.
-
-    Each keyword names an argument: a string is its description in Excel's function wizard (and
-    asks xlwings for a 2-D list, ``ndim=2``, so a column stays a column); a dict gives converter
-    options (with ``doc``). On Linux the decorators are no-ops; under Windows and xlwings Server
-    they register the function. Any unexpected exception becomes an error string in the cell.
-    """
-    def decorate(f: Callable) -> Callable:
-        @functools.wraps(f)
-        def safe(*args: Any) -> Any:
-            try:
-                return f(*args)
-            except _CallError as exc:
-                return str(exc)
-            except Exception as exc:  # noqa: BLE001  - a cell must show a message, never raise
-                return f"{ERROR_PREFIX} {f.__name__}: unexpected {type(exc).__name__}: {exc}"[:255]
-
-        # xlwings shows the docstring in Excel (desktop: its first 255 characters): drop the indent
-        safe.__doc__ = inspect.cleandoc(f.__doc__ or f.__name__)
-        wrapped: Callable = safe
-        if ret is not None:
-            wrapped = xw.ret(**ret)(wrapped)
-        for name, spec in reversed(list(arguments.items())):
-            options = {"ndim": 2, "doc": spec} if isinstance(spec, str) else dict(spec)
-            wrapped = xw.arg(name, **options)(wrapped)
-        return xw.func(category=CATEGORY)(wrapped)
-
-    return decorate
-
-
 # Engine argument names -> Excel argument names (for messages about cross-argument rules)
 _WASTE_NAMES = {"T": "interval_min", "C": "checkpoint_stall_min", "M": "job_mtbf_min", "R": "restart_min", "W": "async_write_min",
                 "slowdown": "async_slowdown_fraction", "work": "useful_training_h"}
 
-_D_STALL = "Checkpoint stall per save, minutes (>= 0): time the training step is blocked."
-_D_MTBF = "Job mean time between failures, minutes (> 0); e.g. job MTBF in hours x 60."
-_D_WRITE = "Optional. Background write time of an async save, minutes (>= 0); default 0 (synchronous)."
-_D_SLOW = "Optional. Share of training speed lost while the write runs, fraction in [0, 1); default 0."
-_D_RESTART = "Optional. Restart time after each failure, minutes (>= 0); default 0."
-_D_INTERVAL = "Compute time between saves, minutes (> 0)."
-_D_WORK = "Useful training compute needed, hours (> 0): wall hours with no saves and no failures."
+_ASYNC_C = "For async saves give the effective stall (CKPT_EFFECTIVE_STALL)."
 
 
 # ------------------------------------------------------------------------------- reliability
 
-@_udf(node_mtbf_h="Mean time between failures of one node, hours (> 0).",
-      nodes="Nodes in the job: a whole number >= 1.")
+@udf()
 def CKPT_JOB_MTBF(node_mtbf_h, nodes):
     """Job MTBF in hours = node MTBF / nodes (independent node failures; any node stops the job).
 
@@ -355,19 +96,13 @@ def CKPT_JOB_MTBF(node_mtbf_h, nodes):
     failures (racks, power domains): use CKPT_JOB_MTBF_DOMAINS. Reference: 2,560 h per node gives
     20 h at 128 nodes.
     """
-    specs = [_arg("node_mtbf_h", node_mtbf_h), _arg("nodes", nodes)]
-    return _elementwise(specs, engine.job_mtbf, {"node_mtbf": "node_mtbf_h"})
+    specs = [arg("node_mtbf_h", node_mtbf_h), arg("nodes", nodes)]
+    return elementwise(specs, engine.job_mtbf, {"node_mtbf": "node_mtbf_h"})
 
 
-@_udf(node_mtbf_h="MTBF of one node from independent failures, hours (> 0).",
-      nodes="Nodes in the job: a whole number >= 1.",
-      domain1_mtbf_h="MTBF of one correlated failure domain (rack, power domain), hours (> 0); blank = no domain.",
-      domain1_nodes_per_domain="Nodes one domain holds: a whole number >= 1 (blank only when the domain is blank).",
-      nonfatal_share="Optional. Share of node failures the job survives, fraction in [0, 1); default 0.",
-      domain2_mtbf_h="Optional. A second domain kind: MTBF of one domain, hours; blank = none.",
-      domain2_nodes_per_domain="Optional. Nodes per domain of the second kind.",
-      domain3_mtbf_h="Optional. A third domain kind: MTBF of one domain, hours; blank = none.",
-      domain3_nodes_per_domain="Optional. Nodes per domain of the third kind.")
+@udf(domain1_mtbf_h=describe("domain1_mtbf_h") + " Blank = no domain.",
+     domain2_mtbf_h="Optional. " + describe("domain2_mtbf_h") + " Blank = none.",
+     domain3_mtbf_h="Optional. " + describe("domain3_mtbf_h") + " Blank = none.")
 def CKPT_JOB_MTBF_DOMAINS(node_mtbf_h, nodes, domain1_mtbf_h, domain1_nodes_per_domain, nonfatal_share=0.0,
                           domain2_mtbf_h=None, domain2_nodes_per_domain=None,
                           domain3_mtbf_h=None, domain3_nodes_per_domain=None):
@@ -380,14 +115,14 @@ def CKPT_JOB_MTBF_DOMAINS(node_mtbf_h, nodes, domain1_mtbf_h, domain1_nodes_per_
     kinds, as on the workbook's Inputs sheet; a blank domain MTBF means "no such domain" (a domain
     MTBF without its nodes per domain is an error). Hours in, hours out.
     """
-    specs = [_arg("node_mtbf_h", node_mtbf_h), _arg("nodes", nodes),
-             _arg("nonfatal_share", nonfatal_share, default=0.0)]
+    specs = [arg("node_mtbf_h", node_mtbf_h), arg("nodes", nodes),
+             arg("nonfatal_share", nonfatal_share, default=0.0)]
     pairs = (("domain1_mtbf_h", domain1_mtbf_h, "domain1_nodes_per_domain", domain1_nodes_per_domain),
              ("domain2_mtbf_h", domain2_mtbf_h, "domain2_nodes_per_domain", domain2_nodes_per_domain),
              ("domain3_mtbf_h", domain3_mtbf_h, "domain3_nodes_per_domain", domain3_nodes_per_domain))
     for mtbf_name, mtbf, per_name, per in pairs:
         # blank domain MTBF: no such domain (never fails); blank nodes per domain: checked below
-        specs += [_arg(mtbf_name, mtbf, blank=np.inf), _arg(per_name, per, blank=np.nan)]
+        specs += [arg(mtbf_name, mtbf, blank=np.inf), arg(per_name, per, blank=np.nan)]
     names = {"node_mtbf_h": "node_mtbf_h", "nodes": "nodes", "nonfatal_share": "nonfatal_share"}
     for i, (mtbf_name, _, per_name, _) in enumerate(pairs, start=1):
         names.update({f"domain{i}.mtbf_h": mtbf_name, f"domain{i}.nodes_per_domain": per_name})
@@ -402,26 +137,24 @@ def CKPT_JOB_MTBF_DOMAINS(node_mtbf_h, nodes, domain1_mtbf_h, domain1_nodes_per_
             domains.append(FailureDomain(f"domain{i + 1}", dm, np.where(missing, 1.0, dn)))
         return engine.job_mtbf_with_domains(m, n, domains, share)
 
-    return _elementwise(specs, compute, names)
+    return elementwise(specs, compute, names)
 
 
 # ------------------------------------------------------------------------------- intervals
 
-@_udf(checkpoint_stall_min="Blocking checkpoint stall per save, minutes (>= 0).",
-      async_write_min="Optional. Background write time of an async save, minutes (>= 0); default 0.",
-      async_slowdown_fraction=_D_SLOW)
+@udf()
 def CKPT_EFFECTIVE_STALL(checkpoint_stall_min, async_write_min=0.0, async_slowdown_fraction=0.0):
     """Compute time lost per save, minutes: stall + write x slowdown (what Young and Daly take as C for async saves).
 
     Calls :func:`engine.effective_stall`. An async save with no blocking stall still costs
     ``async_write_min x slowdown`` of compute and delays the moment the checkpoint is restorable.
     """
-    specs = [_arg("checkpoint_stall_min", checkpoint_stall_min), _arg("async_write_min", async_write_min, default=0.0),
-             _arg("async_slowdown_fraction", async_slowdown_fraction, default=0.0)]
-    return _elementwise(specs, engine.effective_stall, _WASTE_NAMES)
+    specs = [arg("checkpoint_stall_min", checkpoint_stall_min), arg("async_write_min", async_write_min, default=0.0),
+             arg("async_slowdown_fraction", async_slowdown_fraction, default=0.0)]
+    return elementwise(specs, engine.effective_stall, _WASTE_NAMES)
 
 
-@_udf(checkpoint_stall_min=_D_STALL + " For async saves give the effective stall (CKPT_EFFECTIVE_STALL).", job_mtbf_min=_D_MTBF)
+@udf(checkpoint_stall_min=describe("checkpoint_stall_min") + " " + _ASYNC_C)
 def CKPT_YOUNG_INTERVAL(checkpoint_stall_min, job_mtbf_min):
     """Young's checkpoint interval sqrt(2 x stall x MTBF), minutes (Young 1974).
 
@@ -429,11 +162,11 @@ def CKPT_YOUNG_INTERVAL(checkpoint_stall_min, job_mtbf_min):
     ``stall << interval << MTBF`` and ignores restarts and failures during saves. Reference: stall
     2 min, MTBF 1,200 min gives 69.3 min.
     """
-    specs = [_arg("checkpoint_stall_min", checkpoint_stall_min), _arg("job_mtbf_min", job_mtbf_min)]
-    return _elementwise(specs, engine.young_interval, _WASTE_NAMES)
+    specs = [arg("checkpoint_stall_min", checkpoint_stall_min), arg("job_mtbf_min", job_mtbf_min)]
+    return elementwise(specs, engine.young_interval, _WASTE_NAMES)
 
 
-@_udf(checkpoint_stall_min=_D_STALL + " For async saves give the effective stall (CKPT_EFFECTIVE_STALL).", job_mtbf_min=_D_MTBF)
+@udf(checkpoint_stall_min=describe("checkpoint_stall_min") + " " + _ASYNC_C)
 def CKPT_DALY_INTERVAL(checkpoint_stall_min, job_mtbf_min):
     """Daly's higher-order checkpoint interval, minutes (Daly 2006): sqrt(2CM)(1 + sqrt(C/2M)/3 + C/18M) - C, or M when C >= 2M.
 
@@ -441,12 +174,11 @@ def CKPT_DALY_INTERVAL(checkpoint_stall_min, job_mtbf_min):
     interval when the stall is small against the MTBF. Reference: 5-minute dump, 24 h MTBF gives
     117 min.
     """
-    specs = [_arg("checkpoint_stall_min", checkpoint_stall_min), _arg("job_mtbf_min", job_mtbf_min)]
-    return _elementwise(specs, engine.daly_interval, _WASTE_NAMES)
+    specs = [arg("checkpoint_stall_min", checkpoint_stall_min), arg("job_mtbf_min", job_mtbf_min)]
+    return elementwise(specs, engine.daly_interval, _WASTE_NAMES)
 
 
-@_udf(checkpoint_stall_min="Blocking checkpoint stall per save, minutes (>= 0).", job_mtbf_min=_D_MTBF,
-      async_write_min=_D_WRITE, async_slowdown_fraction=_D_SLOW)
+@udf()
 def CKPT_EXACT_INTERVAL(checkpoint_stall_min, job_mtbf_min, async_write_min=0.0, async_slowdown_fraction=0.0):
     """Exact optimum interval of Daly's complete model, minutes: M (1 + W0(-exp(-1 - Ceff/M))), Ceff = stall + write x slowdown.
 
@@ -454,9 +186,9 @@ def CKPT_EXACT_INTERVAL(checkpoint_stall_min, job_mtbf_min, async_write_min=0.0,
     so the async write is durable before the next save). Restart time does not move the optimum.
     Exponential failures. Reference: stall 2 min, MTBF 1,200 min gives 67.96 min.
     """
-    specs = [_arg("checkpoint_stall_min", checkpoint_stall_min), _arg("job_mtbf_min", job_mtbf_min),
-             _arg("async_write_min", async_write_min, default=0.0), _arg("async_slowdown_fraction", async_slowdown_fraction, default=0.0)]
-    return _elementwise(specs, engine.exact_optimal_interval, _WASTE_NAMES)
+    specs = [arg("checkpoint_stall_min", checkpoint_stall_min), arg("job_mtbf_min", job_mtbf_min),
+             arg("async_write_min", async_write_min, default=0.0), arg("async_slowdown_fraction", async_slowdown_fraction, default=0.0)]
+    return elementwise(specs, engine.exact_optimal_interval, _WASTE_NAMES)
 
 
 # ------------------------------------------------------------------------------- waste and time
@@ -464,9 +196,8 @@ def CKPT_EXACT_INTERVAL(checkpoint_stall_min, job_mtbf_min, async_write_min=0.0,
 _EXACT, _FIRST_ORDER = 0.0, 1.0
 
 
-@_udf(interval_min=_D_INTERVAL, checkpoint_stall_min="Blocking checkpoint stall per save, minutes (>= 0).", job_mtbf_min=_D_MTBF,
-      restart_min=_D_RESTART + " Ignored by the first-order model.", async_write_min=_D_WRITE, async_slowdown_fraction=_D_SLOW,
-      model='Optional. "exact" (default): share of wall time, Daly 2006 complete model; "first_order": C/T + T/2M.')
+@udf(restart_min=describe("restart_min", 0.0) + " Ignored by the first-order model.",
+     model='Optional. "exact" (default): share of wall time, Daly 2006 complete model; "first_order": C/T + T/2M.')
 def CKPT_WASTE(interval_min, checkpoint_stall_min, job_mtbf_min, restart_min=0.0, async_write_min=0.0, async_slowdown_fraction=0.0, model="exact"):
     """Checkpoint waste at an interval. "exact": share of wall time lost to saves, rework and restarts; "first_order": Young's C/T + T/(2M).
 
@@ -476,10 +207,10 @@ def CKPT_WASTE(interval_min, checkpoint_stall_min, job_mtbf_min, restart_min=0.0
     (:func:`engine.effective_stall`); it is a share of compute time, leaves out restarts and is
     valid only for ``stall << interval << MTBF``. Results are fractions (format as %).
     """
-    specs = [_arg("interval_min", interval_min), _arg("checkpoint_stall_min", checkpoint_stall_min),
-             _arg("job_mtbf_min", job_mtbf_min), _arg("restart_min", restart_min, default=0.0),
-             _arg("async_write_min", async_write_min, default=0.0), _arg("async_slowdown_fraction", async_slowdown_fraction, default=0.0),
-             _choice("model", model, {"exact": _EXACT, "first_order": _FIRST_ORDER}, "exact")]
+    specs = [arg("interval_min", interval_min), arg("checkpoint_stall_min", checkpoint_stall_min),
+             arg("job_mtbf_min", job_mtbf_min), arg("restart_min", restart_min, default=0.0),
+             arg("async_write_min", async_write_min, default=0.0), arg("async_slowdown_fraction", async_slowdown_fraction, default=0.0),
+             choice("model", model, {"exact": _EXACT, "first_order": _FIRST_ORDER}, "exact")]
 
     def compute(T, C, M, R, W, s, code):
         out = np.empty(T.shape)
@@ -492,11 +223,10 @@ def CKPT_WASTE(interval_min, checkpoint_stall_min, job_mtbf_min, restart_min=0.0
             out[first] = engine.first_order_waste(T[first], c_eff, M[first])
         return out
 
-    return _elementwise(specs, compute, _WASTE_NAMES)
+    return elementwise(specs, compute, _WASTE_NAMES)
 
 
-@_udf(useful_training_h=_D_WORK, interval_min=_D_INTERVAL, checkpoint_stall_min="Blocking checkpoint stall per save, minutes (>= 0).",
-      job_mtbf_min=_D_MTBF, restart_min=_D_RESTART, async_write_min=_D_WRITE, async_slowdown_fraction=_D_SLOW)
+@udf()
 def CKPT_WALL_TIME(useful_training_h, interval_min, checkpoint_stall_min, job_mtbf_min, restart_min=0.0, async_write_min=0.0, async_slowdown_fraction=0.0):
     """Expected wall hours to finish the training: M e^(R/M) (e^((T+C)/M) - 1) work/T (Daly 2006), async saves included.
 
@@ -504,50 +234,44 @@ def CKPT_WALL_TIME(useful_training_h, interval_min, checkpoint_stall_min, job_mt
     Long-run expectation for exponential failures; for a deadline or clustered failures use
     CKPT_DEADLINE_PROB (Monte Carlo).
     """
-    specs = [_arg("useful_training_h", useful_training_h), _arg("interval_min", interval_min),
-             _arg("checkpoint_stall_min", checkpoint_stall_min), _arg("job_mtbf_min", job_mtbf_min),
-             _arg("restart_min", restart_min, default=0.0),
-             _arg("async_write_min", async_write_min, default=0.0), _arg("async_slowdown_fraction", async_slowdown_fraction, default=0.0)]
+    specs = [arg("useful_training_h", useful_training_h), arg("interval_min", interval_min),
+             arg("checkpoint_stall_min", checkpoint_stall_min), arg("job_mtbf_min", job_mtbf_min),
+             arg("restart_min", restart_min, default=0.0),
+             arg("async_write_min", async_write_min, default=0.0), arg("async_slowdown_fraction", async_slowdown_fraction, default=0.0)]
 
     def compute(work, T, C, M, R, W, s):
         return np.asarray(engine.expected_wall_time(work * 60.0, T, C, M, R, W, s)) / 60.0
 
-    return _elementwise(specs, compute, _WASTE_NAMES)
+    return elementwise(specs, compute, _WASTE_NAMES)
 
 
 # ------------------------------------------------------------------------------- cost
 
-@_udf(wall_h="Wall hours the job holds its GPUs (>= 0), e.g. CKPT_WALL_TIME.",
-      gpus="GPUs the job holds: a whole number >= 1 (nodes x GPUs per node).")
+@udf()
 def CKPT_GPU_HOURS(wall_h, gpus):
     """GPU-hours = wall hours x GPUs: the GPUs are held (and billed) whatever they are doing.
 
     Calls :func:`engine.gpu_hours`.
     """
-    specs = [_arg("wall_h", wall_h), _arg("gpus", gpus)]
-    return _elementwise(specs, engine.gpu_hours, {})
+    specs = [arg("wall_h", wall_h), arg("gpus", gpus)]
+    return elementwise(specs, engine.gpu_hours, {})
 
 
-@_udf(gpu_hours="GPU-hours (>= 0), e.g. CKPT_GPU_HOURS.",
-      price_per_gpu_hour="Price of one GPU-hour (>= 0), in your currency.")
+@udf()
 def CKPT_COST(gpu_hours, price_per_gpu_hour):
     """Cost = GPU-hours x price per GPU-hour, in the currency of the price.
 
     Calls :func:`engine.money`.
     """
-    specs = [_arg("gpu_hours", gpu_hours), _arg("price_per_gpu_hour", price_per_gpu_hour)]
-    return _elementwise(specs, engine.money, {})
+    specs = [arg("gpu_hours", gpu_hours), arg("price_per_gpu_hour", price_per_gpu_hour)]
+    return elementwise(specs, engine.money, {})
 
 
 BREAKDOWN_HEADER = ["category", "hours", "GPU-hours", "cost"]
 BREAKDOWN_ROWS = (*CATEGORIES, "total")
 
 
-@_udf(useful_training_h=_D_WORK, interval_min=_D_INTERVAL, checkpoint_stall_min="Blocking checkpoint stall per save, minutes (>= 0).",
-      job_mtbf_min=_D_MTBF, restart_min="Restart time after each failure, minutes (>= 0).",
-      async_write_min="Background write time of an async save, minutes (>= 0); 0 = synchronous.",
-      async_slowdown_fraction="Share of training speed lost while the write runs, fraction in [0, 1).",
-      gpus="GPUs the job holds: a whole number >= 1.", price_per_gpu_hour="Price of one GPU-hour (>= 0).")
+@udf()
 def CKPT_COST_BREAKDOWN(useful_training_h, interval_min, checkpoint_stall_min, job_mtbf_min, restart_min, async_write_min, async_slowdown_fraction, gpus,
                         price_per_gpu_hour):
     """Where the time and money go: a 6 x 4 table (header; useful, save, rework, restart, total) x (hours, GPU-hours, cost).
@@ -557,21 +281,21 @@ def CKPT_COST_BREAKDOWN(useful_training_h, interval_min, checkpoint_stall_min, j
     values only (one scenario per call; a multi-cell range is an error). Spills in Excel 365; in
     older Excel enter it as an array formula over 6 rows x 4 columns.
     """
-    specs = [_arg("useful_training_h", useful_training_h), _arg("interval_min", interval_min),
-             _arg("checkpoint_stall_min", checkpoint_stall_min), _arg("job_mtbf_min", job_mtbf_min),
-             _arg("restart_min", restart_min), _arg("async_write_min", async_write_min),
-             _arg("async_slowdown_fraction", async_slowdown_fraction), _arg("gpus", gpus),
-             _arg("price_per_gpu_hour", price_per_gpu_hour)]
+    specs = [arg("useful_training_h", useful_training_h), arg("interval_min", interval_min),
+             arg("checkpoint_stall_min", checkpoint_stall_min), arg("job_mtbf_min", job_mtbf_min),
+             arg("restart_min", restart_min), arg("async_write_min", async_write_min),
+             arg("async_slowdown_fraction", async_slowdown_fraction), arg("gpus", gpus),
+             arg("price_per_gpu_hour", price_per_gpu_hour)]
     for name, values, errors in specs:
         if values.size != 1:
-            return _error(name, "must be a single cell (one scenario per call)", f"a range of {values.size} cells")
+            return error_text(name, "must be a single cell (one scenario per call)", f"a range of {values.size} cells")
         if errors.reshape(-1)[0] is not None:
             return errors.reshape(-1)[0]
     work, T, C, M, R, W, s, g, price = (float(v.reshape(-1)[0]) for _, v, _ in specs)
     try:
         parts = engine.time_breakdown(work * 60.0, T, C, M, R, W, s)
     except ValueError as exc:
-        return _engine_message(exc, _WASTE_NAMES)
+        return engine_message(exc, _WASTE_NAMES)
     table = [list(BREAKDOWN_HEADER)]
     for cat in BREAKDOWN_ROWS:
         hours = parts[cat] / 60.0
@@ -596,23 +320,23 @@ def _table(table: Any) -> pd.DataFrame:
     if isinstance(table, pd.DataFrame):
         rows = [list(table.columns)] + table.astype(object).to_numpy().tolist()
     else:
-        arr = _array("table", table)
+        arr = as_array("table", table)
         if arr.ndim != 2 or arr.shape[0] < 2:
-            raise _CallError(f"{ERROR_PREFIX} table: must be a range with a header row (column names) and at "
+            raise CallError(f"{ERROR_PREFIX} table: must be a range with a header row (column names) and at "
                              "least one row of data")
         rows = arr.tolist()
     header = rows[0]
     for col in header:
         if not isinstance(col, str) or not col.strip():
-            raise _CallError(f"{ERROR_PREFIX} table: every header cell must hold a column name (got {_show(col)})")
+            raise CallError(f"{ERROR_PREFIX} table: every header cell must hold a column name (got {show(col)})")
     header = [c.strip() for c in header]
     seen: set[str] = set()
     for col in header:
         if col in seen:
-            raise _CallError(f"{ERROR_PREFIX} table: column {col!r} appears twice")
+            raise CallError(f"{ERROR_PREFIX} table: column {col!r} appears twice")
         seen.add(col)
         if col not in FIELD_BY_NAME and col not in TEXT_FIELDS and not _DOMAIN_COLUMN.match(col):
-            raise _CallError((f"{ERROR_PREFIX} table: unknown column {col!r}; use scenario fields such as "
+            raise CallError((f"{ERROR_PREFIX} table: unknown column {col!r}; use scenario fields such as "
                               "checkpoint_stall_min, nodes, node_mtbf_h (see ckptplan.engine.fields.FIELDS), name, "
                               "currency, or domainN_mtbf_h / domainN_nodes_per_domain")[:255])
     data = [[None if (isinstance(v, str) and v == "") else v for v in row] for row in rows[1:]]
@@ -621,19 +345,9 @@ def _table(table: Any) -> pd.DataFrame:
     return frame
 
 
-def _cell_value(v: Any) -> Any:
-    """A DataFrame value as an Excel cell: Python float / str / None (never NaN)."""
-    if v is None or v is pd.NA or v is pd.NaT:
-        return None
-    if isinstance(v, (bool, np.bool_)):
-        return bool(v)
-    if isinstance(v, numbers.Real):
-        v = float(v)
-        return None if math.isnan(v) else v
-    return v
 
 
-@_udf(ret={"index": False},
+@udf(ret={"index": False},
       table={"convert": pd.DataFrame, "index": False, "header": True,
              "doc": "Scenario table with a header row of engine field names (checkpoint_stall_min, nodes, ...), one scenario per row."})
 def CKPT_EVALUATE(table):
@@ -654,16 +368,16 @@ def CKPT_EVALUATE(table):
     try:
         check_columns(data)
     except ValueError as exc:  # the whole table, not one row
-        return _engine_message(exc, {})
+        return engine_message(exc, {})
     parts, refused = evaluate_each(data)
     results = pd.concat(parts) if parts else pd.DataFrame()
-    bad = {label: _error(str(getattr(exc, "field", "")), getattr(exc, "rule", str(exc)),
-                         _show(getattr(exc, "value", None))) for label, exc in refused.items()}
+    bad = {label: error_text(str(getattr(exc, "field", "")), getattr(exc, "rule", str(exc)),
+                         show(getattr(exc, "value", None))) for label, exc in refused.items()}
     derived = [c for c in derived_columns() if c not in frame.columns]
     header = list(frame.columns) + derived
     out: list[list[Any]] = [header]
     for position, (label, row) in enumerate(frame.iterrows()):
-        given = [_cell_value(v) for v in row.tolist()]
+        given = [cell_value(v) for v in row.tolist()]
         if blank_row[position]:
             out.append([None] * len(header))
         elif label in bad:
@@ -672,7 +386,7 @@ def CKPT_EVALUATE(table):
             out.append([message if c in derived_columns() else v for c, v in zip(frame.columns, given)]
                        + [message] * len(derived))
         else:
-            out.append([_cell_value(results.at[label, c]) for c in header])
+            out.append([cell_value(results.at[label, c]) for c in header])
     return out
 
 
@@ -697,14 +411,9 @@ def deadline_cache_clear() -> None:
     _simulated_walls.cache_clear()
 
 
-@_udf(useful_training_h=_D_WORK, deadline_h="Deadline, hours from the job's start (>= useful_training_h).", interval_min=_D_INTERVAL,
-      checkpoint_stall_min="Blocking checkpoint stall per save, minutes (>= 0).", job_mtbf_min=_D_MTBF, restart_min=_D_RESTART,
-      async_write_min=_D_WRITE, async_slowdown_fraction=_D_SLOW,
-      runs=f"Optional. Simulated runs, 2 to {MAX_RUNS:,}; default 10,000 (standard error <= 0.5 %).",
-      seed="Optional. Random seed, a whole number >= 0; default 0 (same seed, same answer).",
-      weibull_shape="Optional. Weibull shape k of the time between failures (mean = MTBF); default 1 = exponential; k < 1: clustered.")
+@udf(deadline_h=describe("deadline_h") + " At least useful_training_h.")
 def CKPT_DEADLINE_PROB(useful_training_h, deadline_h, interval_min, checkpoint_stall_min, job_mtbf_min, restart_min=0.0, async_write_min=0.0,
-                       async_slowdown_fraction=0.0, runs=10000, seed=0, weibull_shape=1.0):
+                       async_slowdown_fraction=0.0, runs=DEFAULT_RUNS, seed=DEFAULT_SEED, weibull_shape=1.0):
     """Probability the training finishes by the deadline: Monte Carlo of the finite job, seeded and cached.
 
     Share of simulated runs whose wall time is <= the deadline, from
@@ -714,18 +423,18 @@ def CKPT_DEADLINE_PROB(useful_training_h, deadline_h, interval_min, checkpoint_s
     20,000 runs per cell and 200,000 per call; the simulation of identical inputs is cached
     (deadlines in a range share one simulation). Standard error sqrt(p(1-p)/runs).
     """
-    specs = [_arg("useful_training_h", useful_training_h), _arg("deadline_h", deadline_h),
-             _arg("interval_min", interval_min), _arg("checkpoint_stall_min", checkpoint_stall_min),
-             _arg("job_mtbf_min", job_mtbf_min), _arg("restart_min", restart_min, default=0.0),
-             _arg("async_write_min", async_write_min, default=0.0), _arg("async_slowdown_fraction", async_slowdown_fraction, default=0.0),
-             _arg("runs", runs, default=10000), _arg("seed", seed, default=0),
-             _arg("weibull_shape", weibull_shape, default=1.0)]
+    specs = [arg("useful_training_h", useful_training_h), arg("deadline_h", deadline_h),
+             arg("interval_min", interval_min), arg("checkpoint_stall_min", checkpoint_stall_min),
+             arg("job_mtbf_min", job_mtbf_min), arg("restart_min", restart_min, default=0.0),
+             arg("async_write_min", async_write_min, default=0.0), arg("async_slowdown_fraction", async_slowdown_fraction, default=0.0),
+             arg("runs", runs, default=DEFAULT_RUNS), arg("seed", seed, default=DEFAULT_SEED),
+             arg("weibull_shape", weibull_shape, default=1.0)]
     names = dict(_WASTE_NAMES, runs="runs", seed="seed", weibull_shape="weibull_shape")
     budget: dict[tuple, bool] = {}  # distinct case -> within MAX_RUNS_PER_CALL (deterministic order)
     used = [0]
 
     def compute(work, deadline, T, C, M, R, W, s, n, seed_, shape):
-        # one engine call per distinct case; a single bad case raises, and _elementwise isolates it
+        # one engine call per distinct case; a single bad case raises, and elementwise isolates it
         out = np.empty(work.shape)
         for i in range(work.size):
             if deadline[i] < work[i]:
@@ -744,4 +453,4 @@ def CKPT_DEADLINE_PROB(useful_training_h, deadline_h, interval_min, checkpoint_s
             out[i] = np.count_nonzero(walls <= deadline[i] * 60.0) / walls.size
         return out
 
-    return _elementwise(specs, compute, names)
+    return elementwise(specs, compute, names)

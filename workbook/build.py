@@ -20,10 +20,8 @@ import pandas as pd
 from openpyxl import Workbook
 from openpyxl.chart import Reference, ScatterChart, Series
 from openpyxl.chart.marker import Marker
-from openpyxl.chart.shapes import GraphicalProperties
-from openpyxl.styles import Alignment, Font, NamedStyle, PatternFill
+from openpyxl.styles import Alignment, Font, NamedStyle
 from openpyxl.utils import get_column_letter
-from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.datavalidation import DataValidation
 
 from .. import engine
@@ -32,15 +30,8 @@ from ..files.atomic import atomic_write
 from ..engine.fields import DOMAIN_SLOTS, Field
 
 from . import formulas as F
+from . import style as S
 from .notes import NOTES, READINESS
-
-INPUT_FONT = Font(color="0000FF")
-INPUT_FILL = PatternFill("solid", fgColor="FFF2CC")
-HEADER_FONT = Font(bold=True, color="FFFFFF")
-HEADER_FILL = PatternFill("solid", fgColor="1F4E78")
-TITLE_FONT = Font(bold=True, size=14)
-KEY_FILL = PatternFill("solid", fgColor="E2EFDA")
-NOTE_FONT = Font(italic=True, color="595959")
 
 CURVE_FACTORS = tuple(float(x) for x in np.round(np.geomspace(0.2, 5.0, 41), 6))
 KEY_OUTPUTS = ("job_mtbf_h", "young_interval_min", "daly_interval_min", "exact_interval_min", "chosen_interval_min",
@@ -89,86 +80,7 @@ def _validation(field: Field, ref: str) -> DataValidation:
 
 
 def _unit(field: Field, currency: str) -> str:
-    return _fmt_unit(field.unit if field.unit != "per GPU-h" else "money per GPU-h", currency)
-
-
-def _header(ws, row: int, titles: list[str], col: int = 1) -> None:
-    for j, title in enumerate(titles):
-        c = ws.cell(row=row, column=col + j, value=title)
-        c.font, c.fill = HEADER_FONT, HEADER_FILL
-        c.alignment = Alignment(wrap_text=True, vertical="center")
-
-
-def _title(ws, title: str, subtitle: str = "", width_cols: int = 4) -> None:
-    ws["A1"] = title
-    ws["A1"].font = TITLE_FONT
-    if subtitle:
-        _note(ws, 2, subtitle, width_cols)
-
-
-def _note(ws, row: int, text: str, width_cols: int = 4, lines: int | None = None) -> None:
-    """A wrapped italic note spanning ``width_cols`` columns (merged), tall enough to read.
-
-    ``width_cols = 0``: one unwrapped cell whose text runs on over the empty cells to its right
-    (for sheets whose first columns are narrow or hidden).
-    """
-    if width_cols == 0:
-        ws.cell(row=row, column=1, value=text).font = NOTE_FONT
-        return
-    ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=width_cols)
-    c = ws.cell(row=row, column=1, value=text)
-    c.font = NOTE_FONT
-    c.alignment = Alignment(wrap_text=True, vertical="top")
-    ws.row_dimensions[row].height = 15 * (lines or max(1, math.ceil(len(text) / (28 * width_cols))))
-
-
-def _line(series: Series, color: str, width_emu: int = 28575, dash: str | None = None) -> Series:
-    series.marker = Marker(symbol="none")
-    series.smooth = False
-    series.graphicalProperties.line.solidFill = color
-    series.graphicalProperties.line.width = width_emu
-    if dash:
-        series.graphicalProperties.line.dashStyle = dash
-    return series
-
-
-def _points(series: Series, color: str, symbol: str, size: int = 9) -> Series:
-    series.marker = Marker(symbol=symbol, size=size)
-    series.marker.graphicalProperties = GraphicalProperties(solidFill=color)
-    series.marker.graphicalProperties.line.solidFill = color
-    series.graphicalProperties.line.noFill = True
-    return series
-
-
-def _fit_rows(ws, first_row: int, last_row: int) -> None:
-    """Row heights for wrapped text (LibreOffice and Excel do not grow rows written by openpyxl)."""
-    widths = {col: (ws.column_dimensions[get_column_letter(col)].width or 10) for col in range(1, ws.max_column + 1)}
-    for r in range(first_row, last_row + 1):
-        lines = 1
-        for col in range(1, ws.max_column + 1):
-            v = ws.cell(row=r, column=col).value
-            if isinstance(v, str):
-                lines = max(lines, math.ceil(len(v) * 1.1 / max(widths[col], 1)))
-        ws.row_dimensions[r].height = 13 * lines + 2
-
-
-def _print_setup(ws, landscape: bool = True) -> None:
-    ws.page_setup.orientation = "landscape" if landscape else "portrait"
-    ws.page_setup.paperSize = ws.PAPERSIZE_A4
-    ws.page_setup.fitToWidth = 1
-    ws.page_setup.fitToHeight = 0
-    ws.sheet_properties.pageSetUpPr.fitToPage = True
-    ws.print_options.gridLines = False
-    ws.oddFooter.center.text = "&A - page &P of &N"
-
-
-def _name(wb: Workbook, name: str, sheet: str, cell: str) -> None:
-    col, row = "".join(ch for ch in cell if ch.isalpha()), "".join(ch for ch in cell if ch.isdigit())
-    wb.defined_names[name] = DefinedName(name, attr_text=f"'{sheet}'!${col}${row}")
-
-
-def _fmt_unit(unit: str, currency: str) -> str:
-    return unit.replace("money", currency)
+    return S.fmt_unit(field.unit if field.unit != "per GPU-h" else "money per GPU-h", currency)
 
 
 # ------------------------------------------------------------------------------------- sheets
@@ -176,37 +88,37 @@ def _fmt_unit(unit: str, currency: str) -> str:
 def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> None:
     ws = wb.active
     ws.title = "Inputs"
-    _title(ws, "Inputs: every assumption in one place",
+    S.title(ws, "Inputs: every assumption in one place",
             f"Scenario: {sc.name}. {sc.description} Source: {sc.source or 'user input'}", 5)
-    _note(ws, 3, "Blue cells on a light fill are inputs; change them and every sheet recalculates.", 5)
-    _header(ws, 5, ["Input", "Value", "Unit", "Defined name", "Rule"])
+    S.note(ws, 3, "Blue cells on a light fill are inputs; change them and every sheet recalculates.", 5)
+    S.header(ws, 5, ["Input", "Value", "Unit", "Defined name", "Rule"])
     values = scenario_inputs(sc)
     row = 6
     for key, field in F.INPUTS.items():
         ws.cell(row=row, column=1, value=field.label)
         cell = ws.cell(row=row, column=2, value=values[key])
-        cell.font, cell.fill = INPUT_FONT, INPUT_FILL
+        cell.font, cell.fill = S.INPUT_FONT, S.INPUT_FILL
         cell.number_format = "0.00##" if not field.integer else "#,##0"
         ws.cell(row=row, column=3, value=_unit(field, sc.currency))
-        ws.cell(row=row, column=4, value=key).font = NOTE_FONT
-        ws.cell(row=row, column=5, value=field.check.noun + ("" if field.required else " or empty")).font = NOTE_FONT
+        ws.cell(row=row, column=4, value=key).font = S.NOTE_FONT
+        ws.cell(row=row, column=5, value=field.check.noun + ("" if field.required else " or empty")).font = S.NOTE_FONT
         dv = _validation(field, f"B{row}")
         ws.add_data_validation(dv)
         dv.add(cell)
-        _name(wb, key, "Inputs", f"B{row}")
+        S.name(wb, key, "Inputs", f"B{row}")
         built.input_cells[key] = f"Inputs!$B${row}"
         row += 1
     row += 1
     ws.cell(row=row, column=1, value="Scenario name")
-    ws.cell(row=row, column=2, value=sc.name).font = INPUT_FONT
+    ws.cell(row=row, column=2, value=sc.name).font = S.INPUT_FONT
     ws.cell(row=row + 1, column=1, value="Currency")
     c = ws.cell(row=row + 1, column=2, value=sc.currency)
-    c.font, c.fill = INPUT_FONT, INPUT_FILL
-    _name(wb, "currency", "Inputs", f"B{row + 1}")
+    c.font, c.fill = S.INPUT_FONT, S.INPUT_FILL
+    S.name(wb, "currency", "Inputs", f"B{row + 1}")
     built.input_cells["currency"] = f"Inputs!$B${row + 1}"
     built.input_cells["name"] = f"Inputs!$B${row}"
-    _name(wb, "scenario_name", "Inputs", f"B{row}")
-    _note(ws, row + 3, "Job MTBF comes from node MTBF / nodes (independent failures, any node stops the job), plus the "
+    S.name(wb, "scenario_name", "Inputs", f"B{row}")
+    S.note(ws, row + 3, "Job MTBF comes from node MTBF / nodes (independent failures, any node stops the job), plus the "
           "correlated domains; a Job MTBF override (e.g. from `ckptplan fit LOG.csv`) replaces it.", 5)
     for col, width in zip("ABCDE", (70, 14, 16, 26, 30)):
         ws.column_dimensions[col].width = width
@@ -215,7 +127,7 @@ def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> None:
 
 def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> dict[str, str]:
     ws = wb.create_sheet("Plan")
-    _title(ws, "Plan: how often to save, and what it costs",
+    S.title(ws, "Plan: how often to save, and what it costs",
            "Live formulas over the Inputs sheet (exact model: Daly 2006 with async saves; see Notes).")
     refs: dict[str, str] = {key: key for key in F.INPUT_KEYS}
     ws["A3"] = "Input check"
@@ -223,33 +135,33 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> dict[str, st
     ws["B3"] = '=IF(input_problems="","OK",input_problems)'
     ws["B3"].font = Font(bold=True, color="C00000")
     ws["F3"] = "=" + F.input_problems(refs)
-    ws["F3"].font = NOTE_FONT
+    ws["F3"].font = S.NOTE_FONT
     ws.column_dimensions["F"].hidden = True
-    _name(wb, "input_check", "Plan", "B3")
-    _name(wb, "input_problems", "Plan", "F3")
-    _header(ws, 4, ["Quantity", "Value", "Unit", "Defined name"])
+    S.name(wb, "input_check", "Plan", "B3")
+    S.name(wb, "input_problems", "Plan", "F3")
+    S.header(ws, 4, ["Quantity", "Value", "Unit", "Defined name"])
     row = 5
     for calc in F.CALCS:
         cell = ws.cell(row=row, column=2, value="=" + calc.expr(refs))
         cell.number_format = calc.fmt
         ws.cell(row=row, column=1, value=calc.label)
-        ws.cell(row=row, column=3, value=_fmt_unit(calc.unit, sc.currency))
-        ws.cell(row=row, column=4, value=calc.key).font = NOTE_FONT
+        ws.cell(row=row, column=3, value=S.fmt_unit(calc.unit, sc.currency))
+        ws.cell(row=row, column=4, value=calc.key).font = S.NOTE_FONT
         if calc.key in KEY_OUTPUTS:
             for c in range(1, 4):
-                ws.cell(row=row, column=c).fill = KEY_FILL
+                ws.cell(row=row, column=c).fill = S.KEY_FILL
             ws.cell(row=row, column=1).font = Font(bold=True)
         if calc.helper:
             ws.row_dimensions[row].outlineLevel = 1
             ws.row_dimensions[row].hidden = True
-        _name(wb, calc.key, "Plan", f"B{row}")
+        S.name(wb, calc.key, "Plan", f"B{row}")
         refs[calc.key] = calc.key
         if calc.engine_key:
             built.checks.append(Check("Plan", f"B{row}", ("plan",), calc.engine_key))
         row += 1
-    _note(ws, row + 1, "Rows grouped under 'c = effective stall / job MTBF' (expand with +) solve the exact optimum "
+    S.note(ws, row + 1, "Rows grouped under 'c = effective stall / job MTBF' (expand with +) solve the exact optimum "
           "by Newton steps; Excel has no Lambert W.", 4)
-    _note(ws, row + 2, "Long-run averages for exponential failures. For a deadline, short jobs or clustered failures "
+    S.note(ws, row + 2, "Long-run averages for exponential failures. For a deadline, short jobs or clustered failures "
           "see the Deadline sheet (Monte Carlo).", 4)
     ws.sheet_properties.outlinePr.summaryBelow = False
     for col, width in zip("ABCD", (62, 18, 14, 28)):
@@ -260,10 +172,10 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> dict[str, st
 
 def _curve_sheet(wb: Workbook, refs: dict[str, str], built: Built) -> None:
     ws = wb.create_sheet("Interval curve")
-    _title(ws, "Waste against the checkpoint interval",
+    S.title(ws, "Waste against the checkpoint interval",
            "Intervals as multiples of the exact optimum; waste of the exact model (share of wall time) and "
            "Young's first-order waste (share of compute, no restarts).")
-    _header(ws, 4, ["Multiple of the optimum", "Interval (min)", "First-order waste", "Exact waste"])
+    S.header(ws, 4, ["Multiple of the optimum", "Interval (min)", "First-order waste", "Exact waste"])
     first = 5
     for i, factor in enumerate(CURVE_FACTORS):
         r = first + i
@@ -275,7 +187,7 @@ def _curve_sheet(wb: Workbook, refs: dict[str, str], built: Built) -> None:
         built.checks.append(Check("Interval curve", f"D{r}", ("curve", i), "waste_fraction"))
     last = first + len(CURVE_FACTORS) - 1
     opt = 27  # the marked points, under the chart (columns F-H)
-    _header(ws, opt - 1, ["Marked point", "Interval (min)", "Exact waste"], col=6)
+    S.header(ws, opt - 1, ["Marked point", "Interval (min)", "Exact waste"], col=6)
     for r, label, interval, waste in ((opt, "Exact optimum", "exact_interval_min", "waste_fraction_at_optimum"),
                                       (opt + 1, "Chosen interval", "chosen_interval_min", "waste_fraction")):
         ws.cell(row=r, column=6, value=label).font = Font(bold=True)
@@ -292,12 +204,12 @@ def _curve_sheet(wb: Workbook, refs: dict[str, str], built: Built) -> None:
     chart.height, chart.width = 10, 18
     chart.legend.position = "b"
     xs = Reference(ws, min_col=2, min_row=first, max_row=last)
-    chart.series.append(_line(Series(Reference(ws, min_col=4, min_row=first, max_row=last), xs,
+    chart.series.append(S.line(Series(Reference(ws, min_col=4, min_row=first, max_row=last), xs,
                                      title="Exact model (share of wall time)"), "1F4E78"))
-    chart.series.append(_line(Series(Reference(ws, min_col=3, min_row=first, max_row=last), xs,
+    chart.series.append(S.line(Series(Reference(ws, min_col=3, min_row=first, max_row=last), xs,
                                      title="First order, Young (share of compute)"), "ED7D31", dash="dash"))
     for r, title, color, symbol in ((opt, "Exact optimum", "C00000", "diamond"), (opt + 1, "Chosen interval", "000000", "circle")):
-        chart.series.append(_points(Series(Reference(ws, min_col=8, min_row=r, max_row=r),
+        chart.series.append(S.points(Series(Reference(ws, min_col=8, min_row=r, max_row=r),
                                            Reference(ws, min_col=7, min_row=r, max_row=r), title=title), color, symbol))
     chart.x_axis.delete = False
     chart.y_axis.delete = False
@@ -315,8 +227,8 @@ def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], di
     for j, calc in enumerate(calcs):
         col = first_col + j
         cols[calc.key] = col
-        head = ws.cell(row=first_row - 1, column=col, value=f"{calc.label} ({_fmt_unit(calc.unit, currency)})")
-        head.font, head.fill = HEADER_FONT, HEADER_FILL
+        head = ws.cell(row=first_row - 1, column=col, value=f"{calc.label} ({S.fmt_unit(calc.unit, currency)})")
+        head.font, head.fill = S.HEADER_FONT, S.HEADER_FILL
         head.alignment = Alignment(wrap_text=True, vertical="top")
         letter = get_column_letter(col)
         ws.column_dimensions[letter].width = 14
@@ -349,14 +261,14 @@ def scaling_nodes(nodes: int) -> list[int]:
 
 def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> None:
     ws = wb.create_sheet("Scaling")
-    _title(ws, "Scaling: the same training on more or fewer nodes",
+    S.title(ws, "Scaling: the same training on more or fewer nodes",
            "Assumes perfect scaling (useful GPU-hours constant, useful hours = Inputs hours x Inputs nodes / nodes), "
            "independent node failures (job MTBF = node MTBF / nodes, plus domains) and the exact optimum interval per row.", 0)
-    _note(ws, 3, "The node -> job division is wrong for correlated failures (shared racks or power domains): "
+    S.note(ws, 3, "The node -> job division is wrong for correlated failures (shared racks or power domains): "
           "enter those as domains on the Inputs sheet.", 0)
     nodes_list = scaling_nodes(sc.nodes)
     head_row, first = 5, 6
-    _header(ws, head_row, ["Nodes", "Useful training (h)"])
+    S.header(ws, head_row, ["Nodes", "Useful training (h)"])
     for i, n in enumerate(nodes_list):
         ws.cell(row=first + i, column=1, value=n).number_format = "#,##0"
         ws.cell(row=first + i, column=2, value=f"=useful_training_h*nodes/A{first + i}").number_format = F.HOURS
@@ -389,7 +301,7 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> None:
         chart.y_axis.number_format = y_format
         chart.height, chart.width = 9, 14
         chart.legend = None
-        series = _line(Series(Reference(ws, min_col=cols[key], min_row=first, max_row=last), xs, title=title), color)
+        series = S.line(Series(Reference(ws, min_col=cols[key], min_row=first, max_row=last), xs, title=title), color)
         series.marker = Marker(symbol=symbol, size=6)
         chart.series.append(series)
         chart.x_axis.delete = False
@@ -406,11 +318,11 @@ def _compare_sheet(wb: Workbook, base: engine.Scenario, alt: engine.Scenario, bu
     ws = wb.create_sheet("Compare")
     ws["F4"] = "Alternative name"
     ws["G4"] = alt.name
-    ws["G4"].font = INPUT_FONT
-    _name(wb, "alt_scenario_name", "Compare", "G4")
-    _title(ws, f"Compare: baseline against an alternative ({alt.name})",
+    ws["G4"].font = S.INPUT_FONT
+    S.name(wb, "alt_scenario_name", "Compare", "G4")
+    S.title(ws, f"Compare: baseline against an alternative ({alt.name})",
            "Baseline inputs follow the Inputs sheet; change the alternative's blue cells. Positive savings favour the alternative.")
-    _header(ws, 4, ["Quantity", "Baseline", "Alternative", "Unit"])
+    S.header(ws, 4, ["Quantity", "Baseline", "Alternative", "Unit"])
     alt_values = scenario_inputs(alt)
     refs_b: dict[str, str] = {}
     refs_a: dict[str, str] = {}
@@ -419,7 +331,7 @@ def _compare_sheet(wb: Workbook, base: engine.Scenario, alt: engine.Scenario, bu
         ws.cell(row=row, column=1, value=field.label)
         ws.cell(row=row, column=2, value=f'=IF({key}="","",{key})')
         c = ws.cell(row=row, column=3, value=alt_values[key])
-        c.font, c.fill = INPUT_FONT, INPUT_FILL
+        c.font, c.fill = S.INPUT_FONT, S.INPUT_FILL
         c.number_format = ws.cell(row=row, column=2).number_format = "0.00##" if not field.integer else "#,##0"
         dv = _validation(field, f"C{row}")
         ws.add_data_validation(dv)
@@ -427,7 +339,7 @@ def _compare_sheet(wb: Workbook, base: engine.Scenario, alt: engine.Scenario, bu
         ws.cell(row=row, column=4, value=_unit(field, base.currency))
         refs_b[key], refs_a[key] = f"$B${row}", f"$C${row}"
         built.input_cells[f"alt:{key}"] = f"Compare!$C${row}"
-        _name(wb, f"alt_{key}", "Compare", f"C{row}")
+        S.name(wb, f"alt_{key}", "Compare", f"C{row}")
         row += 1
     row += 1
     for calc in F.CALCS:
@@ -439,13 +351,13 @@ def _compare_sheet(wb: Workbook, base: engine.Scenario, alt: engine.Scenario, bu
             refs[calc.key] = f"${letter}${row}"
             if calc.engine_key:
                 built.checks.append(Check("Compare", f"{letter}{row}", ctx, calc.engine_key))
-        ws.cell(row=row, column=4, value=_fmt_unit(calc.unit, base.currency))
+        ws.cell(row=row, column=4, value=S.fmt_unit(calc.unit, base.currency))
         if calc.helper:
             ws.row_dimensions[row].outlineLevel = 1
             ws.row_dimensions[row].hidden = True
         row += 1
     row += 1
-    _header(ws, row, ["Savings of the alternative", "Per run", "Per month", "Unit"])
+    S.header(ws, row, ["Savings of the alternative", "Per run", "Per month", "Unit"])
     row += 1
     ws.cell(row=row, column=1, value="Hours in a month (365.2425 days / 12)")
     ws.cell(row=row, column=2, value=HOURS_PER_MONTH).number_format = "0.000"
@@ -480,12 +392,12 @@ def _compare_sheet(wb: Workbook, base: engine.Scenario, alt: engine.Scenario, bu
 def _scenarios_sheet(wb: Workbook, table: pd.DataFrame, built: Built, currency: str) -> None:
     """One row per scenario: inputs as blue values, every figure as a live formula of its row."""
     ws = wb.create_sheet("Scenarios")
-    input_style = NamedStyle(name="ckptplan input", font=INPUT_FONT, fill=INPUT_FILL, number_format="0.00##")
+    input_style = NamedStyle(name="ckptplan input", font=S.INPUT_FONT, fill=S.INPUT_FILL, number_format="0.00##")
     wb.add_named_style(input_style)  # one shared style: 20 inputs x 10^4 rows set it in one assignment each
-    _title(ws, "Scenarios: one row each, every figure a live formula of its row")
+    S.title(ws, "Scenarios: one row each, every figure a live formula of its row")
     scenarios = [row for row in _table_rows(table)]
     head, first = 4, 5
-    _header(ws, head, ["Scenario"] + [f"{key} ({field.unit})" for key, field in F.INPUTS.items()])
+    S.header(ws, head, ["Scenario"] + [f"{key} ({field.unit})" for key, field in F.INPUTS.items()])
     for i, values in enumerate(scenarios):
         r = first + i
         ws.cell(row=r, column=1, value=values.get("name", f"row {i + 1}"))
@@ -518,10 +430,10 @@ def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None) -> None:
     if not report:
         return
     ws = wb.create_sheet("Deadline")
-    _title(ws, "Deadline: Monte Carlo answers (values, not formulas)",
+    S.title(ws, "Deadline: Monte Carlo answers (values, not formulas)",
            f"Computed by ckptplan's engine with {report['runs']:,} simulated runs, seed {report['seed']}, "
            f"on {report['computed']}. Excel cannot rerun a simulation: regenerate the workbook to refresh these.")
-    _header(ws, 4, ["Figure", "Value", "Unit"])
+    S.header(ws, 4, ["Figure", "Value", "Unit"])
     row = 5
     for label, value, unit, fmt in report["rows"]:
         ws.cell(row=row, column=1, value=label)
@@ -532,7 +444,7 @@ def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None) -> None:
         row += 1
     for note in report.get("notes", []):
         row += 1
-        _note(ws, row, note, 3)
+        S.note(ws, row, note, 3)
     ws.column_dimensions["A"].width = 70
     ws.column_dimensions["B"].width = 18
     ws.column_dimensions["C"].width = 14
@@ -540,10 +452,10 @@ def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None) -> None:
 
 def _readiness_sheet(wb: Workbook, kept: dict[str, tuple[Any, Any]] | None) -> None:
     ws = wb.create_sheet("Readiness")
-    _title(ws, "Readiness: does a checkpoint restore the full training state?",
+    S.title(ws, "Readiness: does a checkpoint restore the full training state?",
            "A checkpoint counts only if it restores everything below; until the restore test has been run, "
            "the intervals on Plan are optimistic.")
-    _header(ws, 4, ["What the checkpoint must hold", "Why it matters", "Status", "Evidence / owner"])
+    S.header(ws, 4, ["What the checkpoint must hold", "Why it matters", "Status", "Evidence / owner"])
     dv = DataValidation(type="list", formula1='"not checked,present,missing,restore tested"', allow_blank=True,
                         showErrorMessage=True, errorTitle="Invalid status",
                         error="Choose: not checked, present, missing, restore tested")
@@ -554,26 +466,26 @@ def _readiness_sheet(wb: Workbook, kept: dict[str, tuple[Any, Any]] | None) -> N
         ws.cell(row=r, column=2, value=why).alignment = Alignment(wrap_text=True, vertical="top")
         status, evidence = (kept or {}).get(item, ("not checked", None))
         c = ws.cell(row=r, column=3, value=status)
-        c.font, c.fill = INPUT_FONT, INPUT_FILL
+        c.font, c.fill = S.INPUT_FONT, S.INPUT_FILL
         dv.add(c)
         e = ws.cell(row=r, column=4, value=evidence)
-        e.font, e.fill = INPUT_FONT, INPUT_FILL
+        e.font, e.fill = S.INPUT_FONT, S.INPUT_FILL
     for col, width in zip("ABCD", (40, 70, 16, 30)):
         ws.column_dimensions[col].width = width
-    _fit_rows(ws, 5, 4 + len(READINESS))
+    S.fit_rows(ws, 5, 4 + len(READINESS))
 
 
 def _notes_sheet(wb: Workbook) -> None:
     ws = wb.create_sheet("Notes")
-    _title(ws, "Notes: models, assumptions, validity limits and references")
-    _header(ws, 3, ["Topic", "Formula", "Assumptions and where it stops being valid", "Reference"])
+    S.title(ws, "Notes: models, assumptions, validity limits and references")
+    S.header(ws, 3, ["Topic", "Formula", "Assumptions and where it stops being valid", "Reference"])
     for i, note in enumerate(NOTES):
         for j, text in enumerate(note):
             c = ws.cell(row=4 + i, column=1 + j, value=text)
             c.alignment = Alignment(wrap_text=True, vertical="top")
     for col, width in zip("ABCD", (24, 46, 70, 40)):
         ws.column_dimensions[col].width = width
-    _fit_rows(ws, 4, 3 + len(NOTES))
+    S.fit_rows(ws, 4, 3 + len(NOTES))
 
 
 # --------------------------------------------------------------------------------------- API
@@ -607,7 +519,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     _readiness_sheet(wb, readiness)
     _notes_sheet(wb)
     for ws in wb.worksheets:
-        _print_setup(ws)
+        S.print_setup(ws)
     wb.calculation.fullCalcOnLoad = True
     return built
 

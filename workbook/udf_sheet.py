@@ -24,7 +24,7 @@ from openpyxl.styles import Font
 from openpyxl.worksheet.formula import ArrayFormula
 
 from . import formulas as F
-from .build import INPUT_FILL, INPUT_FONT, KEY_FILL, NOTE_FONT, _header, _note, _print_setup, _title
+from . import style as S
 from .udfs import BREAKDOWN_HEADER, BREAKDOWN_ROWS
 
 SHEET_TITLE = "Add-in check: the CKPT_ functions beside the workbook's own formulas"
@@ -113,7 +113,7 @@ def add_udf_sheet(wb: Workbook, sheet_name: str = "Add-in check",
     ws = wb.create_sheet(sheet_name, index)
     currency = _currency(wb)
     fn = function_prefix
-    _title(ws, SHEET_TITLE,
+    S.title(ws, SHEET_TITLE,
            "Column B calls ckptplan's Python engine through the xlwings add-in (set it up with `ckptplan excel-setup "
            "FOLDER`); column C is this workbook's own live formula. They should agree to the tolerance below. Until "
            "the add-in has imported the functions (xlwings tab > Import Functions, in a copy saved as .xlsm), "
@@ -121,8 +121,8 @@ def add_udf_sheet(wb: Workbook, sheet_name: str = "Add-in check",
     ws["A3"] = "Agreement tolerance (relative)"
     tol = ws["B3"]
     tol.value = TOLERANCE
-    tol.font, tol.fill, tol.number_format = INPUT_FONT, INPUT_FILL, "0.0E+00"
-    _header(ws, 5, ["Quantity", "Add-in (CKPT_ function)", "Workbook formula", "Difference (B - C)", "Agree?",
+    tol.font, tol.fill, tol.number_format = S.INPUT_FONT, S.INPUT_FILL, "0.0E+00"
+    S.header(ws, 5, ["Quantity", "Add-in (CKPT_ function)", "Workbook formula", "Difference (B - C)", "Agree?",
                     "Unit", "Function"])
     triples: list[tuple[str, str, str]] = []
     row = 6
@@ -131,19 +131,19 @@ def add_udf_sheet(wb: Workbook, sheet_name: str = "Add-in check",
         b = ws.cell(row=row, column=2, value=f"={fn}{func}({args})")
         c = ws.cell(row=row, column=3, value=f"={plain}")
         b.number_format = c.number_format = fmt
-        b.fill = KEY_FILL
+        b.fill = S.KEY_FILL
         ws.cell(row=row, column=4, value=_diff(f"B{row}", f"C{row}")).number_format = "0.00E+00"
         ws.cell(row=row, column=5, value=(
             f'=IF(ISNUMBER(D{row}),IF(ABS(D{row})<=$B$3*MAX(1,ABS(C{row})),"yes","NO"),'
             f'"no value in B: add-in not loaded, or see the message in B")'))
         ws.cell(row=row, column=6, value=currency if unit == "money" else unit)
-        ws.cell(row=row, column=7, value=func).font = NOTE_FONT
+        ws.cell(row=row, column=7, value=func).font = S.NOTE_FONT
         triples.append((f"B{row}", f"C{row}", key))
         row += 1
 
     # the spilled cost breakdown, the same table from the Plan sheet, and their differences
     row += 1
-    _note(ws, row, "CKPT_COST_BREAKDOWN returns a 6 x 4 table (entered here as an array formula, so it works in "
+    S.note(ws, row, "CKPT_COST_BREAKDOWN returns a 6 x 4 table (entered here as an array formula, so it works in "
           "every Excel version); below it the same figures from the Plan sheet, then the differences.", 7)
     top = row + 1
     size = len(BREAKDOWN_ROWS) + 1
@@ -152,7 +152,7 @@ def add_udf_sheet(wb: Workbook, sheet_name: str = "Add-in check",
     plain_top = top + size + 1
     diff_top = plain_top + size + 1
     for block_top, title in ((plain_top, "Workbook formula"), (diff_top, "Difference (add-in - workbook)")):
-        _header(ws, block_top, [title] + BREAKDOWN_HEADER[1:])
+        S.header(ws, block_top, [title] + BREAKDOWN_HEADER[1:])
     for i, cat in enumerate(BREAKDOWN_ROWS, start=1):
         ws.cell(row=plain_top + i, column=1, value=cat)
         ws.cell(row=diff_top + i, column=1, value=cat)
@@ -168,26 +168,26 @@ def add_udf_sheet(wb: Workbook, sheet_name: str = "Add-in check",
 
     # the Monte Carlo: no plain-formula twin (Excel cannot simulate); the Deadline sheet has its answer
     row = diff_top + size + 1
-    _header(ws, row, ["Deadline (Monte Carlo: Excel has no plain-formula twin)", "Add-in (CKPT_ function)"])
-    _header(ws, row, ["Unit", "Function"], col=6)
+    S.header(ws, row, ["Deadline (Monte Carlo: Excel has no plain-formula twin)", "Add-in (CKPT_ function)"])
+    S.header(ws, row, ["Unit", "Function"], col=6)
     runs_row, seed_row, p_row = row + 1, row + 2, row + 3
     for r, label, value, fmt in ((runs_row, "Simulated runs (at most 20,000 per cell)", DEADLINE_RUNS, "#,##0"),
                                  (seed_row, "Random seed", DEADLINE_SEED, "0")):
         ws.cell(row=r, column=1, value=label)
         cell = ws.cell(row=r, column=2, value=value)
-        cell.font, cell.fill, cell.number_format = INPUT_FONT, INPUT_FILL, fmt
+        cell.font, cell.fill, cell.number_format = S.INPUT_FONT, S.INPUT_FILL, fmt
     ws.cell(row=p_row, column=1, value="P(finish by the deadline) at the chosen interval").font = Font(bold=True)
     p = ws.cell(row=p_row, column=2, value=(
         f'=IF(deadline_h<>"",{fn}CKPT_DEADLINE_PROB({DEADLINE_ARGS},$B${runs_row},$B${seed_row}),'
         '"no deadline_h on Inputs")'))
-    p.number_format, p.fill = "0.0%", KEY_FILL
+    p.number_format, p.fill = "0.0%", S.KEY_FILL
     ws.cell(row=p_row, column=6, value="probability")
-    ws.cell(row=p_row, column=7, value="CKPT_DEADLINE_PROB").font = NOTE_FONT
-    _note(ws, p_row + 1, "Exponential failures at the job MTBF; with the same runs and seed it matches P(finish) on "
+    ws.cell(row=p_row, column=7, value="CKPT_DEADLINE_PROB").font = S.NOTE_FONT
+    S.note(ws, p_row + 1, "Exponential failures at the job MTBF; with the same runs and seed it matches P(finish) on "
           "the Deadline sheet, when the workbook has one.", 7)
 
     for col, width in zip("ABCDEFG", (62, 20, 18, 18, 16, 12, 24)):
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "A6"
-    _print_setup(ws)
+    S.print_setup(ws)
     return triples

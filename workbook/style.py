@@ -1,0 +1,107 @@
+"""The workbook's look, in one place: input and header styles, titles, notes, chart series, print setup.
+
+Conventions of financial models: inputs in blue on a light fill, calculations in black, headers
+white on dark blue; every sheet prints landscape, fitted to the page width.
+"""
+
+from __future__ import annotations
+
+import math
+
+from openpyxl import Workbook
+from openpyxl.chart import Series
+from openpyxl.chart.marker import Marker
+from openpyxl.chart.shapes import GraphicalProperties
+from openpyxl.styles import Alignment, Font, PatternFill
+from openpyxl.utils import get_column_letter
+from openpyxl.workbook.defined_name import DefinedName
+
+__all__ = ["HEADER_FILL", "HEADER_FONT", "INPUT_FILL", "INPUT_FONT", "KEY_FILL", "NOTE_FONT", "TITLE_FONT", "fit_rows",
+           "fmt_unit", "header", "line", "name", "note", "points", "print_setup", "title"]
+
+INPUT_FONT = Font(color="0000FF")
+INPUT_FILL = PatternFill("solid", fgColor="FFF2CC")
+HEADER_FONT = Font(bold=True, color="FFFFFF")
+HEADER_FILL = PatternFill("solid", fgColor="1F4E78")
+TITLE_FONT = Font(bold=True, size=14)
+KEY_FILL = PatternFill("solid", fgColor="E2EFDA")
+NOTE_FONT = Font(italic=True, color="595959")
+
+
+def header(ws, row: int, titles: list[str], col: int = 1) -> None:
+    for j, title in enumerate(titles):
+        c = ws.cell(row=row, column=col + j, value=title)
+        c.font, c.fill = HEADER_FONT, HEADER_FILL
+        c.alignment = Alignment(wrap_text=True, vertical="center")
+
+
+def title(ws, title: str, subtitle: str = "", width_cols: int = 4) -> None:
+    ws["A1"] = title
+    ws["A1"].font = TITLE_FONT
+    if subtitle:
+        note(ws, 2, subtitle, width_cols)
+
+
+def note(ws, row: int, text: str, width_cols: int = 4, lines: int | None = None) -> None:
+    """A wrapped italic note spanning ``width_cols`` columns (merged), tall enough to read.
+
+    ``width_cols = 0``: one unwrapped cell whose text runs on over the empty cells to its right
+    (for sheets whose first columns are narrow or hidden).
+    """
+    if width_cols == 0:
+        ws.cell(row=row, column=1, value=text).font = NOTE_FONT
+        return
+    ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=width_cols)
+    c = ws.cell(row=row, column=1, value=text)
+    c.font = NOTE_FONT
+    c.alignment = Alignment(wrap_text=True, vertical="top")
+    ws.row_dimensions[row].height = 15 * (lines or max(1, math.ceil(len(text) / (28 * width_cols))))
+
+
+def line(series: Series, color: str, width_emu: int = 28575, dash: str | None = None) -> Series:
+    series.marker = Marker(symbol="none")
+    series.smooth = False
+    series.graphicalProperties.line.solidFill = color
+    series.graphicalProperties.line.width = width_emu
+    if dash:
+        series.graphicalProperties.line.dashStyle = dash
+    return series
+
+
+def points(series: Series, color: str, symbol: str, size: int = 9) -> Series:
+    series.marker = Marker(symbol=symbol, size=size)
+    series.marker.graphicalProperties = GraphicalProperties(solidFill=color)
+    series.marker.graphicalProperties.line.solidFill = color
+    series.graphicalProperties.line.noFill = True
+    return series
+
+
+def fit_rows(ws, first_row: int, last_row: int) -> None:
+    """Row heights for wrapped text (LibreOffice and Excel do not grow rows written by openpyxl)."""
+    widths = {col: (ws.column_dimensions[get_column_letter(col)].width or 10) for col in range(1, ws.max_column + 1)}
+    for r in range(first_row, last_row + 1):
+        lines = 1
+        for col in range(1, ws.max_column + 1):
+            v = ws.cell(row=r, column=col).value
+            if isinstance(v, str):
+                lines = max(lines, math.ceil(len(v) * 1.1 / max(widths[col], 1)))
+        ws.row_dimensions[r].height = 13 * lines + 2
+
+
+def print_setup(ws, landscape: bool = True) -> None:
+    ws.page_setup.orientation = "landscape" if landscape else "portrait"
+    ws.page_setup.paperSize = ws.PAPERSIZE_A4
+    ws.page_setup.fitToWidth = 1
+    ws.page_setup.fitToHeight = 0
+    ws.sheet_properties.pageSetUpPr.fitToPage = True
+    ws.print_options.gridLines = False
+    ws.oddFooter.center.text = "&A - page &P of &N"
+
+
+def name(wb: Workbook, name: str, sheet: str, cell: str) -> None:
+    col, row = "".join(ch for ch in cell if ch.isalpha()), "".join(ch for ch in cell if ch.isdigit())
+    wb.defined_names[name] = DefinedName(name, attr_text=f"'{sheet}'!${col}${row}")
+
+
+def fmt_unit(unit: str, currency: str) -> str:
+    return unit.replace("money", currency)

@@ -1,1 +1,3 @@
 """ckptplan command-line front end (see ckptplan.cli)."""
+
+__all__ = []

@@ -19,6 +19,8 @@ import typer
 if TYPE_CHECKING:
     import pandas as pd
 
+__all__ = ["app", "headline", "main", "print_plan"]
+
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="How often should a training job checkpoint, and what does it cost?")
 

@@ -21,6 +21,8 @@ if TYPE_CHECKING:  # the models load when the command runs, not when the CLI sta
 
     from .engine import deadline as dl
 
+__all__ = ["deadline", "register"]
+
 
 def _report_table(rep: dict[str, Any]) -> "Table":
     from rich.table import Table

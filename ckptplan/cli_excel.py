@@ -34,6 +34,8 @@ from .files.atomic import atomic_write
 # is still initialising (it imports this module); names are looked up at call time.
 from ckptplan import common as _cli
 
+__all__ = ["CONFIG_NAME", "UDF_MODULE", "WORKBOOK_NAME", "config_bytes", "config_text", "register", "steps"]
+
 UDF_MODULE = "ckptplan.workbook.udfs"
 CONFIG_NAME = "xlwings.conf"
 WORKBOOK_NAME = "ckptplan-udfs.xlsx"

@@ -21,7 +21,6 @@ import typer
 from rich.table import Table
 
 from . import engine
-from . import files
 
 if TYPE_CHECKING:  # the fitter (numpy, pandas) loads when the command runs, not when the CLI starts
     from .engine.fitting import LogFit, MinutesSummary
@@ -29,6 +28,8 @@ if TYPE_CHECKING:  # the fitter (numpy, pandas) loads when the command runs, not
 # `from package import module` resolves through sys.modules, so this works even when ckptplan.cli
 # imports this module while it is still initialising; names are looked up at call time.
 from ckptplan import common as _cli
+
+__all__ = ["fitted_scenario", "print_fit", "register", "scenario_toml"]
 
 
 def _num(x: float | None, fmt: str = ".3g", unit: str = "") -> str:

@@ -26,7 +26,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import engine
-from . import files
 from .instruments import audit as _audit
 from .instruments import probe as _probe
 from .instruments import trainer as _trainer
@@ -34,6 +33,8 @@ from .instruments import trainer as _trainer
 # `from package import module` resolves through sys.modules, so this works even when ckptplan.cli
 # imports this module while it is still initialising; names are looked up at call time.
 from ckptplan import common as _cli
+
+__all__ = ["REQUIRED_PIECES", "print_audit", "print_probe", "probed_scenario", "register", "scenario_toml"]
 
 
 def _ms(seconds: float) -> str:

@@ -18,6 +18,9 @@ from .files.atomic import atomic_write_text
 if TYPE_CHECKING:  # the models load only when a command runs
     from .engine.scenario import Scenario
 
+__all__ = ["DEFAULT_TEMPLATE", "console", "emit_scenario_file", "err_console", "fail", "field_options",
+           "scenario_from_options"]
+
 console = Console()
 err_console = Console(stderr=True)
 

@@ -18,6 +18,8 @@ import pandas as pd
 from .errors import InputError
 from .fields import RULES
 
+__all__ = ["as_float_array", "broadcast", "check_finite_result", "prepare", "wrapper"]
+
 
 def as_float_array(name: str, value: Any, rule: str = "any", allow_inf: bool = False) -> np.ndarray:
     """Coerce ``value`` to a float64 array and check it against ``rule``.

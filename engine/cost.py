@@ -13,6 +13,8 @@ import pandas as pd
 
 from ._inputs import prepare
 
+__all__ = ["CATEGORIES", "HOURS_PER_MONTH", "compare_plans", "goodput", "gpu_hours", "money"]
+
 CATEGORIES = ("useful", "save", "rework", "restart")
 HOURS_PER_MONTH = 730.485  # 365.2425 days * 24 h / 12
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = ["InputError", "show"]
+
 
 class InputError(ValueError):
     """Invalid input: carries ``field`` (argument name), ``value`` and ``rule``.

@@ -28,6 +28,9 @@ import numpy as np
 
 from ._inputs import InputError, as_float_array, broadcast, wrapper
 
+__all__ = ["FailureDomain", "domains_spanned", "job_failure_rate_per_h", "job_mtbf", "job_mtbf_with_domains",
+           "node_mtbf_from_gpus"]
+
 
 def job_mtbf(node_mtbf, nodes):
     """Job MTBF ``node_mtbf / nodes`` for independent failures where any node stops the job.

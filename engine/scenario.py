@@ -23,8 +23,12 @@ import pandas as pd
 
 from . import cost, reliability, waste
 from .errors import InputError
-from .fields import DOMAIN_FIELDS, FIELD_BY_NAME, FIELDS, RULES, TEXT_FIELDS, Field
+from .fields import DOMAIN_FIELDS, FIELD_BY_NAME, FIELDS, RULES, TEXT_FIELDS, Field  # noqa: F401  (TODO batch split)
 from .reliability import FailureDomain
+
+__all__ = ["DOMAIN_COL", "RowProblems", "Scenario", "check_columns", "derived_columns", "domain_indices", "evaluate",
+           "evaluate_each", "is_absent", "is_number", "scenario_from_dict", "scenario_to_dict", "table_problems",
+           "to_table", "validate_table"]
 
 
 def _post_init(self) -> None:

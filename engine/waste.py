@@ -35,6 +35,9 @@ from scipy.special import lambertw
 
 from ._inputs import InputError, check_finite_result, prepare
 
+__all__ = ["daly_interval", "effective_stall", "exact_optimal_interval", "expected_wall_time", "first_order_waste",
+           "time_breakdown", "waste_fraction", "young_interval", "young_min_waste"]
+
 # largest exponent whose exp() is finite in float64 (log of float max is 709.78)
 _MAX_LOG = 709.0
 

@@ -7,6 +7,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+__all__ = ["OutputExistsError", "atomic_write", "atomic_write_text"]
+
 
 
 class OutputExistsError(FileExistsError):

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from ..engine.errors import InputError
 
+__all__ = ["check_xlsx_package"]
+
 
 def check_xlsx_package(path: str | Path, field: str, max_bytes: int, advice: str = "") -> None:
     """Refuse an untrusted .xlsx before any XML parser sees it.

@@ -330,14 +330,14 @@ def _classify(root: Any, leaves: list[tuple[tuple[str, ...], _Leaf]]) -> tuple[t
     if model_tensors:
         roots = ", ".join(sorted("/".join(r) for r in model_named if any(p[:len(r)] == r for p, _ in model_tensors)))
         result["model"] = PieceStatus("model", "present",
-                                      f"{roots}: {len(model_tensors)} tensors, {_mb(sum(l.nbytes for _, l in model_tensors))}",
+                                      f"{roots}: {len(model_tensors)} tensors, {_mb(sum(leaf.nbytes for _, leaf in model_tensors))}",
                                       WHY["model"])
     else:
         loose = [(p, lf) for p, lf in low_leaves if lf.kind == "tensor" and p[-1].rsplit(".", 1)[-1] in _PARAM_LEAVES
                  and not under(p, claimed)]
         if loose:
             result["model"] = PieceStatus("model", "present", f"{len(loose)} parameter-like tensors (*.weight, *.bias) "
-                                          f"outside other pieces, {_mb(sum(l.nbytes for _, l in loose))}", WHY["model"])
+                                          f"outside other pieces, {_mb(sum(leaf.nbytes for _, leaf in loose))}", WHY["model"])
             model_named = {p[:1] for p, _ in loose}
     claimed_all = claimed | model_named
 
@@ -347,7 +347,7 @@ def _classify(root: Any, leaves: list[tuple[tuple[str, ...], _Leaf]]) -> tuple[t
         names = ", ".join(sorted("/".join(r) for r in optim))
         if opt_tensors:
             result["optimizer"] = PieceStatus("optimizer", "present",
-                                              f"{names}: {len(opt_tensors)} state tensors, {_mb(sum(l.nbytes for l in opt_tensors))}",
+                                              f"{names}: {len(opt_tensors)} state tensors, {_mb(sum(leaf.nbytes for leaf in opt_tensors))}",
                                               WHY["optimizer"])
         else:
             result["optimizer"] = PieceStatus("optimizer", "unknown", f"{names} holds no per-parameter state tensors "

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One command for the whole test suite on a fresh machine: installs what the tests need
 # (LibreOffice for the spreadsheet recalculation tests, the package with its test extras),
-# then runs pytest. Extra arguments go to pytest. Exits non-zero when any test fails.
+# lints with ruff (configuration in pyproject.toml), then runs pytest. Extra arguments go to
+# pytest. Exits non-zero when the lint or any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,4 +18,5 @@ fi
 
 # torch==2.13.0 (the [torch] extra) is a CPU build that lies on this kind of machine's disk; the probe tests need it
 python -m pip install -q --disable-pip-version-check -e '.[test,torch]'
+python -m ruff check --no-cache .
 python -m pytest "$@"

@@ -319,7 +319,7 @@ def test_best_segment_count_vectorised_and_near_long_run_for_long_jobs():
 
 # ------------------------------------------------------------------------ scenario answers
 
-SEED_FIELDS = dict(  # the DESIGN.md seed case, spelled out so that template edits cannot move the tests
+SEED_FIELDS = dict(  # the seed reference case, spelled out so that template edits cannot move the tests
     name="seed-test", checkpoint_stall_min=2.0, restart_min=10.0, node_mtbf_h=2560.0, nodes=128,
     gpus_per_node=8, useful_training_h=720.0, price_per_gpu_hour=2.5, deadline_h=840.0,
 )

@@ -25,7 +25,6 @@ torch = pytest.importorskip(
 import typer  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
-from ckptplan import engine  # noqa: E402
 from ckptplan import files
 from ckptplan.engine.errors import InputError  # noqa: E402
 from ckptplan.instruments import audit, probe, trainer  # noqa: E402

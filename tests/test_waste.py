@@ -13,7 +13,7 @@ from scipy.optimize import minimize_scalar
 from ckptplan import engine
 from ckptplan.engine import InputError
 
-# ------------------------------------------------------------------ reference cases (DESIGN.md)
+# ------------------------------------------------------------------ reference cases (templates/seed.toml)
 
 
 def test_reference_young_c2():

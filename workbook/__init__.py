@@ -1,7 +1,31 @@
-"""Planning workbooks: openpyxl generation with live Excel formulas that mirror the engine."""
+"""ckptplan.workbook: everything Excel. Planning workbooks generated with openpyxl, whose live
+formulas mirror the engine (:mod:`.formulas`, proven equal in LibreOffice); the reader of an edited
+workbook (:mod:`.read`); the ``CKPT_`` Excel functions (:mod:`.udfs`, over :mod:`.cells`).
 
-from .build import Built, Check, build_workbook, write_workbook
-from .deadline_sheet import deadline_report
-from .read import read_inputs, read_readiness
+Submodules load when first used, so ``import ckptplan.workbook.udfs`` (what the Excel add-in
+imports) does not pay for openpyxl.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS: dict[str, str] = {
+    "Built": "build", "Check": "build", "build_workbook": "build", "write_workbook": "build",
+    "deadline_report": "deadline_sheet", "read_inputs": "read", "read_readiness": "read",
+}
 
 __all__ = ["Built", "Check", "build_workbook", "deadline_report", "read_inputs", "read_readiness", "write_workbook"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -33,6 +33,9 @@ from . import formulas as F
 from . import style as S
 from .notes import NOTES, READINESS
 
+__all__ = ["CURVE_FACTORS", "KEY_OUTPUTS", "Built", "Check", "build_workbook", "scaling_nodes", "scenario_inputs",
+           "write_workbook"]
+
 CURVE_FACTORS = tuple(float(x) for x in np.round(np.geomspace(0.2, 5.0, 41), 6))
 KEY_OUTPUTS = ("job_mtbf_h", "young_interval_min", "daly_interval_min", "exact_interval_min", "chosen_interval_min",
                "waste_fraction", "wall_h", "total_gpu_hours", "total_cost", "goodput")

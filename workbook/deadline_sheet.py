@@ -14,6 +14,8 @@ from ..engine import deadline
 
 from . import formulas as F
 
+__all__ = ["deadline_report"]
+
 
 def deadline_report(scenario: engine.Scenario, runs: int = 10000, seed: int = 0, target: float = 0.9,
                     progress: Optional[Callable[[int, int], None]] = None) -> dict[str, Any] | None:

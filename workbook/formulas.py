@@ -29,6 +29,10 @@ from typing import Callable, Mapping
 
 from ..engine.fields import DOMAIN_FIELDS, DOMAIN_SLOTS, FIELDS, Field, domain_field
 
+__all__ = ["CALCS", "CALC_BY_KEY", "GPU_HOURS", "HOURS", "INPUTS", "INPUT_KEYS", "MAX_EXPONENT", "MINUTES", "MONEY",
+           "NEVER", "NEWTON_STEPS", "PERCENT", "RATIO", "SERIES_BELOW", "Calc", "Refs", "first_order_waste_at",
+           "input_problems", "waste_at"]
+
 Refs = Mapping[str, str]
 
 # Above this exponent EXP() overflows (Excel and LibreOffice give #NUM!); the engine raises there.

@@ -1,5 +1,7 @@
 """Text of the Notes and Readiness sheets: each model's formula, assumptions, limits, references."""
 
+__all__ = ["NOTES", "READINESS"]
+
 NOTES = (
     ("Symbols",
      "T interval (compute between saves), C blocking stall, W async write time, s throughput lost during the write, "

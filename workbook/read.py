@@ -26,6 +26,8 @@ from ..engine.reliability import FailureDomain
 from . import formulas as F
 from .notes import READINESS
 
+__all__ = ["MAX_UNCOMPRESSED_BYTES", "WorkbookInputError", "read_inputs", "read_readiness"]
+
 class WorkbookInputError(InputError):
     """Invalid inputs in a workbook: ``problems`` lists (sheet, cell, name, value, rule)."""
 

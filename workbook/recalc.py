@@ -17,6 +17,8 @@ from pathlib import Path
 
 from openpyxl import load_workbook
 
+__all__ = ["ERROR_VALUES", "error_cells", "recalculate", "soffice"]
+
 ERROR_VALUES = ("#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!", "Err:", "#ERR")
 
 

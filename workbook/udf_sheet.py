@@ -27,6 +27,9 @@ from . import formulas as F
 from . import style as S
 from .udfs import BREAKDOWN_HEADER, BREAKDOWN_ROWS
 
+__all__ = ["BREAKDOWN_ARGS", "CHECKS", "DEADLINE_ARGS", "DEADLINE_RUNS", "DEADLINE_SEED", "SHEET_TITLE", "TOLERANCE",
+           "add_udf_sheet"]
+
 SHEET_TITLE = "Add-in check: the CKPT_ functions beside the workbook's own formulas"
 TOLERANCE = 1e-9          # relative; the engine and the sheet's Newton solver agree to ~2e-11
 DEADLINE_RUNS = 10_000

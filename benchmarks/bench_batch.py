@@ -4,11 +4,12 @@
         [--xlsx-rows 10000] [--workers 2] [--markdown /tmp/results_batch.md]
 
 What is timed (closed-form columns only, no Monte Carlo; every row goes through validation,
-engine.evaluate and the status/error columns of engine.batch.evaluate_rows):
+engine.evaluate and the status/error columns of engine.batch.evaluate_rows), over the seed template:
 
-1. in process: the grid built and evaluated in memory (``engine.batch.sweep``), then the same sweep
-   streamed in 200k-row chunks to Parquet and to CSV (``write_results(iter_results(grid))``, what
-   ``ckptplan sweep -o`` runs), and 10^4 rows to XLSX (openpyxl write-only: Excel Table, formats);
+1. in process: the grid built and evaluated in memory (``engine.sweep.sweep``), then the same sweep
+   streamed in 200k-row chunks to Parquet and to CSV (``workbook.results.write_results`` of
+   ``engine.sweep.iter_results(grid)``, what ``ckptplan sweep -o`` runs), and 10^4 rows to XLSX
+   (openpyxl write-only: Excel Table, formats);
 2. on a ``dask.distributed`` LocalCluster (``--workers`` processes, one thread each): the grid built
    and evaluated on the workers (``sweep_dask``), (a) computed and reduced to a row count there
    (compute only, no transfer), (b) streamed to the client and written to Parquet and to CSV,
@@ -33,7 +34,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from ckptplan.engine import batch as eb
+from ckptplan.engine import sweep as es
+from ckptplan.engine.fields import DEFAULT_CHUNK_ROWS
+from ckptplan.files import load_scenario
+from ckptplan.workbook.results import write_results
+
+BASE = load_scenario("seed")
 
 AXES_1M = dict(  # 10 x 10 x 100 x 100 = 10^6 rows
     checkpoint_stall_min="0.5:5:+0.5",
@@ -67,13 +73,13 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--xlsx-rows", type=int, default=10_000)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--chunk-rows", type=int, default=eb.DEFAULT_CHUNK_ROWS)
+    ap.add_argument("--chunk-rows", type=int, default=DEFAULT_CHUNK_ROWS)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--markdown", type=Path, default=None, help="also write the figures as Markdown here")
     args = ap.parse_args()
 
     axes = axes_for(args.rows)
-    grid = eb.sweep_grid(**axes)
+    grid = es.sweep_grid(BASE, **axes)
     assert grid.rows == args.rows
     n = grid.rows
     tmp = Path(tempfile.mkdtemp(prefix="bench_batch_"))
@@ -92,14 +98,14 @@ def main() -> None:
           f"Python {platform.python_version()}, pandas {pd.__version__}")
 
     # ------------------------------------------------------------------ in process
-    t_mem, res = timed(lambda: eb.sweep(**axes, max_rows=n), args.repeat)
+    t_mem, res = timed(lambda: es.sweep(BASE, **axes, max_rows=n), args.repeat)
     assert len(res) == n and (res["status"] == "ok").all()
     ncols = res.shape[1]
     del res
     record("in process: build + evaluate in memory (sweep)", t_mem, n, f"{ncols} columns")
 
     def local_to(path: Path):
-        return eb.write_results(eb.iter_results(grid, chunk_rows=args.chunk_rows), path)
+        return write_results(es.iter_results(grid, chunk_rows=args.chunk_rows), path)
 
     t_lp, s = timed(lambda: local_to(fresh("local.parquet")), args.repeat)
     assert s.rows == n and s.errors == 0
@@ -108,8 +114,8 @@ def main() -> None:
     t_lc, s = timed(lambda: local_to(fresh("local.csv")), 1)
     record("in process: evaluate + write CSV (streamed)", t_lc, n, f"{(tmp / 'local.csv').stat().st_size / 1e6:,.0f} MB")
 
-    xgrid = eb.sweep_grid(**axes_for(args.xlsx_rows))
-    t_x, s = timed(lambda: eb.write_results(eb.iter_results(xgrid, chunk_rows=args.chunk_rows), fresh("small.xlsx")), 1)
+    xgrid = es.sweep_grid(BASE, **axes_for(args.xlsx_rows))
+    t_x, s = timed(lambda: write_results(es.iter_results(xgrid, chunk_rows=args.chunk_rows), fresh("small.xlsx")), 1)
     assert s.rows == args.xlsx_rows
     record(f"in process: evaluate + write XLSX ({args.xlsx_rows:,} rows, Table + formats)", t_x, args.xlsx_rows,
            f"{(tmp / 'small.xlsx').stat().st_size / 1e6:,.1f} MB")
@@ -127,18 +133,18 @@ def main() -> None:
         print(f"LocalCluster: {args.workers} worker processes x 1 thread, started in {t_start:.1f} s (not counted)")
 
         def dask_count() -> int:
-            lazy = eb.sweep_dask(**axes, partition_rows=args.chunk_rows)
+            lazy = es.sweep_dask(BASE, **axes, partition_rows=args.chunk_rows)
             return int(lazy.map_partitions(len).sum().compute())
 
         t_dc, count = timed(dask_count, args.repeat)
         assert count == n
         record("Dask: build + evaluate on workers (compute only)", t_dc, n)
-        t_dp, s = timed(lambda: eb.write_results(eb.sweep_dask(**axes, partition_rows=args.chunk_rows),
-                                                 fresh("dask.parquet")), args.repeat)
+        t_dp, s = timed(lambda: write_results(es.sweep_dask(BASE, **axes, partition_rows=args.chunk_rows),
+                                              fresh("dask.parquet")), args.repeat)
         assert s.rows == n and s.errors == 0
         record("Dask: evaluate on workers + stream to client, Parquet", t_dp, n)
-        t_dcsv, s = timed(lambda: eb.write_results(eb.sweep_dask(**axes, partition_rows=args.chunk_rows),
-                                                   fresh("dask.csv")), 1)
+        t_dcsv, s = timed(lambda: write_results(es.sweep_dask(BASE, **axes, partition_rows=args.chunk_rows),
+                                                fresh("dask.csv")), 1)
         record("Dask: evaluate on workers + stream to client, CSV", t_dcsv, n)
 
     a = pd.read_parquet(tmp / "local.parquet")

@@ -14,7 +14,8 @@ command line starts fast:
 * :mod:`.scenario` the scenario record and table, and :func:`evaluate`;
 * :mod:`.finite` the exact expectation of a finite job; :mod:`.montecarlo` its simulation under
   any failure law; :mod:`.deadline` deadline answers for a scenario;
-* :mod:`.batch` many scenarios at once and sweeps; :mod:`.fitting` job MTBF, failure shape,
+* :mod:`.batch` many scenarios at once, each row with its status; :mod:`.sweep` grids of scenarios,
+  streamed in chunks; :mod:`.fitting` job MTBF, failure shape,
   restart and stall from an interruption log's events (reading the file: ``ckptplan.files.logs``).
 """
 
@@ -50,7 +51,7 @@ _EXPORTS: dict[str, str] = {
     "fit_events": "fitting", "mtbf_estimate": "fitting", "weibull_fit": "fitting",
 }
 _SUBMODULES = ("batch", "cost", "deadline", "errors", "fields", "finite", "fitting", "montecarlo", "reliability",
-               "scenario", "waste")
+               "scenario", "sweep", "waste")
 
 __all__ = [
     "InputError",

@@ -23,7 +23,7 @@ import pandas as pd
 
 from . import cost, reliability, waste
 from .errors import InputError
-from .fields import DOMAIN_FIELDS, FIELD_BY_NAME, FIELDS, RULES, TEXT_FIELDS, Field  # noqa: F401  (TODO batch split)
+from .fields import DOMAIN_FIELDS, FIELDS, RULES, TEXT_FIELDS, Field
 from .reliability import FailureDomain
 
 __all__ = ["DOMAIN_COL", "RowProblems", "Scenario", "check_columns", "derived_columns", "domain_indices", "evaluate",

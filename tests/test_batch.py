@@ -1,4 +1,5 @@
-"""Tests of engine.batch and the `ckptplan batch` / `ckptplan sweep` commands.
+"""Tests of engine.batch, engine.sweep, files.tables, files.results, workbook.results and the
+`ckptplan batch` / `ckptplan sweep` commands.
 
 Per-row errors, sweeps, every input and output format round-tripped, formula injection, refusal to
 overwrite, per-scenario Monte Carlo seeding, and the Dask path (a small LocalCluster) against the
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import math
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,9 +25,15 @@ from ckptplan import files
 from ckptplan.cli_batch import register
 from ckptplan.engine import batch as eb
 from ckptplan.engine import deadline as dl
+from ckptplan.engine import sweep as es
+from ckptplan.engine.scenario import is_absent
+from ckptplan.files import results as fr
+from ckptplan.files import tables as ft
+from ckptplan.workbook import results as wr
 
 runner = CliRunner()
 RUNS = 200
+SEED = files.load_scenario("seed")  # the base of the sweeps (the engine reads no file)
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +60,8 @@ def assert_same_results(a: pd.DataFrame, b: pd.DataFrame, text_map=lambda s: s) 
         if a[c].dtype.kind in "fi":
             np.testing.assert_array_equal(a[c].to_numpy(dtype=float), b[c].to_numpy(dtype=float), err_msg=c)
         else:
-            left = ["" if eb._is_absent(v) else text_map(str(v)) for v in a[c].to_numpy(dtype=object)]
-            right = ["" if eb._is_absent(v) else str(v) for v in b[c].to_numpy(dtype=object)]
+            left = ["" if is_absent(v) else text_map(str(v)) for v in a[c].to_numpy(dtype=object)]
+            right = ["" if is_absent(v) else str(v) for v in b[c].to_numpy(dtype=object)]
             assert left == right, c
 
 
@@ -91,7 +97,7 @@ def test_valid_rows_equal_engine_evaluate_and_carry_status():
 def test_mixed_file_reports_every_bad_row_and_evaluates_the_rest(tmp_path):
     path = tmp_path / "mixed.csv"
     path.write_text(MIXED_CSV)
-    table = eb.read_scenarios(path)
+    table = ft.read_scenarios(path)
     assert list(table.index) == [2, 3, 4, 5, 7, 8, 9]  # CSV line numbers; the blank line 6 holds no scenario
     out = eb.evaluate_rows(table)
     assert len(out) == len(table)  # nothing dropped
@@ -190,7 +196,7 @@ def test_sweep_row_count_is_the_product_and_every_combination_appears_once(lengt
     values = {"checkpoint_stall_min": [0.5, 1.0, 2.0, 4.0], "nodes": [64, 128, 256, 512],
               "restart_min": [0.0, 5.0, 10.0, 20.0], "price_per_gpu_hour": [1.0, 2.0, 2.5, 3.0]}
     axes = {f: values[f][:n] for f, n in zip(fields, lengths)}
-    out = eb.sweep(**axes)
+    out = es.sweep(SEED, **axes)
     assert len(out) == int(np.prod(lengths))
     combos = list(zip(*(out[f].tolist() for f in fields)))
     assert len(set(combos)) == len(combos)
@@ -201,34 +207,37 @@ def test_sweep_row_count_is_the_product_and_every_combination_appears_once(lengt
 
 
 def test_sweep_matches_engine_and_chunks_agree():
-    out = eb.sweep(checkpoint_stall_min="0.5,1,2", nodes="64:1024:x2", restart_min=[5, 10])
+    out = es.sweep(SEED, checkpoint_stall_min="0.5,1,2", nodes="64:1024:x2", restart_min=[5, 10])
     assert len(out) == 3 * 5 * 2 and list(out.index) == list(range(1, 31))
-    ref = engine.evaluate(eb.sweep_grid(checkpoint_stall_min=[0.5, 1, 2], nodes=[64, 128, 256, 512, 1024],
+    ref = engine.evaluate(es.sweep_grid(SEED, checkpoint_stall_min=[0.5, 1, 2], nodes=[64, 128, 256, 512, 1024],
                                         restart_min=[5, 10]).chunk())
     np.testing.assert_array_equal(out["total_cost"].to_numpy(), ref["total_cost"].to_numpy())
-    grid = eb.sweep_grid(checkpoint_stall_min="0.5,1,2", nodes="64:1024:x2", restart_min=[5, 10])
-    chunked = pd.concat(eb.iter_results(grid, chunk_rows=7))
+    grid = es.sweep_grid(SEED, checkpoint_stall_min="0.5,1,2", nodes="64:1024:x2", restart_min=[5, 10])
+    chunked = pd.concat(es.iter_results(grid, chunk_rows=7))
     assert_same_results(out, chunked)
 
 
 def test_sweep_rule_violations_are_row_errors_and_options():
-    out = eb.sweep(checkpoint_stall_min=[-1, 1], nodes=[64, 128])
+    out = es.sweep(SEED, checkpoint_stall_min=[-1, 1], nodes=[64, 128])
     assert out["status"].tolist() == ["error", "error", "ok", "ok"]
     assert set(out["error"].iloc[:2]) == {"checkpoint_stall_min=-1.0: must be >= 0"}
     # sweeping node MTBF drops a template's job MTBF override, or it would win on every row
     llama = files.load_scenario("llama3-405b")
-    swept = eb.sweep(llama, node_mtbf_h=[1000, 2000])
+    swept = es.sweep(llama, node_mtbf_h=[1000, 2000])
     assert swept["job_mtbf_h"].iloc[0] != swept["job_mtbf_h"].iloc[1]
     # same work: useful hours scale with nodes
-    same = eb.sweep(nodes=[64, 256], same_work=True)
+    same = es.sweep(SEED, nodes=[64, 256], same_work=True)
     assert same["useful_training_h"].tolist() == [1440.0, 360.0]
     assert same["useful_gpu_hours"].iloc[0] == same["useful_gpu_hours"].iloc[1]
     with pytest.raises(engine.InputError, match="not a numeric scenario field"):
-        eb.sweep(restart_mins=[1, 2])
+        es.sweep(SEED, restart_mins=[1, 2])
     with pytest.raises(engine.InputError, match="appears twice"):
-        eb.sweep(nodes=[64, 64])
+        es.sweep(SEED, nodes=[64, 64])
     with pytest.raises(engine.InputError, match="max_rows"):
-        eb.sweep(nodes="1:1000:+1", restart_min="1:100:+1", max_rows=10_000)
+        es.sweep(SEED, nodes="1:1000:+1", restart_min="1:100:+1", max_rows=10_000)
+    # the engine reads no file: a template name is refused, the caller loads it
+    with pytest.raises(engine.InputError, match="must be a Scenario.*load_scenario"):
+        es.sweep_grid("seed", nodes=[64, 128])
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -241,7 +250,7 @@ def test_sweep_rule_violations_are_row_errors_and_options():
     ("1e3", [1000.0]),
 ])
 def test_parse_axis(text, expected):
-    assert eb.parse_axis(text, "--x").tolist() == expected
+    assert es.parse_axis(text, "--x").tolist() == expected
 
 
 @pytest.mark.parametrize("text,match", [
@@ -261,14 +270,14 @@ def test_parse_axis(text, expected):
 ])
 def test_parse_axis_errors_name_the_option(text, match):
     with pytest.raises(engine.InputError, match=match) as info:
-        eb.parse_axis(text, "--nodes")
+        es.parse_axis(text, "--nodes")
     assert str(info.value).startswith("--nodes=")
 
 
 # ======================================================================= Monte Carlo seeds
 
 def test_deadline_columns_are_seeded_per_scenario_not_per_batch():
-    grid = eb.sweep_grid(checkpoint_stall_min=[1, 2], restart_min=[5, 30], nodes=[128, 256]).chunk()
+    grid = es.sweep_grid(SEED, checkpoint_stall_min=[1, 2], restart_min=[5, 30], nodes=[128, 256]).chunk()
     full = eb.evaluate_rows(grid, deadline=True, runs=RUNS, seed=7)
     assert (full["status"] == "ok").all()
     assert full["mc_runs"].eq(RUNS).all() and full["p_finish"].between(0, 1).all()
@@ -314,8 +323,8 @@ def test_deadline_problems_are_row_errors():
 @pytest.mark.parametrize("suffix", [".csv", ".xlsx", ".parquet", ".toml"])
 def test_input_formats_round_trip(tmp_path, suffix):
     table = templates_table()
-    path = eb.write_scenarios(table, tmp_path / f"scenarios{suffix}")
-    back = eb.read_scenarios(path)
+    path = wr.write_scenarios(table, tmp_path / f"scenarios{suffix}")
+    back = ft.read_scenarios(path)
     assert back.index.name == "row" and len(back) == len(table)
     for c in table.columns:
         if c not in back.columns:  # TOML leaves out a field no scenario gives
@@ -324,8 +333,8 @@ def test_input_formats_round_trip(tmp_path, suffix):
         if table[c].dtype.kind in "fi":
             np.testing.assert_array_equal(back[c].to_numpy(dtype=float), table[c].to_numpy(dtype=float), err_msg=c)
         else:
-            assert [None if eb._is_absent(v) or v == "" else v for v in back[c]] == \
-                   [None if eb._is_absent(v) or v == "" else v for v in table[c]], c
+            assert [None if is_absent(v) or v == "" else v for v in back[c]] == \
+                   [None if is_absent(v) or v == "" else v for v in table[c]], c
     ref = eb.evaluate_rows(table)
     got = eb.evaluate_rows(back)
     assert (got["status"] == "ok").all()
@@ -338,22 +347,22 @@ def test_input_formats_round_trip(tmp_path, suffix):
 def test_output_formats_round_trip(tmp_path, suffix):
     path = tmp_path / "mixed.csv"
     path.write_text(MIXED_CSV)
-    results = eb.evaluate_rows(eb.read_scenarios(path), deadline=True, runs=RUNS)
+    results = eb.evaluate_rows(ft.read_scenarios(path), deadline=True, runs=RUNS)
     out = tmp_path / f"results{suffix}"
-    summary = eb.write_results(results, out, describe=("name",))
+    summary = wr.write_results(results, out, describe=("name",))
     assert (summary.rows, summary.ok, summary.errors) == (7, 2, 5)
-    back = eb.read_results(out)
+    back = fr.read_results(out)
     neutral = (lambda s: "'" + s if s[:1] in ("=", "+", "-", "@", "\t", "\r") else s) if suffix == ".csv" else (lambda s: s)
     assert_same_results(results, back, text_map=neutral)
 
 
 def test_streamed_chunks_write_the_same_file_as_one_frame(tmp_path):
-    grid = eb.sweep_grid(checkpoint_stall_min=[0.5, 1, -2], nodes="64:512:x2")
+    grid = es.sweep_grid(SEED, checkpoint_stall_min=[0.5, 1, -2], nodes="64:512:x2")
     whole = eb.evaluate_rows(grid.chunk())
     for suffix in (".csv", ".parquet"):
-        eb.write_results(whole, tmp_path / f"a{suffix}")
-        eb.write_results(eb.iter_results(grid, chunk_rows=5), tmp_path / f"b{suffix}")
-        assert_same_results(eb.read_results(tmp_path / f"a{suffix}"), eb.read_results(tmp_path / f"b{suffix}"))
+        wr.write_results(whole, tmp_path / f"a{suffix}")
+        wr.write_results(es.iter_results(grid, chunk_rows=5), tmp_path / f"b{suffix}")
+        assert_same_results(fr.read_results(tmp_path / f"a{suffix}"), fr.read_results(tmp_path / f"b{suffix}"))
 
 
 def test_csv_output_neutralises_formulas_but_keeps_numbers(tmp_path):
@@ -362,14 +371,14 @@ def test_csv_output_neutralises_formulas_but_keeps_numbers(tmp_path):
     table = engine.to_table([sc.replace(name=n) for n in names])
     results = eb.evaluate_rows(table)
     results.loc[results.index[0], "checkpoint_stall_min"] = -1.5  # a negative number must stay a number
-    eb.write_results(results, tmp_path / "r.csv")
+    wr.write_results(results, tmp_path / "r.csv")
     raw = pd.read_csv(tmp_path / "r.csv", keep_default_na=False)
     assert raw["name"].tolist() == ["'=1+1", "'+SUM(A1)", "'-2+3", "'@cmd", "'\tTAB", "'\rCR", "plain", "a=b"]
     assert raw["checkpoint_stall_min"].iloc[0] == -1.5 and raw["checkpoint_stall_min"].dtype.kind == "f"
     first_data_line = (tmp_path / "r.csv").read_text().splitlines()[1]
     assert ",-1.5," in first_data_line  # unquoted, unprefixed: a number to any spreadsheet
     frame = pd.DataFrame({"t": ["-3", "x", None], "n": [-3.0, 1.0, np.nan]})
-    neutral = eb.neutralise_csv_text(frame)
+    neutral = fr.neutralise_csv_text(frame)
     assert neutral["t"].tolist()[:2] == ["'-3", "x"] and neutral["n"].tolist()[:2] == [-3.0, 1.0]
 
 
@@ -381,7 +390,7 @@ def test_xlsx_output_is_an_excel_table_with_formats_and_summary(tmp_path):
                              sc.replace(name="#N/A", restart_min=30.0)])
     table.loc[2, "nodes"] = -4
     results = eb.evaluate_rows(table, deadline=True, runs=RUNS)
-    eb.write_results(results, tmp_path / "r.xlsx", source="unit test")
+    wr.write_results(results, tmp_path / "r.xlsx", source="unit test")
     wb = load_workbook(tmp_path / "r.xlsx")
     assert wb.sheetnames == ["Summary", "Results"]
     ws = wb["Results"]
@@ -409,14 +418,14 @@ def test_xlsx_output_is_an_excel_table_with_formats_and_summary(tmp_path):
 
 
 def test_xlsx_row_limit_is_a_clear_error(tmp_path, monkeypatch):
-    monkeypatch.setattr(eb, "EXCEL_MAX_DATA_ROWS", 5)
-    grid = eb.sweep_grid(nodes="1:8:+1")
+    monkeypatch.setattr(wr, "EXCEL_MAX_DATA_ROWS", 5)
+    grid = es.sweep_grid(SEED, nodes="1:8:+1")
     with pytest.raises(engine.InputError, match="Excel's limit of 5 data rows.*csv or .parquet"):
-        eb.write_results(eb.iter_results(grid, chunk_rows=3), tmp_path / "big.xlsx")
+        wr.write_results(es.iter_results(grid, chunk_rows=3), tmp_path / "big.xlsx")
     assert not (tmp_path / "big.xlsx").exists()
     assert list(tmp_path.iterdir()) == []  # no temporary file left behind
     with pytest.raises(engine.InputError, match="Excel's limit"):
-        eb.write_results(iter([]), tmp_path / "big.xlsx", expected_rows=6)
+        wr.write_results(iter([]), tmp_path / "big.xlsx", expected_rows=6)
 
 
 def test_xlsx_input_is_read_as_untrusted_values(tmp_path):
@@ -438,7 +447,7 @@ def test_xlsx_input_is_read_as_untrusted_values(tmp_path):
     ws.append([None] * 6)
     ws.append(["=CMD()", 1, 2560, 128, 720, 2.5])
     wb.save(tmp_path / "in.xlsx")
-    table = eb.read_scenarios(tmp_path / "in.xlsx")
+    table = ft.read_scenarios(tmp_path / "in.xlsx")
     assert list(table.index) == [2, 3, 4, 5, 6, 8]
     out = eb.evaluate_rows(table)
     assert out["status"].tolist() == ["ok", "error", "ok", "error", "error", "error"]
@@ -452,22 +461,22 @@ def test_xlsx_input_is_read_as_untrusted_values(tmp_path):
     ws["H3"] = 5
     wb.save(tmp_path / "stray.xlsx")
     with pytest.raises(engine.InputError, match="column 8.*no header"):
-        eb.read_scenarios(tmp_path / "stray.xlsx")
+        ft.read_scenarios(tmp_path / "stray.xlsx")
     (tmp_path / "fake.xlsx").write_text("name,nodes\n")
     with pytest.raises(engine.InputError, match="not an .xlsx workbook"):
-        eb.read_scenarios(tmp_path / "fake.xlsx")
+        ft.read_scenarios(tmp_path / "fake.xlsx")
     with zipfile.ZipFile(tmp_path / "in.xlsx") as zf:
         size = sum(i.file_size for i in zf.infolist())
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(eb, "MAX_XLSX_UNCOMPRESSED_BYTES", size - 1)
+        mp.setattr(ft, "MAX_XLSX_UNCOMPRESSED_BYTES", size - 1)
         with pytest.raises(engine.InputError, match="unpacks to"):
-            eb.read_scenarios(tmp_path / "in.xlsx")
+            ft.read_scenarios(tmp_path / "in.xlsx")
 
 
 def test_toml_input_single_and_several_and_errors(tmp_path):
     one = tmp_path / "one.toml"
     one.write_text((files.TEMPLATE_DIR / "power-domains.toml").read_text())
-    t1 = eb.read_scenarios(one)
+    t1 = ft.read_scenarios(one)
     assert len(t1) == 1 and "domain1_mtbf_h" in t1.columns
     ref = engine.evaluate(files.load_scenario("power-domains"))
     assert eb.evaluate_rows(t1)["total_cost"].iloc[0] == ref["total_cost"].iloc[0]
@@ -496,36 +505,36 @@ node_mtbf_h = 2560.0
 nodes = 64
 useful_training_h = 720.0
 """)
-    out = eb.evaluate_rows(eb.read_scenarios(several))
+    out = eb.evaluate_rows(ft.read_scenarios(several))
     assert out["status"].tolist() == ["ok", "error", "error"]
     assert out["error"].tolist()[1:] == ["checkpoint_stall_min='2': must be a number (TOML: write it without quotes)",
                                       "price_per_gpu_hour=None: is required"]
     bad = tmp_path / "bad.toml"
     bad.write_text("[[scenario]]\nname = 'x'\nnodes = 1\n")
     with pytest.raises(engine.InputError, match="missing required column"):
-        eb.evaluate_rows(eb.read_scenarios(bad))
+        eb.evaluate_rows(ft.read_scenarios(bad))
     bad.write_text("[other]\nx = 1\n")
     with pytest.raises(engine.InputError, match=r"\[\[scenario\]\]"):
-        eb.read_scenarios(bad)
+        ft.read_scenarios(bad)
 
 
 def test_unreadable_inputs_are_file_level_errors(tmp_path):
     with pytest.raises(engine.InputError, match="file not found"):
-        eb.read_scenarios(tmp_path / "missing.csv")
+        ft.read_scenarios(tmp_path / "missing.csv")
     with pytest.raises(engine.InputError, match="unsupported type"):
-        eb.read_scenarios(tmp_path / "x.json")
+        ft.read_scenarios(tmp_path / "x.json")
     (tmp_path / "empty.csv").write_text("")
     with pytest.raises(engine.InputError, match="empty"):
-        eb.read_scenarios(tmp_path / "empty.csv")
+        ft.read_scenarios(tmp_path / "empty.csv")
     (tmp_path / "header.csv").write_text("name,nodes\n")
     with pytest.raises(engine.InputError, match="no scenario rows"):
-        eb.read_scenarios(tmp_path / "header.csv")
+        ft.read_scenarios(tmp_path / "header.csv")
     (tmp_path / "dup.csv").write_text("nodes,nodes\n1,2\n")
     with pytest.raises(engine.InputError, match="more than once"):
-        eb.read_scenarios(tmp_path / "dup.csv")
+        ft.read_scenarios(tmp_path / "dup.csv")
     (tmp_path / "bad.parquet").write_bytes(b"not parquet")
     with pytest.raises(engine.InputError, match="cannot be read as Parquet"):
-        eb.read_scenarios(tmp_path / "bad.parquet")
+        ft.read_scenarios(tmp_path / "bad.parquet")
 
 
 def test_outputs_are_never_overwritten_without_force(tmp_path):
@@ -534,12 +543,16 @@ def test_outputs_are_never_overwritten_without_force(tmp_path):
         path = tmp_path / f"r{suffix}"
         path.write_text("keep me")
         with pytest.raises(FileExistsError, match="--force"):
-            eb.write_results(results, path)
+            wr.write_results(results, path)
         assert path.read_text() == "keep me"
-        eb.write_results(results, path, force=True)
-        assert len(eb.read_results(path)) == len(results)
+        wr.write_results(results, path, force=True)
+        assert len(fr.read_results(path)) == len(results)
     with pytest.raises(engine.InputError, match="unsupported type"):
-        eb.write_results(results, tmp_path / "r.json")
+        wr.write_results(results, tmp_path / "r.json")
+    # the files layer writes csv and parquet; .xlsx comes with the workbook's sink
+    with pytest.raises(engine.InputError, match="workbook.results"):
+        fr.write_results(results, tmp_path / "plain.xlsx")
+    assert not (tmp_path / "plain.xlsx").exists()
 
 
 # ================================================================================== CLI
@@ -553,7 +566,7 @@ def test_cli_batch_mixed_file_exits_3_and_writes_every_row(app, tmp_path):
     assert "7 rows: 2 ok, 5 failed" in res.output
     assert "row 3: checkpoint_stall_min=-1.0: must be >= 0" in res.output
     assert "best  2.5951 USD per useful GPU-h" in res.output and "row 7, name=number as text" in res.output
-    back = eb.read_results(out)
+    back = fr.read_results(out)
     assert back["status"].tolist() == ["ok", "error", "error", "error", "ok", "error", "error"]
     # refuses to overwrite, leaves the file alone; --force replaces it
     before = out.read_bytes()
@@ -578,23 +591,24 @@ def test_cli_batch_file_level_errors_exit_2_and_write_nothing(app, tmp_path):
 
 
 def test_cli_batch_all_good_exits_0_with_deadline(app, tmp_path):
-    src = eb.write_scenarios(templates_table(), tmp_path / "t.toml")
+    src = wr.write_scenarios(templates_table(), tmp_path / "t.toml")
     out = tmp_path / "out.parquet"
     res = runner.invoke(app, ["batch", str(src), "-o", str(out), "--deadline", "--runs", str(RUNS), "--seed", "4"])
     assert res.exit_code == 0, res.output
-    back = eb.read_results(out)
-    ref = eb.evaluate_rows(eb.read_scenarios(src), deadline=True, runs=RUNS, seed=4)
+    back = fr.read_results(out)
+    ref = eb.evaluate_rows(ft.read_scenarios(src), deadline=True, runs=RUNS, seed=4)
     assert_same_results(ref, back)
 
 
 def test_cli_sweep(app, tmp_path):
     out = tmp_path / "s.csv"
-    res = runner.invoke(app, ["sweep", "--stall-min", "0.5,1,2", "--nodes", "64:4096:x2", "--price", "2,2.5",
+    res = runner.invoke(app, ["sweep", "--checkpoint-stall-min", "0.5,1,2", "--nodes", "64:4096:x2",
+                              "--price-per-gpu-hour", "2,2.5",
                               "--axis", "restart_min=5:15:+5", "-o", str(out)])
     assert res.exit_code == 0, res.output
     assert "126 rows: 126 ok, 0 failed" in res.output
-    back = eb.read_results(out)
-    ref = eb.sweep(checkpoint_stall_min=[0.5, 1, 2], nodes=[64, 128, 256, 512, 1024, 2048, 4096],
+    back = fr.read_results(out)
+    ref = es.sweep(SEED, checkpoint_stall_min=[0.5, 1, 2], nodes=[64, 128, 256, 512, 1024, 2048, 4096],
                    price_per_gpu_hour=[2, 2.5], restart_min=[5, 10, 15])
     assert_same_results(ref, back)
     best = ref.loc[ref["cost_per_useful_gpu_hour"].idxmin()]
@@ -602,7 +616,7 @@ def test_cli_sweep(app, tmp_path):
             and f"row {best.name}, checkpoint_stall_min=0.5, nodes=64, price_per_gpu_hour=2, restart_min=5" in res.output)
     res = runner.invoke(app, ["sweep", "--nodes", "64:4096:2", "-o", str(tmp_path / "x.csv")])
     assert res.exit_code == 2 and "--nodes='64:4096:2': range '64:4096:2' must be a:b:xK or a:b:+d" in res.output
-    res = runner.invoke(app, ["sweep", "--stall-min", "-1,1", "-o", str(tmp_path / "y.csv")])
+    res = runner.invoke(app, ["sweep", "--checkpoint-stall-min", "-1,1", "-o", str(tmp_path / "y.csv")])
     assert res.exit_code == 3 and "2 rows: 1 ok, 1 failed" in res.output
     assert "row 1: checkpoint_stall_min=-1.0: must be >= 0" in res.output
     res = runner.invoke(app, ["sweep", "-o", str(tmp_path / "z.csv")])
@@ -622,13 +636,13 @@ def dask_client():
 
 def test_dask_sweep_equals_in_process(dask_client):
     axes = dict(checkpoint_stall_min=[0.5, 2, -1], nodes="64:512:x2", restart_min=[5, 30])
-    ref = eb.sweep(**axes, deadline=True, runs=RUNS, seed=11)
-    lazy = eb.sweep_dask(**axes, deadline=True, runs=RUNS, seed=11, partition_rows=5)
+    ref = es.sweep(SEED, **axes, deadline=True, runs=RUNS, seed=11)
+    lazy = es.sweep_dask(SEED, **axes, deadline=True, runs=RUNS, seed=11, partition_rows=5)
     assert lazy.npartitions == 5
     got = lazy.compute()
     assert_same_results(ref, got)
     assert (ref.dtypes == got.dtypes).all()
-    streamed = pd.concat(eb.iter_results(lazy, window=2))
+    streamed = pd.concat(es.iter_results(lazy, window=2))
     assert_same_results(ref, streamed)
 
 
@@ -637,7 +651,7 @@ def test_dask_dataframe_input_equals_in_process(dask_client, tmp_path):
 
     path = tmp_path / "mixed.csv"
     path.write_text(MIXED_CSV)
-    table = pd.concat([eb.read_scenarios(path), templates_table().set_axis(range(20, 25))])
+    table = pd.concat([ft.read_scenarios(path), templates_table().set_axis(range(20, 25))])
     ref = eb.evaluate_rows(table, deadline=True, runs=RUNS)
     got = eb.evaluate_rows(dd.from_pandas(table, npartitions=3, sort=False), deadline=True, runs=RUNS).compute()
     assert_same_results(ref, got)
@@ -646,9 +660,9 @@ def test_dask_dataframe_input_equals_in_process(dask_client, tmp_path):
 
 
 def test_cli_sweep_on_dask_writes_the_same_file(app, dask_client, tmp_path):
-    args = ["sweep", "--stall-min", "0.5,1,-2", "--nodes", "64:1024:x2", "--chunk-rows", "4"]
+    args = ["sweep", "--checkpoint-stall-min", "0.5,1,-2", "--nodes", "64:1024:x2", "--chunk-rows", "4"]
     local = runner.invoke(app, args + ["-o", str(tmp_path / "local.parquet")])
     remote = runner.invoke(app, args + ["-o", str(tmp_path / "dask.parquet"), "--scheduler", "dask",
                                         "--dask-address", dask_client.cluster.scheduler_address])
     assert local.exit_code == remote.exit_code == 3, remote.output
-    assert_same_results(eb.read_results(tmp_path / "local.parquet"), eb.read_results(tmp_path / "dask.parquet"))
+    assert_same_results(fr.read_results(tmp_path / "local.parquet"), fr.read_results(tmp_path / "dask.parquet"))

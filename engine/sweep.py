@@ -1,0 +1,318 @@
+"""Sweeps and streaming: grids of scenarios over a base, and any rows evaluated chunk by chunk.
+
+Sweeps (:func:`sweep`, :func:`sweep_grid`, :func:`sweep_dask`, :func:`parse_axis`)
+---------------------------------------------------------------------------------
+The cartesian product of axes over a base :class:`~ckptplan.engine.scenario.Scenario` (the caller
+loads a template first, e.g. with :func:`ckptplan.files.load_scenario`: the engine reads no file);
+rows = product of the axis lengths, the first axis varying slowest (as :func:`itertools.product`).
+Rule violations inside the grid (a negative stall, an interval too short for the write) are row
+errors like any other (:func:`.batch.evaluate_rows`). Range syntax for the command line:
+:func:`parse_axis`.
+
+Streaming (:func:`iter_results`)
+--------------------------------
+A table, a :class:`SweepGrid` or an evaluated dask DataFrame, evaluated and handed over in chunks
+of rows, in order, so a file writer (:func:`ckptplan.files.results.write_results`) keeps memory
+flat whatever the row count.
+
+Large sweeps on Dask
+--------------------
+:func:`sweep_dask` builds the grid lazily, one partition per range of rows, on the workers, and
+evaluates it there with :func:`.batch.evaluate_rows`; :func:`iter_results` streams the partitions
+back in order with a bounded number in flight. Needs ``dask[dataframe]`` and ``distributed``
+(optional dependencies, imported only on that path).
+"""
+
+from __future__ import annotations
+
+import collections
+import difflib
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional, Sequence, Union
+
+import numpy as np
+import pandas as pd
+
+from . import montecarlo as _mc
+from ._inputs import InputError, as_float_array
+from .batch import TEXT_DTYPE, _check_columns, column_kind, evaluate_rows, is_dask
+from .fields import DEFAULT_CHUNK_ROWS, DEFAULT_RUNS, DEFAULT_SEED, FIELDS, MAX_SWEEP_ROWS
+from .scenario import Scenario, to_table
+from .scenario import is_number as _is_number
+
+__all__ = ["MAX_AXIS_VALUES", "SweepGrid", "iter_results", "parse_axis", "sweep", "sweep_dask", "sweep_grid"]
+
+#: largest axis :func:`parse_axis` expands
+MAX_AXIS_VALUES = 1_000_000
+
+
+# ========================================================================================= sweeps
+
+def _round12(values: np.ndarray) -> np.ndarray:
+    return np.array([float(f"{v:.12g}") for v in values.tolist()])
+
+
+def parse_axis(text: str, name: str = "axis") -> np.ndarray:
+    """Parse a sweep axis: numbers and ranges, comma-separated, e.g. ``0.5,1,2`` or ``64:4096:x2``.
+
+    * ``v``: one number (``1e3`` allowed).
+    * ``a:b:xK`` (or ``a:b:*K``): geometric, ``a, a*K, a*K^2, ...`` up to ``b`` (inclusive when hit);
+      needs ``0 < a <= b`` and ``K > 1``. ``64:4096:x2`` = 64, 128, ..., 4096 (7 values).
+    * ``a:b:+d``: arithmetic, ``a, a+d, a+2d, ...`` up to ``b`` (inclusive when hit); ``d > 0``,
+      ``a <= b``. Computed as ``a + i*d`` and rounded to 12 significant digits, so ``0.1:0.5:+0.1``
+      gives 0.1, 0.2, 0.3, 0.4, 0.5 exactly as typed.
+    * Items combine: ``0.5,1:4:x2`` = 0.5, 1, 2, 4. A value given twice is an error (it would
+      duplicate rows). At most :data:`MAX_AXIS_VALUES` values per axis.
+
+    Raises :class:`InputError` naming ``name``, the text and the rule.
+    """
+    syntax = ("use numbers and ranges separated by commas: 0.5,1,2 | a:b:xK (geometric, e.g. 64:4096:x2) | "
+              "a:b:+d (arithmetic, e.g. 0.5:3:+0.5)")
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(name, text, syntax)
+    values: list[np.ndarray] = []
+
+    def number(s: str) -> float:
+        try:
+            v = float(s)
+        except ValueError:
+            raise InputError(name, text, f"{s.strip()!r} is not a number; {syntax}") from None
+        if not math.isfinite(v):
+            raise InputError(name, text, f"{s.strip()!r} is not a finite number")
+        return v
+
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            raise InputError(name, text, f"empty item; {syntax}")
+        if ":" not in item:
+            values.append(np.array([number(item)]))
+            continue
+        parts = item.split(":")
+        if len(parts) != 3 or len(parts[2].strip()) < 2:
+            raise InputError(name, text, f"range {item!r} must be a:b:xK or a:b:+d; {syntax}")
+        a, b = number(parts[0]), number(parts[1])
+        op, step = parts[2].strip()[0], number(parts[2].strip()[1:])
+        if b < a:
+            raise InputError(name, text, f"range {item!r}: the end {b:g} is below the start {a:g}")
+        if op in "x*":
+            if a <= 0 or step <= 1:
+                raise InputError(name, text, f"geometric range {item!r} needs a start > 0 and a factor > 1")
+            count = math.floor(math.log(b / a) / math.log(step) + 1e-9) + 1
+            make = lambda i: a * step ** i  # noqa: E731
+        elif op == "+":
+            if step <= 0:
+                raise InputError(name, text, f"arithmetic range {item!r} needs a step > 0")
+            count = math.floor((b - a) / step + 1e-9) + 1
+            make = lambda i: a + i * step  # noqa: E731
+        else:
+            raise InputError(name, text, f"range {item!r}: step {parts[2].strip()!r} must start with x (geometric) "
+                             f"or + (arithmetic); {syntax}")
+        if count > MAX_AXIS_VALUES:
+            raise InputError(name, text, f"range {item!r} has {count:,} values (limit {MAX_AXIS_VALUES:,})")
+        values.append(_round12(make(np.arange(count, dtype=float))))
+    out = np.concatenate(values)
+    if out.size > MAX_AXIS_VALUES:
+        raise InputError(name, text, f"{out.size:,} values (limit {MAX_AXIS_VALUES:,})")
+    uniq, counts = np.unique(out, return_counts=True)
+    if (counts > 1).any():
+        raise InputError(name, text, f"the value {uniq[counts > 1][0]:g} appears twice (rows would repeat)")
+    return out
+
+
+@dataclass(frozen=True)
+class SweepGrid:
+    """A lazily materialised cartesian grid over a base scenario (picklable: ships to Dask workers).
+
+    ``base``: the base scenario's one-row table columns (numbers as float, text as str/None);
+    ``axes``: ordered ``{column: values}``; ``same_work``: scale ``useful_training_h`` by
+    ``base nodes / row nodes`` (perfect scaling, as :meth:`Scenario.with_nodes`). Row ``i``
+    (0-based) takes axis ``k``'s value number ``(i // prod(len(later axes))) % len(axis k)``.
+    """
+
+    base: dict
+    axes: dict
+    same_work: bool = False
+
+    @property
+    def rows(self) -> int:
+        return int(np.prod([len(v) for v in self.axes.values()], dtype=object)) if self.axes else 1
+
+    def chunk(self, start: int = 0, stop: Optional[int] = None) -> pd.DataFrame:
+        """Rows ``start .. stop-1`` of the grid as a scenario table; index ``row`` = position + 1."""
+        stop = self.rows if stop is None else min(stop, self.rows)
+        start = max(0, min(start, stop))
+        idx = np.arange(start, stop, dtype=np.int64)
+        index = pd.Index(idx + 1, name="row")
+        cols: dict[str, Any] = {}
+        for c, v in self.base.items():
+            if column_kind(c) == "text":
+                cols[c] = pd.Series(np.full(len(idx), v, dtype=object), index=index, dtype=TEXT_DTYPE)
+            else:
+                cols[c] = np.full(len(idx), np.nan if v is None else float(v))
+        lengths = [len(v) for v in self.axes.values()]
+        stride = int(np.prod(lengths, dtype=object)) if lengths else 1
+        for (c, values), L in zip(self.axes.items(), lengths):
+            stride //= L
+            cols[c] = np.asarray(values, dtype=float)[(idx // stride) % L]
+        if self.same_work:
+            cols["useful_training_h"] = np.asarray(cols["useful_training_h"]) * float(self.base["nodes"]) / cols["nodes"]
+        table = pd.DataFrame(cols, index=index)
+        return table
+
+
+def _base_scenario(base: Scenario) -> Scenario:
+    if isinstance(base, Scenario):
+        return base
+    shown = str(base) if isinstance(base, (str, bytes)) or hasattr(base, "__fspath__") else type(base).__name__
+    raise InputError("base", shown, "must be a Scenario: the engine reads no file, load a template or TOML file "
+                     "first (ckptplan.files.load_scenario)")
+
+
+def sweep_grid(base: Scenario, *, same_work: bool = False, **axes: Sequence[float]) -> SweepGrid:
+    """The grid of ``axes`` over the scenario ``base``, not yet evaluated.
+
+    Axis names: numeric scenario fields (:data:`~engine.scenario.FIELDS`) or the base's
+    ``domain{i}_mtbf_h``/``domain{i}_nodes_per_domain``. Values: finite numbers, no repeats.
+    Sweeping ``node_mtbf_h`` drops a ``job_mtbf_h`` override of the base (else the override would
+    win on every row), as ``ckptplan plan --node-mtbf-h`` does. ``same_work=True``: the job needs
+    the same useful GPU-hours on every row (``useful_training_h`` scales by base nodes / nodes).
+    """
+    sc = _base_scenario(base)
+    # description and source describe the template, not each row: left out of the grid
+    table = to_table([sc]).drop(columns=["description", "source"])
+    row = {c: (None if (isinstance(v, float) and math.isnan(v)) else (v.item() if isinstance(v, np.generic) else v))
+           for c, v in table.iloc[0].items()}
+    if not axes:
+        raise InputError("axes", None, "give at least one axis, e.g. checkpoint_stall_min=[0.5, 1, 2]")
+    clean: dict[str, np.ndarray] = {}
+    for name, values in axes.items():
+        if column_kind(name) != "number" or (name.startswith("domain") and name not in row):
+            known = [f.name for f in FIELDS]
+            close = difflib.get_close_matches(name, known, n=1)
+            raise InputError("axis", name, "is not a numeric scenario field" + (f" (did you mean {close[0]}?)" if close else ""))
+        if isinstance(values, (str, bytes)):
+            values = parse_axis(values, name)
+        arr = np.asarray(values, dtype=object).reshape(-1)
+        if arr.size == 0:
+            raise InputError(name, list(values), "an axis needs at least one value")
+        for v in arr:
+            if not _is_number(v) or not math.isfinite(float(v)):
+                raise InputError(name, v, "axis values must be finite numbers")
+        arr = arr.astype(float)
+        uniq, counts = np.unique(arr, return_counts=True)
+        if (counts > 1).any():
+            raise InputError(name, float(uniq[counts > 1][0]), "appears twice in the axis (rows would repeat)")
+        clean[name] = arr
+    if "node_mtbf_h" in clean and "job_mtbf_h" not in clean:
+        row["job_mtbf_h"] = None
+    if same_work and not isinstance(same_work, bool):
+        raise InputError("same_work", same_work, "must be True or False")
+    return SweepGrid(base=row, axes=clean, same_work=bool(same_work))
+
+
+def sweep(base: Scenario, *, deadline: bool = False, runs: int = DEFAULT_RUNS,
+          seed: int = DEFAULT_SEED, failures: Union[str, "_mc.FailureLaw"] = "exponential", final_save: bool = False,
+          same_work: bool = False, max_rows: int = MAX_SWEEP_ROWS, **axes: Sequence[float]) -> pd.DataFrame:
+    """Evaluate the cartesian grid of ``axes`` over ``base``: one row per combination.
+
+    ``sweep(base, checkpoint_stall_min=[0.5, 1, 2], nodes=[64, 128, 256], price_per_gpu_hour=[2, 2.5])``
+    gives 3 x 3 x 2 = 18 rows, the first axis varying slowest; an axis may also be a string in
+    :func:`parse_axis` syntax (``nodes="64:4096:x2"``). Other arguments as :func:`evaluate_rows` and
+    :func:`sweep_grid`. In memory: refuses grids above ``max_rows`` (about 0.6 KB per result row);
+    stream larger ones with :func:`iter_results` + :func:`ckptplan.workbook.results.write_results`
+    or run them on Dask with :func:`sweep_dask`.
+    """
+    grid = sweep_grid(base, same_work=same_work, **axes)
+    if grid.rows > max_rows:
+        raise InputError("rows", grid.rows, f"exceeds max_rows = {max_rows:,} for an in-memory sweep: stream it to a "
+                         "file (ckptplan sweep -o, ckptplan.workbook.results.write_results) or use sweep_dask")
+    return evaluate_rows(grid.chunk(), deadline=deadline, runs=runs, seed=seed, failures=failures,
+                         final_save=final_save)
+
+
+def sweep_dask(base: Scenario, *, partition_rows: int = DEFAULT_CHUNK_ROWS,
+               deadline: bool = False, runs: int = DEFAULT_RUNS, seed: int = DEFAULT_SEED,
+               failures: Union[str, "_mc.FailureLaw"] = "exponential", final_save: bool = False,
+               same_work: bool = False, **axes: Sequence[float]):
+    """:func:`sweep` as a lazy ``dask.dataframe.DataFrame``: the grid is built on the workers.
+
+    Partition ``k`` holds grid rows ``k*partition_rows ..``; each is built by
+    :meth:`SweepGrid.chunk` and evaluated by :func:`evaluate_rows` (``map_partitions``), so the
+    result equals :func:`sweep` exactly, with no row count limit on the client. Compute it on any
+    ``distributed`` cluster, or stream it to a file with :func:`ckptplan.workbook.results.write_results`.
+    """
+    import dask.dataframe as dd
+
+    grid = sweep_grid(base, same_work=same_work, **axes)
+    step = int(as_float_array("partition_rows", partition_rows, "count"))
+    bounds = [(a, min(a + step, grid.rows)) for a in range(0, grid.rows, step)]
+    table = dd.from_map(_grid_part, bounds, grid=grid, meta=grid.chunk(0, 0),
+                        divisions=[a + 1 for a, _ in bounds] + [grid.rows], label="ckptplan-sweep-grid",
+                        enforce_metadata=False)
+    return evaluate_rows(table, deadline=deadline, runs=runs, seed=seed, failures=failures, final_save=final_save)
+
+
+def _grid_part(bounds: tuple[int, int], grid: SweepGrid) -> pd.DataFrame:
+    return grid.chunk(*bounds)
+
+
+# ================================================================================== streaming
+
+def iter_results(source: Any, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, window: Optional[int] = None,
+                 **options: Any) -> Iterator[pd.DataFrame]:
+    """Evaluated chunks, in order, of a table, a :class:`SweepGrid` or a dask DataFrame.
+
+    * pandas DataFrame: :func:`evaluate_rows` on ``chunk_rows`` rows at a time (``options`` go to it);
+    * :class:`SweepGrid`: its rows ``chunk_rows`` at a time, evaluated the same way;
+    * dask DataFrame (already evaluated, e.g. from :func:`sweep_dask`): its partitions in order,
+      computed on the current ``distributed`` client if there is one (at most ``window``
+      partitions in flight, default 2 per worker thread, so memory stays bounded), else with
+      dask's default scheduler one after another.
+
+    Results equal one :func:`evaluate_rows` call on the whole input (rows are independent).
+    """
+    step = int(as_float_array("chunk_rows", chunk_rows, "count"))
+    if isinstance(source, SweepGrid):
+        for a in range(0, source.rows, step):
+            yield evaluate_rows(source.chunk(a, a + step), **options)
+    elif isinstance(source, pd.DataFrame):
+        cell_errors = options.pop("cell_errors", source.attrs.get("cell_errors", {}))
+        _check_columns(source, options.get("extra_columns", "error"))
+        if len(source) == 0:
+            yield evaluate_rows(source, cell_errors=cell_errors, **options)
+        for a in range(0, len(source), step):
+            yield evaluate_rows(source.iloc[a:a + step], cell_errors=cell_errors, **options)
+    elif is_dask(source):
+        if options:
+            raise InputError("options", sorted(options), "apply evaluate_rows to the dask DataFrame first")
+        yield from _iter_dask(source, window)
+    else:
+        raise InputError("source", type(source).__name__, "must be a pandas DataFrame, a SweepGrid or a dask DataFrame")
+
+
+def _iter_dask(ddf: Any, window: Optional[int]) -> Iterator[pd.DataFrame]:
+    parts = ddf.to_delayed()
+    try:
+        from distributed import default_client
+        client = default_client()
+    except (ImportError, ValueError):
+        client = None
+    if client is None:
+        for d in parts:
+            yield d.compute()
+        return
+    if window is None:
+        window = max(2, 2 * sum(client.nthreads().values()))
+    it = iter(parts)
+    flight = collections.deque(client.compute(d) for d in itertools.islice(it, window))
+    while flight:
+        fut = flight.popleft()
+        part = fut.result()
+        fut.release()
+        nxt = next(it, None)
+        if nxt is not None:
+            flight.append(client.compute(nxt))
+        yield part

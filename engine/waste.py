@@ -18,7 +18,7 @@ References
 * [Daly06] J. T. Daly, "A higher order estimate of the optimum checkpoint interval for restart
   dumps", Future Generation Computer Systems 22(3), 303-312, 2006 (doi:10.1016/j.future.2004.11.016):
   the complete cost function for Poisson failures (expected wall time with restart time R), its
-  exact optimum through Lambert's W, and the perturbation (higher-order) estimate of the optimum.
+  exact optimum through Lambert's W (solved here by a series and Newton steps), and the perturbation (higher-order) estimate of the optimum.
   Worked cases: 5-minute dump, R = 10 min: 117 min at M = 24 h, 57 min at M = 6 h, 9.1 min at
   M = 15 min (Figs. 3-5).
 * [Bougeret11] M. Bougeret, H. Casanova, M. Rabie, Y. Robert, F. Vivien, "Checkpointing strategies
@@ -31,7 +31,6 @@ Every function broadcasts over scalars, numpy arrays and pandas Series and raise
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import lambertw
 
 from ._inputs import InputError, check_finite_result, prepare
 
@@ -209,16 +208,28 @@ def _waste(T_, C_, M_, R_, W_, s_):
 # Lambert-W series of 1 + W0(z) near the branch point z = -1/e in p = sqrt(2 (1 + e z)):
 # W0 = -1 + p - p^2/3 + 11/72 p^3 - 43/540 p^4 + 769/17280 p^5 - 221/8505 p^6 + ...
 _SERIES = (1.0, -1.0 / 3.0, 11.0 / 72.0, -43.0 / 540.0, 769.0 / 17280.0, -221.0 / 8505.0)
+#: Newton steps on y = 1 - x: from the lower bound the error squares each step; 8 reach rounding for c in [1e-3, 700]
+_NEWTON_STEPS = 8
 
 
 def _exact_x(c):
-    """Solve ``(1 - x) exp(x + c) = 1`` for x in [0, 1): x = 1 + W0(-exp(-1 - c))."""
+    """Solve ``(1 - x) exp(x + c) = 1`` for x in [0, 1): x = 1 + W0(-exp(-1 - c)).
+
+    Below ``c = 1e-3``: the Lambert-W series in ``p = sqrt(2 (1 - e^-c))``. Above: Newton's method
+    on ``h(y) = ln y - y + 1 + c`` for ``y = 1 - x`` from ``y0 = max(1 - sqrt(2c), exp(-1 - c))``, a
+    lower bound of the root; ``h`` is increasing and concave on (0, 1), so the iterates rise
+    monotonically to the root, quadratically once close (the iteration the workbook's formulas
+    use). Then two Newton steps on ``g(x) = x + c + log(1 - x)`` polish small ``x``.
+    """
     c = np.asarray(c, dtype=np.float64)
     p = np.sqrt(2.0 * -np.expm1(-c))
     series = sum(coef * p ** (k + 1) for k, coef in enumerate(_SERIES))
-    with np.errstate(over="ignore", invalid="ignore"):
-        lw = 1.0 + lambertw(-np.exp(-1.0 - c)).real
-    x = np.where(c < 1e-3, series, lw)
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
+        y = np.maximum(1.0 - np.sqrt(2.0 * c), np.exp(-1.0 - c))
+        for _ in range(_NEWTON_STEPS):
+            y = y - (np.log(y) - y + 1.0 + c) / (1.0 / y - 1.0)
+    # beyond c ~ 700 the root y ~ exp(-1 - c) underflows: x = 1 to double precision
+    x = np.where(c < 1e-3, series, np.where(c > 700.0, 1.0, 1.0 - y))
     # two Newton steps on g(x) = x + c + log1p(-x) polish both branches to full precision
     for _ in range(2):
         safe = (x > 0) & (x < 0.5)

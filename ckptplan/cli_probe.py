@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import tomli_w
 import typer
@@ -26,15 +26,17 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import engine
-from .instruments import audit as _audit
-from .instruments import probe as _probe
 from .instruments import trainer as _trainer
+
+if TYPE_CHECKING:  # the probe and the audit load when their command runs
+    from .instruments import audit as _audit
+    from .instruments import probe as _probe
 
 # `from package import module` resolves through sys.modules, so this works even when ckptplan.cli
 # imports this module while it is still initialising; names are looked up at call time.
 from ckptplan import common as _cli
 
-__all__ = ["REQUIRED_PIECES", "print_audit", "print_probe", "probed_scenario", "register", "scenario_toml"]
+__all__ = ["print_audit", "print_probe", "probed_scenario", "register", "scenario_toml"]
 
 
 def _ms(seconds: float) -> str:
@@ -51,7 +53,7 @@ def _diff(x: float) -> str:
 
 # ------------------------------------------------------------------------------------------ probe
 
-def print_probe(result: _probe.ProbeResult) -> None:
+def print_probe(result: "_probe.ProbeResult") -> None:
     """The probe's figures as tables: save cost by method, resume verification, notes."""
     cfg = result.config
     con = _cli.console
@@ -95,7 +97,7 @@ def print_probe(result: _probe.ProbeResult) -> None:
         con.print(f"note: {escape(note)}", highlight=False)
 
 
-def probed_scenario(result: _probe.ProbeResult, template: Optional[str], method: str) -> engine.Scenario:
+def probed_scenario(result: "_probe.ProbeResult", template: Optional[str], method: str) -> engine.Scenario:
     """The template scenario (default: seed) with the save-cost fields measured by ``method``."""
     summary = result.methods[method]
     base = _cli.scenario_from_options(template, summary.scenario_overrides())
@@ -112,7 +114,7 @@ def probed_scenario(result: _probe.ProbeResult, template: Optional[str], method:
     )
 
 
-def scenario_toml(scenario: engine.Scenario, result: _probe.ProbeResult, method: str) -> str:
+def scenario_toml(scenario: engine.Scenario, result: "_probe.ProbeResult", method: str) -> str:
     """TOML text loadable by :func:`files.load_scenario`, with a comment header naming the probe."""
     s = result.methods[method]
     cfg = result.config
@@ -137,10 +139,10 @@ def scenario_toml(scenario: engine.Scenario, result: _probe.ProbeResult, method:
 
 _STATUS_STYLE = {"present": "green", "missing": "bold red", "unknown": "yellow"}
 #: pieces ``audit --strict`` requires (a loss scaler is needed only for fp16 training)
-REQUIRED_PIECES = tuple(p for p in _audit.PIECES if p != "grad_scaler")
 
 
-def print_audit(report: _audit.AuditReport) -> None:
+def print_audit(report: "_audit.AuditReport") -> None:
+
     con = _cli.console
     con.print(f"[bold]{escape(report.path)}[/]  {report.format}, {_mb(report.size_bytes)} MB in {report.files} file(s), "
               f"{report.tensors} tensors ({_mb(report.tensor_bytes)} MB)", highlight=False)
@@ -211,6 +213,8 @@ def register(app: typer.Typer) -> None:
             _cli.fail("PyTorch is not installed: the probe needs it (pip install 'ckptplan[torch]'; "
                       "a CPU build is enough). `ckptplan audit` works without it.")
         try:
+            from .instruments import probe as _probe
+
             result = _probe.run_probe(cfg, directory=directory, keep=keep,
                                       progress=lambda msg: _cli.err_console.print(f"[dim]{escape(msg)}[/]",
                                                                                   highlight=False))
@@ -259,6 +263,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Which restorable-state pieces a checkpoint holds: read without executing anything from the file."""
         try:
+            from .instruments import audit as _audit
+
             report = _audit.audit_checkpoint(checkpoint)
         except ValueError as exc:
             _cli.fail(str(exc))
@@ -269,7 +275,7 @@ def register(app: typer.Typer) -> None:
         else:
             print_audit(report)
         if strict:
-            lacking = [p for p in REQUIRED_PIECES if report.status(p) != "present"]
+            lacking = [p for p in _audit.RESUME_PIECES if report.status(p) != "present"]
             if lacking or not report.complete:
                 why = ([f"not present: {', '.join(lacking)}"] if lacking else []) + ([] if report.complete else ["incomplete"])
                 _cli.err_console.print(f"[bold red]not restorable as-is:[/] {escape('; '.join(why))}", highlight=False)

@@ -28,10 +28,12 @@ from ._inert import (_DTYPE_BYTES, _MAX_PICKLE_BYTES, _inert_load, _Leaf, _Opaqu
                      _walk)
 from ._storage import _disk_usage
 
-__all__ = ["PIECES", "WHY", "AuditReport", "PieceStatus", "audit_checkpoint"]
+__all__ = ["PIECES", "RESUME_PIECES", "WHY", "AuditReport", "PieceStatus", "audit_checkpoint"]
 
 #: restorable-state pieces, in the order of the workbook's Readiness sheet
 PIECES: tuple[str, ...] = ("model", "optimizer", "step", "data_position", "rng", "lr_scheduler", "grad_scaler")
+#: the pieces a bit-identical resume needs (all but the fp16 loss scaler, which bf16/fp32 runs lack)
+RESUME_PIECES: tuple[str, ...] = tuple(p for p in PIECES if p != "grad_scaler")
 WHY: dict[str, str] = {
     "model": "Without the weights there is nothing to resume.",
     "optimizer": "A fresh optimizer (no moments, no step counts) changes the trajectory after restore.",

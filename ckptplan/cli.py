@@ -146,7 +146,7 @@ def workbook_cmd(
     force: bool = typer.Option(False, "--force", help="Overwrite the output file if it exists"),
 ) -> None:
     """Write a planning workbook (live Excel formulas) and print the headline numbers."""
-    from . import engine, files, workbook  # the command line is the only part of ckptplan that knows every side
+    from . import files, workbook  # the command line is the only part of ckptplan that knows every side
     from .files.atomic import atomic_write
 
     try:
@@ -166,7 +166,7 @@ def workbook_cmd(
             from .workbook.udf_sheet import add_udf_sheet
             add_udf_sheet(built.workbook)
         atomic_write(output, lambda tmp: built.workbook.save(tmp), force=force)
-        row = engine.evaluate(sc).iloc[0]
+        row = built.results.iloc[0]
     except FileExistsError as exc:
         fail(str(exc))
     except ValueError as exc:

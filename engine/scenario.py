@@ -306,11 +306,30 @@ def evaluate(table: pd.DataFrame | Scenario | Iterable[Scenario]) -> pd.DataFram
     Long-run model for exponential failures (:func:`engine.waste.expected_wall_time`); for
     deadlines and non-exponential failures see :mod:`ckptplan.engine.deadline` (exact finite job: :mod:`ckptplan.engine.finite`; Monte Carlo: :mod:`ckptplan.engine.montecarlo`).
     """
-    if isinstance(table, Scenario):
-        table = to_table([table])
-    elif not isinstance(table, pd.DataFrame):
-        table = to_table(table)
-    return _evaluate_valid(table, validate_table(table))
+    if isinstance(table, pd.DataFrame):
+        return _evaluate_valid(table, validate_table(table))
+    scenarios = [table] if isinstance(table, Scenario) else list(table)
+    if not scenarios:
+        raise InputError("table", "[]", "holds no scenario")
+    for i, sc in enumerate(scenarios):
+        if not isinstance(sc, Scenario):
+            raise InputError(f"table[{i}]", type(sc).__name__,
+                             "must be a Scenario, a list of them, or a DataFrame (see engine.to_table)")
+    # a Scenario was validated when it was made: its numbers go to the models unchecked
+    return _evaluate_valid(to_table(scenarios), _scenario_columns(scenarios))
+
+
+def _scenario_columns(scenarios: list[Scenario]) -> dict[str, np.ndarray]:
+    """The float columns :func:`validate_table` would return for these (already valid) scenarios."""
+    def column(values: list[Any]) -> np.ndarray:
+        return np.array([np.nan if v is None else float(v) for v in values], dtype=np.float64)
+
+    cols = {f.name: column([getattr(sc, f.name) for sc in scenarios]) for f in FIELDS}
+    for i in range(1, max((len(sc.domains) for sc in scenarios), default=0) + 1):
+        doms = [sc.domains[i - 1] if len(sc.domains) >= i else None for sc in scenarios]
+        cols[f"domain{i}_mtbf_h"] = column([None if d is None else d.mtbf_h for d in doms])
+        cols[f"domain{i}_nodes_per_domain"] = column([None if d is None else d.nodes_per_domain for d in doms])
+    return cols
 
 
 def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.DataFrame:

@@ -55,6 +55,7 @@ class Built:
     workbook: Workbook
     checks: list[Check] = dc_field(default_factory=list)
     input_cells: dict[str, str] = dc_field(default_factory=dict)   # input key -> "Inputs!$B$5"
+    results: pd.DataFrame | None = None  # engine.evaluate of the baseline (row 0) and the alternative (row 1)
 
 
 def scenario_inputs(sc: engine.Scenario) -> dict[str, Any]:
@@ -504,13 +505,13 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     the Deadline sheet (see :func:`workbook.deadline_report`); left out when None. ``readiness``:
     status and evidence per checklist item, kept from an edited workbook (see :func:`read_inputs`).
     """
-    engine.evaluate(scenario)  # validates, and refuses scenarios the engine cannot evaluate
     if alternative is None:
         alternative = scenario.replace(checkpoint_stall_min=scenario.checkpoint_stall_min / 4,
                                        name=f"{scenario.name}, storage 4x faster")
-    engine.evaluate(alternative)
+    # one evaluation of both (refuses scenarios the models cannot evaluate); kept for the caller
+    results = engine.evaluate([scenario, alternative])
     wb = Workbook()
-    built = Built(wb)
+    built = Built(wb, results=results)
     _inputs_sheet(wb, scenario, built)
     refs = _plan_sheet(wb, scenario, built)
     _curve_sheet(wb, refs, built)

@@ -39,25 +39,48 @@ def headline(row: "pd.Series") -> dict[str, Any]:
             "gpus", "total_gpu_hours", "useful_gpu_hours", "save_gpu_hours", "rework_gpu_hours", "restart_gpu_hours",
             "total_cost", "useful_cost", "save_cost", "rework_cost", "restart_cost", "goodput",
             "cost_per_useful_gpu_hour", "currency"]
+    keys += [k for k in DEADLINE_KEYS if k in row.index]
     out: dict[str, Any] = {}
     for k in keys:
         v = row[k]
-        out[k] = v if isinstance(v, str) else float(v)
+        out[k] = v if isinstance(v, str) else (None if v != v else float(v))  # NaN (not given) -> null
+    from .engine.validity import model_warnings
+
+    out["warnings"] = model_warnings(row.to_frame().T)[0]
     return out
 
 
-def print_plan(row: "pd.Series") -> None:
+#: the analytic deadline figures of evaluate(), when the scenario has a deadline
+DEADLINE_KEYS = ("p_finish_by_deadline", "wall_h_p50", "wall_h_p90", "wall_h_p99")
+
+
+def _given(overrides: dict[str, Any] | None) -> str:
+    """The fields set on the command line, as the header shows them."""
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    return ", ".join(f"{k} = {v:,g}" for k, v in given.items())
+
+
+def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None) -> None:
+    """The headline figures as tables; ``overrides``: the fields set on the command line (shown in the header)."""
+    from rich.markup import escape
     from rich.table import Table
 
     from . import engine
+    from .engine.validity import model_warnings
 
     cur = row["currency"]
-    console.print(f"[bold]{row['name']}[/]  {row.get('description', '') or ''}", highlight=False)
+    given = _given(overrides)
+    if given:
+        console.print(f"[bold]{escape(str(row['name']))}[/] with {escape(given)}  (template: "
+                      f"{escape(str(row.get('description', '') or ''))})", highlight=False)
+    else:
+        console.print(f"[bold]{escape(str(row['name']))}[/]  {escape(str(row.get('description', '') or ''))}",
+                      highlight=False)
     console.print(
-        f"job MTBF {row['job_mtbf_h']:.2f} h  |  stall {row['checkpoint_stall_min']:g} min"
+        f"{int(row['nodes']):,} nodes, job MTBF {row['job_mtbf_h']:,.2f} h  |  stall {row['checkpoint_stall_min']:g} min"
         + (f" + async write {row['async_write_min']:g} min at {row['async_slowdown_fraction']:.0%} slowdown"
            f" (effective {row['effective_stall_min']:.3g} min)" if row["async_write_min"] > 0 else "")
-        + f"  |  restart {row['restart_min']:g} min  |  {int(row['gpus'])} GPUs", highlight=False)
+        + f"  |  restart {row['restart_min']:g} min  |  {int(row['gpus']):,} GPUs", highlight=False)
 
     t = Table(title="Checkpoint interval by model", title_justify="left")
     t.add_column("model")
@@ -90,8 +113,14 @@ def print_plan(row: "pd.Series") -> None:
                       f"interval; the async model gives {row['waste_fraction']:.2%} (throughput lost during the "
                       f"{row['async_write_min']:g} min write, and rework while the checkpoint is not yet durable)",
                       highlight=False)
-    console.print(f"goodput {row['goodput']:.2%}  |  {row['cost_per_useful_gpu_hour']:.3f} {cur} per useful GPU-hour "
-                  f"(list price {row['price_per_gpu_hour']:g})", highlight=False)
+    console.print(f"goodput {row['goodput']:.2%}  |  {row['cost_per_useful_gpu_hour']:,.3f} {escape(str(cur))} per useful "
+                  f"GPU-hour (list price {row['price_per_gpu_hour']:,.2f})", highlight=False)
+    if "p_finish_by_deadline" in row.index and row["p_finish_by_deadline"] == row["p_finish_by_deadline"]:
+        console.print(f"deadline {row['deadline_h']:,g} h: P(finish) {row['p_finish_by_deadline']:.1%}; wall h "
+                      f"P50 / P90 / P99 {row['wall_h_p50']:,.1f} / {row['wall_h_p90']:,.1f} / {row['wall_h_p99']:,.1f} "
+                      "(analytic, exponential failures; `ckptplan deadline` simulates)", highlight=False)
+    for warning in model_warnings(row.to_frame().T)[0]:
+        console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
 
 
 @app.command()
@@ -116,7 +145,7 @@ def plan(
     if as_json:
         typer.echo(json.dumps(headline(row), indent=2))
     else:
-        print_plan(row)
+        print_plan(row, overrides)
 
 
 @app.command()
@@ -138,7 +167,7 @@ def workbook_cmd(
     template: Optional[str] = typer.Option(None, "--template", "-t", help="Preset name or TOML file; default: seed"),
     scenario_file: Optional[Path] = typer.Option(None, "--scenario", help="Scenario TOML file (same as --template FILE)"),
     from_workbook: Optional[Path] = typer.Option(None, "--from", help="Regenerate from a planning workbook you edited, keeping its inputs"),
-    alternative: Optional[str] = typer.Option(None, "--alternative", help="Compare sheet alternative (preset or TOML); default: storage 4x faster"),
+    alternative: Optional[str] = typer.Option(None, "--alternative", help="A scenario (preset or TOML) to compare as the first alternative, written as its changes to the baseline; default: storage 4x faster, 2x nodes, restarts 2x faster"),
     deadline_runs: int = typer.Option(20000, "--deadline-runs", help="Monte Carlo runs for the Deadline sheet"),
     seed: int = typer.Option(0, "--seed", help="Monte Carlo seed for the Deadline sheet"),
     no_deadline: bool = typer.Option(False, "--no-deadline", help="Leave out the Deadline sheet (no simulation)"),
@@ -153,15 +182,16 @@ def workbook_cmd(
         if from_workbook is not None:
             if template or scenario_file:
                 fail("--from takes the inputs from the workbook: leave out --template/--scenario")
-            sc, alt = workbook.read_inputs(from_workbook)
+            sc, designs = workbook.read_inputs(from_workbook)
             readiness = workbook.read_readiness(from_workbook)
         else:
             sc = files.load_scenario(scenario_file or template or DEFAULT_TEMPLATE)
-            alt, readiness = None, None
-        if alternative is not None:
-            alt = files.load_scenario(alternative)
+            designs, readiness = None, None
+        alt = files.load_scenario(alternative) if alternative is not None else None
+        if alt is not None:
+            designs = None  # the alternative replaces the first design
         report = None if no_deadline else workbook.deadline_report(sc, runs=deadline_runs, seed=seed)
-        built = workbook.build_workbook(sc, alternative=alt, deadline=report, readiness=readiness)
+        built = workbook.build_workbook(sc, alternative=alt, designs=designs, deadline=report, readiness=readiness)
         if with_udfs:
             from .workbook.udf_sheet import add_udf_sheet
             add_udf_sheet(built.workbook)

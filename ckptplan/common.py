@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -18,11 +19,22 @@ from .files.atomic import atomic_write_text
 if TYPE_CHECKING:  # the models load only when a command runs
     from .engine.scenario import Scenario
 
-__all__ = ["DEFAULT_TEMPLATE", "console", "emit_scenario_file", "err_console", "fail", "field_options",
+__all__ = ["DEFAULT_TEMPLATE", "PIPED_WIDTH", "console", "emit_scenario_file", "err_console", "fail", "field_options",
            "scenario_from_options"]
 
-console = Console()
-err_console = Console(stderr=True)
+#: width of the output when it is piped or redirected (a terminal's own width is used on a terminal):
+#: wide enough that no table truncates a figure; set COLUMNS to choose another
+PIPED_WIDTH = 160
+
+
+def _console(stderr: bool = False) -> Console:
+    probe = Console(stderr=stderr)
+    wide = not probe.is_terminal and "COLUMNS" not in os.environ
+    return Console(stderr=stderr, width=PIPED_WIDTH if wide else None)
+
+
+console = _console()
+err_console = _console(stderr=True)
 
 DEFAULT_TEMPLATE = "seed"
 

@@ -34,7 +34,12 @@ __all__ = ["DOMAIN_COL", "RowProblems", "Scenario", "check_columns", "derived_co
 def _post_init(self) -> None:
     object.__setattr__(self, "domains", tuple(
         d if isinstance(d, FailureDomain) else FailureDomain(**d) for d in self.domains))
-    validate_table(to_table([self]))
+    table = to_table([self])
+    check_columns(table)
+    _, _, problems = table_problems(table)
+    if problems.by_row:  # one scenario: name the field, not a table row
+        err = problems.by_row[0][0]
+        raise InputError(err.field, err.value, err.rule)
 
 
 def _replace(self, **changes: Any) -> "Scenario":

@@ -65,7 +65,7 @@ def test_regenerate_from_edited_workbook_keeps_inputs(tmp_path):
     built = workbook.write_workbook(tmp_path / "plan.xlsx", SEED)
     wb = load_workbook(tmp_path / "plan.xlsx")
     edits = {"checkpoint_stall_min": 0.75, "nodes": 512, "domain1_mtbf_h": 25000, "domain1_nodes_per_domain": 32,
-             "alt:async_write_min": 3.0}
+             "alt1:set:async_write_min": 3.0, "alt2:times:restart_min": 0.5}
     for key, value in edits.items():
         sheet, cell = built.input_cells[key].split("!")
         wb[sheet][cell.replace("$", "")] = value
@@ -73,13 +73,16 @@ def test_regenerate_from_edited_workbook_keeps_inputs(tmp_path):
     wb["Readiness"]["D5"] = "run 42, 2026-11-30"
     wb.save(tmp_path / "edited.xlsx")
 
-    sc, alt = read_inputs(tmp_path / "edited.xlsx")
+    sc, designs = read_inputs(tmp_path / "edited.xlsx")
     assert (sc.checkpoint_stall_min, sc.nodes) == (0.75, 512)
     assert sc.domains[0].mtbf_h == 25000 and sc.domains[0].nodes_per_domain == 32
-    assert alt.async_write_min == 3.0 and alt.checkpoint_stall_min == SEED.checkpoint_stall_min / 4
+    alt = designs[0].apply(sc)  # an alternative is changes on the (edited) baseline
+    assert alt.async_write_min == 3.0 and alt.checkpoint_stall_min == 0.75 / 4 and alt.nodes == 512
+    assert designs[1].times == {"nodes": 2.0, "useful_training_h": 0.5, "restart_min": 0.5}
     kept = read_readiness(tmp_path / "edited.xlsx")
     assert kept["Model weights"] == ("restore tested", "run 42, 2026-11-30")
-    again = workbook.write_workbook(tmp_path / "again.xlsx", sc, alternative=alt, readiness=kept)
+    again = workbook.write_workbook(tmp_path / "again.xlsx", sc, designs=designs, readiness=kept)
+    assert again.designs == designs
     wb2 = load_workbook(tmp_path / "again.xlsx")
     sheet, cell = again.input_cells["checkpoint_stall_min"].split("!")
     assert wb2[sheet][cell.replace("$", "")].value == 0.75
@@ -90,7 +93,7 @@ def test_invalid_inputs_are_all_reported_by_sheet_cell_and_rule(tmp_path):
     built = workbook.write_workbook(tmp_path / "plan.xlsx", SEED)
     wb = load_workbook(tmp_path / "plan.xlsx")
     bad = {"checkpoint_stall_min": -2, "nodes": 12.5, "node_mtbf_h": "lots", "restart_min": "=1/0",
-           "useful_training_h": None, "alt:async_slowdown_fraction": 1.5}
+           "useful_training_h": None, "alt1:set:async_slowdown_fraction": 1.5}
     for key, value in bad.items():
         sheet, cell = built.input_cells[key].split("!")
         wb[sheet][cell.replace("$", "")] = value
@@ -99,7 +102,8 @@ def test_invalid_inputs_are_all_reported_by_sheet_cell_and_rule(tmp_path):
         read_inputs(tmp_path / "bad.xlsx")
     msg = str(info.value)
     assert "6 invalid input(s)" in msg
-    for key in ("checkpoint_stall_min", "nodes", "node_mtbf_h", "restart_min", "useful_training_h", "async_slowdown_fraction"):
+    for key in ("checkpoint_stall_min", "nodes", "node_mtbf_h", "restart_min", "useful_training_h",
+                "alt1_set_async_slowdown_fraction"):
         assert f"({key})" in msg
     sheet, cell = built.input_cells["checkpoint_stall_min"].split("!")
     assert f"{sheet}!{cell.replace('$', '')} (checkpoint_stall_min) = -2: must be a number >= 0" in msg

@@ -10,8 +10,6 @@ cell that mirrors an engine figure, which the tests recalculate and compare.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -25,11 +23,13 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
 from .. import engine
-from ..engine.cost import HOURS_PER_MONTH
+from ..engine.designs import default_designs, design_from_scenario
 from ..files.atomic import atomic_write
 from ..engine.fields import DOMAIN_SLOTS, Field
 
 from . import formulas as F
+from .compare_sheet import compare_sheet
+from .manifest import Built, Check
 from . import style as S
 from .notes import NOTES, READINESS
 
@@ -39,24 +39,6 @@ __all__ = ["CURVE_FACTORS", "KEY_OUTPUTS", "Built", "Check", "build_workbook", "
 CURVE_FACTORS = tuple(float(x) for x in np.round(np.geomspace(0.2, 5.0, 41), 6))
 KEY_OUTPUTS = ("job_mtbf_h", "young_interval_min", "daly_interval_min", "exact_interval_min", "chosen_interval_min",
                "waste_fraction", "wall_h", "total_gpu_hours", "total_cost", "goodput")
-
-@dataclass
-class Check:
-    """A formula cell that must equal an engine figure after recalculation."""
-
-    sheet: str
-    cell: str
-    context: tuple          # which engine evaluation: ("plan",), ("scaling", nodes), ...
-    key: str                # column of engine.evaluate, or a named figure of the context
-
-
-@dataclass
-class Built:
-    workbook: Workbook
-    checks: list[Check] = dc_field(default_factory=list)
-    input_cells: dict[str, str] = dc_field(default_factory=dict)   # input key -> "Inputs!$B$5"
-    results: pd.DataFrame | None = None  # engine.evaluate of the baseline (row 0) and the alternative (row 1)
-
 
 def scenario_inputs(sc: engine.Scenario) -> dict[str, Any]:
     """Inputs-sheet values of a scenario, keyed by defined name (None = blank cell)."""
@@ -318,81 +300,6 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> None:
     ws.add_chart(chart, f"A{last + 23}")
 
 
-def _compare_sheet(wb: Workbook, base: engine.Scenario, alt: engine.Scenario, built: Built) -> None:
-    ws = wb.create_sheet("Compare")
-    ws["F4"] = "Alternative name"
-    ws["G4"] = alt.name
-    ws["G4"].font = S.INPUT_FONT
-    S.name(wb, "alt_scenario_name", "Compare", "G4")
-    S.title(ws, f"Compare: baseline against an alternative ({alt.name})",
-           "Baseline inputs follow the Inputs sheet; change the alternative's blue cells. Positive savings favour the alternative.")
-    S.header(ws, 4, ["Quantity", "Baseline", "Alternative", "Unit"])
-    alt_values = scenario_inputs(alt)
-    refs_b: dict[str, str] = {}
-    refs_a: dict[str, str] = {}
-    row = 5
-    for key, field in F.INPUTS.items():
-        ws.cell(row=row, column=1, value=field.label)
-        ws.cell(row=row, column=2, value=f'=IF({key}="","",{key})')
-        c = ws.cell(row=row, column=3, value=alt_values[key])
-        c.font, c.fill = S.INPUT_FONT, S.INPUT_FILL
-        c.number_format = ws.cell(row=row, column=2).number_format = "0.00##" if not field.integer else "#,##0"
-        dv = _validation(field, f"C{row}")
-        ws.add_data_validation(dv)
-        dv.add(c)
-        ws.cell(row=row, column=4, value=_unit(field, base.currency))
-        refs_b[key], refs_a[key] = f"$B${row}", f"$C${row}"
-        built.input_cells[f"alt:{key}"] = f"Compare!$C${row}"
-        S.name(wb, f"alt_{key}", "Compare", f"C{row}")
-        row += 1
-    row += 1
-    for calc in F.CALCS:
-        ws.cell(row=row, column=1, value=calc.label)
-        for col, refs, ctx in ((2, refs_b, ("compare", "base")), (3, refs_a, ("compare", "alt"))):
-            letter = get_column_letter(col)
-            cell = ws.cell(row=row, column=col, value="=" + calc.expr(refs))
-            cell.number_format = calc.fmt
-            refs[calc.key] = f"${letter}${row}"
-            if calc.engine_key:
-                built.checks.append(Check("Compare", f"{letter}{row}", ctx, calc.engine_key))
-        ws.cell(row=row, column=4, value=S.fmt_unit(calc.unit, base.currency))
-        if calc.helper:
-            ws.row_dimensions[row].outlineLevel = 1
-            ws.row_dimensions[row].hidden = True
-        row += 1
-    row += 1
-    S.header(ws, row, ["Savings of the alternative", "Per run", "Per month", "Unit"])
-    row += 1
-    ws.cell(row=row, column=1, value="Hours in a month (365.2425 days / 12)")
-    ws.cell(row=row, column=2, value=HOURS_PER_MONTH).number_format = "0.000"
-    hours_cell = f"$B${row}"
-    row += 1
-    ws.cell(row=row, column=1, value="Runs per month (input, else the baseline run back to back)")
-    ws.cell(row=row, column=2, value=(f'=IF(runs_per_month<>"",runs_per_month,'
-                                      f'IF(ISNUMBER({refs_b["wall_h"]}),{hours_cell}/{refs_b["wall_h"]},{F.NEVER}))')
-            ).number_format = "0.000"
-    built.checks.append(Check("Compare", f"B{row}", ("compare_savings",), "runs_per_month"))
-    runs_cell = f"$B${row}"
-    row += 1
-    for key, label, unit, fmt in (("wall_h", "Wall hours saved", "h", F.HOURS),
-                                  ("gpu_hours", "GPU-hours saved", "GPU-h", F.GPU_HOURS),
-                                  ("money", "Money saved", base.currency, F.MONEY)):
-        src = {"wall_h": "wall_h", "gpu_hours": "total_gpu_hours", "money": "total_cost"}[key]
-        ws.cell(row=row, column=1, value=label).font = Font(bold=True)
-        both = f"AND(ISNUMBER({refs_b[src]}),ISNUMBER({refs_a[src]}),ISNUMBER({runs_cell}))"
-        ws.cell(row=row, column=2, value=f"=IF({both},{refs_b[src]}-{refs_a[src]},{F.NEVER})").number_format = fmt
-        ws.cell(row=row, column=3, value=f"=IF({both},B{row}*{runs_cell},{F.NEVER})" if key != "wall_h" else None)
-        ws.cell(row=row, column=3).number_format = fmt
-        ws.cell(row=row, column=4, value=unit)
-        built.checks.append(Check("Compare", f"B{row}", ("compare_savings",), f"{key}_saved_per_run"))
-        if key != "wall_h":
-            built.checks.append(Check("Compare", f"C{row}", ("compare_savings",), f"{key}_saved_per_month"))
-        row += 1
-    for col, width in zip("ABCDEFG", (62, 18, 18, 16, 3, 18, 30)):
-        ws.column_dimensions[col].width = width
-    ws.freeze_panes = "B5"
-
-
 def _scenarios_sheet(wb: Workbook, table: pd.DataFrame, built: Built, currency: str) -> None:
     """One row per scenario: inputs as blue values, every figure as a live formula of its row."""
     ws = wb.create_sheet("Scenarios")
@@ -496,27 +403,32 @@ def _notes_sheet(wb: Workbook) -> None:
 
 def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | None = None,
                    scenarios: pd.DataFrame | None = None, deadline: dict[str, Any] | None = None,
-                   readiness: dict[str, tuple[Any, Any]] | None = None) -> Built:
+                   readiness: dict[str, tuple[Any, Any]] | None = None, designs: tuple | None = None) -> Built:
     """Build the planning workbook in memory (see :func:`write_workbook` to save it).
 
-    ``alternative``: the Compare sheet's alternative (default: the same scenario with storage 4x
-    faster, i.e. a quarter of the blocking stall). ``scenarios``: an optional table (as
+    ``designs``: the Compare sheet's alternatives, each a set of changes on the baseline
+    (:class:`ckptplan.engine.designs.Design`; default :func:`~ckptplan.engine.designs.default_designs`:
+    storage 4x faster, twice the nodes for the same training, restarts twice as fast).
+    ``alternative``: a whole scenario to compare instead, written as the changes that turn the
+    baseline into it (the first alternative). ``scenarios``: an optional table (as
     :func:`engine.to_table`) written to a Scenarios sheet. ``deadline``: Monte Carlo answers for
     the Deadline sheet (see :func:`workbook.deadline_report`); left out when None. ``readiness``:
     status and evidence per checklist item, kept from an edited workbook (see :func:`read_inputs`).
     """
-    if alternative is None:
-        alternative = scenario.replace(checkpoint_stall_min=scenario.checkpoint_stall_min / 4,
-                                       name=f"{scenario.name}, storage 4x faster")
-    # one evaluation of both (refuses scenarios the models cannot evaluate); kept for the caller
-    results = engine.evaluate([scenario, alternative])
+    if designs is None:
+        designs = default_designs(scenario)
+        if alternative is not None:
+            designs = (design_from_scenario(scenario, alternative),) + tuple(designs[1:])
+    designs = tuple(designs)
+    # one evaluation of all (refuses designs the models cannot evaluate); kept for the caller
+    results = engine.evaluate([scenario] + [d.apply(scenario) for d in designs])
     wb = Workbook()
-    built = Built(wb, results=results)
+    built = Built(wb, results=results, designs=designs)
     _inputs_sheet(wb, scenario, built)
     refs = _plan_sheet(wb, scenario, built)
     _curve_sheet(wb, refs, built)
     _scaling_sheet(wb, scenario, built)
-    _compare_sheet(wb, scenario, alternative, built)
+    compare_sheet(wb, scenario, designs, built)
     if scenarios is not None:
         _scenarios_sheet(wb, scenarios, built, scenario.currency)
     _deadline_sheet(wb, deadline)

@@ -20,7 +20,8 @@ from openpyxl import load_workbook
 from .. import engine
 from ..engine import InputError
 from ..files.untrusted import check_xlsx_package
-from ..engine.fields import DOMAIN_SLOTS
+from ..engine.designs import Design
+from ..engine.fields import DOMAIN_SLOTS, RULES
 from ..engine.reliability import FailureDomain
 
 from . import formulas as F
@@ -116,8 +117,39 @@ def _defused(exc: BaseException) -> BaseException | None:
     return None
 
 
-def read_inputs(path: str | Path) -> tuple[engine.Scenario, engine.Scenario]:
-    """The baseline scenario (Inputs sheet) and the Compare alternative of an edited workbook.
+def _read_designs(wb, problems: list) -> list[tuple[str, dict[str, float], dict[str, float]]]:
+    """The Compare sheet's alternatives as (name, set, times), their change cells checked: a "set to"
+    value against its field's rule, an "x baseline" factor > 0 (blank = same as the baseline)."""
+    designs = []
+    k = 1
+    while (found := _cell(wb, f"alt{k}_name")) is not None:
+        name = found[2]
+        name = str(name).strip() if name not in (None, "") and not str(name).startswith("=") else f"alternative {k}"
+        changes: dict[str, dict[str, float]] = {"set": {}, "times": {}}
+        for key, field in F.INPUTS.items():
+            for kind in ("set", "times"):
+                cell = _cell(wb, f"alt{k}_{kind}_{key}")
+                if cell is None:
+                    continue
+                sheet, ref, value = cell
+                if value is None or (isinstance(value, str) and value.strip() == ""):
+                    continue
+                rule = field.check if kind == "set" else RULES["positive"]
+                what = f"alt{k}_{kind}_{key}"  # the cell's defined name
+                if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                    problems.append((sheet, ref, what, value, f"must be {rule.noun} or blank, not text"))
+                elif not math.isfinite(value) or not bool(rule.predicate(float(value))):
+                    problems.append((sheet, ref, what, value, f"must be {rule.noun} or blank"))
+                else:
+                    changes[kind][field.name] = float(value)
+        designs.append((name, changes["set"], changes["times"]))
+        k += 1
+    return designs
+
+
+def read_inputs(path: str | Path) -> tuple[engine.Scenario, tuple[Design, ...]]:
+    """The baseline scenario (Inputs sheet) and the Compare sheet's alternatives (designs: sets of
+    changes on the baseline) of an edited workbook.
 
     Raises :class:`WorkbookInputError` listing every invalid input (sheet, cell, rule), or
     :class:`engine.InputError` for a file that is not a readable workbook.
@@ -137,7 +169,7 @@ def read_inputs(path: str | Path) -> tuple[engine.Scenario, engine.Scenario]:
         raise InputError("--from", str(path), f"is not a readable .xlsx workbook ({type(exc).__name__}: {first_line})") from None
     problems: list = []
     base = _read_block(wb, "", problems)
-    alt = _read_block(wb, "alt_", problems)
+    found = _read_designs(wb, problems)
     if problems:
         raise WorkbookInputError(path, problems)
 
@@ -148,10 +180,10 @@ def read_inputs(path: str | Path) -> tuple[engine.Scenario, engine.Scenario]:
     currency = text("currency", "USD")
     try:
         sc = _scenario(base, text("scenario_name", path.stem), currency, path.name)
-        alternative = _scenario(alt, text("alt_scenario_name", f"{path.stem} alternative"), currency, path.name)
+        designs = tuple(Design(name, set=set_, times=times) for name, set_, times in found)
     except InputError as exc:
         raise InputError(f"{path.name}: {exc.field}", exc.value, exc.rule) from None
-    return sc, alternative
+    return sc, designs
 
 
 def read_readiness(path: str | Path) -> dict[str, tuple[Any, Any]]:

@@ -1,0 +1,181 @@
+"""The Compare sheet: the live baseline against alternatives, each a set of changes on top of it.
+
+An alternative is a design (:class:`ckptplan.engine.designs.Design`): per input, blank = the
+baseline's value (whatever the planner makes it on the Inputs sheet), "set to" a value, or
+"x baseline" a factor of the baseline's value (0.25 = a quarter). Every alternative input is a
+live formula of the Inputs sheet and its two blue change cells, every figure a formula of the
+Plan's (:data:`workbook.formulas.CALCS`), and the savings against the baseline are per run and
+per month, as :func:`ckptplan.engine.compare_plans` computes them. The recalculation tests
+compare every figure with the engine on the baseline and on ``design.apply(baseline)``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from openpyxl import Workbook
+from openpyxl.styles import Alignment, Font
+from openpyxl.utils import get_column_letter
+from openpyxl.worksheet.datavalidation import DataValidation
+
+from ..engine.cost import HOURS_PER_MONTH
+from ..engine.fields import RULES
+from . import formulas as F
+from . import style as S
+from .manifest import Built, Check
+
+if TYPE_CHECKING:
+    from ..engine.designs import Design
+    from ..engine.scenario import Scenario
+
+__all__ = ["FIRST_INPUT_ROW", "SHEET", "compare_sheet", "value_column"]
+
+SHEET = "Compare"
+FIRST_INPUT_ROW = 7
+_COLS_PER_DESIGN = 3   # set to | x baseline | value
+
+
+def value_column(k: int) -> int:
+    """Column of alternative ``k``'s values (1-based ``k``); its change cells are the two before it."""
+    return 3 + _COLS_PER_DESIGN * k
+
+
+def _change_validation(kind: str, field, ref: str) -> DataValidation:
+    rule = field.check if kind == "set" else RULES["positive"]
+    what = (f"set {field.defined_name} to {rule.noun}" if kind == "set"
+            else f"multiply the baseline's {field.defined_name} by a factor, {rule.noun}")
+    return DataValidation(**rule.data_validation(ref), allow_blank=True, showInputMessage=True, showErrorMessage=True,
+                          promptTitle=("set to" if kind == "set" else "x baseline"),
+                          prompt=f"Blank = same as the baseline; else {what}."[:255], errorTitle="Invalid change",
+                          error=f"{field.defined_name}: {what}, or leave it blank."[:225], errorStyle="stop")
+
+
+def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]", built: Built) -> None:
+    """Write the Compare sheet for ``designs`` on top of the live baseline (see the module notes)."""
+    ws = wb.create_sheet(SHEET)
+    S.title(ws, "Compare: the baseline and alternatives, each a set of changes to it",
+            "Every alternative follows the Inputs sheet except where its blue cells say otherwise: 'set to' a value, "
+            "or 'x baseline' a factor of the baseline's value (0.25 = a quarter). Blank = same as the baseline. "
+            "Positive savings favour the alternative.", 3 + _COLS_PER_DESIGN * len(designs))
+    ws.row_dimensions[2].height = 30
+    names_row, changes_row, head_row = 4, 5, 6
+    ws.cell(row=names_row, column=1, value="Alternative (type a name)").font = Font(bold=True)
+    ws.cell(row=changes_row, column=1, value="What changes (from the blue cells below)").font = S.NOTE_FONT
+    S.header(ws, head_row, ["Input", "Unit", "Baseline"])
+    refs_b: dict[str, str] = {}
+    refs_a: list[dict[str, str]] = [{} for _ in designs]
+    row = FIRST_INPUT_ROW
+    keys = list(F.INPUTS)
+    for k, design in enumerate(designs, start=1):
+        vcol = value_column(k)
+        first = get_column_letter(vcol - 2)
+        ws.merge_cells(start_row=names_row, start_column=vcol - 2, end_row=names_row, end_column=vcol)
+        name = ws.cell(row=names_row, column=vcol - 2, value=design.name)
+        name.font, name.fill = Font(bold=True, color="0000FF"), S.INPUT_FILL
+        S.name(wb, f"alt{k}_name", SHEET, f"{first}{names_row}")
+        built.input_cells[f"alt{k}:name"] = f"{SHEET}!${first}${names_row}"
+        ws.merge_cells(start_row=changes_row, start_column=vcol - 2, end_row=changes_row, end_column=vcol)
+        described = "&".join(
+            f'IF({first}{FIRST_INPUT_ROW + i}<>"","{key} = "&{first}{FIRST_INPUT_ROW + i}&"; ",'
+            f'IF({get_column_letter(vcol - 1)}{FIRST_INPUT_ROW + i}<>"","{key} x"&'
+            f'{get_column_letter(vcol - 1)}{FIRST_INPUT_ROW + i}&"; ",""))' for i, key in enumerate(keys))
+        c = ws.cell(row=changes_row, column=vcol - 2, value=f'=IF(({described})="","no change",{described})')
+        c.font, c.alignment = S.NOTE_FONT, Alignment(wrap_text=True, vertical="top")
+        S.header(ws, head_row, ["set to", "x baseline", "value"], col=vcol - 2)
+    ws.row_dimensions[changes_row].height = 42
+    for key, field in F.INPUTS.items():
+        ws.cell(row=row, column=1, value=field.label)
+        ws.cell(row=row, column=2, value=S.fmt_unit(field.unit if field.unit != "per GPU-h" else "money per GPU-h",
+                                                     base.currency))
+        base_cell = ws.cell(row=row, column=3, value=f'=IF({key}="","",{key})')
+        base_cell.number_format = "0.00##" if not field.integer else "#,##0"
+        refs_b[key] = f"$C${row}"
+        for k, design in enumerate(designs, start=1):
+            vcol = value_column(k)
+            set_ref, times_ref = f"{get_column_letter(vcol - 2)}{row}", f"{get_column_letter(vcol - 1)}{row}"
+            dkey = field.name  # the design's key: the registry name (job_mtbf_h, domain1_mtbf_h, ...)
+            times = None if dkey in design.set else design.times.get(dkey)
+            for col, kind, value in ((vcol - 2, "set", design.set.get(dkey)), (vcol - 1, "times", times)):
+                cell = ws.cell(row=row, column=col, value=value)
+                cell.font, cell.fill = S.INPUT_FONT, S.INPUT_FILL
+                cell.number_format = "0.00##"
+                dv = _change_validation(kind, field, cell.coordinate)
+                ws.add_data_validation(dv)
+                dv.add(cell)
+                S.name(wb, f"alt{k}_{kind}_{key}", SHEET, cell.coordinate)
+                built.input_cells[f"alt{k}:{kind}:{key}"] = f"{SHEET}!${get_column_letter(col)}${row}"
+            value = ws.cell(row=row, column=vcol, value=(f'=IF({set_ref}<>"",{set_ref},IF(AND({times_ref}<>"",'
+                                                         f'$C${row}<>""),$C${row}*{times_ref},$C${row}))'))
+            value.number_format = base_cell.number_format
+            refs_a[k - 1][key] = f"${get_column_letter(vcol)}${row}"
+        row += 1
+    row += 1
+    ws.cell(row=row, column=1, value="Input check (each alternative's inputs against their rules)").font = Font(bold=True)
+    ws.cell(row=row, column=3, value='=IF(input_problems="","OK",input_problems)')
+    for k in range(1, len(designs) + 1):
+        problems = F.input_problems(refs_a[k - 1])
+        c = ws.cell(row=row, column=value_column(k), value=f'=IF(({problems})="","OK",{problems})')
+        c.font = Font(bold=True, color="C00000")
+    row += 2
+    S.header(ws, row, ["Figure", "Unit", "Baseline"] + [x for k in designs for x in ("", "", "value")])
+    row += 1
+    columns = [(3, refs_b, ("compare", "base"))] + [(value_column(k), refs_a[k - 1], ("compare", k))
+                                                      for k in range(1, len(designs) + 1)]
+    for calc in F.CALCS:
+        ws.cell(row=row, column=1, value=calc.label)
+        ws.cell(row=row, column=2, value=S.fmt_unit(calc.unit, base.currency))
+        for col, refs, ctx in columns:
+            letter = get_column_letter(col)
+            cell = ws.cell(row=row, column=col, value="=" + calc.expr(refs))
+            cell.number_format = calc.fmt
+            refs[calc.key] = f"${letter}${row}"
+            if calc.engine_key:
+                built.checks.append(Check(SHEET, f"{letter}{row}", ctx, calc.engine_key))
+        if calc.helper:
+            ws.row_dimensions[row].outlineLevel = 1
+            ws.row_dimensions[row].hidden = True
+        row += 1
+    row = _savings(ws, row + 1, refs_b, refs_a, base.currency, built)
+    widths = {"A": 58, "B": 14, "C": 16}
+    for k in range(1, len(designs) + 1):
+        vcol = value_column(k)
+        widths.update({get_column_letter(vcol - 2): 10, get_column_letter(vcol - 1): 10, get_column_letter(vcol): 16})
+    for col, width in widths.items():
+        ws.column_dimensions[col].width = width
+    ws.freeze_panes = f"D{FIRST_INPUT_ROW}"
+    ws.sheet_properties.outlinePr.summaryBelow = False
+
+
+def _savings(ws, row: int, refs_b: dict[str, str], refs_a: list[dict[str, str]], currency: str, built: Built) -> int:
+    """Savings of each alternative against the baseline, per run and per month (engine.compare_plans)."""
+    S.header(ws, row, ["Savings against the baseline", "Unit", "Baseline"] +
+             [x for _ in refs_a for x in ("", "", "saved")])
+    row += 1
+    ws.cell(row=row, column=1, value="Hours in a month (365.2425 days / 12)")
+    ws.cell(row=row, column=3, value=HOURS_PER_MONTH).number_format = "0.000"
+    hours_cell = f"$C${row}"
+    row += 1
+    ws.cell(row=row, column=1, value="Runs per month (input, else the baseline run back to back)")
+    ws.cell(row=row, column=2, value="runs")
+    ws.cell(row=row, column=3, value=(f'=IF(runs_per_month<>"",runs_per_month,'
+                                      f'IF(ISNUMBER({refs_b["wall_h"]}),{hours_cell}/{refs_b["wall_h"]},{F.NEVER}))')
+            ).number_format = "0.000"
+    built.checks.append(Check(SHEET, f"C{row}", ("compare_savings", 1), "runs_per_month"))
+    runs_cell = f"$C${row}"
+    row += 1
+    figures = (("wall_h", "Wall hours saved per run", "h", F.HOURS, "wall_h_saved_per_run", False),
+               ("total_gpu_hours", "GPU-hours saved per run", "GPU-h", F.GPU_HOURS, "gpu_hours_saved_per_run", False),
+               ("total_gpu_hours", "GPU-hours saved per month", "GPU-h", F.GPU_HOURS, "gpu_hours_saved_per_month", True),
+               ("total_cost", "Money saved per run", currency, F.MONEY, "money_saved_per_run", False),
+               ("total_cost", "Money saved per month", currency, F.MONEY, "money_saved_per_month", True))
+    for src, label, unit, fmt, key, monthly in figures:
+        ws.cell(row=row, column=1, value=label).font = Font(bold=True)
+        ws.cell(row=row, column=2, value=unit)
+        for k, refs in enumerate(refs_a, start=1):
+            letter = get_column_letter(value_column(k))
+            both = f"AND(ISNUMBER({refs_b[src]}),ISNUMBER({refs[src]}),ISNUMBER({runs_cell}))"
+            saved = f"({refs_b[src]}-{refs[src]})" + (f"*{runs_cell}" if monthly else "")
+            ws.cell(row=row, column=value_column(k), value=f"=IF({both},{saved},{F.NEVER})").number_format = fmt
+            built.checks.append(Check(SHEET, f"{letter}{row}", ("compare_savings", k), key))
+        row += 1
+    return row

@@ -53,9 +53,10 @@ class ValidityCheck:
         return self.excel.format(**refs)
 
 
-def _num(x: str) -> str:
-    """An Excel test that ``x`` holds a number (guarded cells show a text when the model breaks)."""
-    return f"ISNUMBER({x})"
+def _if_number(x: str, condition: str) -> str:
+    """``condition`` only where ``x`` holds a number: guarded cells show a text when the model breaks,
+    and Excel's AND would evaluate (and fail on) the arithmetic anyway."""
+    return f"IF(ISNUMBER({x}),{condition},FALSE)"
 
 
 CHECKS: tuple[ValidityCheck, ...] = (
@@ -67,12 +68,12 @@ CHECKS: tuple[ValidityCheck, ...] = (
     ValidityCheck(
         "failures_per_segment",
         lambda r: r["expected_failures"] * r["chosen_interval_min"] >= r["useful_training_h"] * 60.0,
-        "AND(" + _num("{expected_failures}") + ",{expected_failures}*{chosen_interval_min}>={useful_training_h}*60)",
+        _if_number("{expected_failures}", "{expected_failures}*{chosen_interval_min}>={useful_training_h}*60"),
         "one failure or more is expected per segment: the job mostly redoes lost work"),
     ValidityCheck(
         "high_waste",
         lambda r: r["waste_fraction"] > HIGH_WASTE,
-        "AND(" + _num("{waste_fraction}") + f",{{waste_fraction}}>{HIGH_WASTE})",
+        _if_number("{waste_fraction}", f"{{waste_fraction}}>{HIGH_WASTE}"),
         f"more than {HIGH_WASTE:.0%} of the wall time is saves, rework and restarts"),
     ValidityCheck(
         "first_order_out_of_range",

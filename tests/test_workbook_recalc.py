@@ -12,6 +12,7 @@ from ckptplan import engine
 from ckptplan import files
 from ckptplan import workbook
 from ckptplan.workbook.build import CURVE_FACTORS
+from ckptplan.engine.validity import warnings_text
 from ckptplan.workbook.recalc import error_cells, recalculate, soffice
 
 pytestmark = pytest.mark.skipif(soffice() is None, reason="LibreOffice not installed (scripts/test.sh installs it)")
@@ -77,8 +78,24 @@ def expected(context: tuple, key: str, sc: engine.Scenario, alt: tuple, table_ro
     raise AssertionError(context)
 
 
+def expected_warnings(context: tuple, sc: engine.Scenario, designs: tuple, table_rows) -> str:
+    """The engine's validity warnings for the scenario a flag cell describes ("OK" when none)."""
+    kind = context[0]
+    if kind == "scenarios":
+        text = warnings_text(table_rows)[context[1]]
+    else:
+        scenario = {"plan": lambda: sc, "scaling": lambda: sc.with_nodes(context[1]).replace(interval_min=None),
+                    "compare": lambda: sc if context[1] == "base" else designs[context[1] - 1].apply(sc)}[kind]()
+        text = warnings_text(engine.evaluate(scenario))[0]
+    return text or "OK"
+
+
 def compare_all(built: workbook.Built, recalculated: Path, sc, alt, table_rows=None) -> int:
     values = load_workbook(recalculated, data_only=True)
+    wrong = [(f.sheet, f.cell, values[f.sheet][f.cell].value, want) for f in built.flags
+             if values[f.sheet][f.cell].value != (want := expected_warnings(f.context, sc, alt, table_rows))]
+    assert not wrong, f"{len(wrong)} model-check cells differ from the engine's warnings, e.g. {wrong[:3]}"
+    assert built.flags
     cache: dict = {}
     mismatches = []
     for chk in built.checks:
@@ -192,3 +209,29 @@ def test_input_check_names_pasted_invalid_inputs(tmp_path):
                         "[0, 1); nodes must be a whole number >= 1; useful_training_h is required; ")
     assert load_workbook(outs[1], data_only=True)["Plan"]["B3"].value == "OK"
     assert good.workbook.defined_names["input_check"]
+
+
+def test_simulation_sheet_says_when_its_inputs_changed(tmp_path):
+    """The Deadline sheet's Monte Carlo values name the inputs edited since they were simulated,
+    and a regeneration from the edited workbook (`ckptplan workbook --from`) brings them up to date."""
+    from typer.testing import CliRunner
+
+    from ckptplan.cli import app
+
+    report = workbook.deadline_report(SEED, runs=500, seed=0)
+    built = workbook.write_workbook(tmp_path / "plan.xlsx", SEED, deadline=report)
+    wb = load_workbook(tmp_path / "plan.xlsx")
+    for key, value in {"nodes": 256, "useful_training_h": 360.0}.items():
+        sheet, cell = built.input_cells[key].split("!")
+        wb[sheet][cell.replace("$", "")] = value
+    wb.save(tmp_path / "edited.xlsx")
+    res = CliRunner().invoke(app, ["workbook", "--from", str(tmp_path / "edited.xlsx"), "-o",
+                                   str(tmp_path / "regenerated.xlsx"), "--deadline-runs", "500"])
+    assert res.exit_code == 0, res.output
+    outs = recalculate([tmp_path / "plan.xlsx", tmp_path / "edited.xlsx", tmp_path / "regenerated.xlsx"],
+                       tmp_path / "out")
+    status = [load_workbook(o, data_only=True)["Deadline"]["B3"].value for o in outs]
+    assert status[0] == "up to date"
+    assert status[1].startswith("OUT OF DATE: inputs changed since this simulation: nodes, useful_training_h.")
+    assert status[2] == "up to date"
+    assert all(error_cells(o) == [] for o in outs)

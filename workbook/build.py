@@ -27,6 +27,7 @@ from ..engine.designs import default_designs, design_from_scenario
 from ..files.atomic import atomic_write
 from ..engine.fields import DOMAIN_SLOTS, Field
 
+from . import flags
 from . import formulas as F
 from .compare_sheet import compare_sheet
 from .manifest import Built, Check
@@ -125,6 +126,14 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> dict[str, st
     ws.column_dimensions["F"].hidden = True
     S.name(wb, "input_check", "Plan", "B3")
     S.name(wb, "input_problems", "Plan", "F3")
+    ws["C3"] = "Model check"
+    ws["C3"].font = Font(bold=True)
+    ws["D3"] = "=" + flags.model_check({key: key for key in F.INPUT_KEYS} | {c.key: c.key for c in F.CALCS})
+    ws["D3"].alignment = Alignment(wrap_text=True, vertical="top")
+    flags.highlight(ws, "D3")
+    flags.highlight(ws, "B3")
+    S.name(wb, "model_check", "Plan", "D3")
+    built.flags.append(Check("Plan", "D3", ("plan",), "warnings"))
     S.header(ws, 4, ["Quantity", "Value", "Unit", "Defined name"])
     row = 5
     for calc in F.CALCS:
@@ -207,8 +216,8 @@ def _curve_sheet(wb: Workbook, refs: dict[str, str], built: Built) -> None:
 
 def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], dict[str, str]], calcs,
                    first_col: int, checks: list[Check], context: Callable[[int], tuple], sheet: str,
-                   visible: set[str] | None, currency: str) -> dict[str, int]:
-    """Write calcs as columns, one row per scenario; return key -> column index."""
+                   visible: set[str] | None, currency: str, flag_checks: list[Check] | None = None) -> dict[str, int]:
+    """Write calcs as columns, one row per scenario, then a model-check column; return key -> column index."""
     cols: dict[str, int] = {}
     for j, calc in enumerate(calcs):
         col = first_col + j
@@ -221,6 +230,10 @@ def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], di
         if visible is not None and calc.key not in visible:
             ws.column_dimensions[letter].outlineLevel = 1
             ws.column_dimensions[letter].hidden = True
+    flag_col = first_col + len(calcs)
+    head = ws.cell(row=first_row - 1, column=flag_col, value="Model check")
+    head.font, head.fill = S.HEADER_FONT, S.HEADER_FILL
+    ws.column_dimensions[get_column_letter(flag_col)].width = 40
     for i in range(n_rows):
         r = first_row + i
         refs = row_refs(r)
@@ -231,6 +244,14 @@ def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], di
             refs[calc.key] = f"{letter}{r}"
             if calc.engine_key:
                 checks.append(Check(sheet, f"{letter}{r}", context(i), calc.engine_key))
+        flag = ws.cell(row=r, column=flag_col, value="=" + flags.model_check(refs))
+        flag.alignment = Alignment(wrap_text=False)
+        if flag_checks is not None:
+            flag_checks.append(Check(sheet, flag.coordinate, context(i), "warnings"))
+    if n_rows:
+        letter = get_column_letter(flag_col)
+        flags.highlight(ws, f"{letter}{first_row}:{letter}{first_row + n_rows - 1}")
+    cols["model_check"] = flag_col
     return cols
 
 
@@ -267,7 +288,7 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> None:
 
     visible = {"job_mtbf_h", "exact_interval_min", "waste_fraction", "wall_h", "total_gpu_hours", "total_cost", "goodput"}
     cols = _table_columns(ws, first, len(nodes_list), refs, F.CALCS, 3, built.checks,
-                          lambda i: ("scaling", nodes_list[i]), "Scaling", visible, sc.currency)
+                          lambda i: ("scaling", nodes_list[i]), "Scaling", visible, sc.currency, built.flags)
     ws.sheet_properties.outlinePr.summaryRight = False
     ws.row_dimensions[head_row].height = 62
     last = first + len(nodes_list) - 1
@@ -319,7 +340,7 @@ def _scenarios_sheet(wb: Workbook, table: pd.DataFrame, built: Built, currency: 
         return {key: f"{get_column_letter(2 + j)}{r}" for j, key in enumerate(F.INPUT_KEYS)}
 
     _table_columns(ws, first, len(scenarios), refs, F.CALCS, 2 + len(F.INPUT_KEYS), built.checks,
-                   lambda i: ("scenarios", i), "Scenarios", None, currency)
+                   lambda i: ("scenarios", i), "Scenarios", None, currency, built.flags)
     ws.freeze_panes = ws.cell(row=first, column=2)
 
 
@@ -337,13 +358,23 @@ def _table_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
     return rows
 
 
-def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None) -> None:
+def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None, sc: engine.Scenario) -> None:
     if not report:
         return
     ws = wb.create_sheet("Deadline")
     S.title(ws, "Deadline: Monte Carlo answers (values, not formulas)",
            f"Computed by ckptplan's engine with {report['runs']:,} simulated runs, seed {report['seed']}, "
-           f"on {report['computed']}. Excel cannot rerun a simulation: regenerate the workbook to refresh these.")
+           f"on {report['computed']}, from the inputs listed below. Excel cannot rerun a simulation: regenerate the "
+           "workbook to refresh these. The Plan sheet's p_finish_by_deadline and wall_h_p50/p90/p99 are live.")
+    used = scenario_inputs(sc)
+    ws["A3"] = "Simulation status"
+    ws["A3"].font = Font(bold=True)
+    ws["B3"] = "=" + flags.stale_check([(key, key, used[key]) for key in F.INPUT_KEYS])
+    ws["B3"].alignment = Alignment(wrap_text=True, vertical="top")
+    ws.merge_cells("B3:C3")
+    ws.row_dimensions[3].height = 45
+    flags.highlight(ws, "B3", flags.UP_TO_DATE)
+    S.name(wb, "simulation_status", "Deadline", "B3")
     S.header(ws, 4, ["Figure", "Value", "Unit"])
     row = 5
     for label, value, unit, fmt in report["rows"]:
@@ -356,6 +387,13 @@ def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None) -> None:
     for note in report.get("notes", []):
         row += 1
         S.note(ws, row, note, 3)
+    row += 2
+    S.header(ws, row, ["Input this simulation used", "Value used", "Now on Inputs"])
+    for key, field in F.INPUTS.items():
+        row += 1
+        ws.cell(row=row, column=1, value=f"{field.label} ({key})")
+        ws.cell(row=row, column=2, value=used[key]).number_format = "0.00##" if not field.integer else "#,##0"
+        ws.cell(row=row, column=3, value=f'=IF({key}="","",{key})').number_format = ws.cell(row=row, column=2).number_format
     ws.column_dimensions["A"].width = 70
     ws.column_dimensions["B"].width = 18
     ws.column_dimensions["C"].width = 14
@@ -431,7 +469,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     compare_sheet(wb, scenario, designs, built)
     if scenarios is not None:
         _scenarios_sheet(wb, scenarios, built, scenario.currency)
-    _deadline_sheet(wb, deadline)
+    _deadline_sheet(wb, deadline, scenario)
     _readiness_sheet(wb, readiness)
     _notes_sheet(wb)
     for ws in wb.worksheets:

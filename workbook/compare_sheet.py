@@ -20,6 +20,7 @@ from openpyxl.worksheet.datavalidation import DataValidation
 
 from ..engine.cost import HOURS_PER_MONTH
 from ..engine.fields import RULES
+from . import flags
 from . import formulas as F
 from . import style as S
 from .manifest import Built, Check
@@ -135,7 +136,14 @@ def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]",
             ws.row_dimensions[row].outlineLevel = 1
             ws.row_dimensions[row].hidden = True
         row += 1
-    row = _savings(ws, row + 1, refs_b, refs_a, base.currency, built)
+    ws.cell(row=row, column=1, value="Model check (where the answer leaves the models' range)").font = Font(bold=True)
+    for col, refs, ctx in columns:
+        cell = ws.cell(row=row, column=col, value="=" + flags.model_check(refs))
+        cell.alignment = Alignment(wrap_text=True, vertical="top")
+        flags.highlight(ws, cell.coordinate)
+        built.flags.append(Check(SHEET, cell.coordinate, ctx, "warnings"))
+    ws.row_dimensions[row].height = 45
+    row = _savings(ws, row + 2, refs_b, refs_a, base.currency, built)
     widths = {"A": 58, "B": 14, "C": 16}
     for k in range(1, len(designs) + 1):
         vcol = value_column(k)

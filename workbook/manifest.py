@@ -31,3 +31,4 @@ class Built:
     input_cells: dict[str, str] = dc_field(default_factory=dict)   # input key -> "Inputs!$B$5"
     results: "pd.DataFrame | None" = None  # engine.evaluate of the baseline (row 0) and each design (rows 1..)
     designs: tuple[Any, ...] = ()          # the Compare sheet's alternatives (engine.designs.Design)
+    flags: list[Check] = dc_field(default_factory=list)  # model-check cells: key "warnings" of a context

@@ -1,0 +1,68 @@
+"""Live flag cells: a sheet says, in words, when its answer has left its model's range or is stale.
+
+* :func:`model_check`: the engine's validity checks (:data:`ckptplan.engine.validity.CHECKS`,
+  each declared once with its Excel condition) as one formula over a column's references: "OK",
+  or the reasons joined by "; " exactly as :func:`ckptplan.engine.validity.warnings_text` says them.
+* :func:`stale_check`: for values computed once by Python (the Monte Carlo), the inputs they were
+  computed with against the live Inputs: "up to date", or "OUT OF DATE: ..." naming the inputs
+  that changed since.
+* :func:`highlight`: conditional formatting that paints a flag cell red unless it reads OK.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from openpyxl.formatting.rule import FormulaRule
+from openpyxl.styles import Font, PatternFill
+
+from ..engine.validity import CHECKS
+
+__all__ = ["NEVER_FINISHES", "OK", "UP_TO_DATE", "highlight", "model_check", "stale_check"]
+
+OK = "OK"
+NEVER_FINISHES = "the expected wall time overflows: the job would essentially never finish"
+UP_TO_DATE = "up to date"
+_ALERT_FILL = PatternFill("solid", fgColor="F8CBAD")
+_ALERT_FONT = Font(bold=True, color="9C0006")
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def model_check(refs: Mapping[str, str]) -> str:
+    """Formula (without "=") giving "OK" or the reasons of every failed validity check.
+
+    Where the sheet's own guard has given up (the expected wall time overflows once an edited
+    input makes failures far more frequent than the job's steps), it says that instead: the engine
+    refuses such a scenario with the same words.
+    """
+    joined = "&".join(f'IF({check.excel_condition(refs)},{_quote("; " + check.reason)},"")' for check in CHECKS)
+    return (f'IF(NOT(ISNUMBER({refs["wall_h"]})),{_quote(NEVER_FINISHES)},'
+            f'IF(({joined})="",{_quote(OK)},MID({joined},3,2000)))')
+
+
+def stale_check(pairs: list[tuple[str, str, Any]]) -> str:
+    """Formula (without "=") comparing each (name, live reference, value used) pair.
+
+    "up to date" when every live input equals the value the computation used, else
+    "OUT OF DATE: inputs changed since this was computed: a, b; regenerate ...".
+    """
+    parts = []
+    for name, live, used in pairs:
+        if used is None:
+            same = f'{live}=""'
+        else:
+            same = f"AND(ISNUMBER({live}),{live}={float(used)!r})"
+        parts.append(f'IF({same},"",{_quote(name + ", ")})')
+    joined = "&".join(parts)
+    return (f'IF(({joined})="",{_quote(UP_TO_DATE)},"OUT OF DATE: inputs changed since this simulation: "&'
+            f'LEFT({joined},LEN({joined})-2)&". Regenerate: ckptplan workbook --from THIS_FILE")')
+
+
+def highlight(ws, cells: str, ok: str = OK) -> None:
+    """Paint ``cells`` (e.g. "B4" or "C9:C40") red and bold unless they read ``ok`` (or are empty)."""
+    first = cells.split(":")[0].replace("$", "")
+    ws.conditional_formatting.add(cells, FormulaRule(formula=[f'AND({first}<>"",{first}<>{_quote(ok)})'],
+                                                     fill=_ALERT_FILL, font=_ALERT_FONT))

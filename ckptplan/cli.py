@@ -195,7 +195,9 @@ def workbook_cmd(
         if with_udfs:
             from .workbook.udf_sheet import add_udf_sheet
             add_udf_sheet(built.workbook)
-        atomic_write(output, lambda tmp: built.workbook.save(tmp), force=force)
+        from .workbook.build import save
+
+        atomic_write(output, lambda tmp: save(built.workbook, tmp), force=force)
         row = built.results.iloc[0]
     except FileExistsError as exc:
         fail(str(exc))

@@ -113,6 +113,9 @@ def compare_all(built: workbook.Built, recalculated: Path, sc, alt, table_rows=N
     return len(built.checks)
 
 
+GENERATED: dict[str, Path] = {}
+
+
 @pytest.fixture(scope="module")
 def recalculated(tmp_path_factory):
     """Build every scenario's workbook (and the input-changed copies) and recalc them in one soffice run."""
@@ -135,6 +138,7 @@ def recalculated(tmp_path_factory):
         builds[f"changed-{name}"] = built
         paths.append(src / f"changed-{name}.xlsx")
     outs = recalculate(paths, out)
+    GENERATED.update({p.stem: p for p in paths})  # the files as written, before any recalculation
     return builds, {p.stem: o for p, o in zip(paths, outs)}, table
 
 
@@ -235,3 +239,42 @@ def test_simulation_sheet_says_when_its_inputs_changed(tmp_path):
     assert status[1].startswith("OUT OF DATE: inputs changed since this simulation: nodes, useful_training_h.")
     assert status[2] == "up to date"
     assert all(error_cells(o) == [] for o in outs)
+
+
+@pytest.mark.parametrize("name", list(BUILT_SCENARIOS))
+def test_generated_files_carry_every_formulas_value(recalculated, name):
+    """A reader that does not recalculate sees numbers: every formula cell of a freshly generated
+    workbook holds a cached value equal to LibreOffice's recalculation (numbers to 1e-9)."""
+    builds, outs, _ = recalculated
+    generated = GENERATED[name]
+    cached = load_workbook(generated, data_only=True)
+    formulas = load_workbook(generated)
+    lo = load_workbook(outs[name], data_only=True)
+    n, wrong = 0, []
+    for ws in formulas.worksheets:
+        for row in ws.iter_rows():
+            for c in row:
+                if not (isinstance(c.value, str) and c.value.startswith("=")):
+                    continue
+                n += 1
+                mine, theirs = cached[ws.title][c.coordinate].value, lo[ws.title][c.coordinate].value
+                if isinstance(theirs, (int, float)) and not isinstance(theirs, bool):
+                    ok = isinstance(mine, (int, float)) and math.isclose(mine, theirs, rel_tol=1e-9, abs_tol=1e-12)
+                else:
+                    ok = (mine or "").rstrip() == (theirs or "").rstrip() if not isinstance(theirs, bool) else mine is theirs
+                if not ok:
+                    wrong.append((ws.title, c.coordinate, mine, theirs))
+    assert n > 800 and not wrong, f"{len(wrong)} of {n} cached values differ from LibreOffice, e.g. {wrong[:4]}"
+
+
+def test_pandas_reads_the_plan_of_a_generated_workbook_without_recalculating(tmp_path):
+    import pandas as pd
+
+    workbook.write_workbook(tmp_path / "plan.xlsx", SEED)
+    plan = pd.read_excel(tmp_path / "plan.xlsx", sheet_name="Plan", header=3)
+    values = dict(zip(plan["Defined name"], plan["Value"]))
+    row = engine.evaluate(SEED).iloc[0]
+    for key in ("job_mtbf_h", "young_interval_min", "exact_interval_min", "waste_fraction", "wall_h",
+                "total_gpu_hours", "total_cost", "goodput"):
+        assert math.isclose(values[key], row[key], rel_tol=1e-9), key
+    assert values["job_mtbf_h"] == pytest.approx(20.0)

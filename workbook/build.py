@@ -30,12 +30,13 @@ from ..engine.fields import DOMAIN_SLOTS, Field
 from . import flags
 from . import formulas as F
 from .compare_sheet import compare_sheet
+from .evaluate import cached_values, store_cached_values
 from .manifest import Built, Check
 from . import style as S
 from .notes import NOTES, READINESS
 
-__all__ = ["CURVE_FACTORS", "KEY_OUTPUTS", "Built", "Check", "build_workbook", "scaling_nodes", "scenario_inputs",
-           "write_workbook"]
+__all__ = ["CURVE_FACTORS", "KEY_OUTPUTS", "Built", "Check", "build_workbook", "save", "scaling_nodes",
+           "scenario_inputs", "write_workbook"]
 
 CURVE_FACTORS = tuple(float(x) for x in np.round(np.geomspace(0.2, 5.0, 41), 6))
 KEY_OUTPUTS = ("job_mtbf_h", "young_interval_min", "daly_interval_min", "exact_interval_min", "chosen_interval_min",
@@ -478,9 +479,16 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     return built
 
 
+def save(wb: Workbook, path: str | Path) -> None:
+    """Save ``wb`` to ``path`` with every formula's result cached beside it (:mod:`.evaluate`), so a reader
+    that does not recalculate (pandas, previews) sees the numbers; Excel and LibreOffice recalculate on open."""
+    wb.save(path)
+    store_cached_values(Path(path), wb, cached_values(wb))
+
+
 def write_workbook(path: str | Path, scenario: engine.Scenario, force: bool = False, **kwargs: Any) -> Built:
     """Build and save atomically (temporary file + rename); refuses to overwrite without ``force``."""
     built = build_workbook(scenario, **kwargs)
-    atomic_write(path, lambda tmp: built.workbook.save(tmp), force=force)
+    atomic_write(path, lambda tmp: save(built.workbook, tmp), force=force)
     return built
 

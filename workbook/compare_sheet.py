@@ -77,10 +77,10 @@ def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]",
         built.input_cells[f"alt{k}:name"] = f"{SHEET}!${first}${names_row}"
         ws.merge_cells(start_row=changes_row, start_column=vcol - 2, end_row=changes_row, end_column=vcol)
         described = "&".join(
-            f'IF({first}{FIRST_INPUT_ROW + i}<>"","{key} = "&{first}{FIRST_INPUT_ROW + i}&"; ",'
-            f'IF({get_column_letter(vcol - 1)}{FIRST_INPUT_ROW + i}<>"","{key} x"&'
-            f'{get_column_letter(vcol - 1)}{FIRST_INPUT_ROW + i}&"; ",""))' for i, key in enumerate(keys))
-        c = ws.cell(row=changes_row, column=vcol - 2, value=f'=IF(({described})="","no change",{described})')
+            f'IF({first}{FIRST_INPUT_ROW + i}<>"","; {key} = "&{first}{FIRST_INPUT_ROW + i},'
+            f'IF({get_column_letter(vcol - 1)}{FIRST_INPUT_ROW + i}<>"","; {key} x"&'
+            f'{get_column_letter(vcol - 1)}{FIRST_INPUT_ROW + i},""))' for i, key in enumerate(keys))
+        c = ws.cell(row=changes_row, column=vcol - 2, value=f'=IF(({described})="","no change",MID({described},3,2000))')
         c.font, c.alignment = S.NOTE_FONT, Alignment(wrap_text=True, vertical="top")
         S.header(ws, head_row, ["set to", "x baseline", "value"], col=vcol - 2)
     ws.row_dimensions[changes_row].height = 42

@@ -165,7 +165,7 @@ TEXT_FIELDS: dict[str, tuple[str, str | None]] = {
 #: A correlated failure domain's numbers; a table holds domain ``i`` as ``domain{i}_{name}`` columns
 #: (and ``domain{i}_name`` text). The workbook offers :data:`DOMAIN_SLOTS` domains.
 DOMAIN_FIELDS: tuple[Field, ...] = (
-    Field("mtbf_h", "h", "MTBF of one domain (mean time between its events; empty = no such domain)", "positive"),
+    Field("mtbf_h", "h", "MTBF of one domain (empty = no such domain)", "positive"),
     Field("nodes_per_domain", "nodes", "nodes per domain", "count"),
 )
 DOMAIN_SLOTS = 3

@@ -97,10 +97,11 @@ CHECKS: tuple[ValidityCheck, ...] = (
 )
 
 
-def model_warnings(results: pd.DataFrame | Mapping[str, Any]) -> list[list[str]]:
+def model_warnings(results: pd.DataFrame | Mapping[str, Any], keys: bool = False) -> list[list[str]]:
     """The reasons each evaluated row leaves its models' range (an empty list when none).
 
     ``results``: a table from :func:`ckptplan.engine.evaluate` (or a mapping of its columns).
+    ``keys``: the checks' short keys (e.g. ``high_waste``) instead of the reasons, for table columns.
     """
     cols = {k: np.atleast_1d(np.asarray(results[k], dtype=np.float64)) for k in _needed()}
     n = len(next(iter(cols.values())))
@@ -108,13 +109,13 @@ def model_warnings(results: pd.DataFrame | Mapping[str, Any]) -> list[list[str]]
     with np.errstate(invalid="ignore"):
         for check in CHECKS:
             for i in np.flatnonzero(np.broadcast_to(check.test(cols), (n,))):
-                out[i].append(check.reason)
+                out[i].append(check.key if keys else check.reason)
     return out
 
 
-def warnings_text(results: pd.DataFrame | Mapping[str, Any]) -> list[str]:
+def warnings_text(results: pd.DataFrame | Mapping[str, Any], keys: bool = False) -> list[str]:
     """:func:`model_warnings` joined per row with "; " ("" when none): for a table column or a cell."""
-    return ["; ".join(w) for w in model_warnings(results)]
+    return ["; ".join(w) for w in model_warnings(results, keys)]
 
 
 def _needed() -> tuple[str, ...]:

@@ -86,7 +86,7 @@ def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> None:
         ws.cell(row=row, column=1, value=field.label)
         cell = ws.cell(row=row, column=2, value=values[key])
         cell.font, cell.fill = S.INPUT_FONT, S.INPUT_FILL
-        cell.number_format = "0.00##" if not field.integer else "#,##0"
+        cell.number_format = S.INPUT_NUMBER if not field.integer else S.INPUT_WHOLE
         ws.cell(row=row, column=3, value=_unit(field, sc.currency))
         ws.cell(row=row, column=4, value=key).font = S.NOTE_FONT
         ws.cell(row=row, column=5, value=field.check.noun + ("" if field.required else " or empty")).font = S.NOTE_FONT
@@ -121,7 +121,7 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> dict[str, st
     ws["A3"] = "Input check"
     ws["A3"].font = Font(bold=True)
     ws["B3"] = '=IF(input_problems="","OK",input_problems)'
-    ws["B3"].font = Font(bold=True, color="C00000")
+    ws["B3"].font = Font(bold=True)
     ws["F3"] = "=" + F.input_problems(refs)
     ws["F3"].font = S.NOTE_FONT
     ws.column_dimensions["F"].hidden = True
@@ -234,7 +234,8 @@ def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], di
     flag_col = first_col + len(calcs)
     head = ws.cell(row=first_row - 1, column=flag_col, value="Model check")
     head.font, head.fill = S.HEADER_FONT, S.HEADER_FILL
-    ws.column_dimensions[get_column_letter(flag_col)].width = 40
+    ws.column_dimensions[get_column_letter(flag_col)].width = 30
+    head.alignment = Alignment(wrap_text=True, vertical="top")
     for i in range(n_rows):
         r = first_row + i
         refs = row_refs(r)
@@ -245,8 +246,8 @@ def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], di
             refs[calc.key] = f"{letter}{r}"
             if calc.engine_key:
                 checks.append(Check(sheet, f"{letter}{r}", context(i), calc.engine_key))
-        flag = ws.cell(row=r, column=flag_col, value="=" + flags.model_check(refs))
-        flag.alignment = Alignment(wrap_text=False)
+        flag = ws.cell(row=r, column=flag_col, value="=" + flags.model_check(refs, keys=True))
+        flag.alignment = Alignment(wrap_text=True, vertical="top")
         if flag_checks is not None:
             flag_checks.append(Check(sheet, flag.coordinate, context(i), "warnings"))
     if n_rows:
@@ -254,6 +255,13 @@ def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], di
         flags.highlight(ws, f"{letter}{first_row}:{letter}{first_row + n_rows - 1}")
     cols["model_check"] = flag_col
     return cols
+
+
+def _legend(ws, row: int) -> None:
+    """The reasons behind the model-check keys of a table sheet, one per row."""
+    ws.cell(row=row, column=1, value="Model check keys (each row's last column):").font = Font(bold=True)
+    for i, line in enumerate(flags.legend(), start=1):
+        ws.cell(row=row + i, column=1, value=line).font = S.NOTE_FONT
 
 
 def scaling_nodes(nodes: int) -> list[int]:
@@ -291,7 +299,7 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> None:
     cols = _table_columns(ws, first, len(nodes_list), refs, F.CALCS, 3, built.checks,
                           lambda i: ("scaling", nodes_list[i]), "Scaling", visible, sc.currency, built.flags)
     ws.sheet_properties.outlinePr.summaryRight = False
-    ws.row_dimensions[head_row].height = 62
+    ws.row_dimensions[head_row].height = 80
     last = first + len(nodes_list) - 1
     ws.freeze_panes = ws.cell(row=first, column=3)
     ws.column_dimensions["A"].width = 10
@@ -316,16 +324,18 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> None:
         chart.y_axis.delete = False
         return chart
 
-    ws.add_chart(nodes_chart("Waste at the optimum interval", "waste_fraction", "Waste (share of wall time)", "0%",
+    ws.add_chart(nodes_chart("Waste at the optimum interval (chosen per row)", "waste_fraction", "Waste (share of wall time)", "0%",
                              "1F4E78", "circle"), f"A{last + 3}")
     chart = nodes_chart("Cost per run", "total_cost", f"Cost per run ({sc.currency})", "#,##0", "ED7D31", "triangle")
-    ws.add_chart(chart, f"A{last + 23}")
+    # beside the first chart (one page holds the table and both), anchored at a visible column ~15 cm right
+    ws.add_chart(chart, f"{get_column_letter(cols['total_gpu_hours'])}{last + 3}")
+    _legend(ws, last + 23)
 
 
 def _scenarios_sheet(wb: Workbook, table: pd.DataFrame, built: Built, currency: str) -> None:
     """One row per scenario: inputs as blue values, every figure as a live formula of its row."""
     ws = wb.create_sheet("Scenarios")
-    input_style = NamedStyle(name="ckptplan input", font=S.INPUT_FONT, fill=S.INPUT_FILL, number_format="0.00##")
+    input_style = NamedStyle(name="ckptplan input", font=S.INPUT_FONT, fill=S.INPUT_FILL, number_format=S.INPUT_NUMBER)
     wb.add_named_style(input_style)  # one shared style: 20 inputs x 10^4 rows set it in one assignment each
     S.title(ws, "Scenarios: one row each, every figure a live formula of its row")
     scenarios = [row for row in _table_rows(table)]
@@ -342,6 +352,7 @@ def _scenarios_sheet(wb: Workbook, table: pd.DataFrame, built: Built, currency: 
 
     _table_columns(ws, first, len(scenarios), refs, F.CALCS, 2 + len(F.INPUT_KEYS), built.checks,
                    lambda i: ("scenarios", i), "Scenarios", None, currency, built.flags)
+    _legend(ws, first + len(scenarios) + 1)
     ws.freeze_panes = ws.cell(row=first, column=2)
 
 
@@ -370,6 +381,7 @@ def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None, sc: engine.Scen
     used = scenario_inputs(sc)
     ws["A3"] = "Simulation status"
     ws["A3"].font = Font(bold=True)
+    ws["A3"].alignment = Alignment(vertical="top")
     ws["B3"] = "=" + flags.stale_check([(key, key, used[key]) for key in F.INPUT_KEYS])
     ws["B3"].alignment = Alignment(wrap_text=True, vertical="top")
     ws.merge_cells("B3:C3")
@@ -392,8 +404,8 @@ def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None, sc: engine.Scen
     S.header(ws, row, ["Input this simulation used", "Value used", "Now on Inputs"])
     for key, field in F.INPUTS.items():
         row += 1
-        ws.cell(row=row, column=1, value=f"{field.label} ({key})")
-        ws.cell(row=row, column=2, value=used[key]).number_format = "0.00##" if not field.integer else "#,##0"
+        ws.cell(row=row, column=1, value=key)
+        ws.cell(row=row, column=2, value=used[key]).number_format = S.INPUT_NUMBER if not field.integer else S.INPUT_WHOLE
         ws.cell(row=row, column=3, value=f'=IF({key}="","",{key})').number_format = ws.cell(row=row, column=2).number_format
     ws.column_dimensions["A"].width = 70
     ws.column_dimensions["B"].width = 18
@@ -417,9 +429,11 @@ def _readiness_sheet(wb: Workbook, kept: dict[str, tuple[Any, Any]] | None) -> N
         status, evidence = (kept or {}).get(item, ("not checked", None))
         c = ws.cell(row=r, column=3, value=status)
         c.font, c.fill = S.INPUT_FONT, S.INPUT_FILL
+        c.alignment = Alignment(vertical="top")
         dv.add(c)
         e = ws.cell(row=r, column=4, value=evidence)
         e.font, e.fill = S.INPUT_FONT, S.INPUT_FILL
+        e.alignment = Alignment(wrap_text=True, vertical="top")
     for col, width in zip("ABCD", (40, 70, 16, 30)):
         ws.column_dimensions[col].width = width
     S.fit_rows(ws, 5, 4 + len(READINESS))

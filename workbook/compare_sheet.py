@@ -89,7 +89,7 @@ def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]",
         ws.cell(row=row, column=2, value=S.fmt_unit(field.unit if field.unit != "per GPU-h" else "money per GPU-h",
                                                      base.currency))
         base_cell = ws.cell(row=row, column=3, value=f'=IF({key}="","",{key})')
-        base_cell.number_format = "0.00##" if not field.integer else "#,##0"
+        base_cell.number_format = S.INPUT_NUMBER if not field.integer else S.INPUT_WHOLE
         refs_b[key] = f"$C${row}"
         for k, design in enumerate(designs, start=1):
             vcol = value_column(k)
@@ -99,7 +99,7 @@ def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]",
             for col, kind, value in ((vcol - 2, "set", design.set.get(dkey)), (vcol - 1, "times", times)):
                 cell = ws.cell(row=row, column=col, value=value)
                 cell.font, cell.fill = S.INPUT_FONT, S.INPUT_FILL
-                cell.number_format = "0.00##"
+                cell.number_format = S.INPUT_NUMBER
                 dv = _change_validation(kind, field, cell.coordinate)
                 ws.add_data_validation(dv)
                 dv.add(cell)
@@ -113,10 +113,11 @@ def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]",
     row += 1
     ws.cell(row=row, column=1, value="Input check (each alternative's inputs against their rules)").font = Font(bold=True)
     ws.cell(row=row, column=3, value='=IF(input_problems="","OK",input_problems)')
+    flags.highlight(ws, f"C{row}")
     for k in range(1, len(designs) + 1):
         problems = F.input_problems(refs_a[k - 1])
         c = ws.cell(row=row, column=value_column(k), value=f'=IF(({problems})="","OK",{problems})')
-        c.font = Font(bold=True, color="C00000")
+        flags.highlight(ws, c.coordinate)
     row += 2
     S.header(ws, row, ["Figure", "Unit", "Baseline"] + [x for k in designs for x in ("", "", "value")])
     row += 1

@@ -18,7 +18,7 @@ from openpyxl.styles import Font, PatternFill
 
 from ..engine.validity import CHECKS
 
-__all__ = ["NEVER_FINISHES", "OK", "UP_TO_DATE", "highlight", "model_check", "stale_check"]
+__all__ = ["NEVER_FINISHES", "OK", "UP_TO_DATE", "highlight", "legend", "model_check", "stale_check"]
 
 OK = "OK"
 NEVER_FINISHES = "the expected wall time overflows: the job would essentially never finish"
@@ -31,14 +31,16 @@ def _quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
-def model_check(refs: Mapping[str, str]) -> str:
-    """Formula (without "=") giving "OK" or the reasons of every failed validity check.
+def model_check(refs: Mapping[str, str], keys: bool = False) -> str:
+    """Formula (without "=") giving "OK" or the reasons of every failed validity check (``keys``:
+    their short keys, for table rows; the sheet's legend gives the reasons).
 
     Where the sheet's own guard has given up (the expected wall time overflows once an edited
     input makes failures far more frequent than the job's steps), it says that instead: the engine
     refuses such a scenario with the same words.
     """
-    joined = "&".join(f'IF({check.excel_condition(refs)},{_quote("; " + check.reason)},"")' for check in CHECKS)
+    joined = "&".join(f'IF({check.excel_condition(refs)},{_quote("; " + (check.key if keys else check.reason))},"")'
+                      for check in CHECKS)
     return (f'IF(NOT(ISNUMBER({refs["wall_h"]})),{_quote(NEVER_FINISHES)},'
             f'IF(({joined})="",{_quote(OK)},MID({joined},3,2000)))')
 
@@ -59,6 +61,11 @@ def stale_check(pairs: list[tuple[str, str, Any]]) -> str:
     joined = "&".join(parts)
     return (f'IF(({joined})="",{_quote(UP_TO_DATE)},"OUT OF DATE: inputs changed since this simulation: "&'
             f'LEFT({joined},LEN({joined})-2)&". Regenerate: ckptplan workbook --from THIS_FILE")')
+
+
+def legend() -> list[str]:
+    """One line per check: its key and its reason (for sheets whose rows show keys)."""
+    return [f"{check.key}: {check.reason}" for check in CHECKS]
 
 
 def highlight(ws, cells: str, ok: str = OK) -> None:

@@ -16,7 +16,7 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 
-__all__ = ["HEADER_FILL", "HEADER_FONT", "INPUT_FILL", "INPUT_FONT", "KEY_FILL", "NOTE_FONT", "TITLE_FONT", "fit_rows",
+__all__ = ["HEADER_FILL", "HEADER_FONT", "INPUT_FILL", "INPUT_FONT", "INPUT_NUMBER", "INPUT_WHOLE", "KEY_FILL", "NOTE_FONT", "TITLE_FONT", "fit_rows",
            "fmt_unit", "header", "line", "name", "note", "points", "print_setup", "title"]
 
 INPUT_FONT = Font(color="0000FF")
@@ -26,6 +26,9 @@ HEADER_FILL = PatternFill("solid", fgColor="1F4E78")
 TITLE_FONT = Font(bold=True, size=14)
 KEY_FILL = PatternFill("solid", fgColor="E2EFDA")
 NOTE_FONT = Font(italic=True, color="595959")
+#: number formats of input cells: thousands separators everywhere, as on the Plan sheet
+INPUT_NUMBER = "#,##0.00##"
+INPUT_WHOLE = "#,##0"
 
 
 def header(ws, row: int, titles: list[str], col: int = 1) -> None:

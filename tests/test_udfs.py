@@ -656,3 +656,88 @@ def test_xlwings_server_serves_the_same_module_over_http(tmp_path):
             proc.kill()
             proc.wait()
         log.close()
+
+
+# -------------------------------------------------------------------------- spilled ranges on every host
+
+# good arguments of every element-wise function (CASES, plus the domain function), and a second good
+# value per argument for ranges
+SPILL_CASES = {name: good for name, (good, _, _) in CASES.items()}
+SPILL_CASES["CKPT_JOB_MTBF_DOMAINS"] = (2560, 256, 20000, 16, 0.1, 50000, 64, 90000, 128)
+SPILL_NAMES = dict(ARG_NAMES, CKPT_JOB_MTBF_DOMAINS=("node_mtbf_h", "nodes", "domain1_mtbf_h", "domain1_nodes_per_domain",
+                                                    "nonfatal_share", "domain2_mtbf_h", "domain2_nodes_per_domain",
+                                                    "domain3_mtbf_h", "domain3_nodes_per_domain"))
+
+
+def _other(name: str, value):
+    """A second good value of an argument (whole numbers stay whole, fractions stay below 1)."""
+    if isinstance(value, str):
+        return "exact" if value == "first_order" else "first_order"
+    if name in ("nonfatal_share", "async_slowdown_fraction"):
+        return value / 2
+    if name in ("deadline_h", "useful_training_h"):
+        return value + 0.5
+    if name == "weibull_shape":
+        return 0.8
+    return value * 2 if value else 1
+
+
+def test_spill_cases_cover_every_elementwise_function():
+    import inspect
+
+    assert set(SPILL_CASES) == set(U.__all__) - {"CKPT_COST_BREAKDOWN", "CKPT_EVALUATE"}
+    for name, good in SPILL_CASES.items():
+        assert len(good) <= len(inspect.signature(getattr(U, name)).parameters) and \
+            tuple(inspect.signature(getattr(U, name)).parameters)[:len(good)] == SPILL_NAMES[name][:len(good)]
+
+
+@pytest.mark.parametrize("fname,position", [(f, p) for f, good in SPILL_CASES.items() for p in range(len(good))])
+def test_a_column_gives_a_column_a_row_a_row_and_each_cell_its_single_cell_value(fname, position):
+    func = getattr(U, fname)
+    good = list(SPILL_CASES[fname])
+    name = SPILL_NAMES[fname][position]
+    values = [good[position], _other(name, good[position]), good[position]]
+    singles = []
+    for v in values:
+        args = list(good)
+        args[position] = v
+        singles.append(func(*args))
+    assert all(isinstance(s, float) for s in singles), singles
+    for shaped_arg, expect in (([[v] for v in values], [[s] for s in singles]),      # a column of scenarios
+                               ([values], [singles]),                                # a row
+                               (np.array([[v] for v in values], dtype=object), [[s] for s in singles])):
+        args = list(good)
+        args[position] = shaped_arg
+        assert func(*args) == expect, (fname, name)
+    args = list(good)
+    args[position] = [[values[1]]]
+    assert func(*args) == singles[1]                                                 # 1 x 1 range: one value
+
+
+def test_a_column_of_scenarios_against_a_row_of_choices_gives_the_grid():
+    out = U.CKPT_WASTE([[45], [60], [90]], 2, [[600, 1200]], 10, 0, 0, [["exact", "first_order"]])
+    assert np.shape(np.array(out, dtype=object)) == (3, 2)
+    assert out[1][0] == U.CKPT_WASTE(60, 2, 600, 10, 0, 0, "exact")
+    assert out[2][1] == U.CKPT_WASTE(90, 2, 1200, 10, 0, 0, "first_order")
+
+
+def test_table_functions_give_a_header_row_and_blank_rows_stay_blank():
+    sc = files.load_scenario("seed")
+    rows = _rows_from_table(engine.to_table([sc, sc.replace(name="b", checkpoint_stall_min=1.0)]))
+    width = len(rows[0])
+    blank, formula_blank = [None] * width, [""] * width        # an empty row; a row of formulas giving ""
+    out = U.CKPT_EVALUATE([rows[0], blank, rows[1], formula_blank, rows[2], blank])
+    header = out[0]
+    assert header[:width] == rows[0] and len(header) > width and all(isinstance(h, str) for h in header)
+    assert len(out) == 6 and all(len(r) == len(header) for r in out)
+    for i in (1, 3, 5):
+        assert out[i] == [None] * len(header)                   # blanks stay blank (never 0, never NaN)
+    for row in out[1:]:
+        for cell in row:
+            assert cell is None or isinstance(cell, str) or math.isfinite(cell)
+    evaluated = engine.evaluate(engine.to_table([sc])).iloc[0]
+    empty = [c for c in header if isinstance(evaluated[c], float) and math.isnan(evaluated[c])]
+    assert "runs_per_month" in empty and all(out[2][header.index(c)] is None for c in empty)  # not given: blank
+    table = U.CKPT_COST_BREAKDOWN(720, 60, 2, 1200, 10, 0, 0, 1024, 2.5)
+    assert table[0] == U.BREAKDOWN_HEADER and [r[0] for r in table[1:]] == list(U.BREAKDOWN_ROWS)
+    assert all(len(r) == len(U.BREAKDOWN_HEADER) for r in table)

@@ -25,15 +25,33 @@ from openpyxl.worksheet.formula import ArrayFormula
 
 from . import formulas as F
 from . import style as S
-from .udfs import BREAKDOWN_HEADER, BREAKDOWN_ROWS
+from .lite import LITE_MAX_RUNS
+from .udfs import BREAKDOWN_HEADER, BREAKDOWN_ROWS, MAX_RUNS
 
-__all__ = ["BREAKDOWN_ARGS", "CHECKS", "DEADLINE_ARGS", "DEADLINE_RUNS", "DEADLINE_SEED", "SHEET_TITLE", "TOLERANCE",
-           "add_udf_sheet"]
+__all__ = ["BREAKDOWN_ARGS", "CHECKS", "DEADLINE_ARGS", "DEADLINE_RUNS", "DEADLINE_SEED", "HOSTS", "SHEET_TITLE",
+           "TOLERANCE", "add_udf_sheet"]
 
 SHEET_TITLE = "Add-in check: the CKPT_ functions beside the workbook's own formulas"
 TOLERANCE = 1e-9          # relative; the engine and the sheet's Newton solver agree to ~2e-11
 DEADLINE_RUNS = 10_000
 DEADLINE_SEED = 0
+
+#: the note under the sheet's title, per host the functions run on
+HOSTS = {
+    "desktop": ("Column B calls ckptplan's Python engine through the xlwings add-in (set it up with `ckptplan "
+                "excel-setup FOLDER`); column C is this workbook's own live formula. They should agree to the tolerance "
+                "below. Until the add-in has imported the functions (xlwings tab > Import Functions, in a copy saved as "
+                ".xlsm), column B shows #NAME? and column E says so."),
+    "server": ("Column B calls ckptplan's Python engine through xlwings Server (its custom_functions: `from "
+               "ckptplan.workbook.udfs import *`); column C is this workbook's own live formula. They should agree to "
+               "the tolerance below. Until the xlwings Server add-in is loaded, column B shows #NAME? and column E "
+               "says so."),
+    "lite": ("Column B calls ckptplan's Python engine through xlwings Lite, Python inside Excel on Windows, Mac and the "
+             "web (set it up with `ckptplan excel-setup --lite FOLDER`: paste main.py and requirements.txt into the "
+             "xlwings Lite editor); column C is this workbook's own live formula. They should agree to the tolerance "
+             "below. Until xlwings Lite has installed ckptplan and loaded main.py, column B shows #NAME? and column E "
+             "says so."),
+}
 
 _ASYNC = "async_write_min,async_slowdown_fraction"
 _DOMAINS = ("domain1_mtbf_h,domain1_nodes_per_domain,nonfatal_share,domain2_mtbf_h,domain2_nodes_per_domain,"
@@ -91,18 +109,23 @@ def _diff(a: str, b: str) -> str:
 
 
 def add_udf_sheet(wb: Workbook, sheet_name: str = "Add-in check",
-                  function_prefix: str = "") -> list[tuple[str, str, str]]:
+                  function_prefix: str = "", host: str = "desktop") -> list[tuple[str, str, str]]:
     """Add the check sheet to a workbook made by :func:`workbook.build_workbook`.
 
     Returns ``(udf_cell, plain_cell, key)`` triples (cells like ``"B6"`` on ``sheet_name``): the
     cell calling a ``CKPT_`` function, the cell with the workbook's own formula for the same
     quantity, and its key, the :func:`engine.evaluate` column both equal (``job_mtbf_h`` only
     while no Job MTBF override is set). ``function_prefix``: text put before every function name,
-    e.g. ``"XLWINGS."`` for the xlwings Server add-in's namespace; empty for the desktop add-in.
+    e.g. ``"XLWINGS."`` for the xlwings Server add-in's namespace; empty for the desktop add-in and
+    xlwings Lite (``=CKPT_WASTE(...)``). ``host``: whose set-up the sheet's note describes, one of
+    :data:`HOSTS` (``"desktop"``, ``"server"``, ``"lite"``); in ``"lite"`` the runs cell states the
+    browser's cap (:data:`workbook.lite.LITE_MAX_RUNS`).
 
     The sheet goes before Readiness (or last). Raises ``ValueError`` if ``sheet_name`` exists or
     the workbook lacks a defined name the formulas use (i.e. it was not made by build_workbook).
     """
+    if host not in HOSTS:
+        raise ValueError(f"host must be one of {', '.join(HOSTS)} (got {host!r})")
     if sheet_name in wb.sheetnames:
         raise ValueError(f"the workbook already has a sheet named {sheet_name!r}")
     used = {"deadline_h"} | _names_in(BREAKDOWN_ARGS) | _names_in(DEADLINE_ARGS)
@@ -116,11 +139,7 @@ def add_udf_sheet(wb: Workbook, sheet_name: str = "Add-in check",
     ws = wb.create_sheet(sheet_name, index)
     currency = _currency(wb)
     fn = function_prefix
-    S.title(ws, SHEET_TITLE,
-           "Column B calls ckptplan's Python engine through the xlwings add-in (set it up with `ckptplan excel-setup "
-           "FOLDER`); column C is this workbook's own live formula. They should agree to the tolerance below. Until "
-           "the add-in has imported the functions (xlwings tab > Import Functions, in a copy saved as .xlsm), "
-           "column B shows #NAME? and column E says so.", 7)
+    S.title(ws, SHEET_TITLE, HOSTS[host], 7)
     ws["A3"] = "Agreement tolerance (relative)"
     tol = ws["B3"]
     tol.value = TOLERANCE
@@ -174,7 +193,8 @@ def add_udf_sheet(wb: Workbook, sheet_name: str = "Add-in check",
     S.header(ws, row, ["Deadline (Monte Carlo: Excel has no plain-formula twin)", "Add-in (CKPT_ function)"])
     S.header(ws, row, ["Unit", "Function"], col=6)
     runs_row, seed_row, p_row = row + 1, row + 2, row + 3
-    for r, label, value, fmt in ((runs_row, "Simulated runs (at most 20,000 per cell)", DEADLINE_RUNS, "#,##0"),
+    cap = LITE_MAX_RUNS if host == "lite" else MAX_RUNS
+    for r, label, value, fmt in ((runs_row, f"Simulated runs (at most {cap:,} per cell)", DEADLINE_RUNS, "#,##0"),
                                  (seed_row, "Random seed", DEADLINE_SEED, "0")):
         ws.cell(row=r, column=1, value=label)
         cell = ws.cell(row=r, column=2, value=value)

@@ -24,7 +24,7 @@ __all__ = ["app", "headline", "main", "print_plan"]
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="How often should a training job checkpoint, and what does it cost?")
 
-from .common import DEFAULT_TEMPLATE, console, err_console, fail, field_options, scenario_from_options  # noqa: E402,F401
+from .common import DEFAULT_TEMPLATE, console, err_console, fail, field_options, flag, scenario_from_options  # noqa: E402,F401
 
 
 def _money(x: float, currency: str) -> str:
@@ -128,7 +128,7 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None) -> Non
 def plan(
     template: Optional[str] = typer.Option(None, "--template", "-t", help="Preset name (see `ckptplan templates`) or TOML file; default: seed"),
     scenario_file: Optional[Path] = typer.Option(None, "--scenario", help="Scenario TOML file (same as --template FILE)"),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables"),
+    as_json: bool = flag("--json", help="Print JSON instead of tables"),
     overrides: Optional[dict] = None,
 ) -> None:
     """Headline numbers for one scenario: intervals by model, waste, job MTBF, GPU-hours and cost.
@@ -170,9 +170,9 @@ def workbook_cmd(
     alternative: Optional[str] = typer.Option(None, "--alternative", help="A scenario (preset or TOML) to compare as the first alternative, written as its changes to the baseline; default: storage 4x faster, 2x nodes, restarts 2x faster"),
     deadline_runs: int = typer.Option(20000, "--deadline-runs", help="Monte Carlo runs for the Deadline sheet"),
     seed: int = typer.Option(0, "--seed", help="Monte Carlo seed for the Deadline sheet"),
-    no_deadline: bool = typer.Option(False, "--no-deadline", help="Leave out the Deadline sheet (no simulation)"),
-    with_udfs: bool = typer.Option(False, "--with-udfs", help="Add a sheet calling the CKPT_ add-in functions beside the plain formulas"),
-    force: bool = typer.Option(False, "--force", help="Overwrite the output file if it exists"),
+    no_deadline: bool = flag("--no-deadline", help="Leave out the Deadline sheet (no simulation)"),
+    with_udfs: bool = flag("--with-udfs", help="Add a sheet calling the CKPT_ add-in functions beside the plain formulas"),
+    force: bool = flag("--force", help="Overwrite the output file if it exists"),
 ) -> None:
     """Write a planning workbook (live Excel formulas) and print the headline numbers."""
     from . import files, workbook  # the command line is the only part of ckptplan that knows every side

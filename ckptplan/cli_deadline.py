@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from .common import console, err_console, fail, field_options, scenario_from_options
+from .common import console, err_console, fail, field_options, flag, scenario_from_options
 from .engine.fields import DEFAULT_RUNS, DEFAULT_SEED
 
 if TYPE_CHECKING:  # the models load when the command runs, not when the CLI starts
@@ -82,8 +82,8 @@ def deadline(
     seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Random seed (same seed, same answer)"),
     weibull_shape: Optional[float] = typer.Option(None, "--weibull-shape", help="Weibull shape k of the time between failures (mean = job MTBF); default: exponential. k < 1: clustered failures"),
     target: float = typer.Option(0.9, "--target", help="Required probability of meeting the deadline"),
-    final_save: bool = typer.Option(False, "--final-save", help="Save after the last step too"),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables"),
+    final_save: bool = flag("--final-save", help="Save after the last step too"),
+    as_json: bool = flag("--json", help="Print JSON instead of tables"),
     overrides: Optional[dict] = None,
 ) -> None:
     """Monte Carlo of the finite run: P(finish by the deadline), percentiles, cost, and the interval to choose.

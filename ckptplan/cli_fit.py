@@ -125,12 +125,12 @@ def register(app: typer.Typer) -> None:
     @app.command("fit")
     def fit(
         log: Path = typer.Argument(..., help="Interruption log CSV: timestamp,event,cause[,checkpoint_stall_s][,step]"),
-        as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables"),
+        as_json: bool = _cli.flag("--json", help="Print JSON instead of tables"),
         template: Optional[str] = typer.Option(
             None, "--template", "-t", help="Base scenario for --emit-scenario (preset or TOML); default: seed"),
         emit_scenario: Optional[Path] = typer.Option(
             None, "--emit-scenario", help="Write the template with the fitted fields to this TOML file"),
-        force: bool = typer.Option(False, "--force", help="Overwrite the --emit-scenario file if it exists"),
+        force: bool = _cli.flag("--force", help="Overwrite the --emit-scenario file if it exists"),
         confidence: float = typer.Option(0.9, "--confidence", help="Confidence level of the intervals"),
     ) -> None:
         """Fit an interruption log: job MTBF with confidence bounds, failure shape, restart, stall, progress lost."""

@@ -178,17 +178,17 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", help="Seed for data, initialisation, dropout and data order"),
         directory: Optional[Path] = typer.Option(
             None, "--dir", help="Write checkpoints here (the storage to measure); default: a temporary directory"),
-        keep: bool = typer.Option(False, "--keep", help="Keep the checkpoints (in a ckptplan-probe-* folder)"),
-        no_verify: bool = typer.Option(False, "--no-verify",
+        keep: bool = _cli.flag("--keep", help="Keep the checkpoints (in a ckptplan-probe-* folder)"),
+        no_verify: bool = _cli.flag("--no-verify",
                                        help="Skip the fresh-process restores (no restore time, no resume check)"),
-        no_variants: bool = typer.Option(False, "--no-variants", help="Skip the deliberately incomplete checkpoints"),
-        as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables"),
+        no_variants: bool = _cli.flag("--no-variants", help="Skip the deliberately incomplete checkpoints"),
+        as_json: bool = _cli.flag("--json", help="Print JSON instead of tables"),
         emit_scenario: Optional[Path] = typer.Option(
             None, "--emit-scenario", help="Write the template with the measured save costs to this TOML file"),
         template: Optional[str] = typer.Option(
             None, "--template", "-t", help="Base scenario for --emit-scenario (preset or TOML); default: seed"),
         emit_from: str = typer.Option("dcp_async", "--emit-from", help="Method whose figures --emit-scenario uses"),
-        force: bool = typer.Option(False, "--force", help="Overwrite the --emit-scenario file if it exists"),
+        force: bool = _cli.flag("--force", help="Overwrite the --emit-scenario file if it exists"),
     ) -> None:
         """Measure save stall, background write, slowdown and restore time on a real (CPU) training loop,
         and prove a checkpoint resumes training bit-identically (and what breaks when pieces are missing)."""
@@ -256,7 +256,7 @@ def register(app: typer.Typer) -> None:
     @app.command("audit")
     def audit(
         checkpoint: Path = typer.Argument(..., help="A torch.save file or a torch.distributed.checkpoint directory"),
-        as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table"),
+        as_json: bool = _cli.flag("--json", help="Print JSON instead of a table"),
         strict: bool = typer.Option(False, "--strict",
                                     help="Exit 1 unless model, optimizer, step, data position, RNG and LR schedule "
                                          "are present and the checkpoint is complete"),

@@ -19,7 +19,7 @@ from .files.atomic import atomic_write_text
 if TYPE_CHECKING:  # the models load only when a command runs
     from .engine.scenario import Scenario
 
-__all__ = ["DEFAULT_TEMPLATE", "PIPED_WIDTH", "console", "emit_scenario_file", "err_console", "fail", "field_options",
+__all__ = ["DEFAULT_TEMPLATE", "PIPED_WIDTH", "console", "emit_scenario_file", "err_console", "fail", "field_options", "flag",
            "scenario_from_options"]
 
 #: width of the output when it is piped or redirected (a terminal's own width is used on a terminal):
@@ -75,6 +75,11 @@ def field_options(fields: tuple[Field, ...] = FIELDS, axis: bool = False) -> Cal
         return run
 
     return decorate
+
+
+def flag(*names: str, help: str) -> Any:  # noqa: A002 - typer's own keyword
+    """An on/off option (``--json``): shown in --help without a value type, since it takes none."""
+    return typer.Option(False, *names, help=help, metavar="")
 
 
 def scenario_from_options(template: Optional[str], overrides: dict[str, Any]) -> "Scenario":

@@ -4,7 +4,8 @@
         [--xlsx-rows 10000] [--workers 2] [--markdown /tmp/results_batch.md]
 
 What is timed (closed-form columns only, no Monte Carlo; every row goes through validation,
-engine.evaluate and the status/error columns of engine.batch.evaluate_rows), over the seed template:
+engine.evaluate, the model-validity checks and the status/error/warnings columns of
+engine.batch.evaluate_rows; whole-number columns are written as int64), over the seed template:
 
 1. in process: the grid built and evaluated in memory (``engine.sweep.sweep``), then the same sweep
    streamed in 200k-row chunks to Parquet and to CSV (``workbook.results.write_results`` of

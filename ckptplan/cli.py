@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
+from .engine.fields import DEFAULT_RUNS, DEFAULT_SEED
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -168,8 +170,8 @@ def workbook_cmd(
     scenario_file: Optional[Path] = typer.Option(None, "--scenario", help="Scenario TOML file (same as --template FILE)"),
     from_workbook: Optional[Path] = typer.Option(None, "--from", help="Regenerate from a planning workbook you edited, keeping its inputs"),
     alternative: Optional[str] = typer.Option(None, "--alternative", help="A scenario (preset or TOML) to compare as the first alternative, written as its changes to the baseline; default: storage 4x faster, 2x nodes, restarts 2x faster"),
-    deadline_runs: int = typer.Option(20000, "--deadline-runs", help="Monte Carlo runs for the Deadline sheet"),
-    seed: int = typer.Option(0, "--seed", help="Monte Carlo seed for the Deadline sheet"),
+    deadline_runs: int = typer.Option(DEFAULT_RUNS, "--deadline-runs", help="Monte Carlo runs for the Deadline sheet (the same default as `ckptplan deadline`)"),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Monte Carlo seed for the Deadline sheet"),
     no_deadline: bool = flag("--no-deadline", help="Leave out the Deadline sheet (no simulation)"),
     with_udfs: bool = flag("--with-udfs", help="Add a sheet calling the CKPT_ add-in functions beside the plain formulas"),
     force: bool = flag("--force", help="Overwrite the output file if it exists"),

@@ -5,12 +5,27 @@ A thin front end over :mod:`ckptplan.engine.batch` and :mod:`ckptplan.engine.swe
 (every output kind). Those, numpy and pandas load inside the commands, so ``ckptplan --help`` stays
 fast. Wire it into the main app with ``register(app)``.
 
+Columns a batch file omits come from a base scenario (``--template NAME|FILE``, default the seed
+preset; ``--no-template`` refuses such a file instead, naming every missing required column): each
+omitted column gets the template's value on every row, and the summary (printed, ``--json`` and the
+.xlsx Summary sheet) says which columns were filled from which template. Never taken from the
+template: ``name``, ``description``, ``source``; its job MTBF override when the file gives
+``node_mtbf_h`` or failure-domain columns; its domains when the file gives domain columns; its
+currency when the file gives prices; its deadline when the file gives ``useful_training_h``
+(:func:`ckptplan.engine.sweep.fill_from_template`). A blank cell is not filled: it means the
+field's default, as everywhere.
+
+Results: one row per input row; ``row`` is the data row of the input file (1 = the first row under
+the header; blank rows count, so an .xlsx sheet row is ``row + 1``; TOML: the scenario's position).
+``warnings`` says why an ok row's answer leaves its model's range; the summary counts those rows.
+
 Exit status (both commands), so that pipelines notice:
 
 * 0: every row evaluated;
 * 3: the output was written, but some rows failed (``status = error`` in the file, each with its
   reason in the ``error`` column; the summary lists the first ones);
-* 2: nothing was written: unreadable or empty input, a missing required column, an unknown column,
+* 2: nothing was written: unreadable or empty input, a missing required column (``--no-template``),
+  an unknown column,
   bad range syntax or option, an output that exists (without ``--force``), more rows than an .xlsx
   sheet holds, a Dask scheduler that cannot be reached.
 
@@ -46,9 +61,10 @@ from ckptplan import common as _cli
 from .common import field_options
 
 if TYPE_CHECKING:  # the models load only when a command runs
-    from .engine.batch import BatchSummary
+    from .engine.sweep import BatchSummary
 
-__all__ = ["DEADLINE_CHUNK_ROWS", "EXIT_FILE_ERROR", "EXIT_ROW_ERRORS", "PROGRESS_FROM_ROWS", "batch", "register", "sweep"]
+__all__ = ["DEADLINE_CHUNK_ROWS", "EXIT_FILE_ERROR", "EXIT_ROW_ERRORS", "PROGRESS_FROM_ROWS", "SHOWN_WARNINGS", "batch",
+           "register", "sweep"]
 
 EXIT_ROW_ERRORS = 3
 EXIT_FILE_ERROR = 2
@@ -60,6 +76,8 @@ PROGRESS_FROM_ROWS = 100_000
 _EXIT_HELP = ("Exit status: 0 all rows evaluated; 3 output written but some rows failed (status = error, "
               "reason in the error column); 2 nothing written (bad input file, missing or unknown column, "
               "bad option, output exists without --force, too many rows for .xlsx).")
+#: model warnings printed under the summary (the rest: filter the warnings column)
+SHOWN_WARNINGS = 3
 
 def _failure_law(weibull_shape: Optional[float]) -> Any:
     if weibull_shape is None:
@@ -140,6 +158,13 @@ def _print_summary(summary: "BatchSummary", output: Path, elapsed: float, as_jso
     rate = summary.rows / elapsed if elapsed > 0 else float("inf")
     _say(f"{summary.rows:,} rows: {summary.ok:,} ok, {summary.errors:,} failed -> {output} "
          f"({elapsed:.1f} s, {rate:,.0f} rows/s)")
+    if summary.template:
+        filled = summary.template["filled"]
+        shown = ", ".join(f"{k}={_value(v)}" for k, v in filled.items())
+        _say(f"Base scenario {summary.template['template']}: " + (f"filled {len(filled)} column(s) the file "
+             f"omits (same value on every row): {shown}" if filled else "nothing filled (the file gives every column)"))
+        for column, why in summary.template["not_taken"].items():
+            _say(f"  not taken from it: {column} ({why})")
     if summary.best:
         _say("Ranked by cost per useful GPU-hour (total cost / useful GPU-hours, in the row's currency; "
              "saves, rework and restarts included):")
@@ -147,6 +172,12 @@ def _print_summary(summary: "BatchSummary", output: Path, elapsed: float, as_jso
             for cur, rec in store.items():
                 _say(f"  {label} {rec['value']:,.4f} {cur} per useful GPU-h (total cost {rec['total_cost']:,.0f} {cur}, "
                      f"goodput {rec['goodput']:.2%}): row {rec['row']}, {summary.describe_record(rec)}")
+    if summary.warned:
+        _say(f"Model warnings on {summary.warned:,} ok row(s) (warnings column):")
+        for row, message in summary.first_warnings[:SHOWN_WARNINGS]:
+            _say(f"  row {row}: {message}")
+        if summary.warned > SHOWN_WARNINGS:
+            _say(f"  ... and {summary.warned - SHOWN_WARNINGS:,} more: filter the warnings column in {output}")
     if summary.errors:
         shown = summary.first_errors[:5]
         _say("Failed rows (row: field=value: rule):")
@@ -155,6 +186,10 @@ def _print_summary(summary: "BatchSummary", output: Path, elapsed: float, as_jso
         more = summary.errors - len(shown)
         if more > 0:
             _say(f"  ... and {more:,} more: filter status = error in {output}")
+
+
+def _value(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
 
 
 def _finish(summary: "BatchSummary", output: Path, started: float, as_json: bool) -> None:
@@ -167,12 +202,16 @@ def batch(
     scenarios: Path = typer.Argument(..., help="Scenario table: .csv, .xlsx, .parquet (a header row of field names) "
                                                 "or .toml (one scenario table, or an array of them)"),
     output: Path = typer.Option(..., "--output", "-o", help="Results file: .csv, .xlsx or .parquet"),
-    force: bool = typer.Option(False, "--force", help="Overwrite the output file if it exists"),
-    deadline: bool = typer.Option(False, "--deadline", help="Also simulate each row (Monte Carlo): P(finish by "
+    template: Optional[str] = typer.Option(None, "--template", "-t", help="Base scenario for the columns the file "
+                                           "omits: preset name or TOML file; default: seed"),
+    no_template: bool = _cli.flag("--no-template", help="Fill nothing: refuse a file that omits a required "
+                                     "column (all missing columns are named)"),
+    force: bool = _cli.flag("--force", help="Overwrite the output file if it exists"),
+    deadline: bool = _cli.flag("--deadline", help="Also simulate each row (Monte Carlo): P(finish by "
                                                             "deadline_h), wall-time percentiles, cost spread"),
     runs: int = typer.Option(DEFAULT_RUNS, "--runs", help="Simulated runs per row (with --deadline)"),
-    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Base seed; each row's own seed derives from it and the "
-                             "row's inputs"),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Base seed; each row's own seed derives from it and "
+                             "what the row's simulation uses (not its price, name or deadline)"),
     weibull_shape: Optional[float] = typer.Option(None, "--weibull-shape", help="Weibull shape k of the time between "
                                                   "failures for --deadline (default: exponential)"),
     scheduler: str = typer.Option("local", "--scheduler", help="local (this process) or dask"),
@@ -180,29 +219,44 @@ def batch(
                                                "--scheduler dask: a local cluster, one worker per core)"),
     chunk_rows: Optional[int] = typer.Option(None, "--chunk-rows", help="Rows per chunk / Dask partition "
                                              f"(default {DEFAULT_CHUNK_ROWS:,}; {DEADLINE_CHUNK_ROWS} with --deadline)"),
-    keep_extra: bool = typer.Option(False, "--keep-extra", help="Carry columns that are no scenario field through "
+    keep_extra: bool = _cli.flag("--keep-extra", help="Carry columns that are no scenario field through "
                                     "unchanged (default: refuse them, a misspelt field would be ignored)"),
     sheet: Optional[str] = typer.Option(None, "--sheet", help="Sheet of an .xlsx input (default: 'Scenarios', else the first)"),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON"),
+    as_json: bool = _cli.flag("--json", help="Print the summary as JSON"),
 ) -> None:
-    """Evaluate every scenario of a file; bad rows are reported per row, never dropped."""
+    """Evaluate every scenario of a file; bad rows are reported per row, never dropped.
+
+    Columns the file omits come from the base scenario (--template, default seed) and the summary
+    says which; e.g. a file of name, checkpoint_stall_min, node_mtbf_h, nodes and restart_min takes
+    the run length, price, deadline and the rest from the template. The results' row column is the
+    data row of the file: 1 = the first row under the header (blank rows count). A warnings column
+    says when an ok row's answer leaves its model's range.
+    """
     started = time.perf_counter()
     try:
         if scheduler not in ("local", "dask"):
             raise InputError("--scheduler", scheduler, "must be 'local' or 'dask'")
+        if no_template and template is not None:
+            raise InputError("--no-template", True, "cannot be combined with --template")
         _check_output(output, force)
         from .engine.batch import evaluate_rows
-        from .engine.sweep import iter_results
+        from .engine.sweep import fill_from_template, iter_results
+        from .files import load_scenario
         from .files.tables import read_scenarios
         from .workbook.results import write_results
 
+        base = None if no_template else load_scenario(template or _cli.DEFAULT_TEMPLATE)
         table = read_scenarios(scenarios, sheet=sheet)
+        fill = None
+        if base is not None:
+            table, fill = fill_from_template(table, base, template or _cli.DEFAULT_TEMPLATE)
         _check_output(output, force, rows=len(table))
         options = dict(deadline=deadline, runs=runs, seed=seed, failures=_failure_law(weibull_shape),
                        extra_columns="keep" if keep_extra else "error")
         evaluate_rows(table.iloc[:0], **options)  # file-level problems, before any work
         step = chunk_rows or (DEADLINE_CHUNK_ROWS if deadline else DEFAULT_CHUNK_ROWS)
-        source = f"ckptplan batch {scenarios}" + (f" --deadline --runs {runs} --seed {seed}" if deadline else "")
+        source = (f"ckptplan batch {scenarios}" + (f" --template {fill.template}" if fill else " --no-template")
+                  + (f" --deadline --runs {runs} --seed {seed}" if deadline else ""))
         with _progress(len(table), "evaluating", deadline) as advance:
             if scheduler == "dask":
                 with _dask_client(dask_address):
@@ -211,11 +265,11 @@ def batch(
                     ddf = dd.from_pandas(table, chunksize=step, sort=False)
                     results = evaluate_rows(ddf, cell_errors=table.attrs.get("cell_errors", {}), **options)
                     summary = write_results(results, output, force=force, describe=("name",), source=source,
-                                            progress=advance, expected_rows=len(table))
+                                            progress=advance, expected_rows=len(table), template=fill)
             else:
                 chunks = iter_results(table, chunk_rows=step, **options)
                 summary = write_results(chunks, output, force=force, describe=("name",), source=source,
-                                        progress=advance, expected_rows=len(table))
+                                        progress=advance, expected_rows=len(table), template=fill)
     except (FileExistsError, FileNotFoundError, ValueError, OSError) as exc:
         _file_error(exc)
     _finish(summary, output, started, as_json)
@@ -251,20 +305,20 @@ def sweep(
     axis: list[str] = typer.Option([], "--axis", help="Axis on any numeric column, failure domains' included: "
                                    "FIELD=SPEC, e.g. domain1_mtbf_h=5000:40000:x2 (repeatable; nests inside the "
                                    "field options, in the order given)"),
-    same_work: bool = typer.Option(False, "--same-work", help="Keep the useful GPU-hours fixed: useful hours scale by "
+    same_work: bool = _cli.flag("--same-work", help="Keep the useful GPU-hours fixed: useful hours scale by "
                                    "template nodes / nodes (perfect scaling)"),
-    force: bool = typer.Option(False, "--force", help="Overwrite the output file if it exists"),
-    deadline: bool = typer.Option(False, "--deadline", help="Also simulate each row (Monte Carlo)"),
+    force: bool = _cli.flag("--force", help="Overwrite the output file if it exists"),
+    deadline: bool = _cli.flag("--deadline", help="Also simulate each row (Monte Carlo)"),
     runs: int = typer.Option(DEFAULT_RUNS, "--runs", help="Simulated runs per row (with --deadline)"),
-    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Base seed; each row's own seed derives from it and the "
-                             "row's inputs"),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Base seed; each row's own seed derives from it and "
+                             "what the row's simulation uses (not its price, name or deadline)"),
     weibull_shape: Optional[float] = typer.Option(None, "--weibull-shape", help="Weibull shape k for --deadline"),
     scheduler: str = typer.Option("local", "--scheduler", help="local (this process, streamed in chunks) or dask "
                                   "(grid built and evaluated on the workers)"),
     dask_address: Optional[str] = typer.Option(None, "--dask-address", help="Dask scheduler address (default: a local "
                                                "cluster)"),
     chunk_rows: Optional[int] = typer.Option(None, "--chunk-rows", help="Rows per chunk / Dask partition"),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON"),
+    as_json: bool = _cli.flag("--json", help="Print the summary as JSON"),
     overrides: Optional[dict] = None,
 ) -> None:
     """Evaluate the grid of every combination of the given axes over a template.

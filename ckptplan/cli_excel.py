@@ -201,12 +201,12 @@ def register(app: typer.Typer) -> None:
     @app.command("excel-setup")
     def excel_setup(
         folder: Path = typer.Argument(..., help="Folder for the files (created if missing)"),
-        lite: bool = typer.Option(False, "--lite", help="For xlwings Lite (Excel on Windows, Mac and the web, no Python to install): write main.py, requirements.txt and a starter workbook"),
+        lite: bool = _cli.flag("--lite", help="For xlwings Lite (Excel on Windows, Mac and the web, no Python to install): write main.py, requirements.txt and a starter workbook"),
         template: Optional[str] = typer.Option(None, "--template", "-t", help="Scenario of the starter workbook (preset or TOML); default: seed"),
         interpreter: Optional[str] = typer.Option(None, "--interpreter", help="Desktop only: Python executable Excel should run (INTERPRETER_WIN); default: this Python on Windows, none elsewhere"),
         wheel_url: Optional[str] = typer.Option(None, "--wheel-url", help="With --lite: https address of the ckptplan wheel, for requirements.txt (when ckptplan is not on the public package index)"),
-        no_workbook: bool = typer.Option(False, "--no-workbook", help="Write no starter workbook"),
-        force: bool = typer.Option(False, "--force", help="Overwrite existing files"),
+        no_workbook: bool = _cli.flag("--no-workbook", help="Write no starter workbook"),
+        force: bool = _cli.flag("--force", help="Overwrite existing files"),
     ) -> None:
         """Set up the Excel add-in: xlwings.conf (UDF_MODULES = workbook.udfs) and a starter workbook calling the
         CKPT_ functions; with --lite, main.py and requirements.txt for xlwings Lite instead."""

@@ -1,18 +1,21 @@
-"""Batches of scenarios: every row answered or its problems named, per-row Monte Carlo, a summary.
+"""Batches of scenarios: every row answered or its problems named, per-row Monte Carlo and warnings.
 
 :func:`engine.evaluate` is vectorised and strict: the first invalid row raises. A planner with a
 spreadsheet of 5,000 scenarios, three of them mistyped, needs the other 4,997 answered and the three
-named. This module gives that. Sweeps and chunked streaming: :mod:`.sweep`. The engine reads and
-writes no file: scenario tables are read by :mod:`ckptplan.files.tables`, results written by
-:mod:`ckptplan.files.results` (CSV, Parquet) and :mod:`ckptplan.workbook.results` (any kind, .xlsx
-included).
+named. This module gives that. Sweeps, streaming, the summary of a batch and tables completed
+from a base scenario: :mod:`.sweep`. The engine reads and writes no file: scenario tables are read by
+:mod:`ckptplan.files.tables`, results written by :mod:`ckptplan.files.results` (CSV, Parquet) and
+:mod:`ckptplan.workbook.results` (any kind, .xlsx included).
 
 Evaluating a table (:func:`evaluate_rows`)
 ------------------------------------------
-* Every input row gives exactly one output row, in the same order, with the same index. Two columns
-  lead: ``status`` (``"ok"`` or ``"error"``) and ``error`` (``""`` when ok; else every problem of
-  the row, ``"; "``-separated, each naming the field, the value and the rule, in the engine's form:
-  ``checkpoint_stall_min=-1.0: must be >= 0``). Bad rows never stop the batch and are never dropped.
+* Every input row gives exactly one output row, in the same order, with the same index (a table
+  read by :func:`ckptplan.files.tables.read_scenarios` is indexed by ``row``, the 1-based data row
+  of the file). Three columns lead: ``status`` (``"ok"`` or ``"error"``), ``error`` (``""`` when
+  ok; else every problem of the row, ``"; "``-separated, each naming the field, the value and the
+  rule, in the engine's form: ``checkpoint_stall_min=-1.0: must be >= 0``) and ``warnings`` (on
+  ok rows, every reason the answer leaves its model's range, :func:`engine.validity.warnings_text`;
+  ``""`` when none and on error rows). Bad rows never stop the batch and are never dropped.
 * The rules are those of :func:`engine.scenario.validate_table` (per-field rules from
   :data:`engine.scenario.FIELDS`, then: each row needs ``node_mtbf_h`` or ``job_mtbf_h``; a save is
   never free; a chosen interval leaves time for the background write; domains come in pairs).
@@ -21,29 +24,37 @@ Evaluating a table (:func:`evaluate_rows`)
   engine later, or an overflow), the rows it refuses are isolated by bisection and marked, so the
   engine stays the authority and a new engine rule can never crash a batch.
 * Problems with the table itself raise :class:`~engine._inputs.InputError` (a ``ValueError``) and
-  nothing is evaluated: a missing required column, a domain column without its pair, a duplicate
-  column, and (unless ``extra_columns="keep"``) a column that is no scenario field: a misspelt
-  ``restart_mins`` would otherwise be ignored silently and every row would use the default.
-* Output columns: ``status``, ``error``, the input columns (numbers as float64, exactly as given:
-  blanks stay blank, defaults are applied inside the engine, not written back; a cell that was text
-  where a number belongs is blank here and quoted in ``error``), then every derived column of
-  :func:`engine.evaluate` (``job_mtbf_h`` is both: the override when given, else the derived value),
-  NaN on error rows. Units are in the names (``_min`` minutes, ``_h`` hours, ``_gpu_hours``,
-  ``_cost`` money in the row's ``currency``, fractions in [0, 1]).
+  nothing is evaluated: missing required columns (all of them named at once; complete the table
+  from a base scenario first, :func:`.sweep.fill_from_template`), a domain column without its pair,
+  a duplicate column, and (unless ``extra_columns="keep"``) columns that are no scenario field: a
+  misspelt ``restart_mins`` would otherwise be ignored silently and every row would use the default.
+* Output columns: ``status``, ``error``, ``warnings``, the input columns exactly as given (blanks
+  stay blank, defaults are applied inside the engine, not written back), then every derived column
+  of :func:`engine.evaluate` (``job_mtbf_h`` is both: the override when given, else the derived
+  value), NaN on error rows. An input column keeps its type: integer columns (int64 or pandas'
+  ``Int64``) come out as ``Int64``, float columns as float64, and a column that holds a cell that
+  is no number (text, a formula the reader refused, a boolean) comes out as an object column in
+  which that cell keeps its original value and every other cell is a float. The whole-number
+  derived columns (``gpus``, ``deadline_seed``, ``mc_runs``: :data:`INTEGER_RESULT_COLUMNS`) are
+  ``Int64``. Units are in the names (``_min`` minutes, ``_h`` hours, ``_gpu_hours``, ``_cost``
+  money in the row's ``currency``, fractions in [0, 1]).
 
 Deadline columns (Monte Carlo, only when ``deadline=True``)
 -----------------------------------------------------------
 For every row that evaluated, :func:`engine.deadline.simulate` runs the finite job at the chosen
 interval (``runs`` runs). Each row gets its own seed, ``deadline_seed``, derived from the base
-``seed`` and a hash of the row's numeric inputs (:func:`scenario_seeds`): a row's answer does not
-depend on which other rows are in the batch, on their order, on chunking or on Dask partitions,
-and ``engine.deadline.deadline_report(scenario, runs=runs, seed=deadline_seed)`` reproduces it.
-Columns (hours, GPU-hours, money): ``deadline_seed``, ``mc_runs``, ``p_finish`` (+ ``_low``/``_high``,
-95 % Wilson interval; NaN when the row has no ``deadline_h``), ``mc_wall_h_mean`` (+ ``_se``),
-``mc_wall_h_p50/p90/p99``, ``mc_failures_mean``, ``mc_gpu_hours_mean/p90``, ``mc_cost_mean/p90``.
-A row the simulator refuses (``deadline_h < useful_training_h``; failures so frequent that a run
-would need more than 10^4 restarts) becomes an ``error`` row; its closed-form columns, which are
-valid, are kept.
+``seed`` and a hash of what the simulation uses (:func:`scenario_seeds`): the stall, the async
+write and slowdown, the restart time, the job MTBF the row uses, the useful hours, the chosen
+interval, the failure law and ``final_save``. Price, currency, name, GPUs, ``runs_per_month`` and
+``deadline_h`` do not enter, so rows that differ only in them simulate identical schedules; a
+row's answer does not depend on which other rows are in the batch, on their order, on chunking or
+on Dask partitions, and ``engine.deadline.deadline_report(scenario, runs=runs, seed=deadline_seed)``
+reproduces it. Columns (hours, GPU-hours, money): ``deadline_seed``, ``mc_runs``, ``p_finish``
+(+ ``_low``/``_high``, 95 % Wilson interval; NaN when the row has no ``deadline_h``),
+``mc_wall_h_mean`` (+ ``_se``), ``mc_wall_h_p50/p90/p99``, ``mc_failures_mean``,
+``mc_gpu_hours_mean/p90``, ``mc_cost_mean/p90``. A row the simulator refuses (``deadline_h <
+useful_training_h``; failures so frequent that a run would need more than 10^4 restarts) becomes an
+``error`` row; its closed-form columns, which are valid, are kept.
 
 Large tables on Dask
 --------------------
@@ -59,9 +70,8 @@ import difflib
 import hashlib
 import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Hashable, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Hashable, Iterable, Mapping, Optional, Union
 
 import numpy as np
 import pandas as pd
@@ -72,24 +82,25 @@ from ._inputs import InputError, as_float_array
 from .fields import DEFAULT_RUNS, DEFAULT_SEED, FIELD_BY_NAME, FIELDS, TEXT_FIELDS
 from .scenario import DOMAIN_COL as _DOMAIN_COL
 from .scenario import RowProblems, Scenario, check_columns
-from .scenario import domain_indices as _domain_indices
 from .scenario import is_absent as _is_absent
 from .scenario import is_number as _is_number
 from .scenario import derived_columns, evaluate_each, table_problems, to_table
+from .validity import CHECKS, warnings_text
 
 __all__ = [
     "STATUS_OK",
     "STATUS_ERROR",
     "RANKING_METRIC",
     "MONTE_CARLO_COLUMNS",
+    "INTEGER_RESULT_COLUMNS",
     "NA_WORDS",
     "TEXT_DTYPE",
-    "BatchSummary",
     "evaluate_rows",
     "scenario_seeds",
-    "summarize",
     "column_kind",
     "coerce_numeric_text",
+    "integer_typed",
+    "is_integer_column",
     "text_values",
     "is_dask",
     "plain_value",
@@ -107,6 +118,9 @@ MONTE_CARLO_COLUMNS = (
     "mc_wall_h_mean_se", "mc_wall_h_p50", "mc_wall_h_p90", "mc_wall_h_p99", "mc_failures_mean",
     "mc_gpu_hours_mean", "mc_gpu_hours_p90", "mc_cost_mean", "mc_cost_p90",
 )
+#: derived columns that hold whole numbers: pandas ``Int64`` in results, int64 in Parquet
+INTEGER_RESULT_COLUMNS = ("gpus", "deadline_seed", "mc_runs")
+_LEAD = ("status", "error", "warnings")
 _PANDAS3 = int(pd.__version__.split(".")[0]) >= 3
 #: dtype of text columns in results: pandas' default string dtype on pandas 3 (missing = NaN)
 TEXT_DTYPE: Any = "str" if _PANDAS3 else object
@@ -128,30 +142,71 @@ def column_kind(name: Any) -> Optional[str]:
     return None
 
 
+def is_integer_column(name: Any) -> bool:
+    """A column of whole numbers: a count field (``nodes``, ``gpus_per_node``, ``domain{i}_nodes_per_domain``)
+    or a whole-number result (:data:`INTEGER_RESULT_COLUMNS`)."""
+    if not isinstance(name, str):
+        return False
+    if name in INTEGER_RESULT_COLUMNS or (name in FIELD_BY_NAME and FIELD_BY_NAME[name].integer):
+        return True
+    m = _DOMAIN_COL.match(name)
+    return bool(m) and m.group(2) == "nodes_per_domain"
+
+
+def integer_typed(values: pd.Series) -> pd.Series:
+    """A float column whose every value is whole (or missing) as pandas ``Int64``; anything else unchanged."""
+    if values.dtype.kind != "f":
+        return values
+    arr = values.to_numpy(dtype=float)
+    present = ~np.isnan(arr)
+    if not (np.isfinite(arr[present]) & (arr[present] % 1 == 0)).all():
+        return values
+    return _int_series(arr, values.index, values.name)
+
+
+def _int_series(arr: np.ndarray, index: Any, name: Any = None) -> pd.Series:
+    """Float values (whole, NaN = missing) as an ``Int64`` Series."""
+    mask = np.isnan(arr)
+    ints = np.where(mask, 0.0, arr).astype(np.int64)
+    return pd.Series(pd.arrays.IntegerArray(ints, mask), index=index, name=name, copy=False)
+
+
 def _output_names() -> set[str]:
-    return {"status", "error", *derived_columns(), *MONTE_CARLO_COLUMNS} - {"job_mtbf_h"}
+    return {*_LEAD, *derived_columns(), *MONTE_CARLO_COLUMNS} - {"job_mtbf_h"}
 
 
 def _check_columns(table: pd.DataFrame, extra_columns: str) -> list[str]:
-    """File-level checks; returns the extra (non-scenario) columns to carry through."""
+    """File-level checks, every problem of a kind named at once; returns the extra columns to carry."""
     if extra_columns not in ("error", "keep"):
         raise InputError("extra_columns", extra_columns, "must be 'error' or 'keep'")
     cols = list(table.columns)
     dup = [c for c, k in collections.Counter(cols).items() if k > 1]
     if dup:
-        raise InputError("columns", dup[0], "appears more than once in the header")
+        raise InputError("columns", ", ".join(map(str, dup)), "appear" + ("" if len(dup) > 1 else "s")
+                         + " more than once in the header")
+    missing = [f.name for f in FIELDS if f.required and f.name not in cols]
+    if missing:
+        raise InputError("columns", ", ".join(missing), f"missing required column{'s' if len(missing) > 1 else ''}: "
+                         "add them to the table, or complete it from a base scenario (ckptplan batch --template; "
+                         "engine.sweep.fill_from_template)")
     check_columns(table)
     extras = [c for c in cols if column_kind(c) is None]
     reserved = [c for c in extras if c in _output_names()]
     if reserved:
         raise InputError("columns", reserved[0], "is an output column: give the scenario table, not a results file")
     if extras and extra_columns == "error":
-        c = extras[0]
         known = [f.name for f in FIELDS] + list(TEXT_FIELDS)
-        close = difflib.get_close_matches(str(c), known, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        raise InputError("columns", c, f"is not a scenario field{hint}; fields: {', '.join(known)}, domain{{i}}_name/"
-                         "_mtbf_h/_nodes_per_domain. Pass extra_columns='keep' (--keep-extra) to carry it through")
+        hints = []
+        for c in extras:
+            close = difflib.get_close_matches(str(c), known, n=1)
+            hints.append(f"{c} (did you mean {close[0]}?)" if close else str(c))
+        if len(extras) == 1:
+            what = "is not a scenario field" + hints[0][len(str(extras[0])):]
+        else:
+            what = "are not scenario fields: " + "; ".join(hints)
+        raise InputError("columns", ", ".join(map(str, extras)), f"{what}; fields: {', '.join(known)}, "
+                         "domain{i}_name/_mtbf_h/_nodes_per_domain. Pass extra_columns='keep' (--keep-extra) to "
+                         "carry them through")
     return extras
 
 
@@ -180,6 +235,9 @@ def coerce_numeric_text(values: pd.Series) -> pd.Series:
     obj = values.to_numpy(dtype=object)
     is_str = np.fromiter((isinstance(v, str) for v in obj), dtype=bool, count=len(obj))
     if not is_str.any():
+        if all(_is_number(v) or _is_absent(v) for v in obj):
+            return pd.Series(np.array([np.nan if _is_absent(v) else float(v) for v in obj], dtype=float),
+                             index=values.index, name=values.name)
         return values
     out = obj.copy()
     stripped = pd.Series(np.where(is_str, obj, ""), dtype=object).str.strip()
@@ -194,11 +252,12 @@ def coerce_numeric_text(values: pd.Series) -> pd.Series:
 
 
 def _validate(table: pd.DataFrame, cell_errors: Mapping[tuple[Hashable, str], str]):
-    """(given, effective, problems) of :func:`engine.scenario.table_problems`, all problems kept.
+    """(given, effective, problems, bad cells) of :func:`engine.scenario.table_problems`, all problems kept.
 
     Numbers written as text (CSV, Excel text cells) count as numbers here; cells the reader
     already refused (``cell_errors``: a formula, a quoted TOML number) are reported first and then
-    treated as blank.
+    treated as blank. ``bad cells``: per number column of a non-numeric dtype, the cells that hold
+    no number (text, a refused cell, a boolean): the output shows their original value.
     """
     n = len(table)
     problems = RowProblems(n)
@@ -212,10 +271,16 @@ def _validate(table: pd.DataFrame, cell_errors: Mapping[tuple[Hashable, str], st
                     flagged.setdefault(col, np.zeros(n, dtype=bool))[p] = True
                     problems.add([p], lambda _p, m=message: m)
     numeric = table.copy(deep=False)
+    bad_cells: dict[str, np.ndarray] = {}
     for c in numeric.columns:
         if column_kind(c) == "number":
             numeric[c] = coerce_numeric_text(table[c])
-    return table_problems(numeric, flagged, problems)
+            if table[c].dtype.kind not in "iuf":
+                obj = numeric[c].to_numpy(dtype=object)
+                bad = np.fromiter((not (_is_number(v) or _is_absent(v)) for v in obj), dtype=bool, count=n)
+                bad_cells[c] = bad | flagged.get(c, np.zeros(n, dtype=bool))
+    given, eff, problems = table_problems(numeric, flagged, problems)
+    return given, eff, problems, bad_cells
 
 
 # ==================================================================================== evaluation
@@ -240,56 +305,61 @@ def _check_mc_options(runs: Any, seed: Any, failures: Any) -> tuple[int, int, An
     return int(r), int(seed), failures
 
 
-def _canonical_rows(eff: Mapping[str, np.ndarray], domain_idx: Sequence[int]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Numeric inputs in a fixed order, -0.0 -> 0.0 and one NaN pattern, for hashing."""
-    base = np.column_stack([eff[f.name] for f in FIELDS]).astype("<f8") + 0.0
-    base[np.isnan(base)] = np.nan
-    doms = []
-    for i in domain_idx:
-        d = np.column_stack([np.full(len(base), float(i)), eff[f"domain{i}_mtbf_h"],
-                             eff[f"domain{i}_nodes_per_domain"]]).astype("<f8") + 0.0
-        doms.append(d)
-    return base, doms
+#: what a row's simulation uses, in the order hashed for its seed (besides the failure law and final save)
+_SIMULATION_INPUTS = ("checkpoint_stall_min", "async_write_min", "async_slowdown_fraction", "restart_min",
+                      "job_mtbf_h", "useful_training_h", "chosen_interval_min")
 
 
-def _seeds_from(eff: Mapping[str, np.ndarray], domain_idx: Sequence[int], positions: np.ndarray, seed: int) -> np.ndarray:
-    base, doms = _canonical_rows(eff, domain_idx)
+def _law_bytes(failures: Any, final_save: bool) -> bytes:
+    """The failure law and the final-save flag as bytes (an exponential law spelt either way hashes the same)."""
+    law = failures if isinstance(failures, _mc.FailureLaw) else _mc.FailureLaw.exponential()
+    head = f"{law.kind}|{law.shape!r}|{bool(final_save)}|".encode()
+    return head + np.asarray(law.samples or (), dtype="<f8").tobytes()
+
+
+def _seeds_from(sim_inputs: Mapping[str, np.ndarray], positions: np.ndarray, seed: int, failures: Any,
+                final_save: bool) -> np.ndarray:
+    """``SeedSequence([seed, blake2b-128(simulation inputs)])`` -> a 49-bit seed per row position."""
+    rows = np.column_stack([np.asarray(sim_inputs[c], dtype=float)[positions] for c in _SIMULATION_INPUTS])
+    rows = rows.astype("<f8") + 0.0  # -0.0 -> 0.0
+    law = _law_bytes(failures, final_save)
     out = np.empty(len(positions), dtype=np.int64)
-    for k, p in enumerate(positions):
-        h = hashlib.blake2b(base[p].tobytes(), digest_size=16)
-        for d in doms:
-            if not np.isnan(d[p, 1]):  # a domain left empty does not count: same seed as a table without it
-                h.update(d[p].tobytes())
-        words = np.frombuffer(h.digest(), dtype="<u4").tolist()
+    for k in range(len(positions)):
+        words = np.frombuffer(hashlib.blake2b(rows[k].tobytes() + law, digest_size=16).digest(), dtype="<u4").tolist()
         state = np.random.SeedSequence([seed, *words]).generate_state(1, np.uint64)[0]
         out[k] = int(state) >> 15  # 49 bits: exact in float64 and in Excel's 15 digits
     return out
 
 
-def scenario_seeds(table: pd.DataFrame, seed: int = DEFAULT_SEED) -> np.ndarray:
+def scenario_seeds(table: Any, seed: int = DEFAULT_SEED, failures: Union[str, "_mc.FailureLaw"] = "exponential",
+                   final_save: bool = False) -> np.ndarray:
     """The per-row Monte Carlo seed :func:`evaluate_rows` uses (``deadline_seed``), for every row.
 
-    ``SeedSequence([seed, blake2b-128(row's numeric inputs)])`` -> a 49-bit integer. The inputs are
-    the numeric fields of :data:`~engine.scenario.FIELDS` with defaults applied (float64, fixed
-    order) plus each failure domain the row gives; names, text, other rows, the row's position and
-    the number of runs do not enter. Rows with equal inputs get equal seeds. Invalid rows get -1.
+    ``SeedSequence([seed, blake2b-128(x)])`` -> a 49-bit integer, where ``x`` is what the row's
+    simulation uses: ``checkpoint_stall_min``, ``async_write_min``, ``async_slowdown_fraction``,
+    ``restart_min`` (defaults applied), the job MTBF the row uses (the override, else derived from
+    nodes, node MTBF, non-fatal share and domains), ``useful_training_h`` and the chosen interval
+    (float64, fixed order), plus the failure law and ``final_save``. Price, currency, name, text,
+    GPUs, ``runs_per_month``, ``deadline_h``, other rows, the row's position and the number of runs
+    do not enter: rows that simulate the same job get the same seed. Invalid rows get -1.
     """
-    _check_mc_options(2, seed, "exponential")
-    _check_columns(table, "keep")
-    _, eff, problems = _validate(table, table.attrs.get("cell_errors", {}))
-    out = np.full(len(table), -1, dtype=np.int64)
-    good = np.flatnonzero(~problems.mask())
-    out[good] = _seeds_from(eff, _domain_indices(list(table.columns)), good, seed)
+    _check_mc_options(2, seed, failures)
+    results = evaluate_rows(table, extra_columns="keep")
+    table = table if isinstance(table, pd.DataFrame) else to_table([table] if isinstance(table, Scenario) else table)
+    _, eff, _, _ = _validate(table, table.attrs.get("cell_errors", {}))
+    sim = {**eff, **{c: results[c].to_numpy(dtype=float) for c in ("job_mtbf_h", "chosen_interval_min")}}
+    out = np.full(len(results), -1, dtype=np.int64)
+    good = np.flatnonzero(results["status"].to_numpy(dtype=object) == STATUS_OK)
+    out[good] = _seeds_from(sim, good, int(seed), failures, final_save)
     return out
 
 
 def _monte_carlo(n: int, eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray], positions: np.ndarray,
-                 domain_idx: Sequence[int], runs: int, seed: int, failures: Any, final_save: bool,
-                 problems: RowProblems) -> dict[str, np.ndarray]:
+                 runs: int, seed: int, failures: Any, final_save: bool, problems: RowProblems) -> dict[str, np.ndarray]:
     out = {c: np.full(n, np.nan) for c in MONTE_CARLO_COLUMNS}
     if not len(positions):
         return out
-    seeds = _seeds_from(eff, domain_idx, positions, seed)
+    seeds = _seeds_from({**eff, **res}, positions, seed, failures, final_save)
     useful_h, deadline_h = eff["useful_training_h"], eff["deadline_h"]
     for p, row_seed in zip(positions.tolist(), seeds.tolist()):
         dl_h = deadline_h[p]
@@ -326,6 +396,40 @@ def _monte_carlo(n: int, eff: Mapping[str, np.ndarray], res: Mapping[str, np.nda
     return out
 
 
+def _row_warnings(n: int, eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray],
+                  positions: np.ndarray) -> np.ndarray:
+    """:func:`engine.validity.warnings_text` of the rows at ``positions`` ("" elsewhere).
+
+    The checks' masks are computed once over all rows; the text comes from ``warnings_text`` on one
+    row per distinct set of checks that fire (a batch of 10^6 rows holds a handful of such sets).
+    """
+    out = np.full(n, "", dtype=object)
+    if len(positions):
+        cols = {**{k: v[positions] for k, v in eff.items()}, **{k: v[positions] for k, v in res.items()}}
+        with np.errstate(invalid="ignore"):
+            masks = np.column_stack([np.broadcast_to(np.asarray(c.test(cols), dtype=bool), (len(positions),))
+                                     for c in CHECKS])
+        codes = masks.astype(np.int64) @ (np.int64(1) << np.arange(len(CHECKS), dtype=np.int64))
+        _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+        texts = [warnings_text({k: v[[i]] for k, v in cols.items()})[0] for i in first.tolist()]
+        out[positions] = np.array(texts, dtype=object)[inverse.reshape(-1)]
+    return out
+
+
+def _number_output(name: str, raw: pd.Series, vals: np.ndarray, bad: Optional[np.ndarray]) -> pd.Series:
+    """An input number column as the results give it back: its own type, a bad cell's original value."""
+    if raw.dtype.kind in "iu":  # whole numbers in, whole numbers out (a job MTBF override stays as given)
+        return integer_typed(pd.Series(vals, index=raw.index, name=name))
+    if bad is None:
+        if not vals.flags.writeable:  # a read-only view of the input: the results must be editable
+            vals = vals.copy()
+        return pd.Series(vals, index=raw.index, copy=False)
+    out = vals.astype(object)
+    if bad.any():
+        out[bad] = raw.to_numpy(dtype=object)[bad]
+    return pd.Series(out, index=raw.index, dtype=object)
+
+
 def is_dask(obj: Any) -> bool:
     return type(obj).__module__.split(".")[0] in ("dask", "dask_expr")
 
@@ -348,17 +452,18 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     Cells: numbers; numbers written as text (``" 1.5 "``, as CSV, Excel and Dask's string
     conversion hold them) count as numbers; blank, ``None``/NaN and the words ``NA``, ``N/A``,
     ``null``, ``none``, ``nan`` mean "not given" (the field's default, or "is required"); any other
-    text, booleans and dates are row errors (``must be a number``).
+    text, booleans and dates are row errors (``must be a number``) and keep their value in the output.
 
     ``extra_columns``: ``"error"`` (default) refuses columns that are no scenario field; ``"keep"``
     carries them through unchanged and unevaluated. ``cell_errors``: ``{(row label, column): message}``
     of cells a reader already refused (e.g. formulas in an .xlsx); defaults to
     ``table.attrs["cell_errors"]`` as set by :func:`ckptplan.files.tables.read_scenarios`.
 
-    Returns a DataFrame with the table's index: ``status``, ``error``, the input columns, the derived
-    columns of :func:`engine.evaluate`, and with ``deadline`` the :data:`MONTE_CARLO_COLUMNS`.
-    Raises :class:`InputError` only for problems of the whole table (missing required column,
-    unknown column, half a domain's columns, duplicate header, bad ``runs``/``seed``).
+    Returns a DataFrame with the table's index: ``status``, ``error``, ``warnings``, the input
+    columns, the derived columns of :func:`engine.evaluate`, and with ``deadline`` the
+    :data:`MONTE_CARLO_COLUMNS`. Raises :class:`InputError` only for problems of the whole table
+    (missing required columns, unknown columns, half a domain's columns, duplicate header, bad
+    ``runs``/``seed``).
     """
     if deadline:
         runs, seed, failures = _check_mc_options(runs, seed, failures)
@@ -377,8 +482,7 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
         cell_errors = table.attrs.get("cell_errors", {})
     _check_columns(table, extra_columns)
     n = len(table)
-    given, eff, problems = _validate(table, cell_errors)
-    domain_idx = _domain_indices(list(table.columns))
+    given, eff, problems, bad_cells = _validate(table, cell_errors)
 
     # one engine call over every row that passed the masks; bisection only if the engine disagrees
     candidates = np.flatnonzero(~problems.mask())
@@ -397,7 +501,7 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     evaluated = np.flatnonzero(~problems.mask())
     mc = None
     if deadline:
-        mc = _monte_carlo(n, eff, res, evaluated, domain_idx, runs, seed, failures, final_save, problems)
+        mc = _monte_carlo(n, eff, res, evaluated, runs, seed, failures, final_save, problems)
 
     bad = problems.mask()
     errors = np.full(n, "", dtype=object)
@@ -406,6 +510,7 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     out: dict[str, Any] = {
         "status": pd.Series(np.where(bad, STATUS_ERROR, STATUS_OK), index=table.index, dtype=TEXT_DTYPE),
         "error": pd.Series(errors, index=table.index, dtype=TEXT_DTYPE),
+        "warnings": pd.Series(_row_warnings(n, eff, res, np.flatnonzero(~bad)), index=table.index, dtype=TEXT_DTYPE),
     }
     for c in table.columns:
         kind = column_kind(c)
@@ -413,110 +518,25 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
             vals = given[c]
             if c == "job_mtbf_h":
                 vals = np.where(np.isnan(res["job_mtbf_h"]), vals, res["job_mtbf_h"])
-            if not vals.flags.writeable:  # a read-only view of the input: the results must be editable
-                vals = vals.copy()
-            out[c] = pd.Series(vals, index=table.index, copy=False)
+            out[c] = _number_output(c, table[c], vals, bad_cells.get(c))
         elif kind == "text":
             out[c] = _text_series(table[c])
         else:
             out[c] = table[c]
-    for c in derived:
-        if c not in out:
-            out[c] = pd.Series(res[c], index=table.index, copy=False)
-    if mc is not None:
-        for c in MONTE_CARLO_COLUMNS:
-            out[c] = pd.Series(mc[c], index=table.index, copy=False)
+    extra = dict(zip(MONTE_CARLO_COLUMNS, [mc[c] for c in MONTE_CARLO_COLUMNS])) if mc is not None else {}
+    for c, values in [*((c, res[c]) for c in derived if c not in out), *extra.items()]:
+        out[c] = _int_series(values, table.index) if c in INTEGER_RESULT_COLUMNS else pd.Series(
+            values, index=table.index, copy=False)
     return pd.DataFrame(out, index=table.index, copy=False)
 
 
-# ===================================================================================== summary
-
-@dataclass
-class BatchSummary:
-    """Counts and the extremes of a batch; ``best``/``worst`` per currency, ranked by :data:`RANKING_METRIC`.
-
-    ``best[currency]`` / ``worst[currency]``: ``{"row", "value", "total_cost", "goodput", "describe"}``
-    where ``value`` is the cost per useful GPU-hour (total cost / useful GPU-hours: what one hour of
-    useful training really costs once saves, rework and restarts are paid) and ``describe`` the
-    row's values of the ``describe`` columns. Ties keep the first row. ``first_errors``: up to
-    ``max_errors`` ``(row, message)`` pairs in input order.
-    """
-
-    rows: int = 0
-    ok: int = 0
-    errors: int = 0
-    metric: str = RANKING_METRIC
-    best: dict = field(default_factory=dict)
-    worst: dict = field(default_factory=dict)
-    first_errors: list = field(default_factory=list)
-    describe: tuple = ()
-    max_errors: int = 20
-
-    def update(self, part: pd.DataFrame) -> None:
-        """Fold one chunk of results in (chunks in input order)."""
-        n = len(part)
-        self.rows += n
-        status = part["status"].to_numpy(dtype=object)
-        bad = status != STATUS_OK
-        k = int(bad.sum())
-        self.errors += k
-        self.ok += n - k
-        if k and len(self.first_errors) < self.max_errors:
-            pos = np.flatnonzero(bad)[: self.max_errors - len(self.first_errors)]
-            errs = part["error"].to_numpy(dtype=object)
-            for p in pos:
-                self.first_errors.append((plain_value(part.index[p]), str(errs[p])))
-        good = np.flatnonzero(~bad)
-        if not len(good) or self.metric not in part.columns:
-            return
-        metric = part[self.metric].to_numpy(dtype=float)[good]
-        keep = np.isfinite(metric)
-        good, metric = good[keep], metric[keep]
-        if "currency" in part.columns:
-            cur = part["currency"].to_numpy(dtype=object)[good]
-            cur = np.array(["USD" if _is_absent(c) else str(c) for c in cur], dtype=object) if len(cur) else cur
-        else:
-            cur = np.full(len(good), "USD", dtype=object)
-        codes, uniques = pd.factorize(cur)
-        for ci, name in enumerate(uniques):
-            sel = np.flatnonzero(codes == ci)
-            lo, hi = sel[int(np.argmin(metric[sel]))], sel[int(np.argmax(metric[sel]))]
-            for store, j, better in ((self.best, lo, lambda a, b: a < b), (self.worst, hi, lambda a, b: a > b)):
-                if name not in store or better(metric[j], store[name]["value"]):
-                    store[name] = self._record(part, good[j], float(metric[j]))
-
-    def _record(self, part: pd.DataFrame, p: int, value: float) -> dict:
-        row = part.iloc[p]
-        return {"row": plain_value(part.index[p]), "value": value,
-                "total_cost": float(row.get("total_cost", np.nan)), "goodput": float(row.get("goodput", np.nan)),
-                "describe": {c: plain_value(row[c]) for c in self.describe if c in part.columns}}
-
-    def to_dict(self) -> dict:
-        return {"rows": self.rows, "ok": self.ok, "errors": self.errors, "metric": self.metric,
-                "best": self.best, "worst": self.worst, "first_errors": [list(e) for e in self.first_errors]}
-
-    @staticmethod
-    def describe_record(rec: dict) -> str:
-        """``name=value`` pairs of a best/worst record (or its row number)."""
-        parts = [f"{k}={_fmt(v)}" for k, v in rec["describe"].items()]
-        return ", ".join(parts) if parts else f"row {rec['row']}"
-
+# ===================================================================================== values
 
 def plain_value(v: Any) -> Any:
-    """A cell as a plain Python value: numpy scalars unwrapped, NaN as None."""
+    """A cell as a plain Python value: numpy scalars unwrapped, NaN and pandas' NA as None."""
     if isinstance(v, np.generic):
         v = v.item()
-    if isinstance(v, float) and math.isnan(v):
+    if v is pd.NA or (isinstance(v, float) and math.isnan(v)):
         return None
     return v
 
-
-def _fmt(v: Any) -> str:
-    return f"{v:g}" if isinstance(v, float) else str(v)
-
-
-def summarize(results: pd.DataFrame, describe: Sequence[str] = ("name",)) -> BatchSummary:
-    """The :class:`BatchSummary` of an evaluated table (or use ``BatchSummary.update`` per chunk)."""
-    s = BatchSummary(describe=tuple(describe))
-    s.update(results)
-    return s

@@ -1,4 +1,5 @@
-"""Sweeps and streaming: grids of scenarios over a base, and any rows evaluated chunk by chunk.
+"""Sweeps and streaming: grids of scenarios over a base, tables completed from a base, any rows
+evaluated chunk by chunk, and the summary of a batch.
 
 Sweeps (:func:`sweep`, :func:`sweep_grid`, :func:`sweep_dask`, :func:`parse_axis`)
 ---------------------------------------------------------------------------------
@@ -8,6 +9,25 @@ rows = product of the axis lengths, the first axis varying slowest (as :func:`it
 Rule violations inside the grid (a negative stall, an interval too short for the write) are row
 errors like any other (:func:`.batch.evaluate_rows`). Range syntax for the command line:
 :func:`parse_axis`.
+
+Tables completed from a base scenario (:func:`fill_from_template`)
+------------------------------------------------------------------
+A scenario table may omit columns; :func:`fill_from_template` adds each omitted column with the
+base scenario's value on every row (``ckptplan batch --template``, default the seed preset) and
+says which it filled (:class:`TemplateFill`). Only whole columns are filled: a blank cell in a
+column the file gives means "not given" (the field's default, or "is required"), as everywhere;
+a base value equal to the field's default is not filled (the default applies anyway).
+Not taken from the base: ``name``, ``description`` and ``source`` (they describe the base, not the
+rows), and values that belong with a column the file gives:
+
+* the base's ``job_mtbf_h`` override when the file gives ``node_mtbf_h`` or any ``domain{i}_*``
+  column (the override would hide them: the rule of ``ckptplan plan --node-mtbf-h``);
+* the base's failure domains when the file gives any ``domain{i}_*`` column (the file's domains
+  replace the base's, they are not added to them);
+* the base's ``currency`` when the file gives ``price_per_gpu_hour`` (rows then use the file's
+  ``currency`` column, else the default, USD);
+* the base's ``deadline_h`` when the file gives ``useful_training_h`` (a deadline belongs with its
+  run length; rows then have no deadline unless the file gives one).
 
 Streaming (:func:`iter_results`)
 --------------------------------
@@ -29,7 +49,7 @@ import collections
 import difflib
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
@@ -37,12 +57,15 @@ import pandas as pd
 
 from . import montecarlo as _mc
 from ._inputs import InputError, as_float_array
-from .batch import TEXT_DTYPE, _check_columns, column_kind, evaluate_rows, is_dask
-from .fields import DEFAULT_CHUNK_ROWS, DEFAULT_RUNS, DEFAULT_SEED, FIELDS, MAX_SWEEP_ROWS
-from .scenario import Scenario, to_table
+from .batch import (RANKING_METRIC, STATUS_OK, TEXT_DTYPE, _check_columns, _int_series, column_kind, evaluate_rows,
+                    is_dask, is_integer_column, plain_value)
+from .fields import DEFAULT_CHUNK_ROWS, DEFAULT_RUNS, DEFAULT_SEED, FIELD_BY_NAME, FIELDS, MAX_SWEEP_ROWS, TEXT_FIELDS
+from .scenario import DOMAIN_COL, Scenario, to_table
+from .scenario import is_absent as _is_absent
 from .scenario import is_number as _is_number
 
-__all__ = ["MAX_AXIS_VALUES", "SweepGrid", "iter_results", "parse_axis", "sweep", "sweep_dask", "sweep_grid"]
+__all__ = ["MAX_AXIS_VALUES", "BatchSummary", "SweepGrid", "TemplateFill", "fill_from_template", "iter_results",
+           "parse_axis", "summarize", "sweep", "sweep_dask", "sweep_grid"]
 
 #: largest axis :func:`parse_axis` expands
 MAX_AXIS_VALUES = 1_000_000
@@ -130,6 +153,8 @@ class SweepGrid:
     ``axes``: ordered ``{column: values}``; ``same_work``: scale ``useful_training_h`` by
     ``base nodes / row nodes`` (perfect scaling, as :meth:`Scenario.with_nodes`). Row ``i``
     (0-based) takes axis ``k``'s value number ``(i // prod(len(later axes))) % len(axis k)``.
+    Whole-number columns (``nodes``, ``gpus_per_node``, ...) are ``Int64`` when every value of the
+    grid is whole (the same type in every chunk), else float64.
     """
 
     base: dict
@@ -159,8 +184,13 @@ class SweepGrid:
             cols[c] = np.asarray(values, dtype=float)[(idx // stride) % L]
         if self.same_work:
             cols["useful_training_h"] = np.asarray(cols["useful_training_h"]) * float(self.base["nodes"]) / cols["nodes"]
-        table = pd.DataFrame(cols, index=index)
-        return table
+        for c in [c for c in cols if is_integer_column(c) and self._whole(c)]:  # whole on every row of the grid
+            cols[c] = _int_series(np.asarray(cols[c], dtype=float), index)
+        return pd.DataFrame(cols, index=index)
+
+    def _whole(self, column: str) -> bool:
+        values = self.axes[column] if column in self.axes else [self.base[column]]
+        return all(v is None or (math.isfinite(float(v)) and float(v) % 1 == 0) for v in values)
 
 
 def _base_scenario(base: Scenario) -> Scenario:
@@ -259,6 +289,77 @@ def _grid_part(bounds: tuple[int, int], grid: SweepGrid) -> pd.DataFrame:
     return grid.chunk(*bounds)
 
 
+# ======================================================================= tables over a base
+
+@dataclass(frozen=True)
+class TemplateFill:
+    """What :func:`fill_from_template` took from a base scenario.
+
+    ``template``: the base's label (``--template`` as given, else the scenario's name); ``filled``:
+    ``{column: value}`` added to every row; ``not_taken``: ``{column: why}`` for the base's values
+    left out because they belong with a column the file gives (see the module notes).
+    """
+
+    template: str
+    filled: dict = field(default_factory=dict)
+    not_taken: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"template": self.template, "filled": dict(self.filled), "not_taken": dict(self.not_taken)}
+
+
+def fill_from_template(table: pd.DataFrame, base: Scenario, template: Optional[str] = None
+                       ) -> tuple[pd.DataFrame, TemplateFill]:
+    """The table with every column it omits filled from ``base`` (same value on every row), and what was filled.
+
+    See the module notes for what is never taken from the base and why. Columns the table gives
+    are never touched (a blank cell stays blank). Filled columns come after the table's own, in
+    the registry's order; the index and ``attrs`` (e.g. the reader's ``cell_errors``) are kept.
+    """
+    sc = _base_scenario(base)
+    if not isinstance(table, pd.DataFrame):
+        raise InputError("table", type(table).__name__, "must be a pandas DataFrame")
+    row = {c: plain_value(v) for c, v in to_table([sc]).iloc[0].items()}
+    cols = set(table.columns)
+    file_domains = any(isinstance(c, str) and DOMAIN_COL.match(c) for c in cols)
+    kept_out = {
+        "job_mtbf_h": ("the file gives " + ("node_mtbf_h" if "node_mtbf_h" in cols else "failure-domain columns")
+                       + ": the template's job MTBF override would hide the file's own failure figures")
+        if "node_mtbf_h" in cols or file_domains else None,
+        "currency": "the file gives price_per_gpu_hour: its prices are in the file's currency column, else USD"
+        if "price_per_gpu_hour" in cols else None,
+        "deadline_h": "the file gives useful_training_h: the template's deadline belongs with its run length"
+        if "useful_training_h" in cols else None,
+    }
+    filled: dict[str, Any] = {}
+    not_taken: dict[str, str] = {}
+    domain_cols = [c for c in row if DOMAIN_COL.match(c)]
+    candidates = [f.name for f in FIELDS] + [t for t in TEXT_FIELDS if t not in ("name", "description", "source")]
+    for c in candidates + (domain_cols if not file_domains else []):
+        v = row.get(c)
+        default = FIELD_BY_NAME[c].default if c in FIELD_BY_NAME else TEXT_FIELDS[c][1] if c in TEXT_FIELDS else None
+        if c in cols or v is None or v == default:  # the field's default applies anyway: nothing to fill or say
+            continue
+        if kept_out.get(c):
+            not_taken[c] = kept_out[c]
+            continue
+        filled[c] = v
+    if file_domains and sc.domains:
+        not_taken["domains"] = (f"the file gives its own failure-domain columns: the template's "
+                                f"{len(sc.domains)} domain(s) are not added")
+    out = table.copy(deep=False)
+    n = len(out)
+    for c, v in filled.items():
+        if column_kind(c) == "text":
+            out[c] = pd.Series(np.full(n, v, dtype=object), index=out.index, dtype=object)
+        elif is_integer_column(c) and float(v) % 1 == 0:
+            out[c] = _int_series(np.full(n, float(v)), out.index)
+        else:
+            out[c] = np.full(n, float(v))
+    out.attrs = dict(table.attrs)
+    return out, TemplateFill(template or sc.name, filled, not_taken)
+
+
 # ================================================================================== streaming
 
 def iter_results(source: Any, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, window: Optional[int] = None,
@@ -316,3 +417,102 @@ def _iter_dask(ddf: Any, window: Optional[int]) -> Iterator[pd.DataFrame]:
         if nxt is not None:
             flight.append(client.compute(nxt))
         yield part
+
+
+# ===================================================================================== summary
+
+@dataclass
+class BatchSummary:
+    """Counts and the extremes of a batch; ``best``/``worst`` per currency, ranked by :data:`RANKING_METRIC`.
+
+    ``best[currency]`` / ``worst[currency]``: ``{"row", "value", "total_cost", "goodput", "describe"}``
+    where ``value`` is the cost per useful GPU-hour (total cost / useful GPU-hours: what one hour of
+    useful training really costs once saves, rework and restarts are paid) and ``describe`` the
+    row's values of the ``describe`` columns. Ties keep the first row. ``first_errors``: up to
+    ``max_errors`` ``(row, message)`` pairs in input order; ``warned``: ok rows with a model
+    warning (``warnings`` column), the first ``max_errors`` of them in ``first_warnings``.
+    ``template``: what the table took from a base scenario (:meth:`TemplateFill.to_dict`),
+    None when it took nothing.
+    """
+
+    rows: int = 0
+    ok: int = 0
+    errors: int = 0
+    metric: str = RANKING_METRIC
+    best: dict = field(default_factory=dict)
+    worst: dict = field(default_factory=dict)
+    first_errors: list = field(default_factory=list)
+    describe: tuple = ()
+    max_errors: int = 20
+    warned: int = 0
+    first_warnings: list = field(default_factory=list)
+    template: Optional[dict] = None
+
+    def update(self, part: pd.DataFrame) -> None:
+        """Fold one chunk of results in (chunks in input order)."""
+        n = len(part)
+        self.rows += n
+        status = part["status"].to_numpy(dtype=object)
+        bad = status != STATUS_OK
+        k = int(bad.sum())
+        self.errors += k
+        self.ok += n - k
+        self._first(part, bad, "error", self.first_errors)
+        if "warnings" in part.columns:
+            warned = ~bad & np.array([isinstance(w, str) and w != "" for w in part["warnings"].to_numpy(dtype=object)],
+                                     dtype=bool)
+            self.warned += int(warned.sum())
+            self._first(part, warned, "warnings", self.first_warnings)
+        good = np.flatnonzero(~bad)
+        if not len(good) or self.metric not in part.columns:
+            return
+        metric = part[self.metric].to_numpy(dtype=float)[good]
+        keep = np.isfinite(metric)
+        good, metric = good[keep], metric[keep]
+        if "currency" in part.columns:
+            cur = part["currency"].to_numpy(dtype=object)[good]
+            cur = np.array(["USD" if _is_absent(c) else str(c) for c in cur], dtype=object) if len(cur) else cur
+        else:
+            cur = np.full(len(good), "USD", dtype=object)
+        codes, uniques = pd.factorize(cur)
+        for ci, name in enumerate(uniques):
+            sel = np.flatnonzero(codes == ci)
+            lo, hi = sel[int(np.argmin(metric[sel]))], sel[int(np.argmax(metric[sel]))]
+            for store, j, better in ((self.best, lo, lambda a, b: a < b), (self.worst, hi, lambda a, b: a > b)):
+                if name not in store or better(metric[j], store[name]["value"]):
+                    store[name] = self._record(part, good[j], float(metric[j]))
+
+    def _first(self, part: pd.DataFrame, mask: np.ndarray, column: str, into: list) -> None:
+        if mask.any() and len(into) < self.max_errors:
+            texts = part[column].to_numpy(dtype=object)
+            for p in np.flatnonzero(mask)[: self.max_errors - len(into)]:
+                into.append((plain_value(part.index[p]), str(texts[p])))
+
+    def _record(self, part: pd.DataFrame, p: int, value: float) -> dict:
+        row = part.iloc[p]
+        return {"row": plain_value(part.index[p]), "value": value,
+                "total_cost": float(row.get("total_cost", np.nan)), "goodput": float(row.get("goodput", np.nan)),
+                "describe": {c: plain_value(row[c]) for c in self.describe if c in part.columns}}
+
+    def to_dict(self) -> dict:
+        return {"rows": self.rows, "ok": self.ok, "errors": self.errors, "warnings": self.warned,
+                "metric": self.metric, "best": self.best, "worst": self.worst,
+                "first_errors": [list(e) for e in self.first_errors],
+                "first_warnings": [list(e) for e in self.first_warnings], "template": self.template}
+
+    @staticmethod
+    def describe_record(rec: dict) -> str:
+        """``name=value`` pairs of a best/worst record (or its row number)."""
+        parts = [f"{k}={_fmt(v)}" for k, v in rec["describe"].items()]
+        return ", ".join(parts) if parts else f"row {rec['row']}"
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def summarize(results: pd.DataFrame, describe: Sequence[str] = ("name",)) -> BatchSummary:
+    """The :class:`BatchSummary` of an evaluated table (or use ``BatchSummary.update`` per chunk)."""
+    s = BatchSummary(describe=tuple(describe))
+    s.update(results)
+    return s

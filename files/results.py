@@ -10,9 +10,13 @@ every output kind. A sink is a :class:`Sink`; a factory is called as
 ``factory(tmp_path, sheet=..., summary_sheet=..., source=...)`` and may offer
 ``check_rows(rows)`` to refuse a row count before any work.
 
-CSV: UTF-8, comma, header row, numbers in shortest round-trip form, blank for missing, text cells
-neutralised against formula injection (:func:`neutralise_csv_text`). Parquet: zstd,
-float64/int64/string columns. Both through pyarrow (imported when a file is written).
+CSV: UTF-8, comma, header row, numbers in shortest round-trip form (whole numbers without ".0",
+so ``nodes`` reads ``128`` and ``deadline_seed`` all its digits), blank for missing, text cells
+neutralised against formula injection (:func:`neutralise_csv_text`). Parquet: zstd, one type per
+column: whole-number columns (``Int64`` in the results: ``nodes``, ``gpus``, ``deadline_seed``, ...)
+int64, other numbers float64, text string; a column that holds text as well as numbers (an input
+cell that was no number keeps its original text) is a string column, numbers written as in the CSV.
+Both through pyarrow (imported when a file is written).
 """
 
 from __future__ import annotations
@@ -22,14 +26,15 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
-from ..engine.batch import TEXT_DTYPE, BatchSummary, column_kind, is_dask, text_values
+from ..engine.batch import (TEXT_DTYPE, coerce_numeric_text, column_kind, integer_typed, is_dask, is_integer_column,
+                            text_values)
 from ..engine.errors import InputError
-from ..engine.scenario import is_absent
-from ..engine.sweep import iter_results
+from ..engine.scenario import is_absent, is_number
+from ..engine.sweep import BatchSummary, iter_results
 from .atomic import atomic_write
 
-__all__ = ["CSV_INJECTION_PREFIXES", "OUTPUT_SUFFIXES", "Sink", "SinkFactory", "file_frame", "is_text_column",
-           "neutralise_csv_text", "output_kind", "read_results", "write_results", "write_table"]
+__all__ = ["CSV_INJECTION_PREFIXES", "OUTPUT_SUFFIXES", "Sink", "SinkFactory", "cell_text", "file_frame",
+           "is_text_column", "neutralise_csv_text", "output_kind", "read_results", "write_results", "write_table"]
 
 #: leading characters that make a spreadsheet treat a CSV text cell as a formula (OWASP)
 CSV_INJECTION_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -52,8 +57,11 @@ def read_results(path: Union[str, Path]) -> pd.DataFrame:
 
     The .xlsx is one ckptplan wrote (:mod:`ckptplan.workbook.results`): only stored values are read.
 
-    Numbers come back as float64, text as text (a CSV text cell neutralised on writing keeps its
-    leading ``'``). The ``row`` column, when present, becomes the index.
+    Numbers come back as float64, whole-number columns (``nodes``, ``gpus``, ``deadline_seed``, ...)
+    as ``Int64`` when every value is whole, text as text (a CSV text cell neutralised on writing
+    keeps its leading ``'``; ``error`` and ``warnings`` as ``""`` when empty), and an input column
+    that holds text among its numbers as an object column (numbers as floats, text as text). The
+    ``row`` column, when present, becomes the index.
     """
     path = Path(path)
     kind = output_kind(path)
@@ -73,15 +81,30 @@ def read_results(path: Union[str, Path]) -> pd.DataFrame:
         finally:
             wb.close()
         for c in table.columns:
-            if column_kind(c) == "text" or c in ("status", "error") or table[c].map(lambda v: isinstance(v, str)).any():
+            if column_kind(c) == "number":
+                continue
+            if column_kind(c) == "text" or c in _LEAD or table[c].map(lambda v: isinstance(v, str)).any():
                 table[c] = pd.Series(text_values(table[c]), dtype=TEXT_DTYPE)
             else:
                 table[c] = pd.to_numeric(table[c]).astype(float)
-    if "error" in table.columns:
-        table["error"] = table["error"].astype(object).where(table["error"].notna(), "").astype(TEXT_DTYPE)
+    for c in table.columns:
+        col = table[c]
+        if column_kind(c) == "number" and col.dtype.kind not in "iuf":
+            col = coerce_numeric_text(col)
+            if col.dtype.kind == "O":  # numbers among text: floats, as the results hold them
+                col = col.map(lambda v: float(v) if is_number(v) else v).astype(object)
+        if is_integer_column(c):
+            col = col.astype("Int64") if col.dtype.kind in "iu" else integer_typed(col)
+        table[c] = col
+    for c in _LEAD[1:]:
+        if c in table.columns:
+            table[c] = table[c].astype(object).where(table[c].notna(), "").astype(TEXT_DTYPE)
     if "row" in table.columns:
         table = table.set_index("row")
     return table
+
+
+_LEAD = ("status", "error", "warnings")
 
 
 # ====================================================================================== writing
@@ -135,6 +158,18 @@ def _arrow_schema(frame: pd.DataFrame):
     return pa.schema(fields_)
 
 
+def cell_text(v: Any) -> str:
+    """A cell of a text column as written: text as is, numbers in shortest round-trip form (``128``, not ``128.0``)."""
+    if isinstance(v, str):
+        return v
+    if is_number(v):
+        if isinstance(v, float) or hasattr(v, "dtype") and v.dtype.kind == "f":
+            text = repr(float(v))
+            return text[:-2] if text.endswith(".0") else text
+        return str(int(v))
+    return str(v)
+
+
 def _arrow_table(frame: pd.DataFrame, schema):
     import pyarrow as pa
 
@@ -146,11 +181,9 @@ def _arrow_table(frame: pd.DataFrame, schema):
                 arrays.append(pa.nulls(len(s), pa.string()))
             else:
                 vals = s.to_numpy(dtype=object)
-                arrays.append(pa.array([None if is_absent(v) else (v if isinstance(v, str) else str(v)) for v in vals],
-                                       type=pa.string()) if s.dtype.kind == "O" else
-                              pa.array(s.astype(object).where(s.notna(), None).to_numpy(dtype=object), type=pa.string()))
+                arrays.append(pa.array([None if is_absent(v) else cell_text(v) for v in vals], type=pa.string()))
         else:
-            arrays.append(pa.array(s.to_numpy(), type=f.type, from_pandas=True))
+            arrays.append(pa.array(s, type=f.type, from_pandas=True))
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
@@ -212,7 +245,11 @@ class _ParquetSink(Sink):
         import pyarrow.parquet as pq
 
         if self.writer is None:
-            self.schema = _arrow_schema(frame)
+            import pyarrow as pa
+
+            # pandas' own metadata too, so pandas.read_parquet gives Int64 back for a whole-number column with gaps
+            pandas_meta = pa.Schema.from_pandas(frame.iloc[:0], preserve_index=False).metadata
+            self.schema = _arrow_schema(frame).with_metadata(pandas_meta)
             self.writer = pq.ParquetWriter(str(self.path), self.schema, compression="zstd")
         self.writer.write_table(_arrow_table(frame, self.schema))
 
@@ -252,7 +289,7 @@ def _factory(kind: str, path: Path, sinks: Optional[Mapping[str, SinkFactory]]) 
 
 def write_results(results: Any, path: Union[str, Path], *, force: bool = False, describe: Sequence[str] = ("name",),
                   source: str = "", progress: Optional[Callable[[int], None]] = None,
-                  expected_rows: Optional[int] = None,
+                  expected_rows: Optional[int] = None, template: Optional[Any] = None,
                   sinks: Optional[Mapping[str, SinkFactory]] = None) -> BatchSummary:
     """Write evaluated results to a ``.csv`` or ``.parquet`` file atomically; return the summary.
 
@@ -261,6 +298,8 @@ def write_results(results: Any, path: Union[str, Path], *, force: bool = False, 
     evaluated dask DataFrame (streamed partition by partition: see ``iter_results``).
     ``progress(rows)`` is called after each chunk with the rows it wrote. ``expected_rows``, when
     known, lets a sink refuse a row count it cannot hold before any work (``check_rows``).
+    ``template``: what the table took from a base scenario (a
+    :class:`~ckptplan.engine.sweep.TemplateFill` or its ``to_dict()``), kept in the summary.
     ``sinks``: ``{kind: factory}`` for further output kinds (see the module notes); use
     :func:`ckptplan.workbook.results.write_results` for any kind, .xlsx included.
 
@@ -281,7 +320,8 @@ def write_results(results: Any, path: Union[str, Path], *, force: bool = False, 
         chunks = iter_results(results)
     else:
         chunks = results
-    summary = BatchSummary(describe=tuple(describe))
+    summary = BatchSummary(describe=tuple(describe),
+                           template=template.to_dict() if hasattr(template, "to_dict") else template)
 
     def write(tmp: Path) -> None:
         sink = factory(tmp, sheet="Results", summary_sheet=True, source=source)

@@ -24,7 +24,8 @@ from typing import Any, Mapping, Optional, Union
 import numpy as np
 import pandas as pd
 
-from ..engine.batch import coerce_numeric_text, column_kind, plain_value, text_values
+from ..engine.batch import coerce_numeric_text, column_kind, integer_typed, is_integer_column, plain_value, text_values
+from ..engine.scenario import is_number
 from ..engine.errors import InputError
 from ..engine.scenario import DOMAIN_COL, domain_indices, is_absent
 from .atomic import atomic_write
@@ -52,19 +53,24 @@ def input_kind(path: Union[str, Path]) -> str:
 def read_scenarios(path: Union[str, Path], *, sheet: Optional[str] = None) -> pd.DataFrame:
     """Read a scenario table from ``.toml``, ``.csv``, ``.xlsx`` or ``.parquet`` (see the module notes).
 
-    The index, named ``row``, is where each scenario sits in the file: the spreadsheet row / CSV
-    line (header = 1, first scenario = 2) or, in TOML, the scenario's position (1, 2, ...). Wholly
-    blank rows are skipped (they hold no scenario). Numeric cells written as text (``"1.5"``, as
-    Excel and CSV often store them) become numbers; blank cells and ``NA``/``N/A``/``null``/``none``/
-    ``nan`` mean "not given"; any other text stays text and becomes a row error in
-    :func:`~ckptplan.engine.batch.evaluate_rows`. TOML is typed: a quoted number there is a row
-    error (in ``attrs["cell_errors"]``).
+    The index, named ``row``, is the 1-based data row as the user counts it: the first row under
+    the header is row 1 (CSV, .xlsx, Parquet; so an .xlsx sheet's row number is ``row + 1``) and,
+    in TOML, the scenario's position (1, 2, ...). Wholly blank rows hold no scenario and are left
+    out, but they count, so the numbers stay those of the file. Numeric cells written as text
+    (``"1.5"``, as Excel and CSV often store them) become numbers; blank cells and ``NA``/``N/A``/
+    ``null``/``none``/``nan`` mean "not given"; any other text stays text and becomes a row error in
+    :func:`~ckptplan.engine.batch.evaluate_rows`, which keeps it in the output. TOML is typed: a
+    quoted number there is a row error (in ``attrs["cell_errors"]``). Column types: a numeric
+    column is float64, or pandas ``Int64`` for a whole-number field (``nodes``, ``gpus_per_node``,
+    ``domain{i}_nodes_per_domain``) whose every value is whole; a column holding any cell that is
+    no number is an object column (numbers as floats, the rest as read).
 
     ``.xlsx`` is read as untrusted data (:func:`ckptplan.files.check_xlsx_package`): openpyxl
     parses its XML through defusedxml (a dependency), no part may declare a DTD or entities, the
     archive is refused above :data:`MAX_XLSX_UNCOMPRESSED_BYTES` uncompressed, and only stored
     values are read, never formulas: a formula cell (and an Excel error value such as ``#DIV/0!``)
-    is recorded in ``attrs["cell_errors"]`` and becomes a row error. The sheet named ``Scenarios``
+    is recorded in ``attrs["cell_errors"]`` and becomes a row error (the table holds its text, the
+    output shows it). The sheet named ``Scenarios``
     is read if there is one, else the first (or ``sheet``). CSV: comma-separated, UTF-8 (a BOM is
     fine). Raises :class:`InputError` for an unreadable or empty file.
     """
@@ -87,12 +93,17 @@ def read_scenarios(path: Union[str, Path], *, sheet: Optional[str] = None) -> pd
     return table
 
 
-def _tidy(table: pd.DataFrame) -> pd.DataFrame:
-    """Numeric columns coerced from text; text columns as str with None for blanks."""
+def _tidy(table: pd.DataFrame, parse_text: bool = True) -> pd.DataFrame:
+    """Numeric columns coerced from text (``parse_text``) and typed; text columns as str with None for blanks."""
     for c in table.columns:
         kind = column_kind(c)
         if kind == "number":
-            table[c] = coerce_numeric_text(table[c])
+            col = table[c]
+            if parse_text:
+                col = coerce_numeric_text(col)
+            elif col.dtype.kind == "O" and all(is_number(v) or is_absent(v) for v in col.to_numpy(dtype=object)):
+                col = pd.Series([np.nan if is_absent(v) else float(v) for v in col], index=col.index, dtype=float)
+            table[c] = integer_typed(col) if is_integer_column(c) else col
         elif kind == "text":
             vals = text_values(table[c])
             vals = np.array([None if (v is None or v.strip() == "") else v for v in vals], dtype=object)
@@ -114,7 +125,7 @@ def _read_csv(path: Path) -> tuple[pd.DataFrame, dict]:
     except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error, OSError) as exc:
         raise InputError("scenario file", str(path), f"cannot be read as CSV ({exc})") from None
     table.columns = header
-    table.index = pd.RangeIndex(2, 2 + len(table))
+    table.index = pd.RangeIndex(1, 1 + len(table))  # data rows: the first under the header is 1
     blank = table.apply(lambda col: col.astype(str).str.strip().eq("")).all(axis=1) if len(table.columns) else None
     if blank is not None and blank.any():
         table = table[~blank.to_numpy()]
@@ -169,10 +180,7 @@ def _read_toml(path: Path) -> tuple[pd.DataFrame, dict]:
                 cell_errors[(k, key)] = str(InputError(key, value, "must be a number (TOML: write it without quotes)"))
         rows.append(row)
     table = pd.DataFrame(rows, index=pd.RangeIndex(1, 1 + len(rows)), dtype=object) if rows else pd.DataFrame()
-    for c in table.columns:
-        if column_kind(c) == "text":
-            table[c] = pd.Series(text_values(table[c]), index=table.index, dtype=object)
-    return table, cell_errors
+    return _tidy(table, parse_text=False), cell_errors
 
 
 def _check_zip(path: Path) -> None:
@@ -220,21 +228,19 @@ def _read_xlsx(path: Path, sheet: Optional[str]) -> tuple[pd.DataFrame, dict]:
                 if v is None:
                     continue
                 if j >= width or header[j] is None:
-                    raise InputError("columns", f"column {j + 1}", f"holds a value in row {r} but has no header")
+                    raise InputError("columns", f"column {j + 1}", f"holds a value in sheet row {r} but has no header")
                 any_value = True
                 col = header[j]
-                if cell.data_type == "f":
-                    text = v if isinstance(v, str) else getattr(v, "text", str(v))
-                    cell_errors[(r, col)] = str(InputError(col, text, "is a formula: formulas are not evaluated "
-                                                                     "(ckptplan reads stored values only); type the value"))
-                    continue
-                if cell.data_type == "e":
-                    cell_errors[(r, col)] = str(InputError(col, v, "is an Excel error value"))
-                    continue
+                if cell.data_type == "f":  # kept as text (the output shows it), refused as a value
+                    v = v if isinstance(v, str) else getattr(v, "text", str(v))
+                    cell_errors[(r - 1, col)] = str(InputError(col, v, "is a formula: formulas are not evaluated "
+                                                                      "(ckptplan reads stored values only); type the value"))
+                elif cell.data_type == "e":
+                    cell_errors[(r - 1, col)] = str(InputError(col, v, "is an Excel error value"))
                 values[j] = v
             if any_value:
                 records.append(values)
-                labels.append(r)
+                labels.append(r - 1)  # data rows: sheet row 2 (the first under the header) is 1
     finally:
         wb.close()
     table = pd.DataFrame(records, columns=header, index=pd.Index(labels, dtype=np.int64), dtype=object)
@@ -286,6 +292,6 @@ def write_scenarios(table: pd.DataFrame, path: Union[str, Path], *, force: bool 
 
 def _toml_value(name: str, v: Any) -> Any:
     v = plain_value(v)
-    if isinstance(v, float) and v.is_integer() and (name in ("nodes", "gpus_per_node") or name.endswith("nodes_per_domain")):
+    if isinstance(v, float) and v.is_integer() and (is_integer_column(name) or name == "nodes_per_domain"):
         return int(v)
     return v

@@ -60,7 +60,7 @@ def assert_same_results(a: pd.DataFrame, b: pd.DataFrame, text_map=lambda s: s) 
         if a[c].dtype.kind in "fi":
             np.testing.assert_array_equal(a[c].to_numpy(dtype=float), b[c].to_numpy(dtype=float), err_msg=c)
         else:
-            left = ["" if is_absent(v) else text_map(str(v)) for v in a[c].to_numpy(dtype=object)]
+            left = ["" if is_absent(v) else text_map(v) if isinstance(v, str) else str(v) for v in a[c].to_numpy(dtype=object)]
             right = ["" if is_absent(v) else str(v) for v in b[c].to_numpy(dtype=object)]
             assert left == right, c
 
@@ -98,26 +98,26 @@ def test_mixed_file_reports_every_bad_row_and_evaluates_the_rest(tmp_path):
     path = tmp_path / "mixed.csv"
     path.write_text(MIXED_CSV)
     table = ft.read_scenarios(path)
-    assert list(table.index) == [2, 3, 4, 5, 7, 8, 9]  # CSV line numbers; the blank line 6 holds no scenario
+    assert list(table.index) == [1, 2, 3, 4, 6, 7, 8]  # data rows (1 = first under the header); blank row 5 is empty
     out = eb.evaluate_rows(table)
     assert len(out) == len(table)  # nothing dropped
     status = dict(zip(out.index, out["status"]))
     errors = dict(zip(out.index, out["error"]))
-    assert status == {2: "ok", 3: "error", 4: "error", 5: "error", 7: "ok", 8: "error", 9: "error"}
-    assert errors[3] == "checkpoint_stall_min=-1.0: must be >= 0"
-    assert errors[4] == "checkpoint_stall_min='abc': must be a number"
-    assert errors[5] == "nodes=None: is required"
-    assert errors[8].split("; ") == ["checkpoint_stall_min=-1.0: must be >= 0", "node_mtbf_h=-5.0: must be > 0",
+    assert status == {1: "ok", 2: "error", 3: "error", 4: "error", 6: "ok", 7: "error", 8: "error"}
+    assert errors[2] == "checkpoint_stall_min=-1.0: must be >= 0"
+    assert errors[3] == "checkpoint_stall_min='abc': must be a number"
+    assert errors[4] == "nodes=None: is required"
+    assert errors[7].split("; ") == ["checkpoint_stall_min=-1.0: must be >= 0", "node_mtbf_h=-5.0: must be > 0",
                                      "nodes=1.5: must be a whole number >= 1"]
-    assert errors[9].startswith("checkpoint_stall_min=0.0: checkpoint_stall_min + async_write_min must be > 0")
+    assert errors[8].startswith("checkpoint_stall_min=0.0: checkpoint_stall_min + async_write_min must be > 0")
     # good rows: exactly what the engine gives for them alone ("NA" restart = default 0 is not an error)
     good = engine.evaluate(pd.DataFrame({
         "checkpoint_stall_min": [2.0, 0.5], "node_mtbf_h": [2560.0] * 2, "nodes": [128.0] * 2,
         "useful_training_h": [720.0] * 2, "price_per_gpu_hour": [2.5] * 2, "restart_min": [10.0] * 2}))
-    np.testing.assert_array_equal(out.loc[[2, 7], "total_cost"].to_numpy(), good["total_cost"].to_numpy())
-    assert out.loc[[3, 4, 5, 8, 9], "total_cost"].isna().all()
-    # the bad number stays visible as a number, the text is blank and quoted in the message
-    assert out.loc[3, "checkpoint_stall_min"] == -1.0 and math.isnan(out.loc[4, "checkpoint_stall_min"])
+    np.testing.assert_array_equal(out.loc[[1, 6], "total_cost"].to_numpy(), good["total_cost"].to_numpy())
+    assert out.loc[[2, 3, 4, 7, 8], "total_cost"].isna().all()
+    # the bad number stays visible as a number, the text keeps its original text (and is quoted in the message)
+    assert out.loc[2, "checkpoint_stall_min"] == -1.0 and out.loc[3, "checkpoint_stall_min"] == "abc"
 
 
 def test_cross_field_rules_match_validate_table_row_by_row():
@@ -392,7 +392,7 @@ def test_xlsx_output_is_an_excel_table_with_formats_and_summary(tmp_path):
     results = eb.evaluate_rows(table, deadline=True, runs=RUNS)
     wr.write_results(results, tmp_path / "r.xlsx", source="unit test")
     wb = load_workbook(tmp_path / "r.xlsx")
-    assert wb.sheetnames == ["Summary", "Results"]
+    assert wb.sheetnames == ["Results", "Summary"]  # results first: what pandas.read_excel returns
     ws = wb["Results"]
     assert ws.freeze_panes == "A2"
     t = ws.tables["Results"]
@@ -448,7 +448,7 @@ def test_xlsx_input_is_read_as_untrusted_values(tmp_path):
     ws.append(["=CMD()", 1, 2560, 128, 720, 2.5])
     wb.save(tmp_path / "in.xlsx")
     table = ft.read_scenarios(tmp_path / "in.xlsx")
-    assert list(table.index) == [2, 3, 4, 5, 6, 8]
+    assert list(table.index) == [1, 2, 3, 4, 5, 7]  # data rows: sheet row - 1
     out = eb.evaluate_rows(table)
     assert out["status"].tolist() == ["ok", "error", "ok", "error", "error", "error"]
     assert out["error"].iloc[1] == ("checkpoint_stall_min='=1+1': is a formula: formulas are not evaluated "
@@ -564,8 +564,8 @@ def test_cli_batch_mixed_file_exits_3_and_writes_every_row(app, tmp_path):
     res = runner.invoke(app, ["batch", str(src), "-o", str(out)])
     assert res.exit_code == 3, res.output
     assert "7 rows: 2 ok, 5 failed" in res.output
-    assert "row 3: checkpoint_stall_min=-1.0: must be >= 0" in res.output
-    assert "best  2.5951 USD per useful GPU-h" in res.output and "row 7, name=number as text" in res.output
+    assert "row 2: checkpoint_stall_min=-1.0: must be >= 0" in res.output
+    assert "best  2.5951 USD per useful GPU-h" in res.output and "row 6, name=number as text" in res.output
     back = fr.read_results(out)
     assert back["status"].tolist() == ["ok", "error", "error", "error", "ok", "error", "error"]
     # refuses to overwrite, leaves the file alone; --force replaces it
@@ -580,7 +580,7 @@ def test_cli_batch_file_level_errors_exit_2_and_write_nothing(app, tmp_path):
     src = tmp_path / "nocol.csv"
     src.write_text("name,checkpoint_stall_min,node_mtbf_h,useful_training_h,price_per_gpu_hour\nx,2,2560,720,2.5\n")
     out = tmp_path / "out.csv"
-    res = runner.invoke(app, ["batch", str(src), "-o", str(out)])
+    res = runner.invoke(app, ["batch", str(src), "-o", str(out), "--no-template"])
     assert res.exit_code == 2 and "columns='nodes': missing required column" in res.output
     assert not out.exists()
     res = runner.invoke(app, ["batch", str(tmp_path / "nope.csv"), "-o", str(out)])
@@ -621,6 +621,252 @@ def test_cli_sweep(app, tmp_path):
     assert "row 1: checkpoint_stall_min=-1.0: must be >= 0" in res.output
     res = runner.invoke(app, ["sweep", "-o", str(tmp_path / "z.csv")])
     assert res.exit_code == 2 and "at least one axis" in res.output
+
+
+# ============================================================ base scenario (template) fill
+
+PLANNER_CSV = """name,checkpoint_stall_min,node_mtbf_h,nodes,restart_min
+today,2,2560,128,10
+faster storage,0.5,2560,128,10
+bigger job,2,2560,1024,10
+"""
+
+
+def planner_table() -> pd.DataFrame:
+    return pd.DataFrame({"name": ["today", "faster storage", "bigger job"], "checkpoint_stall_min": [2.0, 0.5, 2.0],
+                         "node_mtbf_h": [2560.0] * 3, "nodes": [128, 128, 1024], "restart_min": [10.0] * 3})
+
+
+def test_template_fills_the_columns_a_file_omits_and_says_which():
+    table = planner_table()
+    table.attrs["cell_errors"] = {}
+    filled, fill = es.fill_from_template(table, SEED, "seed")
+    # the seed preset's values that differ from the registry defaults; name/description/source never
+    assert fill.template == "seed"
+    assert fill.filled == {"useful_training_h": 720.0, "price_per_gpu_hour": 2.5, "deadline_h": 778.0}
+    assert fill.not_taken == {}
+    assert list(filled.columns[:5]) == list(table.columns) and "description" not in filled.columns
+    assert list(filled.index) == list(table.index) and "cell_errors" in filled.attrs
+    out = eb.evaluate_rows(filled)
+    assert (out["status"] == "ok").all()
+    for i, sc in enumerate([SEED, SEED.replace(checkpoint_stall_min=0.5), SEED.replace(nodes=1024)]):
+        assert out["total_cost"].iloc[i] == engine.evaluate(sc)["total_cost"].iloc[0]
+    # without the template, every missing required column is named at once
+    with pytest.raises(engine.InputError, match=r"columns='useful_training_h, price_per_gpu_hour': missing required "
+                                                 r"columns"):
+        eb.evaluate_rows(table)
+
+
+def test_template_never_hides_the_files_own_failure_figures():
+    fitted = SEED.replace(job_mtbf_h=5.0, currency="EUR", name="fitted")  # e.g. a job MTBF fitted from a log
+    # the file gives node_mtbf_h: the template's job MTBF override would win over it on every row
+    filled, fill = es.fill_from_template(planner_table(), fitted)
+    assert "job_mtbf_h" not in filled.columns and "node_mtbf_h" in fill.not_taken["job_mtbf_h"]
+    assert fill.template == "fitted" and fill.filled["currency"] == "EUR"
+    out = eb.evaluate_rows(filled)
+    assert out["job_mtbf_h"].tolist() == [20.0, 20.0, 2.5]  # from node MTBF / nodes, as plan --node-mtbf-h does
+    # a file without node MTBF takes the override; a file with prices keeps its own currency
+    table = planner_table().drop(columns=["node_mtbf_h"]).assign(price_per_gpu_hour=2.0, useful_training_h=100.0)
+    filled, fill = es.fill_from_template(table, fitted)
+    assert fill.filled == {"job_mtbf_h": 5.0, "node_mtbf_h": 2560.0}
+    assert set(fill.not_taken) == {"currency", "deadline_h"}  # they belong with the price and the run length
+    out = eb.evaluate_rows(filled)
+    assert out["job_mtbf_h"].tolist() == [5.0] * 3 and "currency" not in out.columns
+    # domains: the file's own domain columns replace the template's, they are not added to them
+    power = files.load_scenario("power-domains")
+    own = planner_table().assign(domain1_mtbf_h=[1000.0, np.nan, 1000.0], domain1_nodes_per_domain=[8, np.nan, 8])
+    filled, fill = es.fill_from_template(own, power)
+    assert "domains" in fill.not_taken and "domain1_name" not in filled.columns
+    assert "job_mtbf_h" not in fill.filled
+    filled, fill = es.fill_from_template(planner_table().iloc[:1].assign(nodes=256), power)
+    assert fill.filled["domain1_mtbf_h"] == 20000.0 and fill.filled["domain1_nodes_per_domain"] == 16
+    assert str(filled["domain1_nodes_per_domain"].dtype) == "Int64"
+    same = power.replace(checkpoint_stall_min=2.0, restart_min=10.0, name="today")
+    assert eb.evaluate_rows(filled)["total_cost"].iloc[0] == engine.evaluate(same)["total_cost"].iloc[0]
+    with pytest.raises(engine.InputError, match="must be a Scenario"):
+        es.fill_from_template(planner_table(), "seed")
+
+
+def test_every_unknown_and_missing_column_is_named_at_once():
+    table = planner_table().drop(columns=["nodes"]).rename(columns={"restart_min": "restart_mins"}).assign(team="a")
+    with pytest.raises(engine.InputError) as info:
+        eb.evaluate_rows(table)
+    assert "nodes, useful_training_h, price_per_gpu_hour" in str(info.value)
+    filled, _ = es.fill_from_template(table, SEED)
+    with pytest.raises(engine.InputError, match=r"columns='restart_mins, team': are not scenario fields: "
+                                                r"restart_mins \(did you mean restart_min\?\); team"):
+        eb.evaluate_rows(filled)
+    assert (eb.evaluate_rows(filled, extra_columns="keep")["team"] == "a").all()
+
+
+def test_cli_batch_on_a_planners_five_columns(app, tmp_path):
+    src = tmp_path / "planner.csv"
+    src.write_text(PLANNER_CSV)
+    res = runner.invoke(app, ["batch", str(src), "-o", str(tmp_path / "out.csv")])
+    assert res.exit_code == 0, res.output
+    assert "3 rows: 3 ok, 0 failed" in res.output
+    assert ("Base scenario seed: filled 3 column(s) the file omits (same value on every row): useful_training_h=720, "
+            "price_per_gpu_hour=2.5, deadline_h=778") in res.output
+    back = fr.read_results(tmp_path / "out.csv")
+    assert list(back.index) == [1, 2, 3] and back["useful_training_h"].tolist() == [720.0] * 3
+    # --json says the same; another template fills other values; a TOML file is a template too
+    own = tmp_path / "mine.toml"
+    own.write_text("[scenario]\nname = 'mine'\ncheckpoint_stall_min = 1.0\nnode_mtbf_h = 2560.0\nnodes = 64\n"
+                   "useful_training_h = 100.0\nprice_per_gpu_hour = 4.0\n")
+    for template, price in (("llama3-405b", 2.5), (str(own), 4.0)):
+        res = runner.invoke(app, ["batch", str(src), "-o", str(tmp_path / "j.csv"), "--force", "--json",
+                                  "--template", template])
+        assert res.exit_code == 0, res.output
+        data = __import__("json").loads(res.output)
+        assert data["template"]["template"] == template and data["template"]["filled"]["price_per_gpu_hour"] == price
+        assert data["rows"] == 3 and "warnings" in data
+    # --no-template: every missing required column named, nothing written
+    res = runner.invoke(app, ["batch", str(src), "-o", str(tmp_path / "none.csv"), "--no-template"])
+    assert res.exit_code == 2 and "columns='useful_training_h, price_per_gpu_hour': missing required columns" in res.output
+    assert not (tmp_path / "none.csv").exists()
+    res = runner.invoke(app, ["batch", str(src), "-o", str(tmp_path / "x.csv"), "--no-template", "--template", "seed"])
+    assert res.exit_code == 2
+
+
+# ============================================================================ results files
+
+def test_results_sheet_first_data_rows_and_bad_cells_keep_their_text(tmp_path):
+    path = tmp_path / "mixed.csv"
+    path.write_text(MIXED_CSV)
+    results = eb.evaluate_rows(ft.read_scenarios(path), deadline=True, runs=RUNS)
+    for suffix in (".csv", ".xlsx", ".parquet"):
+        out = tmp_path / f"r{suffix}"
+        wr.write_results(results, out)
+        back = fr.read_results(out)
+        assert list(back.index) == [1, 2, 3, 4, 6, 7, 8], suffix
+        assert back.loc[3, "checkpoint_stall_min"] == "abc" and back.loc[2, "checkpoint_stall_min"] == -1.0, suffix
+        assert back.loc[1, "checkpoint_stall_min"] == 2.0 and back.loc[6, "checkpoint_stall_min"] == 0.5, suffix
+    first = pd.read_excel(tmp_path / "r.xlsx")  # the first sheet: the results, not the Summary
+    assert first.columns[:4].tolist() == ["row", "status", "error", "warnings"] and first["row"].tolist()[0] == 1
+    assert first["checkpoint_stall_min"].tolist()[2] == "abc"
+    raw = pd.read_parquet(tmp_path / "r.parquet")
+    assert raw["checkpoint_stall_min"].tolist()[:3] == ["2", "-1", "abc"]  # a text column: numbers as written
+    # xlsx input: a formula and an Excel error value keep their text too; the row is the sheet row - 1
+    from openpyxl import Workbook
+
+    wb = Workbook()
+    wb.active.append(["name", "checkpoint_stall_min", "node_mtbf_h", "nodes", "useful_training_h", "price_per_gpu_hour"])
+    wb.active.append(["ok", 2, 2560, 128, 720, 2.5])
+    wb.active.append(["formula", "=1+1", "#DIV/0!", 128, 720, 2.5])
+    wb.save(tmp_path / "in.xlsx")
+    got = eb.evaluate_rows(ft.read_scenarios(tmp_path / "in.xlsx"))
+    assert list(got.index) == [1, 2] and got["status"].tolist() == ["ok", "error"]
+    assert got.loc[2, "checkpoint_stall_min"] == "=1+1" and got.loc[2, "node_mtbf_h"] == "#DIV/0!"
+    wr.write_results(got, tmp_path / "f.xlsx")
+    from openpyxl import load_workbook
+
+    ws = load_workbook(tmp_path / "f.xlsx")["Results"]
+    header = [c.value for c in ws[1]]
+    cell = ws.cell(3, header.index("checkpoint_stall_min") + 1)
+    assert cell.value == "=1+1" and cell.data_type == "s"  # text, never a formula
+    assert ws.cell(2, header.index("checkpoint_stall_min") + 1).value == 2
+
+
+def test_whole_number_columns_stay_whole_in_every_output(tmp_path):
+    import pyarrow.parquet as pq
+    from openpyxl import load_workbook
+
+    table = ft.read_scenarios(wr.write_scenarios(templates_table(), tmp_path / "t.toml"))  # whole numbers: Int64
+    table.loc[2, "nodes"] = -4  # an error row: its figures (gpus, deadline_seed) are blank
+    results = eb.evaluate_rows(table, deadline=True, runs=RUNS)
+    whole = ("nodes", "gpus_per_node", "gpus", "deadline_seed", "mc_runs", "domain1_nodes_per_domain")
+    for c in whole:
+        assert str(results[c].dtype) == "Int64", c
+    assert results["deadline_seed"].isna().sum() == 1
+    for suffix in (".csv", ".xlsx", ".parquet"):
+        wr.write_results(results, tmp_path / f"r{suffix}")
+        back = fr.read_results(tmp_path / f"r{suffix}")
+        for c in whole:
+            assert str(back[c].dtype) == "Int64", (suffix, c)
+            assert back[c].tolist() == results[c].tolist(), (suffix, c)
+    schema = pq.read_schema(tmp_path / "r.parquet")
+    for c in ("row",) + whole:
+        assert str(schema.field(c).type) == "int64", c
+    assert str(pd.read_parquet(tmp_path / "r.parquet")["nodes"].dtype) == "Int64"
+    header, first = list(__import__("csv").reader((tmp_path / "r.csv").read_text().splitlines()))[:2]
+    seed_text = first[header.index("deadline_seed")]
+    assert seed_text.isdigit() and int(seed_text) == results["deadline_seed"].iloc[0]  # all digits, no 3.92e+14
+    assert first[header.index("nodes")] == "128" and first[header.index("gpus")] == "1024"
+    ws = load_workbook(tmp_path / "r.xlsx")["Results"]
+    cols = [c.value for c in ws[1]]
+    for c, fmt in (("nodes", "#,##0"), ("gpus", "#,##0"), ("deadline_seed", "0"), ("mc_runs", "0")):
+        cell = ws.cell(2, cols.index(c) + 1)
+        assert isinstance(cell.value, int) and cell.number_format == fmt, c
+    assert ws.cell(2, cols.index("deadline_seed") + 1).value == results["deadline_seed"].iloc[0]
+    # a sweep and a scenario file read back keep whole numbers whole too
+    assert str(es.sweep_grid(SEED, nodes=[64, 128]).chunk()["nodes"].dtype) == "Int64"
+    assert str(es.sweep_grid(SEED, nodes=[64, 96.5]).chunk()["nodes"].dtype) == "float64"  # 96.5: a row error
+    src = tmp_path / "mixed.csv"
+    src.write_text(MIXED_CSV)
+    assert str(ft.read_scenarios(src)["nodes"].dtype) == "float64"  # holds 1.5, kept visible
+    assert str(eb.evaluate_rows(templates_table())["domain1_nodes_per_domain"].dtype) == "float64"  # as given
+
+
+# ========================================================================= seeds, warnings
+
+def test_a_rows_seed_comes_only_from_what_its_simulation_uses():
+    sc = SEED
+    others = [sc.replace(price_per_gpu_hour=9.0), sc.replace(currency="EUR", name="other"),
+              sc.replace(runs_per_month=2.0), sc.replace(deadline_h=900.0), sc.replace(gpus_per_node=4)]
+    changed = [sc.replace(restart_min=11.0), sc.replace(checkpoint_stall_min=2.5), sc.replace(useful_training_h=700.0),
+               sc.replace(interval_min=60.0), sc.replace(node_mtbf_h=2600.0), sc.replace(async_write_min=1.0)]
+    table = engine.to_table([sc, *others, *changed])
+    out = eb.evaluate_rows(table, deadline=True, runs=RUNS, seed=5)
+    seeds = out["deadline_seed"].tolist()
+    assert seeds[1:1 + len(others)] == [seeds[0]] * len(others)
+    assert len(set(seeds[1 + len(others):] + [seeds[0]])) == 1 + len(changed)
+    # rows that differ only in price simulate identical schedules; only the money differs
+    schedule = ["mc_wall_h_mean", "mc_wall_h_p50", "mc_wall_h_p90", "mc_wall_h_p99", "mc_failures_mean"]
+    np.testing.assert_array_equal(out.loc[1, schedule].to_numpy(dtype=float), out.loc[0, schedule].to_numpy(dtype=float))
+    assert out.loc[1, "p_finish"] == out.loc[0, "p_finish"] and out.loc[1, "mc_cost_mean"] != out.loc[0, "mc_cost_mean"]
+    assert out.loc[1, "mc_cost_mean"] == pytest.approx(out.loc[0, "mc_cost_mean"] * 9.0 / 2.5, rel=1e-12)
+    # reproducible from the row alone: another order, other neighbours, the same seed; deadline_report agrees
+    alone = eb.evaluate_rows(table.iloc[[7, 1]], deadline=True, runs=RUNS, seed=5)
+    assert alone["deadline_seed"].tolist() == [seeds[7], seeds[1]]
+    rep = dl.deadline_report(sc.replace(price_per_gpu_hour=9.0), runs=RUNS, seed=int(seeds[1]))
+    assert rep["p_finish"] == out.loc[1, "p_finish"] and rep["wall_h_p90"] == out.loc[1, "mc_wall_h_p90"]
+    # the failure law, the final save and the base seed enter
+    law = eb.scenario_seeds(table.iloc[:1], 5, failures=dl.FailureLaw.weibull(0.7))
+    final = eb.scenario_seeds(table.iloc[:1], 5, final_save=True)
+    assert len({seeds[0], int(law[0]), int(final[0]), int(eb.scenario_seeds(table.iloc[:1], 6)[0])}) == 4
+    assert eb.scenario_seeds(table.iloc[:1], 5, failures=dl.FailureLaw.exponential())[0] == seeds[0]
+
+
+def test_warnings_column_and_count():
+    from ckptplan.engine.validity import warnings_text
+
+    sc = SEED
+    table = engine.to_table([sc, sc.replace(nodes=100_000, name="huge"), sc.replace(checkpoint_stall_min=5e-5),
+                             sc.replace(nodes=100_000)])
+    table.loc[3, "restart_min"] = -1.0
+    out = eb.evaluate_rows(table)
+    assert out.columns[:3].tolist() == ["status", "error", "warnings"]
+    assert out["status"].tolist() == ["ok", "ok", "ok", "error"]
+    ok = out["status"] == "ok"
+    assert out.loc[ok, "warnings"].tolist() == warnings_text(engine.evaluate(table.iloc[:3]))
+    assert out.loc[0, "warnings"] == "" and out.loc[1, "warnings"] != "" and "small model" in out.loc[2, "warnings"]
+    assert out.loc[3, "warnings"] == ""  # error rows: empty
+    summary = es.summarize(out)
+    assert summary.warned == 2 and [r for r, _ in summary.first_warnings] == [1, 2]
+    assert summary.to_dict()["warnings"] == 2
+    swept = es.sweep(SEED, nodes=[128, 100_000])
+    assert swept["warnings"].tolist()[0] == "" and swept["warnings"].tolist()[1] == out.loc[1, "warnings"]
+
+
+def test_cli_prints_and_stores_the_model_warnings(app, tmp_path):
+    from openpyxl import load_workbook
+
+    res = runner.invoke(app, ["sweep", "--nodes", "128,100000", "-o", str(tmp_path / "s.xlsx")])
+    assert res.exit_code == 0, res.output
+    assert "Model warnings on 1 ok row(s) (warnings column):" in res.output and "  row 2: " in res.output
+    summary = {r[0]: r[1] for r in load_workbook(tmp_path / "s.xlsx")["Summary"].iter_rows(values_only=True) if r and r[0]}
+    assert summary["ok rows with model warnings"] == 1
+    assert fr.read_results(tmp_path / "s.xlsx")["warnings"].tolist()[0] == ""
 
 
 # ================================================================================= Dask

@@ -93,3 +93,22 @@ def test_workbook_from_edited_file_keeps_inputs_and_reports_bad_cells(tmp_path):
     assert bad.exit_code == 2
     assert "Inputs!B6 (checkpoint_stall_min) = 'fast': must be a number >= 0, not text" in bad.output
     assert not (tmp_path / "v3.xlsx").exists()
+
+
+def test_deadline_and_workbook_give_the_same_monte_carlo_answers(tmp_path):
+    """One scenario, one answer: the same default runs and seed, the same simulation and search."""
+    import json as _json
+
+    from openpyxl import load_workbook
+
+    dl = runner.invoke(app, ["deadline", "--runs", "2000", "--json"])
+    assert dl.exit_code == 0, dl.output
+    data = _json.loads(dl.output)
+    wb = runner.invoke(app, ["workbook", "-o", str(tmp_path / "p.xlsx"), "--deadline-runs", "2000"])
+    assert wb.exit_code == 0, wb.output
+    sheet = load_workbook(tmp_path / "p.xlsx")["Deadline"]
+    rows = {sheet.cell(row=r, column=1).value: sheet.cell(row=r, column=2).value for r in range(5, sheet.max_row + 1)}
+    assert rows["P(finish by the deadline)"] == data["report"]["p_finish"]
+    assert rows["Interval with the best chance of meeting the deadline"] == \
+        pytest.approx(data["search"]["best_probability"]["interval_min"], rel=1e-12)
+    assert rows["  its P(finish by the deadline)"] == data["search"]["best_probability"]["p_finish"]

@@ -2,9 +2,11 @@
 
 :func:`write_results` (and :func:`write_scenarios`) write ``.csv``, ``.parquet`` and ``.xlsx``:
 they call :func:`ckptplan.files.results.write_results` (streaming, atomic, no overwrite without
-``force``) with the styled .xlsx sink of this module added. The .xlsx holds a ``Summary`` sheet
-(counts, best and worst scenario, first errors, notes) then ``Results``, an Excel Table with a
-frozen header, filter buttons and number formats per unit (:func:`excel_number_format`); openpyxl
+``force``) with the styled .xlsx sink of this module added. The .xlsx holds ``Results`` first (so
+``pandas.read_excel(path)`` returns the results), an Excel Table with a frozen header, filter
+buttons and number formats per unit (:func:`excel_number_format`; whole-number columns in a
+whole-number format), then a ``Summary`` sheet (counts, the base scenario's filled columns, best
+and worst scenario, first errors and model warnings, notes); openpyxl
 write-only mode, so memory stays flat, at about 1.5k rows/s (60 columns). More rows than
 :data:`~ckptplan.engine.fields.EXCEL_MAX_DATA_ROWS` raise :class:`InputError` suggesting CSV or
 Parquet: a Table split over sheets could not be sorted or filtered as one.
@@ -22,10 +24,11 @@ from typing import Any, Optional, Union
 import numpy as np
 import pandas as pd
 
-from ..engine.batch import BatchSummary
+from ..engine.batch import is_integer_column
 from ..engine.errors import InputError
 from ..engine.fields import EXCEL_MAX_DATA_ROWS
-from ..engine.scenario import is_absent
+from ..engine.scenario import is_absent, is_number
+from ..engine.sweep import BatchSummary
 from ..files import results as _files
 from ..files import tables as _tables
 from ..files.results import Sink, is_text_column
@@ -76,7 +79,9 @@ class _XlsxSink(Sink):
     autofilter is the Table's own (a sheet-level autofilter over a Table makes Excel repair the
     file). Text cells are always stored as text (never formulas or error values, whatever they
     start with); NaN/inf cells are left empty; numbers are written in their shortest round-trip
-    form (openpyxl's default ``%.16g`` can change the last bit). A ``Summary`` sheet comes first.
+    form (openpyxl's default ``%.16g`` can change the last bit), whole-number columns as integers.
+    In a column holding text among numbers (an input cell that was no number), each cell keeps its
+    kind. The ``Summary`` sheet is created at the end, after ``Results``.
     """
 
     @classmethod
@@ -92,8 +97,8 @@ class _XlsxSink(Sink):
 
         self.path = path
         self.wb = Workbook(write_only=True)
-        self.summary_ws = self.wb.create_sheet("Summary") if summary_sheet else None
-        self.ws = self.wb.create_sheet(sheet)
+        self.ws = self.wb.create_sheet(sheet)  # first: what pandas.read_excel(path) returns
+        self.summary_sheet = summary_sheet
         self.sheet = sheet
         self.source = source
         self.columns: Optional[list[str]] = None
@@ -108,15 +113,17 @@ class _XlsxSink(Sink):
         ws = self.ws
         ws.freeze_panes = "A2"
         self.styles = []
-        self.text = []
+        self.text = []  # "text", "number" or "mixed" (an object column: each cell keeps its kind)
         for j, c in enumerate(self.columns, start=1):
-            is_text = is_text_column(frame[c])
-            self.text.append(is_text)
-            width = 40 if c in ("error", "description", "source") else max(9, min(28, len(c) + 3))
+            col = frame[c]
+            kind = ("mixed" if col.dtype.kind == "O" else "text") if is_text_column(col) else "number"
+            self.text.append(kind)
+            width = 40 if c in ("error", "warnings", "description", "source") else max(9, min(28, len(c) + 3))
             ws.column_dimensions[get_column_letter(j)].width = width
             proto = WriteOnlyCell(ws, "")
-            if not is_text:
-                proto.number_format = excel_number_format(c)
+            if kind != "text":
+                whole = col.dtype.kind in "iu" or not is_integer_column(c)
+                proto.number_format = excel_number_format(c) if whole else "General"  # 1.5 nodes shows as 1.5
             self.styles.append(proto._style if proto.has_style else None)
         header = []
         for c in self.columns:
@@ -138,27 +145,30 @@ class _XlsxSink(Sink):
                              "its sorting and filtering)")
         ws = self.ws
         cols = []
-        for c, is_text in zip(self.columns, self.text):
+        for c, kind in zip(self.columns, self.text):
             s = frame[c]
-            if is_text:
+            if kind == "text":
                 cols.append([None if is_absent(v) or v == "" else _excel_text(v) for v in s.to_numpy(dtype=object)])
+            elif kind == "mixed":
+                cols.append([None if is_absent(v) or (is_number(v) and not math.isfinite(v)) else
+                             (float(v) if is_number(v) else _excel_text(v)) for v in s.to_numpy(dtype=object)])
             else:
-                arr = s.to_numpy(dtype=float)
+                arr = s.to_numpy(dtype=float, na_value=np.nan)
                 vals = arr.tolist()
                 if not np.isfinite(arr).all():
                     vals = [v if math.isfinite(v) else None for v in vals]
                 if s.dtype.kind in "iu":
                     vals = [None if v is None else int(v) for v in vals]
                 cols.append(vals)
-        styles, text = self.styles, self.text
+        styles = self.styles
         for values in zip(*cols):
             row = []
-            for v, style, is_text in zip(values, styles, text):
+            for v, style in zip(values, styles):
                 if v is None:
                     row.append(None)
                     continue
                 cell = WriteOnlyCell(ws)
-                if is_text:
+                if isinstance(v, str):
                     cell._value, cell.data_type = v, "s"
                 else:
                     # openpyxl would write "%.16g" (not always the same double back); repr is the
@@ -196,7 +206,7 @@ class _XlsxSink(Sink):
         with warnings.catch_warnings():  # "you must add table columns manually": done above
             warnings.filterwarnings("ignore", "In write-only mode", UserWarning)
             self.ws.add_table(table)
-        if self.summary_ws is not None:
+        if self.summary_sheet:
             self._write_summary(summary)
         self.wb.save(self.path)
 
@@ -204,7 +214,7 @@ class _XlsxSink(Sink):
         from openpyxl.cell import WriteOnlyCell
         from openpyxl.styles import Font
 
-        ws = self.summary_ws
+        ws = self.wb.create_sheet("Summary")  # after Results: the results are the first sheet
         ws.column_dimensions["A"].width = 34
         ws.column_dimensions["B"].width = 60
         ws.column_dimensions["C"].width = 22
@@ -232,6 +242,14 @@ class _XlsxSink(Sink):
         ws.append([text("rows"), num(s.rows, "#,##0")])
         ws.append([text("ok"), num(s.ok, "#,##0")])
         ws.append([text("errors (status = error)"), num(s.errors, "#,##0")])
+        ws.append([text("ok rows with model warnings"), num(s.warned, "#,##0")])
+        if s.template:
+            filled = s.template.get("filled", {})
+            ws.append([text("base scenario (template)"), text(s.template.get("template", ""))])
+            ws.append([text("filled from the template"), text(", ".join(f"{k}={_show(v)}" for k, v in filled.items())
+                                                             or "nothing: the file gives every column")])
+            for k, why in s.template.get("not_taken", {}).items():
+                ws.append([text(f"not taken from the template: {k}"), text(why)])
         ws.append([])
         ws.append([text("Ranked by cost per useful GPU-hour", bold=True),
                    text("total cost / useful GPU-hours, in each row's currency (saves, rework and restarts included)")])
@@ -247,17 +265,29 @@ class _XlsxSink(Sink):
             ws.append([text("row", bold=True), text("error", bold=True)])
             for r, message in s.first_errors:
                 ws.append([text(f"row {r}"), text(message)])
+        if s.first_warnings:
+            ws.append([])
+            ws.append([text(f"First {len(s.first_warnings)} model warnings (filter the warnings column for all)",
+                            bold=True)])
+            for r, message in s.first_warnings:
+                ws.append([text(f"row {r}"), text(message)])
         ws.append([])
         ws.append([text("Notes", bold=True)])
         for note in (
-            "One row per input row, in input order; a row that could not be evaluated has status = error, its "
-            "figures blank and its problems in the error column (field=value: rule).",
+            "One row per input row, in input order; row = the data row in the input file (1 = the first row under "
+            "the header). A row that could not be evaluated has status = error, its figures blank and its problems "
+            "in the error column (field=value: rule); a cell that was no number keeps its text.",
+            "warnings: why an ok row's answer leaves its model's range (engine.validity); empty when none.",
             "Units are in the column names: _min minutes, _h hours, _gpu_hours GPU-hours, _cost money in the row's "
             "currency; fractions are formatted as percentages.",
             "Long-run figures: Daly's model for exponential failures (engine.evaluate). mc_* and p_finish columns: "
             "Monte Carlo of the finite job (engine.deadline), seeded per row (deadline_seed).",
         ):
             ws.append([text(note)])
+
+
+def _show(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
 
 
 def _excel_text(v: Any) -> str:

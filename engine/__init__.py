@@ -46,12 +46,13 @@ _EXPORTS: dict[str, str] = {
     # finite jobs, Monte Carlo, deadline answers
     "best_segment_count": "finite", "finite_expected_wall_time": "finite",
     "FailureLaw": "montecarlo", "simulate": "montecarlo", "simulate_wall_times": "montecarlo",
+    "simulate_intervals": "montecarlo",
     "deadline_report": "deadline", "deadline_search": "deadline",
     # log fitting
     "fit_events": "fitting", "mtbf_estimate": "fitting", "weibull_fit": "fitting",
 }
-_SUBMODULES = ("batch", "cost", "deadline", "errors", "fields", "finite", "fitting", "montecarlo", "reliability",
-               "scenario", "sweep", "waste")
+_SUBMODULES = ("batch", "cost", "deadline", "designs", "errors", "fields", "finite", "fitting", "gaps", "montecarlo",
+               "montecarlo_fast", "reliability", "scenario", "sweep", "validity", "waste")
 
 __all__ = [
     "InputError",
@@ -63,6 +64,7 @@ __all__ = [
     "Scenario", "evaluate", "scenario_from_dict", "scenario_to_dict", "to_table", "validate_table",
     "FIELDS", "FIELD_BY_NAME", "RULES",
     "best_segment_count", "finite_expected_wall_time", "FailureLaw", "simulate", "simulate_wall_times",
+    "simulate_intervals",
     "deadline_report", "deadline_search",
     "fit_events", "mtbf_estimate", "weibull_fit",
 ]

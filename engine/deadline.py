@@ -9,8 +9,9 @@ in minutes, the simulator's unit) and runs the Monte Carlo of :mod:`engine.monte
   expectation (:mod:`engine.finite`, exponential failures only) beside the long-run one
   (:func:`engine.expected_wall_time`), the split of the mean into useful, save, restart and rework
   time, GPU-hours and cost.
-* :func:`deadline_search` simulates a grid of intervals with the same seed (common random numbers:
-  every interval sees the same failure histories), picks the one with the best chance of meeting
+* :func:`deadline_search` simulates a grid of intervals on the same failure histories (common random
+  numbers: the per-failure sampler, :func:`engine.montecarlo.simulate_intervals`, draws every
+  failure gap once for all intervals), picks the one with the best chance of meeting
   the deadline and the cheapest one meeting a target probability, and adds plain-language notes
   where they differ materially from the long-run optimum (judged on paired standard errors over
   the shared runs), where the job is short against its MTBF and where failures cluster.
@@ -30,7 +31,8 @@ import pandas as pd
 from . import cost, waste
 from ._inputs import InputError, as_float_array
 from .finite import _check_final_save, best_segment_count, finite_expected_wall_time, segment_count
-from .montecarlo import FailureLaw, Simulation, _as_law, _seed_entropy, simulate, standard_error, wilson_interval
+from .montecarlo import (FailureLaw, Simulation, _as_law, _seed_entropy, simulate, simulate_intervals, standard_error,
+                         wilson_interval)
 from .scenario import Scenario, evaluate
 
 __all__ = [
@@ -140,6 +142,10 @@ def deadline_report(scenario: Scenario, deadline_h=None, interval_min=None, runs
     ``interval_min``, else the exact long-run optimum). Job MTBF from :func:`engine.evaluate`
     (``job_mtbf_h``; failure domains and non-fatal shares folded into one failure process).
 
+    Simulated with :func:`engine.montecarlo.simulate`'s default sampler (per window for exponential
+    failures), like the batch and Excel answers for the same seed; :func:`deadline_search` uses the
+    per-failure sampler, so its row for the same interval differs within sampling error.
+
     Returns a dict (units in the keys): ``p_finish`` = P(wall <= deadline) with its standard error
     ``sqrt(p(1-p)/runs)`` and 95 % Wilson interval ``p_finish_low``/``p_finish_high``
     (:func:`wilson_interval`); ``wall_h_mean`` (+ ``_se``), ``wall_h_p50/p90/p99``;
@@ -224,8 +230,11 @@ def deadline_search(scenario: Scenario, deadline_h=None, target=0.9, intervals_m
 
     Simulates every interval in ``intervals_min`` (default: 25 geometrically spaced points from a
     quarter to four times the long-run exact optimum, capped at the whole job, plus the exact and
-    finite-job optima) with the same seed, so all candidates see the same failure histories
+    finite-job optima) on one stream of failure gaps (the per-failure sampler,
+    :func:`engine.montecarlo.simulate_intervals`), so all candidates see the same failure histories
     (common random numbers: differences between intervals are not blurred by independent noise).
+    The per-window sampler cannot share them (its random numbers are counts per window, which
+    depend on the interval), so the search does not use it.
     Picks the interval maximising P(finish by deadline) and the one minimising expected cost
     subject to ``P(finish by deadline) >= target``; reports them beside the long-run optimum
     (:func:`engine.exact_optimal_interval`, which minimises expected wall time of an endless job)
@@ -236,7 +245,9 @@ def deadline_search(scenario: Scenario, deadline_h=None, target=0.9, intervals_m
     material difference: interval off by > 10 % and the gain over the long-run optimum larger than
     two paired standard errors; also short jobs (fewer than 20 MTBFs of work) and heavy-tailed
     failure laws (coefficient of variation > 1), where the long-run formula is least reliable.
-    ``progress(done, total)`` is called after each interval (e.g. to drive a progress bar).
+    ``progress(done, total)`` is called ``total`` (= number of intervals) times as the simulation
+    advances, ``done`` counting intervals' worth of simulated runs (e.g. to drive a progress bar;
+    all intervals advance together, block of runs by block of runs).
     """
     job = _job(scenario, deadline_h, None)
     runs_ = _check_runs_seed(runs, seed)
@@ -260,13 +271,17 @@ def deadline_search(scenario: Scenario, deadline_h=None, target=0.9, intervals_m
                              "(the write must be durable before the next save)")
     grid = np.append(grid[~np.isclose(grid, job.exact_T, rtol=1e-12)], job.exact_T)  # exact optimum always in
     grid.sort()
-    rows, walls = [], []
-    for i, T in enumerate(grid):
-        sim = simulate(job.work, float(T), job.C, job.M, job.R, job.W, job.s, runs_, seed, law, final_save)
-        rows.append(_summary(sim, job, float(T), law, final_save))
-        walls.append(sim.wall)
-        if progress is not None:
-            progress(i + 1, len(grid))
+    reported = [0]
+
+    def blocks_done(done: int, total: int) -> None:   # report intervals' worth of simulated runs
+        while progress is not None and reported[0] < done * len(grid) // total:
+            reported[0] += 1
+            progress(reported[0], len(grid))
+
+    sims = simulate_intervals(job.work, grid, job.C, job.M, job.R, job.W, job.s, runs_, seed, law, final_save,
+                              progress=blocks_done)
+    rows = [_summary(sim, job, float(T), law, final_save) for T, sim in zip(grid, sims)]
+    walls = [sim.wall for sim in sims]
     table = pd.DataFrame(rows)
     order = np.lexsort((table["cost_mean"].to_numpy(), -table["p_finish"].to_numpy()))
     best = table.iloc[int(order[0])].to_dict()

@@ -9,12 +9,18 @@ non-exponential failures and gives whole distributions (percentiles, P(finish by
 * Failures form a renewal process in wall time, starting at age 0 with the job: after each
   failure a fresh inter-failure time is drawn from the :class:`FailureLaw` (exponential, Weibull
   or resampled observations), always scaled to mean ``M``.
-* Common random numbers: the failure gaps depend only on (law, ``M``, runs, seed), never on the
-  interval (:class:`_GapStream`), so intervals simulated with the same seed are compared on
-  identical failure histories.
+* Two exact samplers, both streaming runs in blocks (memory bounded whatever the runs or the
+  failures per run): per window for exponential failures (:mod:`engine.montecarlo_fast`: failed
+  attempts per window class are geometric, binomial or negative binomial, each losing a truncated
+  exponential time), and per failure for any law (:mod:`engine.gaps`: every inter-failure time
+  drawn, all gaps of a chunk of runs processed at once).
+* Common random numbers: in the per-failure sampler the failure gaps depend only on (law, ``M``,
+  runs, seed), never on the interval, so intervals simulated with the same seed are compared on
+  identical failure histories (:func:`engine.deadline.deadline_search` uses it for that).
 * :func:`simulate` is exact for the model; its only error is sampling error, measured by
   :func:`standard_error` (means) and :func:`wilson_interval` (proportions).
-  :func:`reference_simulation` states the same model event by event in plain Python.
+  :func:`reference_simulation` states the same model event by event in plain Python, on the
+  per-failure sampler's gaps (so the two agree run by run).
 
 References
 ----------
@@ -29,19 +35,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
 from ._inputs import InputError, as_float_array, prepare
 from .finite import _check_final_save, _geometry, _prepare_job, _rollback_sum, failure_free_wall_time, segment_count
+from .gaps import GapStream, simulate_per_failure
+from .montecarlo_fast import simulate_per_window
 
-# gaps are generated in blocks of this many failures per run (see _GapStream)
-_BLOCK = 16
 # refuse simulations whose expected rollbacks per run (exponential model) exceed this
 _MAX_EXPECTED_ROLLBACKS = 1e4
-# memory allowed for the stored failure histories (see _GapStream)
-_MAX_GAP_BYTES = 2**30
 # Weibull shapes below this are refused (coefficient of variation ~16 at 0.2)
 _MIN_WEIBULL_SHAPE = 0.2
 
@@ -49,6 +53,7 @@ __all__ = [
     "FailureLaw",
     "Simulation",
     "simulate",
+    "simulate_intervals",
     "simulate_wall_times",
     "reference_simulation",
     "standard_error",
@@ -173,53 +178,6 @@ def _as_law(failures: Union[str, FailureLaw, None]) -> FailureLaw:
                      "FailureLaw.weibull(shape) or FailureLaw.empirical(times)")
 
 
-class _GapStream:
-    """Inter-failure times for ``runs`` independent runs, the same for every checkpoint plan.
-
-    The ``i``-th failure gap of run ``r`` is ``block(i // B)[i % B, r]``, block ``b`` drawn from a
-    generator seeded with ``SeedSequence(seed, spawn_key=(b,))``. The gaps therefore depend only on
-    (law, M, runs, seed), never on the interval or on how far a run got: simulations of different
-    intervals with the same seed see the same failure epochs (common random numbers).
-    Memory: 8 bytes x runs x (largest failure count of any run, rounded up to 16), at most 1 GiB
-    (:class:`InputError` on ``runs`` beyond).
-    """
-
-    def __init__(self, law: FailureLaw, M: float, runs: int, seed: int):
-        self.law, self.M, self.runs, self.seed = law, M, runs, seed
-        self.blocks: list[np.ndarray] = []
-
-    def _block(self, b: int) -> np.ndarray:
-        if (b + 1) * _BLOCK * self.runs * 8 > _MAX_GAP_BYTES:
-            raise InputError("runs", self.runs, f"a run reached {b * _BLOCK} failures: storing the failure "
-                             f"histories would take more than {_MAX_GAP_BYTES / 2**30:g} GiB; use fewer runs, "
-                             "or check M, the interval and the failure law")
-        while len(self.blocks) <= b:
-            rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(len(self.blocks),)))
-            self.blocks.append(self.law.draw(rng, self.M, (_BLOCK, self.runs)))
-        return self.blocks[b]
-
-    def take(self, ids: np.ndarray, j: np.ndarray) -> np.ndarray:
-        """Gap number ``j[i]`` of run ``ids[i]``."""
-        if ids.size == 0:
-            return np.empty(0)
-        b = j // _BLOCK
-        lo, hi = int(b.min()), int(b.max())
-        if lo == hi:
-            return self._block(lo)[j - lo * _BLOCK, ids]
-        out = np.empty(ids.size)
-        for bb in range(lo, hi + 1):
-            m = b == bb
-            out[m] = self._block(bb)[j[m] - bb * _BLOCK, ids[m]]
-        return out
-
-    def run(self, r: int) -> Iterator[float]:
-        """The gaps of run ``r`` one by one (for the per-event reference simulation)."""
-        i = 0
-        while True:
-            yield float(self._block(i // _BLOCK)[i % _BLOCK, r])
-            i += 1
-
-
 def _seed_entropy(seed: Any) -> int:
     if isinstance(seed, np.random.Generator):
         return int(seed.integers(0, 2**63))
@@ -281,7 +239,7 @@ def wilson_interval(successes, runs, confidence: float = 0.95) -> tuple[float, f
     ``z`` the two-sided normal quantile for ``confidence``. Unlike ``p -+ z SE`` it stays inside
     [0, 1] and does not collapse to a point when ``p`` is 0 or 1. Assumes independent runs.
     """
-    from scipy.stats import norm
+    from scipy.special import ndtri   # the normal quantile (scipy.stats.norm.ppf), without scipy.stats' import
 
     n = as_float_array("runs", runs, "count")
     k = as_float_array("successes", successes, "nonnegative")
@@ -290,7 +248,7 @@ def wilson_interval(successes, runs, confidence: float = 0.95) -> tuple[float, f
     conf = as_float_array("confidence", confidence, "fraction")
     if not conf > 0:
         raise InputError("confidence", float(conf), "must be in (0, 1)")
-    z = norm.ppf(0.5 + conf / 2.0)
+    z = ndtri(0.5 + conf / 2.0)
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
@@ -316,111 +274,105 @@ def _expected_rollbacks_guard(work, T, C, M, R, W, s, final_save) -> None:
                          f"{_MAX_EXPECTED_ROLLBACKS:g}): shorten the interval or check M")
 
 
+_METHODS = ("auto", "per_window", "per_failure")
+
+
+def _check_method(method: Any, law: FailureLaw) -> str:
+    if not isinstance(method, str) or method not in _METHODS:
+        raise InputError("method", method, "must be 'auto', 'per_window' or 'per_failure'")
+    if method == "per_window" and not law.is_exponential:
+        raise InputError("method", method, f"per-window sampling needs exponential failures, not {law.describe()}: "
+                         "use 'per_failure' (or 'auto')")
+    if method == "auto":
+        return "per_window" if law.is_exponential else "per_failure"
+    return method
+
+
+def _gap_stream(law: FailureLaw, M: float, runs: int, seed: int) -> GapStream:
+    """The failure gaps of :func:`simulate` (``method="per_failure"``) and :func:`reference_simulation`."""
+    return GapStream(lambda rng, size: law.draw(rng, M, size), runs, seed)
+
+
 def simulate(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, runs=10000, seed=0,
-             failures: Union[str, FailureLaw] = "exponential", final_save=False) -> Simulation:
+             failures: Union[str, FailureLaw] = "exponential", final_save=False, method: str = "auto") -> Simulation:
     """Monte Carlo of the finite job (model in :mod:`engine.finite`), vectorised over runs.
 
     Returns a :class:`Simulation` with one wall time, failure count and restart time per run.
-    Reproducible: the failures come from ``seed`` alone (an int, or a numpy ``Generator`` from which
-    an int seed is drawn) and do not depend on ``T``, so simulating several intervals with the same
-    seed compares them on identical failure histories (common random numbers).
+    Reproducible: the result depends only on the inputs and ``seed`` (an int, or a numpy
+    ``Generator`` from which an int seed is drawn). Runs are simulated in blocks, so memory stays
+    bounded (a few MiB besides the four result arrays) whatever the runs or failures per run.
 
-    Algorithm: each run is a chain of windows between milestones (:mod:`engine.finite`). A run holds
-    the time left until its next failure; a window succeeds if that time exceeds the window's length.
-    After a success the run jumps over as many identical full windows as fit before the failure
-    (``ceil(clock / f) - 1`` of them) in one step, so a loop iteration costs one failure per run,
-    not one segment: the loop runs about (largest failure count) times over arrays of the
-    still-running runs. A failure adds the time to it, then restarts until one lasts ``R``.
+    ``method`` chooses the sampler; both are exact for the model, their only error is sampling
+    error (:meth:`Simulation.standard_error`):
 
-    Exact for the model; its only error is sampling error (:meth:`Simulation.standard_error`).
+    * ``"per_window"`` (exponential failures only; the default for them): per class of windows, the
+      number of failed attempts (geometric, binomial, negative binomial) and the time each loses (a
+      truncated exponential), summed per run (:mod:`engine.montecarlo_fast`). Fastest; its random
+      numbers depend on the interval, so same-seed simulations of different intervals are
+      independent samples, not paired ones.
+    * ``"per_failure"`` (any failure law; the default for non-exponential ones): every inter-failure
+      time is drawn from a stream that depends only on (law, ``M``, runs, seed), never on ``T``
+      (:mod:`engine.gaps`), so intervals simulated with the same seed are compared on identical
+      failure histories (common random numbers). :func:`reference_simulation` states the same model
+      event by event on the same gaps and agrees with it run by run.
+    * ``"auto"``: ``"per_window"`` for exponential failures (Weibull ``k = 1`` included), else
+      ``"per_failure"``.
+
     Refuses (``InputError`` on ``M``) configurations whose exponential estimate of rollbacks per run
-    exceeds 10^4. :func:`reference_simulation` runs the same model event by event in plain Python.
+    exceeds 10^4, and (on ``failures``) per-failure runs that reach 10^6 failures.
     """
     work_, T_, C_, M_, R_, W_, s_, runs_ = _scalar_inputs(work, T, C, M, R, W, slowdown, runs)
     final_save = _check_final_save(final_save)
     law = _as_law(failures)
+    how = _check_method(method, law)
     _expected_rollbacks_guard(work_, T_, C_, M_, R_, W_, s_, final_save)
     g = {key: float(v) for key, v in _geometry(*np.broadcast_arrays(work_, T_, C_, W_, s_), final_save).items()}
-    stream = _GapStream(law, M_, runs_, _seed_entropy(seed))
-    last = int(g["last"])
-    fc, ff, lc, lf = g["full_clean"], g["full_flow"], g["last_clean"], g["last_flow"]
-
-    wall = np.empty(runs_)
-    n_fail = np.empty(runs_, dtype=np.int64)
-    n_roll = np.empty(runs_, dtype=np.int64)
-    restart = np.empty(runs_)
-
-    ids = np.arange(runs_)
-    k = np.zeros(runs_, dtype=np.int64)           # index of the last durable checkpoint (window start)
-    clean = np.ones(runs_, dtype=bool)            # no write pending at the window start
-    t = np.zeros(runs_)                           # wall time so far
-    j = np.zeros(runs_, dtype=np.int64)           # index of the current failure gap
-    clock = stream.take(ids, j)                   # time left until the next failure
-    fails = np.zeros(runs_, dtype=np.int64)
-    rolls = np.zeros(runs_, dtype=np.int64)
-    rtime = np.zeros(runs_)
-
-    while ids.size:
-        at_end = k == last
-        w = np.where(at_end, np.where(clean, lc, lf), np.where(clean, fc, ff))
-        ok = clock > w
-        t += np.where(ok, w, 0.0)
-        clock -= np.where(ok, w, 0.0)
-        done = ok & at_end
-        adv = ok & ~at_end
-        k += adv
-        clean &= ~adv
-        # jump over the full flow windows that end before the next failure
-        if last > 1:
-            room = np.where(adv, last - k, 0)
-            hops = np.minimum(np.maximum(np.ceil(clock / ff) - 1.0, 0.0), room).astype(np.int64)
-            t += hops * ff
-            clock -= hops * ff
-            k += hops
-        if done.any():
-            fin = ids[done]
-            wall[fin], n_fail[fin], n_roll[fin], restart[fin] = t[done], fails[done], rolls[done], rtime[done]
-            keep = ~done
-            ids, k, clean, t, j, clock, fails, rolls, rtime = (
-                ids[keep], k[keep], clean[keep], t[keep], j[keep], clock[keep], fails[keep], rolls[keep], rtime[keep])
-        if not ids.size:
-            break
-        # failures: every run whose next window is longer than its time to failure
-        at_end = k == last
-        w = np.where(at_end, np.where(clean, lc, lf), np.where(clean, fc, ff))
-        hit = np.flatnonzero(clock <= w)
-        if hit.size:
-            t[hit] += clock[hit]
-            fails[hit] += 1
-            rolls[hit] += 1
-            j[hit] += 1
-            gap = stream.take(ids[hit], j[hit])
-            short = gap <= R_
-            while short.any():           # failures during the restart start it again
-                s_idx = hit[short]
-                t[s_idx] += gap[short]
-                rtime[s_idx] += gap[short]
-                fails[s_idx] += 1
-                j[s_idx] += 1
-                gap[short] = stream.take(ids[s_idx], j[s_idx])
-                short = gap <= R_
-            t[hit] += R_
-            rtime[hit] += R_
-            clock[hit] = gap - R_
-            clean[hit] = True
+    seed_ = _seed_entropy(seed)
+    if how == "per_window":
+        wall, n_fail, n_roll, restart = simulate_per_window(g, M_, R_, runs_, seed_)
+    else:
+        (wall, n_fail, n_roll, restart), = simulate_per_failure([g], R_, _gap_stream(law, M_, runs_, seed_))
     failure_free = float(failure_free_wall_time(work_, T_, C_, W_, s_, final_save))
     return Simulation(wall=wall, failures=n_fail, rollbacks=n_roll, restart_time=restart, failure_free=failure_free)
 
 
+def simulate_intervals(work, intervals, C, M, R=0.0, W=0.0, slowdown=0.0, runs=10000, seed=0,
+                       failures: Union[str, FailureLaw] = "exponential", final_save=False,
+                       progress: Optional[Callable[[int, int], None]] = None) -> list[Simulation]:
+    """:func:`simulate` with ``method="per_failure"`` at every interval of ``intervals``, on one stream.
+
+    The same results, run by run, as calling ``simulate(work, T, ..., seed=seed,
+    method="per_failure")`` for each ``T``: every interval sees identical failure histories (common
+    random numbers), and each chunk of failure gaps is drawn once for all of them.
+    ``progress(runs done, runs)`` is called after each block of runs.
+    """
+    Ts = np.asarray(as_float_array("intervals", intervals, "positive"), dtype=np.float64).reshape(-1)
+    if Ts.size < 1:
+        raise InputError("intervals", intervals, "needs at least one interval")
+    checked = [_scalar_inputs(work, float(T), C, M, R, W, slowdown, runs) for T in Ts]
+    final_save = _check_final_save(final_save)
+    law = _as_law(failures)
+    geometries, free = [], []
+    for work_, T_, C_, M_, R_, W_, s_, runs_ in checked:
+        _expected_rollbacks_guard(work_, T_, C_, M_, R_, W_, s_, final_save)
+        geometries.append({key: float(v) for key, v in
+                           _geometry(*np.broadcast_arrays(work_, T_, C_, W_, s_), final_save).items()})
+        free.append(float(failure_free_wall_time(work_, T_, C_, W_, s_, final_save)))
+    work_, _, C_, M_, R_, W_, s_, runs_ = checked[0]
+    outs = simulate_per_failure(geometries, R_, _gap_stream(law, M_, runs_, _seed_entropy(seed)), progress=progress)
+    return [Simulation(wall=w, failures=f, rollbacks=r, restart_time=rt, failure_free=ff)
+            for (w, f, r, rt), ff in zip(outs, free)]
+
+
 def simulate_wall_times(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, runs=10000, seed=0,
                         failures: Union[str, FailureLaw] = "exponential", final_save=False,
-                        return_failures: bool = False):
+                        return_failures: bool = False, method: str = "auto"):
     """Simulated wall times of ``runs`` independent runs (array), see :func:`simulate`.
 
     With ``return_failures=True`` returns ``(wall_times, failure_counts)`` (failures during restarts
     included). The standard error of the mean is :func:`standard_error` ``(wall_times)``.
     """
-    sim = simulate(work, T, C, M, R, W, slowdown, runs, seed, failures, final_save)
+    sim = simulate(work, T, C, M, R, W, slowdown, runs, seed, failures, final_save, method)
     return (sim.wall, sim.failures) if return_failures else sim.wall
 
 
@@ -432,14 +384,16 @@ def reference_simulation(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, runs=1000, s
     (tests) and as the baseline of ``benchmarks/bench_deadline.py``. It walks the timeline phase by
     phase (compute overlapped with a write, compute at full speed, stall, idle wait for a write,
     restart), marks a checkpoint durable when its write ends, and on failure returns to the last
-    durable checkpoint. With the same seed it sees the same failure gaps as :func:`simulate`, so
-    the two agree run by run up to float rounding. Slow: about 100x :func:`simulate` per run.
+    durable checkpoint. With the same seed it sees the same failure gaps as
+    ``simulate(..., method="per_failure")``, so the two agree run by run up to float rounding (the
+    default per-window sampler for exponential failures agrees with it in distribution only).
+    Slow: about 100x :func:`simulate` per run.
     """
     work_, T_, C_, M_, R_, W_, s_, runs_ = _scalar_inputs(work, T, C, M, R, W, slowdown, runs)
     final_save = _check_final_save(final_save)
     law = _as_law(failures)
     _expected_rollbacks_guard(work_, T_, C_, M_, R_, W_, s_, final_save)
-    stream = _GapStream(law, M_, runs_, _seed_entropy(seed))
+    stream = _gap_stream(law, M_, runs_, _seed_entropy(seed))
     n = int(segment_count(work_, T_))
     lengths = [T_] * (n - 1) + [min(work_ - (n - 1) * T_, T_)]
     wall = np.empty(runs_)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -20,7 +21,9 @@ from typer.testing import CliRunner
 from ckptplan import engine
 from ckptplan.engine import deadline as dl
 from ckptplan.engine import finite as fin
+from ckptplan.engine import gaps
 from ckptplan.engine import montecarlo as mc
+from ckptplan.engine import montecarlo_fast as mcf
 from ckptplan.engine.montecarlo import FailureLaw
 
 # ------------------------------------------------------------------ exact finite expectation
@@ -96,13 +99,16 @@ MC_CASES = [  # work, T, C, M, R, W, slowdown, final_save
     (600.0, 50.0, 1.0, 100.0, 10.0, 50.0, 0.0, False),    # async, write as long as the interval (W(1-s) = T)
     (125.0, 60.0, 2.0, 30.0, 5.0, 20.0, 0.5, True),       # short job against M
     (40.0, 60.0, 2.0, 30.0, 5.0, 20.0, 0.2, False),       # a single segment
+    (43200.0, 25.5, 2.0, 180.0, 10.0, 0.0, 0.0, False),   # 30-day job, M = 3 h: ~300 failures per run
+    (43200.0, 25.5, 2.0, 180.0, 10.0, 4.0, 0.1, True),    # ... async, with a final save
 ]
 
 
+@pytest.mark.parametrize("method", ["per_window", "per_failure"])
 @pytest.mark.parametrize("case_id", range(len(MC_CASES)))
-def test_simulated_mean_matches_exact_within_3_se(case_id):
+def test_simulated_mean_matches_exact_within_3_se(case_id, method):
     work, T, C, M, R, W, s, fs = MC_CASES[case_id]
-    sim = mc.simulate(work, T, C, M, R, W, s, runs=20000, seed=100 + case_id, final_save=fs)
+    sim = mc.simulate(work, T, C, M, R, W, s, runs=20000, seed=100 + case_id, final_save=fs, method=method)
     exact = fin.finite_expected_wall_time(work, T, C, M, R, W, s, final_save=fs)
     assert abs(sim.mean() - exact) < 3 * sim.standard_error()
     # rollbacks (failures outside restarts) match the bracket of the formula
@@ -133,7 +139,8 @@ REF_CASES = [  # work, T, C, M, R, W, slowdown, final_save
 @pytest.mark.parametrize("case_id", range(len(REF_CASES)))
 def test_vectorised_equals_per_event_reference_run_by_run(case_id, law):
     work, T, C, M, R, W, s, fs = REF_CASES[case_id]
-    fast = mc.simulate(work, T, C, M, R, W, s, runs=300, seed=case_id, failures=law, final_save=fs)
+    fast = mc.simulate(work, T, C, M, R, W, s, runs=300, seed=case_id, failures=law, final_save=fs,
+                       method="per_failure")
     slow = mc.reference_simulation(work, T, C, M, R, W, s, runs=300, seed=case_id, failures=law, final_save=fs)
     np.testing.assert_allclose(fast.wall, slow.wall, rtol=1e-10)
     np.testing.assert_array_equal(fast.failures, slow.failures)
@@ -150,11 +157,66 @@ def test_vectorised_equals_per_event_reference_run_by_run(case_id, law):
 def test_vectorised_equals_reference_property(work, T, C, M, R, W_frac, s, fs, seed):
     W = W_frac * T / (1 - s)          # any write that is durable before the next save
     assume((T + C + W + R) / M < 2.0)  # keeps the run count per example small
-    fast = mc.simulate(work, T, C, M, R, W, s, runs=25, seed=seed, final_save=fs)
+    fast = mc.simulate(work, T, C, M, R, W, s, runs=25, seed=seed, final_save=fs, method="per_failure")
     slow = mc.reference_simulation(work, T, C, M, R, W, s, runs=25, seed=seed, final_save=fs)
     np.testing.assert_allclose(fast.wall, slow.wall, rtol=1e-9)
     np.testing.assert_array_equal(fast.failures, slow.failures)
     assert fast.wall.min() >= fin.failure_free_wall_time(work, T, C, W, s, fs) * (1 - 1e-12)
+    # the per-window sampler (other random numbers) keeps the same invariants
+    win = mc.simulate(work, T, C, M, R, W, s, runs=25, seed=seed, final_save=fs, method="per_window")
+    assert win.wall.min() >= win.failure_free * (1 - 1e-12)
+    assert np.allclose(win.wall[win.failures == 0], win.failure_free, rtol=1e-12)
+    assert np.all(win.failures >= win.rollbacks) and np.all(win.restart_time >= R * win.rollbacks - 1e-9)
+
+
+# ----------------------------------------------- per-window sampler against the per-failure one
+
+@pytest.mark.parametrize("case_id", range(len(MC_CASES)))
+def test_per_window_equals_per_failure_in_distribution(case_id):
+    # the two samplers draw different random numbers (counts per window vs one gap per failure), so
+    # they can only agree in distribution: means within 3 standard errors, KS tests on the walls
+    work, T, C, M, R, W, s, fs = MC_CASES[case_id]
+    win = mc.simulate(work, T, C, M, R, W, s, runs=20000, seed=200 + case_id, final_save=fs, method="per_window")
+    per = mc.simulate(work, T, C, M, R, W, s, runs=20000, seed=300 + case_id, final_save=fs, method="per_failure")
+    for field in ("wall", "failures", "rollbacks", "restart_time"):
+        x, y = getattr(win, field).astype(float), getattr(per, field).astype(float)
+        assert abs(x.mean() - y.mean()) <= 3 * math.hypot(mc.standard_error(x), mc.standard_error(y)), field
+    assert stats.ks_2samp(win.wall, per.wall).pvalue > 0.001
+
+
+def test_per_window_wall_times_match_per_failure_over_seeds():
+    job = (43200.0, 25.5, 2.0, 180.0, 10.0)     # 30-day job at M = 3 h, ~300 failures per run
+    for seed in range(4):
+        win = mc.simulate_wall_times(*job, runs=10000, seed=seed, method="per_window")
+        per = mc.simulate_wall_times(*job, runs=10000, seed=50 + seed, method="per_failure")
+        assert stats.ks_2samp(win, per).pvalue > 0.01
+        assert abs(win.mean() - per.mean()) < 3 * math.hypot(mc.standard_error(win), mc.standard_error(per))
+    # the default sampler for exponential failures is the per-window one (Weibull k = 1 included)
+    np.testing.assert_array_equal(mc.simulate_wall_times(*job, runs=500, seed=1),
+                                  mc.simulate_wall_times(*job, runs=500, seed=1, method="per_window"))
+    np.testing.assert_array_equal(mc.simulate_wall_times(*job, runs=500, seed=1, failures=FailureLaw.weibull(1.0)),
+                                  mc.simulate_wall_times(*job, runs=500, seed=1, method="per_window"))
+    np.testing.assert_array_equal(
+        mc.simulate_wall_times(*job, runs=200, seed=1, failures=FailureLaw.weibull(0.8)),
+        mc.simulate_wall_times(*job, runs=200, seed=1, failures=FailureLaw.weibull(0.8), method="per_failure"))
+
+
+def test_simulate_intervals_is_per_failure_on_one_stream():
+    Ts = [30.0, 55.5, 60.0, 140.0]
+    seen = []
+    sims = mc.simulate_intervals(2000.0, Ts, 2.0, 150.0, 5.0, 10.0, 0.2, runs=900, seed=4, final_save=True,
+                                 progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (900, 900)
+    for T, sim in zip(Ts, sims):
+        one = mc.simulate(2000.0, T, 2.0, 150.0, 5.0, 10.0, 0.2, runs=900, seed=4, final_save=True,
+                          method="per_failure")
+        np.testing.assert_array_equal(sim.wall, one.wall)
+        np.testing.assert_array_equal(sim.failures, one.failures)
+        np.testing.assert_array_equal(sim.restart_time, one.restart_time)
+        assert sim.failure_free == one.failure_free
+    with pytest.raises(engine.InputError) as err:
+        mc.simulate_intervals(1000.0, [60.0, -1.0], 2.0, 300.0)
+    assert err.value.field == "intervals"
 
 
 # ------------------------------------------------------------------------------ failure laws
@@ -218,11 +280,14 @@ def test_reproducible_from_seed_and_common_random_numbers():
     wall, fails = mc.simulate_wall_times(*job, runs=3000, seed=9, return_failures=True)
     np.testing.assert_array_equal(wall, a)
     assert fails.dtype.kind == "i" and fails.shape == (3000,)
-    # same seed at a nearby interval: same failure histories, strongly correlated wall times
-    near = mc.simulate_wall_times(3000.0, 110.0, 5.0, 400.0, 10.0, runs=3000, seed=9)
-    other = mc.simulate_wall_times(3000.0, 110.0, 5.0, 400.0, 10.0, runs=3000, seed=10)
-    assert np.corrcoef(a, near)[0, 1] > 0.5
-    assert abs(np.corrcoef(a, other)[0, 1]) < 0.1
+    # per-failure sampler, same seed at a nearby interval: same failure histories, strongly correlated
+    # wall times (the per-window default draws per interval: same-seed intervals are independent samples)
+    a_pf = mc.simulate_wall_times(*job, runs=3000, seed=9, method="per_failure")
+    np.testing.assert_array_equal(a_pf, mc.simulate_wall_times(*job, runs=3000, seed=9, method="per_failure"))
+    near = mc.simulate_wall_times(3000.0, 110.0, 5.0, 400.0, 10.0, runs=3000, seed=9, method="per_failure")
+    other = mc.simulate_wall_times(3000.0, 110.0, 5.0, 400.0, 10.0, runs=3000, seed=10, method="per_failure")
+    assert np.corrcoef(a_pf, near)[0, 1] > 0.5
+    assert abs(np.corrcoef(a_pf, other)[0, 1]) < 0.1
     # a Generator seeds reproducibly too
     g1 = mc.simulate_wall_times(*job, runs=100, seed=np.random.default_rng(5))
     g2 = mc.simulate_wall_times(*job, runs=100, seed=np.random.default_rng(5))
@@ -255,6 +320,8 @@ def test_standard_error_and_wilson_interval():
     (lambda: mc.simulate(1000, 60, 2, 300, final_save="yes"), "final_save"),
     (lambda: mc.simulate(1000, 60, 2, 300, failures="gamma"), "failures"),
     (lambda: mc.simulate(1000, 60, 2, 300, failures="weibull"), "failures"),
+    (lambda: mc.simulate(1000, 60, 2, 300, method="fast"), "method"),
+    (lambda: mc.simulate(1000, 60, 2, 300, failures=FailureLaw.weibull(0.7), method="per_window"), "method"),
     (lambda: mc.simulate(1e5, 600, 2, 5), "M"),
     (lambda: FailureLaw.weibull(-0.5), "weibull_shape"),
     (lambda: FailureLaw.weibull(float("nan")), "weibull_shape"),
@@ -276,12 +343,51 @@ def test_bad_input_names_the_field(call, field):
     assert str(err.value).startswith(field)
 
 
-def test_failure_history_memory_is_bounded(monkeypatch):
-    monkeypatch.setattr(mc, "_MAX_GAP_BYTES", 8 * 16 * 100 * 3)   # room for 48 failures per run
+def test_runs_that_never_finish_are_refused(monkeypatch):
+    monkeypatch.setattr(gaps, "MAX_FAILURES_PER_RUN", 48)
     with pytest.raises(engine.InputError) as err:
-        mc.simulate(5000.0, 60.0, 2.0, 50.0, 1.0, runs=100, seed=0)   # ~200 failures per run
-    assert err.value.field == "runs" and "failures" in err.value.rule
-    assert mc.simulate(200.0, 60.0, 2.0, 50.0, 1.0, runs=100, seed=0).runs == 100   # at most ~30 fits
+        mc.simulate(5000.0, 60.0, 2.0, 50.0, 1.0, runs=100, seed=0, method="per_failure")   # ~200 failures per run
+    assert err.value.field == "failures" and "failures" in err.value.rule
+    assert mc.simulate(200.0, 60.0, 2.0, 50.0, 1.0, runs=100, seed=0, method="per_failure").runs == 100
+
+
+@pytest.mark.parametrize("method", ["per_window", "per_failure"])
+def test_memory_is_bounded_whatever_the_failures_per_run(method, monkeypatch):
+    # small blocks: besides its four result arrays a simulation holds a few blocks, never the failure
+    # histories (which here would take 4000 runs x ~210 failures x 8 bytes = 6.7 MB)
+    monkeypatch.setattr(gaps, "RUN_BLOCK", 256)
+    monkeypatch.setattr(gaps, "GAP_CHUNK", 16)
+    monkeypatch.setattr(mcf, "WINDOW_BLOCK", 256)
+    monkeypatch.setattr(mcf, "PIECE", 4096)
+    job, runs = (5000.0, 60.0, 2.0, 50.0, 1.0), 4000
+    tracemalloc.start()
+    try:
+        sim = mc.simulate(*job, runs=runs, seed=0, method=method)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert sim.failures.mean() > 150
+    assert peak < 32 * runs + 1_000_000, peak
+
+
+def test_block_sizes_change_nothing_but_the_stream(monkeypatch):
+    job = (2000.0, 60.0, 2.0, 100.0, 5.0, 10.0, 0.2)
+    # per window: pieces of the lost-time draws only regroup the sums (the stream is the same)
+    whole = mc.simulate(*job, runs=700, seed=3, method="per_window")
+    monkeypatch.setattr(mcf, "PIECE", 7)
+    pieces = mc.simulate(*job, runs=700, seed=3, method="per_window")
+    np.testing.assert_allclose(pieces.wall, whole.wall, rtol=1e-12)
+    np.testing.assert_allclose(pieces.restart_time, whole.restart_time, rtol=1e-12, atol=1e-9)
+    np.testing.assert_array_equal(pieces.failures, whole.failures)
+    # per failure: many blocks of runs and chunks of gaps, still run by run equal to the reference
+    monkeypatch.setattr(gaps, "RUN_BLOCK", 37)
+    monkeypatch.setattr(gaps, "GAP_CHUNK", 3)
+    for law in (FailureLaw.exponential(), FailureLaw.weibull(0.7)):
+        fast = mc.simulate(*job, runs=200, seed=5, failures=law, method="per_failure")
+        slow = mc.reference_simulation(*job, runs=200, seed=5, failures=law)
+        np.testing.assert_allclose(fast.wall, slow.wall, rtol=1e-10)
+        np.testing.assert_array_equal(fast.failures, slow.failures)
+        np.testing.assert_array_equal(fast.rollbacks, slow.rollbacks)
 
 
 def test_error_message_names_value_and_rule():
@@ -386,7 +492,7 @@ def test_deadline_shorter_than_work_names_value_and_rule(seed_scenario):
 def test_deadline_search_short_job(seed_scenario):
     sc = seed_scenario.replace(useful_training_h=10.0, deadline_h=11.0)
     seen = []
-    res = dl.deadline_search(sc, target=0.7, runs=20000, seed=0, progress=lambda i, n: seen.append((i, n)))
+    res = dl.deadline_search(sc, target=0.7, runs=20000, seed=1, progress=lambda i, n: seen.append((i, n)))
     table = res.candidates
     assert seen[-1] == (len(table), len(table)) and len(seen) == len(table)
     assert res.best_probability["p_finish"] == table["p_finish"].max()
@@ -403,6 +509,15 @@ def test_deadline_search_short_job(seed_scenario):
     assert any("maximise the chance" in n for n in res.notes)
     assert any("spans only 0.5 MTBFs" in n for n in res.notes)
     json.dumps(res.to_dict())
+
+
+def test_deadline_search_compares_intervals_on_the_same_failure_histories(seed_scenario):
+    res = dl.deadline_search(seed_scenario, deadline_h=775.0, intervals_min=[50.0, 90.0], runs=3000, seed=2)
+    job = dl._job(seed_scenario, 775.0, None)
+    for _, row in res.candidates.iterrows():
+        sim = mc.simulate(job.work, row["interval_min"], job.C, job.M, job.R, runs=3000, seed=2, method="per_failure")
+        assert row["p_finish"] == np.mean(sim.wall <= job.deadline)
+        assert row["wall_h_mean"] == pytest.approx(sim.mean() / 60.0, rel=1e-12)
 
 
 def test_deadline_search_unreachable_target_and_explicit_grid(seed_scenario):

@@ -99,7 +99,7 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None) -> Non
                   highlight=False)
 
     c = Table(title=f"Expected run at {row['chosen_interval_min']:.1f} min interval "
-                    f"({row['expected_failures']:.1f} failures expected)", title_justify="left")
+                    f"({row['expected_failures']:,.1f} failures expected)", title_justify="left")
     for col, just in (("where the time goes", "left"), ("wall h", "right"), ("GPU-hours", "right"),
                       (f"cost ({cur})", "right"), ("share", "right")):
         c.add_column(col, justify=just)

@@ -110,15 +110,34 @@ def deadline(
                                         final_save=final_save, progress=tick)
     except ValueError as exc:
         fail(str(exc))
+    analytic = _analytic(sc, report)
     if as_json:
-        typer.echo(json.dumps({"report": report, "search": search.to_dict()}, indent=2))
+        typer.echo(json.dumps({"report": report, "search": search.to_dict(), "analytic": analytic}, indent=2))
         return
-    console.print(f"[bold]{report['name']}[/]  job MTBF {report['job_mtbf_h']:.2f} h  |  failures: "
-                  f"{report['failure_law']}  |  {int(report['gpus'])} GPUs", highlight=False)
+    from rich.markup import escape
+
+    console.print(f"[bold]{escape(str(report['name']))}[/]  job MTBF {report['job_mtbf_h']:,.2f} h  |  failures: "
+                  f"{report['failure_law']}  |  {int(report['gpus']):,} GPUs", highlight=False)
     console.print(_report_table(report))
+    if analytic:
+        console.print(f"analytic answer (exponential failures, the same as plan and the workbook): P(finish) "
+                      f"{analytic['p_finish_by_deadline']:.1%}, wall h P50 / P90 / P99 {analytic['wall_h_p50']:,.1f} / "
+                      f"{analytic['wall_h_p90']:,.1f} / {analytic['wall_h_p99']:,.1f}", highlight=False)
     console.print(_search_table(search))
     for note in search.notes:
         console.print(f"- {note}", highlight=False)
+
+
+def _analytic(sc: Any, report: dict[str, Any]) -> dict[str, Any] | None:
+    """The long-run engine's analytic deadline answer for the simulated interval and deadline, when it
+    applies (exponential failures, no final save): the figure ``plan``, the workbook and batch give."""
+    from . import engine
+
+    if report.get("failure_law", "").split(" ")[0] != "exponential" or report.get("final_save"):
+        return None
+    row = engine.evaluate(sc.replace(deadline_h=report["deadline_h"], interval_min=report["interval_min"])).iloc[0]
+    keys = ("p_finish_by_deadline", "wall_h_p50", "wall_h_p90", "wall_h_p99", "deadline_approximation_ok")
+    return {k: (None if row[k] != row[k] else float(row[k])) for k in keys if k in row.index}
 
 
 def register(app: typer.Typer) -> None:

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from . import cost, reliability, waste
+from . import cost, reliability, wall_distribution, waste
 from .errors import InputError
 from .fields import DOMAIN_FIELDS, FIELDS, RULES, TEXT_FIELDS, Field
 from .reliability import FailureDomain
@@ -174,19 +174,36 @@ class RowProblems:
         return m
 
 
-def _as_numbers(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """(float64 array, NaN where absent or not a number; mask of cells holding a non-number)."""
+def _as_numbers(values: pd.Series) -> tuple[np.ndarray, np.ndarray | None]:
+    """(float64 array, NaN where absent or not a number; mask of cells holding a non-number).
+
+    The mask is None for a numeric dtype (every cell a number or blank). A float64 column comes
+    back as a read-only view of the table's data, not a copy; an object column is sorted by the
+    type of its cells (a few kinds) rather than cell by cell.
+    """
     n = len(values)
     if values.dtype.kind in "iuf":
-        return values.to_numpy(dtype=float, na_value=np.nan), np.zeros(n, dtype=bool)
+        if isinstance(values.dtype, np.dtype):  # numpy's NaN is the blank already
+            return values.to_numpy(dtype=np.float64, copy=False), None
+        return values.to_numpy(dtype=float, na_value=np.nan), None
     obj = values.to_numpy(dtype=object)
     arr = np.full(n, np.nan)
     bad = np.zeros(n, dtype=bool)
-    for i, v in enumerate(obj):
-        if is_number(v):
-            arr[i] = float(v)
-        elif not is_absent(v):
-            bad[i] = True
+    if n == 0:
+        return arr, bad
+    kinds: dict[type, int] = {}  # by type: 1 a real number (not a bool), 0 absent (None, NA, NaT), 2 anything else
+
+    def kind(v: Any) -> int:
+        k = kinds.get(type(v))
+        if k is None:
+            k = kinds[type(v)] = 1 if is_number(v) else 0 if is_absent(v) else 2
+        return k
+
+    codes = np.frompyfunc(kind, 1, 1)(obj).astype(np.int8)
+    numbers_ = codes == 1
+    if numbers_.any():
+        arr[numbers_] = obj[numbers_].astype(np.float64)
+    np.equal(codes, 2, out=bad)
     return arr, bad
 
 
@@ -196,30 +213,100 @@ def _number_column(name: str, rule: str, required: bool, default: float | None, 
 
     Returns (given: as written, NaN where blank or not a number; effective: defaults applied;
     ok: the cell passed). ``flagged`` cells were already reported by the caller and count as blank.
+    A clean column (numbers only, all finite, every rule met) costs a few passes and no copy.
     """
-    if raw is None:
-        return np.full(n, np.nan), np.full(n, np.nan if default is None else default), np.ones(n, dtype=bool)
+    if raw is None:  # read-only broadcasts of one value: no memory, nothing to check
+        blank = np.broadcast_to(np.float64(np.nan), (n,))
+        return blank, blank if default is None else np.broadcast_to(np.float64(default), (n,)), _all(n, True)
     given, notnum = _as_numbers(raw)
-    notnum &= ~flagged
-    if notnum.any():
-        obj = raw.to_numpy(dtype=object)
-        problems.add(np.flatnonzero(notnum), lambda p: InputError(name, obj[p], "must be a number"))
-    if flagged.any():
-        given = np.where(flagged, np.nan, given)
-    eff = given if default is None else np.where(np.isnan(given) & ~notnum & ~flagged, default, given)
-    absent = np.isnan(eff) & ~notnum & ~flagged
-    inf = np.isinf(eff)
-    if inf.any():
-        problems.add(np.flatnonzero(inf), lambda p: InputError(name, float(eff[p]), "must be a finite number"))
+    flags = flagged if flagged.any() else None
+    if notnum is not None:
+        if flags is not None:
+            notnum &= ~flags
+        if notnum.any():
+            obj = raw.to_numpy(dtype=object)
+            problems.add(np.flatnonzero(notnum), lambda p: InputError(name, obj[p], "must be a number"))
+        else:
+            notnum = None
+    if flags is not None:
+        given = np.where(flags, np.nan, given)
+    skipped = notnum if flags is None else flags if notnum is None else notnum | flags  # reported already
     check = RULES[rule]
+    if skipped is None:  # the common cases, checked block by block: nothing to report
+        if _clean(given, check.predicate):
+            return given, given, _all(n, True)
+        if not required and _clean(given, check.predicate, blank_ok=True):  # some cells blank, the rest valid
+            if default is None:
+                return given, given, _all(n, True)
+            eff = np.where(np.isnan(given), default, given)
+            if _clean(eff, check.predicate):
+                return given, eff, _all(n, True)
+    bad = [] if skipped is None else [skipped]
+    eff, finite, absent = given, None, None  # finite: None when every effective value is finite
+    whole_numbers = skipped is None and isinstance(raw.dtype, np.dtype) and raw.dtype.kind in "iu"
+    if not (whole_numbers or bool(np.isfinite(given).all())):  # some cell blank, skipped or infinite
+        blank = np.isnan(given)
+        if blank.any():  # given nothing, neither a non-number nor flagged
+            absent = blank if skipped is None else blank & ~skipped
+        if default is not None and absent is not None:
+            eff = np.where(absent, default, given)
+            absent = None
+        finite = np.isfinite(eff)
+        if finite.all():
+            finite = None
+        else:
+            inf = np.isinf(eff)
+            if inf.any():
+                problems.add(np.flatnonzero(inf), lambda p: InputError(name, float(eff[p]), "must be a finite number"))
+                bad.append(inf)
     with np.errstate(invalid="ignore"):
-        fails = ~check.predicate(eff) & np.isfinite(eff)
-    if fails.any():
+        good = check.predicate(eff)
+    fails = None if finite is None and good.all() else ~good if finite is None else ~good & finite
+    if fails is not None and fails.any():
         problems.add(np.flatnonzero(fails), lambda p: InputError(name, float(eff[p]), check.message))
-    need = absent & required
-    if need.any():
-        problems.add(np.flatnonzero(need), lambda p: InputError(name, None, "is required"))
-    return given, eff, ~(notnum | flagged | inf | fails | need)
+        bad.append(fails)
+    if required and absent is not None and absent.any():
+        problems.add(np.flatnonzero(absent), lambda p: InputError(name, None, "is required"))
+        bad.append(absent)
+    if not bad:
+        return given, eff, _all(n, True)
+    ok = ~bad[0]
+    for mask in bad[1:]:
+        ok &= ~mask
+    return given, eff, ok
+
+
+#: rows per block of the whole-column checks: small temporaries stay in cache and are reused, not paged in
+_BLOCK = 1 << 16
+
+
+def _clean(values: np.ndarray, predicate: Any, blank_ok: bool = False) -> bool:
+    """Every value finite and meeting the rule, or (``blank_ok``) NaN; checked block by block (no
+    full-length temporaries)."""
+    with np.errstate(invalid="ignore"):
+        for i in range(0, len(values), _BLOCK):
+            block = values[i:i + _BLOCK]
+            finite = np.isfinite(block)
+            if finite.all():
+                if not predicate(block).all():
+                    return False
+            elif not (blank_ok and (finite | np.isnan(block)).all() and (predicate(block) | ~finite).all()):
+                return False
+    return True
+
+
+def _mask_if_any(condition: Any, *arrays: np.ndarray) -> np.ndarray | None:
+    """``condition(*arrays)`` (a bool mask), or None where it holds nowhere (found block by block)."""
+    with np.errstate(invalid="ignore"):
+        for i in range(0, len(arrays[0]), _BLOCK):
+            if condition(*(a[i:i + _BLOCK] for a in arrays)).any():
+                return condition(*arrays)
+    return None
+
+
+def _all(n: int, value: bool) -> np.ndarray:
+    """``n`` times ``value``, read-only and without memory (a broadcast)."""
+    return np.broadcast_to(np.bool_(value), (n,))
 
 
 def table_problems(table: pd.DataFrame, flagged: dict[str, np.ndarray] | None = None,
@@ -249,26 +336,35 @@ def table_problems(table: pd.DataFrame, flagged: dict[str, np.ndarray] | None = 
 
     for spec in FIELDS:
         column(spec.name, spec.rule, spec.required, spec.default)
-    both = ok["node_mtbf_h"] & ok["job_mtbf_h"] & np.isnan(eff["node_mtbf_h"]) & np.isnan(eff["job_mtbf_h"])
-    problems.add(np.flatnonzero(both), lambda p: InputError("node_mtbf_h", None, "give node_mtbf_h (with nodes) or job_mtbf_h"))
+    # each cross-field rule: its condition first (block by block), the cells' own checks only where it holds
+    both = _mask_if_any(lambda a, b: np.isnan(a) & np.isnan(b), eff["node_mtbf_h"], eff["job_mtbf_h"])
+    if both is not None:
+        both &= ok["node_mtbf_h"] & ok["job_mtbf_h"]
+        problems.add(np.flatnonzero(both),
+                     lambda p: InputError("node_mtbf_h", None, "give node_mtbf_h (with nodes) or job_mtbf_h"))
     C, W, s, T = eff["checkpoint_stall_min"], eff["async_write_min"], eff["async_slowdown_fraction"], eff["interval_min"]
-    free = ok["checkpoint_stall_min"] & ok["async_write_min"] & ((C + W) <= 0)
-    problems.add(np.flatnonzero(free), lambda p: InputError(
-        "checkpoint_stall_min", float(C[p]),
-        "checkpoint_stall_min + async_write_min must be > 0: no save is free (measure it)"))
-    behind = W * (1 - s)
-    with np.errstate(invalid="ignore"):
-        late = ok["async_write_min"] & ok["async_slowdown_fraction"] & ok["interval_min"] & (behind > T)
-    problems.add(np.flatnonzero(late), lambda p: InputError(
-        "interval_min", float(T[p]), f"must be >= async_write_min * (1 - async_slowdown_fraction) = {behind[p]:.6g} "
-        "(the write must be durable before the next save)"))
+    free = _mask_if_any(lambda c, w: (c + w) <= 0, C, W)
+    if free is not None:
+        free &= ok["checkpoint_stall_min"] & ok["async_write_min"]
+        problems.add(np.flatnonzero(free), lambda p: InputError(
+            "checkpoint_stall_min", float(C[p]),
+            "checkpoint_stall_min + async_write_min must be > 0: no save is free (measure it)"))
+    late = _mask_if_any(lambda w, s_, t: w * (1 - s_) > t, W, s, T)
+    if late is not None:
+        late &= ok["async_write_min"] & ok["async_slowdown_fraction"] & ok["interval_min"]
+        behind = W * (1 - s)
+        problems.add(np.flatnonzero(late), lambda p: InputError(
+            "interval_min", float(T[p]), f"must be >= async_write_min * (1 - async_slowdown_fraction) = {behind[p]:.6g} "
+            "(the write must be durable before the next save)"))
     for i in domain_indices(table.columns):
         for part in DOMAIN_FIELDS:
             column(f"domain{i}_{part.name}", part.rule, False, None)
         a, b = f"domain{i}_mtbf_h", f"domain{i}_nodes_per_domain"
-        half = ok[a] & ok[b] & (np.isnan(eff[a]) != np.isnan(eff[b]))
-        problems.add(np.flatnonzero(half), lambda p, i=i: InputError(
-            f"domain{i}", None, f"give both domain{i}_mtbf_h and domain{i}_nodes_per_domain, or neither"))
+        half = _mask_if_any(lambda x, y: np.isnan(x) != np.isnan(y), eff[a], eff[b])
+        if half is not None:
+            half &= ok[a] & ok[b]
+            problems.add(np.flatnonzero(half), lambda p, i=i: InputError(
+                f"domain{i}", None, f"give both domain{i}_mtbf_h and domain{i}_nodes_per_domain, or neither"))
     return given, eff, problems
 
 
@@ -306,7 +402,13 @@ def evaluate(table: pd.DataFrame | Scenario | Iterable[Scenario]) -> pd.DataFram
     * ``expected_failures``; ``wall_h`` and its split ``useful_h``, ``save_h``, ``rework_h``,
       ``restart_h``; ``gpus``; ``total_gpu_hours`` and ``{useful,save,rework,restart}_gpu_hours``;
       ``total_cost`` and ``{...}_cost``; ``goodput`` (useful share of GPU-hours) and
-      ``cost_per_useful_gpu_hour``.
+      ``cost_per_useful_gpu_hour``;
+    * the finite job's deadline answer, analytic for exponential failures at the chosen interval,
+      no final save (:mod:`engine.wall_distribution`; the defaults of
+      :func:`engine.deadline.deadline_report`): ``p_finish_by_deadline`` (NaN without
+      ``deadline_h``), ``wall_h_p50``, ``wall_h_p90``, ``wall_h_p99`` and
+      ``deadline_approximation_ok`` (False outside the approximation's validity range; all NaN
+      where ``(R + T + C + W)/M > 200``).
 
     Long-run model for exponential failures (:func:`engine.waste.expected_wall_time`); for
     deadlines and non-exponential failures see :mod:`ckptplan.engine.deadline` (exact finite job: :mod:`ckptplan.engine.finite`; Monte Carlo: :mod:`ckptplan.engine.montecarlo`).
@@ -398,10 +500,45 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
         new[f"{cat}_cost"] = cost._money(new[f"{cat}_gpu_hours"], price)
     new["goodput"] = cost._goodput(new["useful_h"], new["wall_h"])
     new["cost_per_useful_gpu_hour"] = new["total_cost"] / new["useful_gpu_hours"]
-    out = table.copy()
+    # the finite job's wall-time distribution (exponential failures, no final save): analytic deadline answer
+    deadline = wall_distribution._answers(work, chosen, C, M, R, W, s, cols["deadline_h"] * 60.0)
+    new["p_finish_by_deadline"] = deadline["p_finish_by_deadline"]
+    for q in ("p50", "p90", "p99"):
+        new[f"wall_h_{q}"] = deadline[f"wall_{q}"] / 60.0
+    new["deadline_approximation_ok"] = deadline["ok"]
+    return _result_frame(table, new)
+
+
+def _result_frame(table: pd.DataFrame, new: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The table with the derived columns appended (replacing a column of the same name in place).
+
+    Built once from the arrays: each derived array becomes a column as it is (no copy, no
+    consolidation into one 2-D block, which cost more than the formulas on 10^6 rows). With
+    copy-on-write (always in pandas >= 3) the table's own columns are shared, not copied: writing
+    to either frame copies first. An array that is a view, or listed twice, is copied so that no
+    two columns, and no column and the caller's table, share a buffer pandas does not know about.
+    """
+    cow = _copy_on_write()
+    seen: set[int] = set()
+    for name, arr in new.items():
+        if arr.base is not None or id(arr) in seen:
+            new[name] = arr = arr.copy()
+        seen.add(id(arr))
+    out = table.copy(deep=not cow)
     for name in [k for k in new if k in out.columns]:  # e.g. a job_mtbf_h override: replaced in place
         out[name] = new.pop(name)
-    return pd.concat([out, pd.DataFrame(new, index=table.index)], axis=1)
+    derived = pd.DataFrame(new, index=table.index, copy=False)
+    return pd.concat([out, derived], axis=1) if cow else pd.concat([out, derived], axis=1, copy=False)
+
+
+def _copy_on_write() -> bool:
+    """pandas copies on write: always from pandas 3, by option in pandas 2."""
+    if int(pd.__version__.split(".")[0]) >= 3:
+        return True
+    try:
+        return pd.get_option("mode.copy_on_write") is True
+    except KeyError:  # pragma: no cover - pandas without the option
+        return False
 
 
 @functools.cache

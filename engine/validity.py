@@ -20,6 +20,8 @@ Thresholds (module constants) are judgement calls, stated with each check:
   use the exact figures.
 * ``async_write_sets_interval``: the async write ``W (1 - s)`` is longer than the optimum interval,
   so the interval was raised to it: the write, not the failures, sets the checkpoint rate.
+* ``deadline_approximation``: the analytic P(finish by the deadline) and wall-time percentiles
+  (:mod:`ckptplan.engine.wall_distribution`) are outside their stated validity range.
 * ``stall_from_a_small_model``: a blocking stall under :data:`TINY_STALL_MIN` min (0.6 s) for a
   job of :data:`TINY_STALL_GPUS` GPUs or more: no real checkpoint of a model that needs that many
   GPUs saves that fast; the figure was probably measured on a small model (``ckptplan probe``).
@@ -32,6 +34,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
+
+from .fields import FIELD_BY_NAME
 
 __all__ = ["CHECKS", "HIGH_WASTE", "TINY_STALL_GPUS", "TINY_STALL_MIN", "YOUNG_MAX_RATIO", "ValidityCheck",
            "model_warnings", "warnings_text"]
@@ -94,6 +98,12 @@ CHECKS: tuple[ValidityCheck, ...] = (
         f"AND({{checkpoint_stall_min}}+{{async_write_min}}<{TINY_STALL_MIN},{{gpus}}>={TINY_STALL_GPUS})",
         f"a save under {TINY_STALL_MIN * 60:g} s for a job of {TINY_STALL_GPUS}+ GPUs: was the stall measured on a "
         "small model (ckptplan probe)? Measure it on the real checkpoint size"),
+    ValidityCheck(
+        "deadline_approximation",
+        lambda r: ~np.isnan(r["deadline_h"]) & (r["deadline_approximation_ok"] == 0),
+        'IF({deadline_h}<>"",NOT({deadline_approximation_ok}),FALSE)',
+        "the analytic deadline answer is outside its validity range (few failures, a skewed or stepped wall "
+        "time): use the Monte Carlo (ckptplan deadline, the Deadline sheet)"),
 )
 
 
@@ -103,7 +113,7 @@ def model_warnings(results: pd.DataFrame | Mapping[str, Any], keys: bool = False
     ``results``: a table from :func:`ckptplan.engine.evaluate` (or a mapping of its columns).
     ``keys``: the checks' short keys (e.g. ``high_waste``) instead of the reasons, for table columns.
     """
-    cols = {k: np.atleast_1d(np.asarray(results[k], dtype=np.float64)) for k in _needed()}
+    cols = {k: _column(results, k) for k in _needed()}
     n = len(next(iter(cols.values())))
     out: list[list[str]] = [[] for _ in range(n)]
     with np.errstate(invalid="ignore"):
@@ -121,4 +131,13 @@ def warnings_text(results: pd.DataFrame | Mapping[str, Any], keys: bool = False)
 def _needed() -> tuple[str, ...]:
     return ("chosen_interval_min", "job_mtbf_h", "expected_failures", "useful_training_h", "waste_fraction",
             "effective_stall_min", "async_write_min", "async_slowdown_fraction", "exact_interval_min",
-            "checkpoint_stall_min", "gpus")
+            "checkpoint_stall_min", "gpus", "deadline_h", "deadline_approximation_ok")
+
+
+def _column(results: Any, key: str) -> np.ndarray:
+    """A column of the results; an input the table leaves out takes its registry default (NaN: not given)."""
+    if key in getattr(results, "columns", results):
+        return np.atleast_1d(np.asarray(results[key], dtype=np.float64))
+    field = FIELD_BY_NAME.get(key)
+    n = len(results) if isinstance(results, pd.DataFrame) else 1
+    return np.full(n, np.nan if field is None or field.default is None else float(field.default))

@@ -120,9 +120,33 @@ def _effective(C_, W_, s_):
 
 def _log_wall_per_work(T_, C_, M_, R_, W_, s_):
     """log of expected wall time per unit of useful work, exact exponential model (see below)."""
-    period = T_ + C_ + W_ * s_            # wall time between two saves in steady state
-    exposed = T_ + C_ + W_                # from restore to durability of the next checkpoint
-    return np.log(M_) + (R_ + exposed) / M_ + np.log(-np.expm1(-period / M_)) - np.log(T_)
+    if not _same_shape(T_, C_, M_, R_, W_, s_):
+        period = T_ + C_ + W_ * s_            # wall time between two saves in steady state
+        exposed = T_ + C_ + W_                # from restore to durability of the next checkpoint
+        return np.log(M_) + (R_ + exposed) / M_ + np.log(-np.expm1(-period / M_)) - np.log(T_)
+    # the same operations in the same order (the same bits), with fewer temporary arrays
+    lost = T_ + C_
+    lost += W_ * s_
+    np.negative(lost, out=lost)
+    lost /= M_
+    np.expm1(lost, out=lost)
+    np.negative(lost, out=lost)
+    np.log(lost, out=lost)
+    exposed = T_ + C_
+    exposed += W_
+    exposed += R_
+    exposed /= M_
+    out = np.log(M_)
+    out += exposed
+    out += lost
+    out -= np.log(T_)
+    return out
+
+
+def _same_shape(*arrays) -> bool:
+    """Every argument an array of one shape (not 0-d): the kernels may then work in place."""
+    shape = getattr(arrays[0], "shape", ())
+    return bool(shape) and all(isinstance(a, np.ndarray) and a.shape == shape for a in arrays)
 
 
 def _validate_async(T_, W_, s_):
@@ -174,7 +198,8 @@ def expected_wall_time(work, T, C, M, R=0.0, W=0.0, slowdown=0.0):
 
 def _expected_wall(work_, T_, C_, M_, R_, W_, s_):
     """:func:`expected_wall_time` on validated arrays (raises only when the result overflows)."""
-    log_total = np.log(work_) + _log_wall_per_work(T_, C_, M_, R_, W_, s_)
+    log_total = _log_wall_per_work(T_, C_, M_, R_, W_, s_)
+    log_total = np.add(log_total, np.log(work_), out=log_total if _same_shape(log_total, work_) else None)
     if np.any(log_total > _MAX_LOG):
         idx = tuple(np.argwhere(log_total > _MAX_LOG)[0]) if log_total.ndim else ()
         raise InputError(
@@ -183,7 +208,7 @@ def _expected_wall(work_, T_, C_, M_, R_, W_, s_):
             "wall time overflows: the job would essentially never finish",
             tuple(int(i) for i in idx) or None,
         )
-    return np.exp(log_total)
+    return np.exp(log_total, out=log_total if isinstance(log_total, np.ndarray) and log_total.ndim else None)
 
 
 def waste_fraction(T, C, M, R=0.0, W=0.0, slowdown=0.0):
@@ -202,7 +227,12 @@ def waste_fraction(T, C, M, R=0.0, W=0.0, slowdown=0.0):
 
 
 def _waste(T_, C_, M_, R_, W_, s_):
-    return -np.expm1(-_log_wall_per_work(T_, C_, M_, R_, W_, s_))
+    lw = _log_wall_per_work(T_, C_, M_, R_, W_, s_)
+    if not (isinstance(lw, np.ndarray) and lw.ndim):
+        return -np.expm1(-lw)
+    np.negative(lw, out=lw)  # -expm1(-lw) in place
+    np.expm1(lw, out=lw)
+    return np.negative(lw, out=lw)
 
 
 # Lambert-W series of 1 + W0(z) near the branch point z = -1/e in p = sqrt(2 (1 + e z)):
@@ -297,9 +327,29 @@ def _breakdown(work_, T_, C_, M_, R_, W_, s_):
     """:func:`time_breakdown` on validated arrays: a dict of float arrays."""
     total = _expected_wall(work_, T_, C_, M_, R_, W_, s_)
     segments = work_ / T_
-    failures = segments * -np.expm1(-(T_ + C_ + W_ * s_) / M_) * np.exp((T_ + C_ + W_) / M_)
-    restart = failures * M_ * np.expm1(R_ / M_)
-    save = segments * (C_ + W_ * s_)
-    rework = np.maximum(failures * M_ - segments * (T_ + C_ + W_ * s_), 0.0)
+    if _same_shape(work_, T_, C_, M_, R_, W_, s_):  # the expressions below, in place (the same bits)
+        period = T_ + C_
+        period += W_ * s_
+        q = np.negative(period)
+        q /= M_
+        np.expm1(q, out=q)
+        np.negative(q, out=q)
+        failures = np.multiply(segments, q, out=q)
+        e = T_ + C_
+        e += W_
+        e /= M_
+        failures *= np.exp(e, out=e)
+        lost = failures * M_
+        restart = np.expm1(R_ / M_)
+        np.multiply(lost, restart, out=restart)
+        save = segments * (C_ + W_ * s_)
+        period *= segments
+        rework = np.subtract(lost, period, out=lost)
+        np.maximum(rework, 0.0, out=rework)
+    else:
+        failures = segments * -np.expm1(-(T_ + C_ + W_ * s_) / M_) * np.exp((T_ + C_ + W_) / M_)
+        restart = failures * M_ * np.expm1(R_ / M_)
+        save = segments * (C_ + W_ * s_)
+        rework = np.maximum(failures * M_ - segments * (T_ + C_ + W_ * s_), 0.0)
     check_finite_result("M", failures, "the expected number of failures overflows: (T + C + W)/M is too large")
     return {"useful": work_, "save": save, "rework": rework, "restart": restart, "total": total, "failures": failures}

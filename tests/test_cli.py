@@ -112,3 +112,23 @@ def test_deadline_and_workbook_give_the_same_monte_carlo_answers(tmp_path):
     assert rows["Interval with the best chance of meeting the deadline"] == \
         pytest.approx(data["search"]["best_probability"]["interval_min"], rel=1e-12)
     assert rows["  its P(finish by the deadline)"] == data["search"]["best_probability"]["p_finish"]
+
+
+def test_plan_deadline_workbook_and_batch_give_the_same_p_finish(tmp_path):
+    """The analytic deadline answer is one number on every surface for the seed scenario."""
+    import json as _json
+
+    from openpyxl import load_workbook
+
+    from ckptplan.engine import batch as eb
+
+    plan = _json.loads(runner.invoke(app, ["plan", "--json"]).output)["p_finish_by_deadline"]
+    deadline = _json.loads(runner.invoke(app, ["deadline", "--runs", "500", "--json"]).output)["analytic"]
+    assert runner.invoke(app, ["workbook", "-o", str(tmp_path / "p.xlsx"), "--no-deadline"]).exit_code == 0
+    book = load_workbook(tmp_path / "p.xlsx", data_only=True)  # the cached values, no recalculation
+    sheet, cell = next(iter(book.defined_names["p_finish_by_deadline"].destinations))
+    in_book = book[sheet][cell.replace("$", "")].value
+    row = eb.evaluate_rows(files.load_scenario("seed")).iloc[0]
+    assert 0.5 < plan < 1
+    for other in (deadline["p_finish_by_deadline"], in_book, row["p_finish_by_deadline"]):
+        assert other == pytest.approx(plan, rel=1e-12)

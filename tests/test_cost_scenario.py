@@ -49,7 +49,8 @@ def test_evaluate_columns_are_consistent():
     np.testing.assert_allclose(out["waste_fraction"], 1 - out["goodput"], rtol=1e-9)
     assert (out["waste_fraction_at_optimum"] <= out[["waste_fraction_at_young", "waste_fraction_at_daly"]].min(axis=1) + 1e-15).all()
     numeric = out.select_dtypes("number").drop(columns=["interval_min", "runs_per_month", "job_mtbf_h", "deadline_h",
-                                                        "node_mtbf_h", "domain1_mtbf_h", "domain1_nodes_per_domain"],
+                                                        "node_mtbf_h", "domain1_mtbf_h", "domain1_nodes_per_domain",
+                                                        "p_finish_by_deadline"],  # NaN without a deadline
                                                errors="ignore")
     assert np.isfinite(numeric.to_numpy()).all()
 

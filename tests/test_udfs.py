@@ -33,6 +33,7 @@ from ckptplan import files
 from ckptplan import workbook
 from ckptplan.engine import deadline as dl
 from ckptplan.engine import montecarlo as mc
+from ckptplan.engine.validity import warnings_text
 from ckptplan.workbook import udfs as U
 from ckptplan.workbook.udf_sheet import add_udf_sheet
 
@@ -320,6 +321,7 @@ def _rows_from_table(table: pd.DataFrame) -> list[list]:
 def test_evaluate_matches_engine_for_every_template():
     table = engine.to_table([files.load_scenario(n) for n in files.list_templates()])
     expected = engine.evaluate(table)
+    expected["warnings"] = warnings_text(expected)  # the last column: where a row leaves its models' range
     out = U.CKPT_EVALUATE(_rows_from_table(table))
     header = out[0]
     assert set(header) == set(expected.columns)
@@ -735,7 +737,9 @@ def test_table_functions_give_a_header_row_and_blank_rows_stay_blank():
     for row in out[1:]:
         for cell in row:
             assert cell is None or isinstance(cell, str) or math.isfinite(cell)
-    evaluated = engine.evaluate(engine.to_table([sc])).iloc[0]
+    evaluated = engine.evaluate(engine.to_table([sc]))
+    evaluated["warnings"] = warnings_text(evaluated)
+    evaluated = evaluated.iloc[0]
     empty = [c for c in header if isinstance(evaluated[c], float) and math.isnan(evaluated[c])]
     assert "runs_per_month" in empty and all(out[2][header.index(c)] is None for c in empty)  # not given: blank
     table = U.CKPT_COST_BREAKDOWN(720, 60, 2, 1200, 10, 0, 0, 1024, 2.5)

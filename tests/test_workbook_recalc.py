@@ -180,6 +180,11 @@ def test_reference_cases_in_the_recalculated_plan(recalculated):
     assert round(value("daly_interval_min"), 1) == 68.0
     for required in ("job_mtbf_h", "young_interval_min", "daly_interval_min", "waste_fraction", "total_gpu_hours", "total_cost"):
         assert required in names
+    # the live deadline answer (engine.wall_distribution): defined names equal to the engine's analytic figures
+    row = engine.evaluate(SEED).iloc[0]
+    for key in ("p_finish_by_deadline", "wall_h_p50", "wall_h_p90", "wall_h_p99"):
+        assert math.isclose(value(key), row[key], rel_tol=1e-9), key
+    assert value("deadline_approximation_ok") is True and round(value("p_finish_by_deadline"), 3) == 0.943
     # the 256-node row of the Scaling sheet: job MTBF 10 h
     ws = wb["Scaling"]
     rows = {ws.cell(row=r, column=1).value: r for r in range(6, ws.max_row + 1) if isinstance(ws.cell(row=r, column=1).value, int)}

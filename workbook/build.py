@@ -40,7 +40,8 @@ __all__ = ["CURVE_FACTORS", "KEY_OUTPUTS", "Built", "Check", "build_workbook", "
 
 CURVE_FACTORS = tuple(float(x) for x in np.round(np.geomspace(0.2, 5.0, 41), 6))
 KEY_OUTPUTS = ("job_mtbf_h", "young_interval_min", "daly_interval_min", "exact_interval_min", "chosen_interval_min",
-               "waste_fraction", "wall_h", "total_gpu_hours", "total_cost", "goodput")
+               "waste_fraction", "wall_h", "total_gpu_hours", "total_cost", "goodput", "p_finish_by_deadline",
+               "wall_h_p90")
 
 def scenario_inputs(sc: engine.Scenario) -> dict[str, Any]:
     """Inputs-sheet values of a scenario, keyed by defined name (None = blank cell)."""
@@ -157,8 +158,9 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> dict[str, st
         row += 1
     S.note(ws, row + 1, "Rows grouped under 'c = effective stall / job MTBF' (expand with +) solve the exact optimum "
           "by Newton steps; Excel has no Lambert W.", 4)
-    S.note(ws, row + 2, "Long-run averages for exponential failures. For a deadline, short jobs or clustered failures "
-          "see the Deadline sheet (Monte Carlo).", 4)
+    S.note(ws, row + 2, "Long-run averages for exponential failures; P(finish by the deadline) and the wall-time "
+          "percentiles are the finite job's analytic answer (Model check says when it leaves its range). For clustered "
+          "failures or as a check, see the Deadline sheet (Monte Carlo).", 4)
     ws.sheet_properties.outlinePr.summaryBelow = False
     for col, width in zip("ABCD", (62, 18, 14, 28)):
         ws.column_dimensions[col].width = width

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import math
 import numbers
 import re
@@ -129,10 +130,12 @@ def cell_numbers(name: str, value: Any, rule: Rule, blank: Any = REQUIRED) -> tu
     (:mod:`ckptplan.engine.fields`). ``blank``: the value a blank cell stands for, or ``REQUIRED`` (a
     blank is an error).
     """
-    arr = as_array(name, value)
+    arr = _plain_range(value)  # the usual case, a range of numbers: converted without an object array
+    if arr is None:
+        arr = as_array(name, value)
+        if arr.dtype == object and set(map(type, arr.reshape(-1))) <= _PLAIN_NUMBERS:
+            arr = arr.astype(np.float64)
     errors = np.full(arr.shape, None, dtype=object)
-    if arr.dtype == object and set(map(type, arr.reshape(-1))) <= _PLAIN_NUMBERS:
-        arr = arr.astype(np.float64)  # the usual case, a range of numbers: no per-cell loop
     if arr.dtype.kind in "fiu":
         values = arr.astype(np.float64)
         checked = np.ones(arr.shape, dtype=bool)
@@ -155,12 +158,49 @@ def cell_numbers(name: str, value: Any, rule: Rule, blank: Any = REQUIRED) -> tu
     with np.errstate(invalid="ignore"):
         finite = np.isfinite(values)
         good = rule.predicate(values)
+    if checked.all() and finite.all() and np.all(good):  # every cell a valid number: no error to write
+        return values, _no_errors(values.shape)
     flat_v, flat_e = values.reshape(-1), errors.reshape(-1)  # views: writes reach the arrays
     for i in np.flatnonzero(checked & ~finite):
         flat_e[i] = error_text(name, "must be a finite number", show(flat_v[i]))
     for i in np.flatnonzero(checked & finite & ~good):
         flat_e[i] = error_text(name, text, show(flat_v[i]))
     return values, errors
+
+
+def _plain_range(value: Any) -> np.ndarray | None:
+    """A list of plain numbers, or a rectangular list of lists of them, as a float array; None for
+    anything else (text, blanks, bools, ragged or deeper nesting: :func:`as_array` then decides)."""
+    if type(value) is not list or not value:
+        return None
+    if type(value[0]) is list:
+        width = len(value[0])
+        if not width or not set(map(type, value)) <= {list}:
+            return None
+        try:
+            flat = [x for (x,) in value] if width == 1 else list(itertools.chain.from_iterable(value))
+        except ValueError:  # a row of another length
+            return None
+        if len(flat) != width * len(value) or (width > 1 and set(map(len, value)) != {width}):
+            return None
+        shape: tuple = (len(value), width)
+    else:
+        flat, shape = value, (len(value),)
+    if not set(map(type, flat)) <= _PLAIN_NUMBERS:
+        return None
+    return np.array(flat, dtype=np.float64).reshape(shape)
+
+
+def _no_errors(shape: tuple) -> np.ndarray:
+    """An all-None error array of ``shape`` (read-only, one element broadcast: :func:`elementwise`
+    recognises it without looking at every cell)."""
+    return np.broadcast_to(np.array(None, dtype=object), shape)
+
+
+def _has_errors(errors: np.ndarray) -> bool:
+    if errors.size > 1 and not any(errors.strides) and errors.reshape(-1)[0] is None:
+        return False  # :func:`_no_errors`
+    return bool(np.not_equal(errors, None).any())
 
 
 def arg(name: str, value: Any, default: Any = REQUIRED, blank: Any = REQUIRED):
@@ -211,33 +251,42 @@ def elementwise(specs: list[tuple[str, np.ndarray, np.ndarray]], compute: Callab
     size = int(np.prod(shape))
     columns = [np.broadcast_to(values, shape).reshape(-1) for _, values, _ in specs]
     errors = np.full(size, None, dtype=object)
+    bad = np.zeros(size, dtype=bool)
     for _, _, errs in reversed(specs):  # the first argument's error wins
+        if not _has_errors(errs):
+            continue
         flat = np.broadcast_to(errs, shape).reshape(-1)
-        bad = flat.astype(bool)  # error strings are never empty; None is False
-        errors[bad] = flat[bad]
-    out = np.empty(size, dtype=object)
+        here = flat.astype(bool)  # error strings are never empty; None is False
+        errors[here] = flat[here]
+        bad |= here
+    results = np.full(size, np.nan)
 
     def solve(idx: np.ndarray) -> None:
         try:
             with np.errstate(all="ignore"):
-                result = np.asarray(compute(*(c[idx] for c in columns)), dtype=np.float64).reshape(-1)
+                part = columns if idx.size == size else [c[idx] for c in columns]  # every cell: no gather
+                result = np.asarray(compute(*part), dtype=np.float64).reshape(-1)
         except ValueError as exc:  # engine.InputError and its relatives
             if idx.size == 1:
                 errors[idx[0]] = engine_message(exc, names)
+                bad[idx[0]] = True
                 return
             half = idx.size // 2
             solve(idx[:half])
             solve(idx[half:])
             return
-        finite = np.isfinite(result)
-        out[idx[finite]] = result[finite]
-        for i in idx[~finite]:
-            errors[i] = f"{ERROR_PREFIX} result: not a finite number (the model breaks down for these inputs)"
+        results[idx] = result
+        broken = idx[~np.isfinite(result)]
+        if broken.size:
+            errors[broken] = f"{ERROR_PREFIX} result: not a finite number (the model breaks down for these inputs)"
+            bad[broken] = True
 
-    good = np.flatnonzero(~errors.astype(bool))
+    good = np.flatnonzero(~bad)
     if good.size:
         solve(good)
-    bad = errors.astype(bool)
+    if not bad.any():  # numbers only: straight from the float array
+        return shaped(results, shape)
+    out = results.astype(object)
     out[bad] = errors[bad]
     return shaped(out, shape)
 
@@ -245,7 +294,7 @@ def elementwise(specs: list[tuple[str, np.ndarray, np.ndarray]], compute: Callab
 def shaped(out: np.ndarray, shape: tuple) -> Any:
     """A single value for one cell, else nested lists of the broadcast shape."""
     if out.size == 1:
-        return out.reshape(-1)[0]
+        return out.reshape(-1).tolist()[0]  # a Python value (a float array's element is a numpy float)
     return out.reshape(shape).tolist()
 
 

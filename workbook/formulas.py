@@ -188,7 +188,7 @@ CALCS: tuple[Calc, ...] = (
     Calc("cost_per_useful_gpu_hour", "Cost per useful GPU-hour", "money/GPU-h", "#,##0.0000",
          lambda r: _guard(f"{r['total_cost']}/{r['useful_gpu_hours']}", r), "cost_per_useful_gpu_hour"),
     # ---- the analytic deadline answer (engine.wall_distribution; text in workbook/wall_formulas.py): keep last
-    Calc("dl_in_range", "Deadline answer: model in range, (R + T + C + W)/M <= 200", "TRUE/FALSE", "General",
+    Calc("dl_in_range", "Deadline answer: model in range, (R + T + C + W)/M <= 200", "", "General",
          lambda r: f"AND({r['model_ok']},({r['restart_min']}+{r['chosen_interval_min']}+{r['checkpoint_stall_min']}"
                    f"+{r['async_write_min']})/{r['job_mtbf_min']}<={_wall.wd.MAX_EXPONENT!r})", helper=True),
     *[Calc(f"dl_{key}", f"Deadline answer: {label}", unit, fmt,
@@ -199,30 +199,31 @@ CALCS: tuple[Calc, ...] = (
           ("skip_last", "skip", "job ends before the last write is durable (1 = yes)", "0/1", "0"),
           ("last_clean_min", "last_clean", "last window, from a restart", "min", MINUTES),
           ("last_flow_min", "last_flow", "last window, from a checkpoint", "min", MINUTES))],
-    *[Calc(f"dl_k{j}_{w}", f"Deadline answer: cumulant {j} of the time to a failure, window {w}", "M^" + str(j),
-           RATIO, (lambda j, w: lambda r: _wall.guard(_wall.k(j, w, r), r, NEVER))(j, w), helper=True)
-      for w in _wall.WINDOWS for j in (1, 2, 3)],
-    *[Calc(f"dl_restart_{j}", f"Deadline answer: cumulant {j} of a restart", "M^" + str(j), RATIO,
-           (lambda j: lambda r: _wall.guard(_wall.restart(j, r), r, NEVER))(j), helper=True) for j in (1, 2, 3)],
-    *[Calc(f"dl_clean{j}_{w}", f"Deadline answer: cumulant {j} of a window from a restart ({w})", "M^" + str(j),
-           RATIO, (lambda j, w: lambda r: _wall.guard(_wall.clean(j, w, r), r, NEVER))(j, w), helper=True)
+    *[Calc(f"dl_k{j}_{w}", f"Deadline answer: cumulant {j} of the time lost to a failure, {_wall.WINDOWS[w]}",
+           "M^" + str(j), "General", (lambda j, w: lambda r: _wall.guard(_wall.k(j, w, r), r, NEVER))(j, w),
+           helper=True) for w in _wall.WINDOWS for j in (1, 2, 3)],
+    *[Calc(f"dl_restart_{j}", f"Deadline answer: cumulant {j} of a restart (retried until it completes)", "M^" + str(j),
+           "General", (lambda j: lambda r: _wall.guard(_wall.restart(j, r), r, NEVER))(j), helper=True)
+      for j in (1, 2, 3)],
+    *[Calc(f"dl_clean{j}_{w}", f"Deadline answer: cumulant {j} of the {_wall.WINDOWS[w]}", "M^" + str(j),
+           "General", (lambda j, w: lambda r: _wall.guard(_wall.clean(j, w, r), r, NEVER))(j, w), helper=True)
       for w in ("fc", "lc") for j in (1, 2, 3)],
-    *[Calc(f"dl_flow{j}_{w}", f"Deadline answer: cumulant {j} of a window from a checkpoint ({w})", "M^" + str(j),
-           RATIO, (lambda j, w: lambda r: _wall.guard(_wall.flow(j, w, r), r, NEVER))(j, w), helper=True)
+    *[Calc(f"dl_flow{j}_{w}", f"Deadline answer: cumulant {j} of the {_wall.WINDOWS[w[0] + 'f']}", "M^" + str(j),
+           "General", (lambda j, w: lambda r: _wall.guard(_wall.flow(j, w, r), r, NEVER))(j, w), helper=True)
       for w in ("full", "last") for j in (1, 2, 3)],
-    *[Calc(f"dl_total{j}", f"Deadline answer: cumulant {j} of the wall time", "M^" + str(j), RATIO,
+    *[Calc(f"dl_total{j}", f"Deadline answer: cumulant {j} of the wall time", "M^" + str(j), "General",
            (lambda j: lambda r: _wall.guard(_wall.total(j, r), r, NEVER))(j), helper=True) for j in (1, 2, 3)],
     Calc("dl_wall_mean_min", "Deadline answer: mean wall time of the finite job (exact)", "min", HOURS,
          lambda r: _wall.guard(f"{r['job_mtbf_min']}*{r['dl_total1']}", r, NEVER), helper=True),
     Calc("dl_wall_sd_min", "Deadline answer: standard deviation of the wall time (exact)", "min", HOURS,
          lambda r: _wall.guard(f"{r['job_mtbf_min']}*SQRT({r['dl_total2']})", r, NEVER), helper=True),
-    Calc("dl_wall_skewness", "Deadline answer: skewness of the wall time (exact)", "ratio", RATIO,
+    Calc("dl_wall_skewness", "Deadline answer: skewness of the wall time (exact)", "ratio", "0.0000",
          lambda r: _wall.guard(f"{r['dl_total3']}/{r['dl_total2']}^1.5", r, NEVER), helper=True),
     Calc("dl_failure_free_min", "Deadline answer: failure-free wall time (the least it can take)", "min", HOURS,
          lambda r: _wall.guard(_wall.geometry("failure_free", r), r, NEVER), helper=True),
     Calc("dl_expected_failures", "Deadline answer: expected failures (finite job, restarts excluded)", "failures",
          "#,##0.0", lambda r: _wall.guard(f"{r['dl_total1']}/EXP({_wall.x('r', r)})", r, NEVER), helper=True),
-    Calc("dl_ripple", "Deadline answer: lattice ripple (restarts long against windows)", "share", RATIO,
+    Calc("dl_ripple", "Deadline answer: lattice ripple (restarts long against windows)", "share", "General",
          lambda r: _wall.guard(_wall.cost_ripple(r), r, NEVER), helper=True),
     Calc("p_finish_by_deadline", "P(finish by the deadline), analytic (exponential failures)", "share", PERCENT,
          lambda r: f'IF({r["deadline_h"]}="","n/a: no deadline given",{_wall.guard(_wall.probability(r), r, NEVER)})',
@@ -230,8 +231,8 @@ CALCS: tuple[Calc, ...] = (
     *[Calc(f"wall_h_p{round(p * 100)}", f"Wall time, P{round(p * 100)} (analytic)", "h", HOURS,
            (lambda p: lambda r: _wall.guard(f"({_wall.quantile(p, r)})/60", r, NEVER))(p), f"wall_h_p{round(p * 100)}")
       for p in _wall.wd.QUANTILES],
-    Calc("deadline_approximation_ok", "Deadline answer inside its validity range (>= 5 failures, skew <= 2, "
-         "no lattice)", "TRUE/FALSE", "General",
+    Calc("deadline_approximation_ok", f"Deadline answer inside its validity range (>= {_wall.wd.MIN_FAILURES:g} "
+         f"failures, skewness <= {_wall.wd.MAX_SKEWNESS:g}, restarts not much longer than windows)", "", "General",
          lambda r: (f"IF({r['dl_in_range']},AND({r['dl_expected_failures']}>={_wall.wd.MIN_FAILURES!r},"
                     f"{r['dl_wall_skewness']}<={_wall.wd.MAX_SKEWNESS!r},{r['dl_ripple']}<={_wall.wd.MAX_RIPPLE!r}),FALSE)"),
          "deadline_approximation_ok"),

@@ -52,6 +52,7 @@ from ..engine.cost import CATEGORIES
 from ..engine.reliability import FailureDomain
 from ..engine.fields import FIELD_BY_NAME, TEXT_FIELDS
 from ..engine.scenario import check_columns, derived_columns, evaluate_each
+from ..engine.validity import warnings_text
 from .cells import (ERROR_PREFIX, CallError, arg, as_array, cell_value, choice, describe, elementwise, engine_message,
                     error_text, show, udf)
 
@@ -357,8 +358,9 @@ def CKPT_EVALUATE(table):
     and rules). Header names: scenario fields, ``name``/``description``/``source``/``currency`` and
     ``domainN_mtbf_h``/``domainN_nodes_per_domain``; an unknown name is an error (a typo would be
     ignored silently otherwise). A bad row gets the reason in each of its result columns, the
-    other rows are evaluated; empty rows stay empty. Returns a header row plus one row per input
-    row (spills).
+    other rows are evaluated; empty rows stay empty. The last column, ``warnings``, says where a
+    row leaves its models' range (:mod:`ckptplan.engine.validity`; empty when it does not).
+    Returns a header row plus one row per input row (spills).
     """
     frame = _table(table)
     blank_row = frame.isna().all(axis=1).to_numpy()
@@ -371,9 +373,11 @@ def CKPT_EVALUATE(table):
         return engine_message(exc, {})
     parts, refused = evaluate_each(data)
     results = pd.concat(parts) if parts else pd.DataFrame()
+    if len(results):  # the rows that leave the models' range say so (engine.validity), "" when none
+        results["warnings"] = warnings_text(results)
     bad = {label: error_text(str(getattr(exc, "field", "")), getattr(exc, "rule", str(exc)),
                          show(getattr(exc, "value", None))) for label, exc in refused.items()}
-    derived = [c for c in derived_columns() if c not in frame.columns]
+    derived = [c for c in derived_columns() if c not in frame.columns] + ["warnings"]
     header = list(frame.columns) + derived
     out: list[list[Any]] = [header]
     for position, (label, row) in enumerate(frame.iterrows()):
@@ -383,7 +387,7 @@ def CKPT_EVALUATE(table):
         elif label in bad:
             # the inputs as given; every result column (job_mtbf_h too) carries the reason
             message = bad[label]
-            out.append([message if c in derived_columns() else v for c, v in zip(frame.columns, given)]
+            out.append([message if c in derived_columns() or c == "warnings" else v for c, v in zip(frame.columns, given)]
                        + [message] * len(derived))
         else:
             out.append([cell_value(results.at[label, c]) for c in header])

@@ -1,0 +1,364 @@
+"""The finite job's wall time as a distribution: exact moments, P(finish by a deadline), percentiles.
+
+:mod:`engine.finite` gives the exact *expected* wall time of the finite job for exponential
+failures; :mod:`engine.montecarlo` simulates its whole distribution. This module gives the
+distribution without simulation: the exact mean, variance and third central moment of the wall
+time, and from them P(finish by a deadline) and any percentile by a translated-gamma
+approximation, in closed form (vectorised; the workbook writes the same formulas in Excel).
+Model, symbols and windows exactly as :mod:`engine.finite` (segments ``T``, stall ``C``, async
+write ``W`` at ``1 - slowdown`` speed, restart ``R``, failures at rate ``1/M`` striking compute,
+saves, writes and restarts alike, ``final_save`` optional). One time unit of the caller's choosing.
+
+Derivation (exponential failures)
+---------------------------------
+Lengths below are in units of ``M``: ``x = c/M`` for a window, ``y = R/M`` for the restart. The
+job is a chain of windows between milestones (:mod:`engine.finite`); by memorylessness each
+window's completion time is independent of the others, so the cumulants of the wall time are the
+sums of the windows' cumulants (mean, variance and third central moment are the first three).
+
+* *Time to a failure inside an attempt of length x*: ``Y ~ Exp(1)`` conditioned on ``Y < x``; its
+  cumulants, with ``B = x/(e^x - 1)``, are ``k1 = 1 - B``, ``k2 = 1 - B(B + x)``,
+  ``k3 = 2 - B(B + x)(2B + x)`` (derivatives of its cumulant generating function
+  ``log(1/(1 - t)) + log((1 - e^{-(1-t)x})/(1 - e^{-x}))``). Below ``x = 0.5`` their Taylor series
+  (Bernoulli numbers, to ``x^14``) replace the closed forms, which cancel there.
+* *Failures before success*: attempts of length ``x`` fail independently with probability
+  ``1 - e^{-x}``, so their number ``N`` is geometric with cumulants ``E``, ``E e^x``,
+  ``E e^x (1 + 2E)``, ``E = e^x - 1``.
+* *Restart* ``D`` (a restart of length ``y`` retried until one completes [Kulkarni87;
+  Chimento93]): ``D = y + sum_{i<=N_y} Y_i``, a random sum. For ``S = sum_{i<=N} V_i`` the
+  cumulant generating function is ``K_N(K_V(t))``, so ``s1 = n1 v1``, ``s2 = n2 v1^2 + n1 v2``,
+  ``s3 = n3 v1^3 + 3 n2 v1 v2 + n1 v3`` (cumulants ``n`` of ``N``, ``v`` of ``V``).
+* *Clean window* ``Q(x)`` (started right after a restart, or at the job's start): ``Q = x + S``
+  with ``V = Y_x + D``. Its mean is ``e^y (e^x - 1)`` and, for ``R = 0``, its variance the classic
+  ``e^{2x} - 1 - 2x e^x`` of the completion time of a task restarted from scratch after each
+  failure [Kulkarni87; Chimento93].
+* *Flow window* ``Z`` (from a milestone reached without failure, length ``f``, clean length
+  ``c``): it ends after ``f`` with probability ``p = e^{-f}``; otherwise it takes
+  ``A = Y_f + D + Q(c)``. For this two-point mixture, with ``q = 1 - p`` and
+  ``d = E[A] - f``: mean ``f + q d``, variance ``q a2 + p q d^2``, third central moment
+  ``q a3 + 3 p q a2 d + p q (p - q) d^3``.
+* The job: the first window clean, the ``last - 1`` full windows and the last window in flow
+  (lengths in :func:`engine.finite.failure_free_wall_time`). The mean equals
+  :func:`engine.finite.finite_expected_wall_time` (computed by the same expression).
+
+Every term above is a sum of non-negative parts (no cancellation) except the mixture's last; the
+moments are exact up to rounding (relative ~1e-12 for windows of 1e-3 M and longer).
+
+From moments to probabilities
+-----------------------------
+With mean ``mu``, standard deviation ``sigma`` and skewness ``g``, the wall time is approximated
+by a translated gamma distribution with the same three moments [Seal77] (``a + Gamma(4/g^2)``
+scaled), whose quantiles are taken from the Wilson-Hilferty cube-root normal approximation
+[Wilson31] (the "WH" approximation of risk theory [Pentikainen87]). With ``h = g/6``, ``z`` the
+standard normal quantile of ``p`` and ``v = z - h``::
+
+    wall_p = mu + sigma * (v + h v^2 + h^2 v^3 / 3)
+
+which agrees with the Cornish-Fisher expansion ``mu + sigma (z + h (z^2 - 1))`` to first order in
+``g`` [Cornish37] but stays monotone for any skewness. Its exact inverse gives the probability:
+``t = (deadline - mu)/sigma``, ``u = (1 + 3 h t)^(1/3)``, ``P = Phi(3 t / (u^2 + u + 1) + h)``
+(``P = 0`` where ``1 + 3 h t <= 0``, below the gamma's support). Then the two facts known
+exactly: the job never finishes before its failure-free wall time ``w0`` (``P = 0`` there), and it
+finishes at exactly ``w0`` with probability ``e^{-w0/M}`` (no failure at all), so
+``P >= e^{-w0/M}`` from ``w0`` on and every percentile below that probability is ``w0``.
+P(finish by the ``p``-quantile) is ``p``: the two answers are consistent.
+
+Validity range (the flag of :func:`wall_time_approximation_ok`)
+--------------------------------------------------------------
+Checked against the Monte Carlo (10^5 runs, ``tests/test_wall_distribution.py``,
+``benchmarks/bench_wall_distribution.py``): within 1 percentage point of P(finish) for deadlines
+from the P10 to the P90, and P50/P90/P99 within 0.1 standard deviation of the simulated ones
+(the largest differences found: ``benchmarks/RESULTS.md``), when all of these hold:
+
+* at least :data:`MIN_FAILURES` expected failures per run (a sum of few window times is not
+  near-normal, and the no-failure atom ``e^{-m}`` is large);
+* skewness at most :data:`MAX_SKEWNESS`;
+* restarts not so much longer than the windows that the wall time clusters on a lattice of
+  "k failures" steps: ``ripple = exp(-2 pi^2 m s^2/J^2) / (pi sqrt(2 pi m))`` at most
+  :data:`MAX_RIPPLE`, with ``m`` the expected failures, ``J`` the mean time one failure costs in
+  a full window (time lost plus restart) and ``s`` the standard deviation of the time lost. This
+  is the first Fourier term of a lattice of span ``J`` smoothed by ``m`` such spreads (the lattice
+  correction of the Edgeworth expansion [Feller71, ch. XVI]); the spread of failed restarts is left
+  out, so it errs on the safe side. With ``R = 0`` it is negligible; with ``R`` several times the
+  interval and few failures it is not;
+* ``(R + T + C + W)/M <= ``:data:`MAX_EXPONENT` (beyond, the moments overflow: no answer, NaN).
+
+Exponential failures only: for Weibull, empirical or clustered failures use the Monte Carlo.
+
+References
+----------
+* [Kulkarni87] V. G. Kulkarni, V. F. Nicola, K. S. Trivedi, "The completion time of a job on
+  multimode systems", Adv. Appl. Prob. 19(4), 932-954, 1987: completion times under restart.
+* [Chimento93] P. F. Chimento, K. S. Trivedi, "The completion time of programs on processors
+  subject to failure and repair", IEEE Trans. Computers 42(10), 1184-1194, 1993.
+* [Seal77] H. L. Seal, "Approximations to risk theory's F(x, t) by means of the gamma
+  distribution", ASTIN Bulletin 9(1-2), 213-218, 1977: the translated gamma.
+* [Wilson31] E. B. Wilson, M. M. Hilferty, "The distribution of chi-square", PNAS 17(12),
+  684-688, 1931: the cube-root normal approximation of the gamma.
+* [Pentikainen87] T. Pentikainen, "Approximative evaluation of the distribution function of
+  aggregate claims", ASTIN Bulletin 17(1), 15-39, 1987: WH and other approximations compared.
+* [Cornish37] E. A. Cornish, R. A. Fisher, "Moments and cumulants in the specification of
+  distributions", Rev. Int. Stat. Inst. 5(4), 307-320, 1937.
+* [Feller71] W. Feller, "An Introduction to Probability Theory and Its Applications", vol. II,
+  2nd ed., Wiley, 1971, ch. XVI: Edgeworth expansions, lattice distributions.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from . import waste
+from ._inputs import InputError, as_float_array, prepare
+from .finite import _check_final_save, _geometry
+
+__all__ = [
+    "MAX_EXPONENT",
+    "MAX_RIPPLE",
+    "MAX_SKEWNESS",
+    "MIN_FAILURES",
+    "QUANTILES",
+    "SERIES_BELOW",
+    "SERIES_K1",
+    "SERIES_K2",
+    "SERIES_K3",
+    "deadline_answer",
+    "finish_probability",
+    "wall_time_approximation_ok",
+    "wall_time_moments",
+    "wall_time_quantile",
+]
+
+#: validity range of the approximation (module notes)
+MIN_FAILURES = 6.0
+MAX_SKEWNESS = 2.0
+MAX_RIPPLE = 0.002
+#: (R + T + C + W)/M above this: the third moment would overflow; no answer (NaN)
+MAX_EXPONENT = 200.0
+#: below this x the truncated-exponential cumulants use their Taylor series
+SERIES_BELOW = 0.5
+#: Taylor coefficients in powers of u = x^2: k1 = x/2 + u*H1(u), k2 = u*H2(u), k3 = u^2*H3(u)
+SERIES_K1 = (-1 / 12, 1 / 720, -1 / 30240, 1 / 1209600, -1 / 47900160, 691 / 1307674368000, -1 / 74724249600)
+SERIES_K2 = (1 / 12, -1 / 240, 1 / 6048, -1 / 172800, 1 / 5322240, -691 / 118879488000, 1 / 5748019200)
+SERIES_K3 = (1 / 120, -1 / 1512, 1 / 28800, -1 / 665280, 691 / 11887948800, -1 / 479001600)
+#: the percentiles evaluate() reports, with their standard normal quantiles (statistics.NormalDist().inv_cdf)
+QUANTILES = {0.5: 0.0, 0.9: 1.2815515655446008, 0.99: 2.3263478740408408}
+
+_erfc = np.frompyfunc(math.erfc, 1, 1)
+
+
+# ------------------------------------------------------------------------------ the moments
+
+def _horner(coefs: tuple, u: np.ndarray) -> np.ndarray:
+    out = np.zeros_like(u)
+    for c in reversed(coefs):
+        out = c + u * out
+    return out
+
+
+def _truncated_exp(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cumulants (units of M) of the time to a failure that strikes within an attempt of length x."""
+    u = x * x
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        B = x / np.expm1(x)
+        closed = (1.0 - B, 1.0 - B * (B + x), 2.0 - B * (B + x) * (2.0 * B + x))
+    series = (x / 2.0 + u * _horner(SERIES_K1, u), u * _horner(SERIES_K2, u), u * u * _horner(SERIES_K3, u))
+    small = x < SERIES_BELOW
+    return tuple(np.where(small, s, c) for s, c in zip(series, closed))
+
+
+def _random_sum(n, v):
+    """Cumulants of a sum of N i.i.d. terms V (cumulants n of N, v of V): K_N(K_V(t))."""
+    return n[0] * v[0], n[1] * v[0] ** 2 + n[0] * v[1], n[2] * v[0] ** 3 + 3.0 * n[1] * v[0] * v[1] + n[0] * v[2]
+
+
+def _cumulants(g: dict[str, np.ndarray], M: np.ndarray, R: np.ndarray) -> dict[str, np.ndarray]:
+    """Cumulants of the job's wall time (units of M, M^2, M^3) and the parts of the ripple indicator.
+
+    All five attempt lengths are computed at once, stacked on a first axis: clean lengths of the
+    full and last windows (0, 1), their flow lengths (2, 3), the restart (4).
+    """
+    x = np.stack(np.broadcast_arrays(g["full_clean"], g["last_clean"], g["full_flow"], g["last_flow"], R)) / M
+    last = g["last"]
+    with np.errstate(over="ignore", invalid="ignore"):
+        k = _truncated_exp(x)
+        e, E = np.exp(x), np.expm1(x)
+        n = (E, E * e, E * e * (1.0 + 2.0 * E))              # failed attempts before a success: geometric
+        ey = e[4]
+        restart = _random_sum(tuple(a[4] for a in n), tuple(a[4] for a in k))
+        D = (E[4], restart[1], restart[2])                    # y + n1 k1 = e^y - 1
+        V = tuple(a[:2] + b for a, b in zip(k, D))            # one failure of a clean window: time lost + restart
+        S = _random_sum(tuple(a[:2] for a in n), V)
+        Q = (E[:2] * ey, S[1], S[2])                          # clean windows: full, last
+        xf, kf = x[2:4], tuple(a[2:4] for a in k)
+        p, q = np.exp(-xf), -np.expm1(-xf)
+        A2, A3 = kf[1] + D[1] + Q[1], kf[2] + D[2] + Q[2]     # after a failure in a flow window
+        d = (Q[0] - xf) + kf[0] + D[0]
+        Z = (e[:2] * q * ey, q * A2 + p * q * d * d, q * A3 + 3.0 * p * q * A2 * d + p * q * (p - q) * d ** 3)
+        mid = np.maximum(last - 1.0, 0.0)
+        cum = [np.where(last == 0, Q[j][1], Q[j][0]) + mid * Z[j][0] + np.where(last >= 1, Z[j][1], 0.0)
+               for j in range(3)]
+    return {"k1": cum[0], "k2": cum[1], "k3": cum[2], "cost_mean": V[0][0], "cost_var": k[1][0], "ey": ey}
+
+
+def _kernel(work, T, C, M, R, W, s, final_save: bool) -> dict[str, np.ndarray]:
+    """Moments and validity of validated, broadcast arrays (time unit of the inputs; NaN where out of range)."""
+    g = _geometry(work, T, C, W, s, final_save)
+    c = _cumulants(g, M, R)
+    in_range = (R + T + C + W) / M <= MAX_EXPONENT
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        mean, var, third = M * c["k1"], M * M * c["k2"], M ** 3 * c["k3"]
+        skew = c["k3"] / c["k2"] ** 1.5
+        failures = c["k1"] / c["ey"]     # failures outside restarts: E[wall] / (M e^{R/M}), engine.finite
+        lattice = failures * c["cost_var"] / c["cost_mean"] ** 2
+        ripple = np.exp(-2.0 * math.pi ** 2 * lattice) / (math.pi * np.sqrt(2.0 * math.pi * failures))
+    first = np.where(g["last"] == 0, g["last_clean"], g["full_clean"])
+    w0 = first + np.maximum(g["last"] - 1.0, 0.0) * g["full_flow"] + np.where(g["last"] >= 1, g["last_flow"], 0.0)
+    ok_numbers = in_range & np.isfinite(c["k3"]) & np.isfinite(skew) & (c["k2"] > 0)
+    nan = np.nan
+    out = {"mean": np.where(ok_numbers, mean, nan), "variance": np.where(ok_numbers, var, nan),
+           "third_central_moment": np.where(ok_numbers, third, nan), "skewness": np.where(ok_numbers, skew, nan),
+           "failure_free": w0, "p_no_failure": np.exp(-w0 / M), "expected_failures": failures,
+           "ripple": np.where(ok_numbers, ripple, nan)}
+    with np.errstate(invalid="ignore"):
+        out["ok"] = ok_numbers & (failures >= MIN_FAILURES) & (skew <= MAX_SKEWNESS) & (ripple <= MAX_RIPPLE)
+    return out
+
+
+# ----------------------------------------------------------------- from moments to answers
+
+def _quantile(m: dict[str, np.ndarray], p, z) -> np.ndarray:
+    """Translated-gamma (Wilson-Hilferty) quantile at probability p (standard normal quantile z)."""
+    h = m["skewness"] / 6.0
+    v = z - h
+    q = m["mean"] + np.sqrt(m["variance"]) * (v + h * v * v + h * h * v ** 3 / 3.0)
+    q = np.where(p <= m["p_no_failure"], m["failure_free"], np.maximum(q, m["failure_free"]))
+    return np.where(np.isnan(m["mean"]), np.nan, q)
+
+
+def _normal_cdf(z: np.ndarray) -> np.ndarray:
+    z = np.asarray(z, dtype=np.float64)
+    out = np.full(z.shape, np.nan)
+    fin = ~np.isnan(z)
+    if np.any(fin):
+        out[fin] = 0.5 * _erfc(-z[fin] / math.sqrt(2.0)).astype(np.float64)
+    return out
+
+
+def _probability(m: dict[str, np.ndarray], deadline) -> np.ndarray:
+    """P(wall <= deadline): translated gamma (Wilson-Hilferty) with the exact no-failure atom and minimum."""
+    h = m["skewness"] / 6.0
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        t = (deadline - m["mean"]) / np.sqrt(m["variance"])
+        a = 1.0 + 3.0 * h * t
+        u = np.cbrt(a)
+        z = 3.0 * t / (u * u + u + 1.0) + h
+    gamma = np.where(a > 0, _normal_cdf(np.where(a > 0, z, 0.0)), np.where(h > 0, 0.0, 1.0))
+    p = np.where(deadline < m["failure_free"], 0.0, np.maximum(gamma, m["p_no_failure"]))
+    return np.where(np.isnan(m["mean"]), np.nan, p)
+
+
+def _answers(work, T, C, M, R, W, s, deadline, final_save: bool = False) -> dict[str, np.ndarray]:
+    """What evaluate() reports (no final save): P(finish by deadline) (NaN without one), P50/P90/P99, ok."""
+    m = _kernel(work, T, C, M, R, W, s, final_save)
+    out = {"p_finish_by_deadline": np.where(np.isnan(deadline), np.nan,
+                                            _probability(m, np.nan_to_num(deadline, nan=0.0)))}
+    for p, z in QUANTILES.items():
+        out[f"wall_p{round(p * 100)}"] = _quantile(m, p, z)
+    out["ok"] = m["ok"]
+    return out
+
+
+# ------------------------------------------------------------------------------ public API
+
+def _prepare(work, T, C, M, R, W, slowdown, final_save, extra=()):
+    """Validate and broadcast (work, T, C, M, R, W, slowdown, *extra); check the async constraint."""
+    arrays, wrap = prepare(("work", work, "positive"), ("T", T, "positive"), ("C", C, "nonnegative"),
+                           ("M", M, "positive"), ("R", R, "nonnegative"), ("W", W, "nonnegative"),
+                           ("slowdown", slowdown, "fraction"), *extra)
+    waste._validate_async(arrays[1], arrays[5], arrays[6])
+    return arrays, wrap, _check_final_save(final_save)
+
+
+def wall_time_moments(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, final_save=False) -> dict[str, Any]:
+    """Exact moments of the finite job's wall time for exponential failures (derivation: module notes).
+
+    Returns a dict (each value the kind of the inputs, time unit of the inputs): ``mean`` (equal to
+    :func:`engine.finite.finite_expected_wall_time`), ``variance``, ``third_central_moment``,
+    ``skewness``, ``failure_free`` (the least wall time, :func:`engine.finite.failure_free_wall_time`),
+    ``p_no_failure`` (``exp(-failure_free/M)``, the chance it is reached), ``expected_failures``
+    (failures outside restarts), ``ripple`` (lattice indicator, module notes) and ``ok`` (1.0 where
+    the approximations of :func:`finish_probability` and :func:`wall_time_quantile` are inside
+    their validity range, else 0.0). Moments are NaN where ``(R + T + C + W)/M >`` :data:`MAX_EXPONENT`.
+    Assumptions as :func:`engine.finite.finite_expected_wall_time`: exponential failures striking
+    compute, saves, writes and restarts alike; ``W (1 - slowdown) <= T``.
+    """
+    (work_, T_, C_, M_, R_, W_, s_), wrap, fs = _prepare(work, T, C, M, R, W, slowdown, final_save)
+    m = _kernel(work_, T_, C_, M_, R_, W_, s_, fs)
+    return {k: wrap(v.astype(np.float64)) for k, v in m.items()}
+
+
+def finish_probability(deadline, work, T, C, M, R=0.0, W=0.0, slowdown=0.0, final_save=False):
+    """P(the finite job finishes by ``deadline``), exponential failures, no simulation.
+
+    Translated-gamma approximation with the Wilson-Hilferty transform over the exact mean, variance
+    and skewness of :func:`wall_time_moments`, 0 before the failure-free wall time and at least
+    ``exp(-failure_free/M)`` after it (module notes). Within 1 percentage point of a 10^5-run Monte
+    Carlo where :func:`wall_time_approximation_ok` holds (``benchmarks/RESULTS.md``); a planning
+    figure elsewhere. ``deadline`` in the unit of the other times, counted from the job's start.
+    NaN where ``(R + T + C + W)/M >`` :data:`MAX_EXPONENT`.
+    """
+    (work_, T_, C_, M_, R_, W_, s_, d_), wrap, fs = _prepare(
+        work, T, C, M, R, W, slowdown, final_save, (("deadline", deadline, "positive"),))
+    return wrap(_probability(_kernel(work_, T_, C_, M_, R_, W_, s_, fs), d_))
+
+
+def wall_time_quantile(p, work, T, C, M, R=0.0, W=0.0, slowdown=0.0, final_save=False):
+    """The wall time the finite job finishes by with probability ``p`` (e.g. 0.9 for the P90).
+
+    ``mu + sigma (v + h v^2 + h^2 v^3/3)``, ``h = skewness/6``, ``v = z_p - h`` (translated gamma,
+    Wilson-Hilferty; module notes), never below the failure-free wall time, and equal to it for
+    ``p <= exp(-failure_free/M)``. The exact inverse of :func:`finish_probability`. ``p`` in (0, 1).
+    Validity as :func:`finish_probability`.
+    """
+    pp = as_float_array("p", p, "fraction")
+    if np.any(pp <= 0):
+        raise InputError("p", float(np.min(pp)), "must be a probability in (0, 1)")
+    (work_, T_, C_, M_, R_, W_, s_, p_), wrap, fs = _prepare(
+        work, T, C, M, R, W, slowdown, final_save, (("p", p, "fraction"),))
+    from statistics import NormalDist  # loaded only here: evaluate() needs just the constants of QUANTILES
+
+    z = np.asarray(np.frompyfunc(NormalDist().inv_cdf, 1, 1)(p_), dtype=np.float64)
+    return wrap(_quantile(_kernel(work_, T_, C_, M_, R_, W_, s_, fs), p_, z))
+
+
+def deadline_answer(deadline, work, T, C, M, R=0.0, W=0.0, slowdown=0.0, final_save=False) -> dict[str, Any]:
+    """The analytic deadline answer in one call: P(finish by ``deadline``), P50/P90/P99, validity.
+
+    Returns a dict (values the kind of the inputs): ``p_finish`` (:func:`finish_probability`),
+    ``wall_p50``, ``wall_p90``, ``wall_p99`` (:func:`wall_time_quantile`, time unit of the inputs)
+    and ``ok`` (:func:`wall_time_approximation_ok`, bool). What :func:`engine.evaluate` reports
+    per scenario (there with ``final_save=False`` and the scenario's chosen interval).
+    """
+    (work_, T_, C_, M_, R_, W_, s_, d_), wrap, fs = _prepare(
+        work, T, C, M, R, W, slowdown, final_save, (("deadline", deadline, "positive"),))
+    a = _answers(work_, T_, C_, M_, R_, W_, s_, d_, fs)
+    out = {"p_finish": wrap(a["p_finish_by_deadline"])}
+    out.update({k: wrap(a[k]) for k in ("wall_p50", "wall_p90", "wall_p99")})
+    ok = wrap(a["ok"].astype(np.float64))
+    out["ok"] = bool(ok) if isinstance(ok, float) else ok.astype(bool)
+    return out
+
+
+def wall_time_approximation_ok(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, final_save=False):
+    """True where :func:`finish_probability` and :func:`wall_time_quantile` are inside their validity range.
+
+    At least :data:`MIN_FAILURES` expected failures, skewness at most :data:`MAX_SKEWNESS`, lattice
+    ripple at most :data:`MAX_RIPPLE` and ``(R + T + C + W)/M <=`` :data:`MAX_EXPONENT` (module
+    notes). A bool for scalar inputs, a bool array or Series otherwise.
+    """
+    (work_, T_, C_, M_, R_, W_, s_), wrap, fs = _prepare(work, T, C, M, R, W, slowdown, final_save)
+    out = wrap(_kernel(work_, T_, C_, M_, R_, W_, s_, fs)["ok"].astype(np.float64))
+    return bool(out) if isinstance(out, float) else out.astype(bool)

@@ -17,7 +17,15 @@ engine.batch.evaluate_rows; whole-number columns are written as int64), over the
    exactly as ``ckptplan sweep --scheduler dask`` does.
 
 Prints rows/second for each and the in-process / Dask ratios, then checks that the Dask Parquet
-file equals the in-process one. Cluster start-up is reported apart and not counted. Timings are
+file equals the in-process one.
+
+First, the writers against their libraries (``--writers-only`` stops after this): the evaluated
+results held in memory (10^6 rows; 10^4 for XLSX) written by ``workbook.results.write_results``
+(summary, atomic replace, CSV neutralisation, int64 whole-number columns, the styled Excel Table)
+against the library alone on the same frame: ``pyarrow.csv.write_csv`` and
+``pyarrow.parquet.write_table`` (zstd) of ``pyarrow.Table.from_pandas(frame)``, and an openpyxl
+write-only workbook fed the same values as plain Python rows (no styles, no Table). Calls
+interleaved (library, ours, library, ours, ...), best of ``--repeat`` each. Cluster start-up is reported apart and not counted. Timings are
 best of ``--repeat`` for the compute and Parquet comparisons, single runs otherwise. Absolute
 times drift on a shared machine; the ratios are measured side by side in one run.
 """
@@ -33,12 +41,18 @@ import tempfile
 import time
 from pathlib import Path
 
+import math
+
+import numpy as np
 import pandas as pd
 
 from ckptplan.engine import sweep as es
 from ckptplan.engine.fields import DEFAULT_CHUNK_ROWS
 from ckptplan.files import load_scenario
+from ckptplan.files.results import file_frame
 from ckptplan.workbook.results import write_results
+
+__all__ = ["axes_for", "main", "writer_ratios"]
 
 BASE = load_scenario("seed")
 
@@ -69,6 +83,69 @@ def timed(fn, repeat: int = 1):
     return best, out
 
 
+def _plain_rows(frame: pd.DataFrame) -> list[list]:
+    """The frame's values as plain Python columns (None for NaN and blanks): what openpyxl gets."""
+    cols = []
+    for c in frame.columns:
+        s = frame[c]
+        if s.dtype.kind in "iuf":
+            a = s.to_numpy(dtype=float, na_value=np.nan)
+            cols.append([v if math.isfinite(v) else None for v in a.tolist()])
+        else:
+            cols.append([None if v is None or v != v or v == "" else v for v in s.to_numpy(dtype=object)])
+    return cols
+
+
+def writer_ratios(rows: int, xlsx_rows: int, repeat: int, tmp: Path) -> list[tuple[str, float, float]]:
+    """(label, our seconds, library seconds) for CSV, Parquet and XLSX (see the module notes)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+    from openpyxl import Workbook
+
+    res = es.sweep(BASE, **axes_for(rows), max_rows=rows)
+    frame = file_frame(res)
+    small = es.sweep(BASE, **axes_for(xlsx_rows), max_rows=xlsx_rows)
+    small_frame = file_frame(small)
+
+    def lib_csv():
+        pacsv.write_csv(pa.Table.from_pandas(frame, preserve_index=False), str(tmp / "lib.csv"))
+
+    def lib_parquet():
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), str(tmp / "lib.parquet"), compression="zstd")
+
+    def lib_xlsx():
+        wb = Workbook(write_only=True)
+        ws = wb.create_sheet("Results")
+        ws.append([str(c) for c in small_frame.columns])
+        for row in zip(*_plain_rows(small_frame)):
+            ws.append(row)
+        wb.save(tmp / "lib.xlsx")
+
+    out = []
+    for label, lib, ours in [
+        (f"CSV, {rows:,} rows: write_results / pyarrow.csv.write_csv", lib_csv,
+         lambda: write_results(res, tmp / "ours.csv", force=True)),
+        (f"Parquet, {rows:,} rows: write_results / pyarrow.parquet.write_table", lib_parquet,
+         lambda: write_results(res, tmp / "ours.parquet", force=True)),
+        (f"XLSX, {xlsx_rows:,} rows: write_results / openpyxl write-only", lib_xlsx,
+         lambda: write_results(small, tmp / "ours.xlsx", force=True)),
+    ]:
+        best_lib = best_ours = float("inf")
+        for _ in range(repeat):
+            best_lib = min(best_lib, timed(lib)[0])
+            best_ours = min(best_ours, timed(ours)[0])
+        out.append((label, best_ours, best_lib))
+        print(f"{label:<66} {best_ours:7.2f} s vs {best_lib:7.2f} s  ratio {best_ours / best_lib:5.2f}x", flush=True)
+    back = pd.read_csv(tmp / "ours.csv", low_memory=False)
+    assert len(back) == rows and back["nodes"].dtype.kind == "i", "CSV: rows or integer nodes lost"
+    for p in tmp.glob("lib.*"):
+        p.unlink()
+    for p in tmp.glob("ours.*"):
+        p.unlink()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -77,6 +154,7 @@ def main() -> None:
     ap.add_argument("--chunk-rows", type=int, default=DEFAULT_CHUNK_ROWS)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--markdown", type=Path, default=None, help="also write the figures as Markdown here")
+    ap.add_argument("--writers-only", action="store_true", help="only the writers against their libraries")
     args = ap.parse_args()
 
     axes = axes_for(args.rows)
@@ -97,6 +175,12 @@ def main() -> None:
 
     print(f"{n:,}-row sweep {axes}; chunks of {args.chunk_rows:,} rows; machine: {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, pandas {pd.__version__}")
+
+    # ------------------------------------------------------------- writers against their libraries
+    writers = writer_ratios(n, args.xlsx_rows, args.repeat, tmp)
+    if args.writers_only:
+        tmp.rmdir()
+        return
 
     # ------------------------------------------------------------------ in process
     t_mem, res = timed(lambda: es.sweep(BASE, **axes, max_rows=n), args.repeat)
@@ -178,6 +262,8 @@ def main() -> None:
         lines += [f"| {label} | {count:,} | {sec:.2f} s | {count / sec:,.0f} | {note} |" for label, sec, count, note in rows]
         lines += ["", "| ratio (in-process time / Dask time) | value |", "| --- | ---: |"]
         lines += [f"| {label} | {r:.2f}x |" for label, r in ratios]
+        lines += ["", "| writer (ours / library, same frame) | ours | library | ratio |", "| --- | ---: | ---: | ---: |"]
+        lines += [f"| {label} | {a:.2f} s | {b:.2f} s | {a / b:.2f}x |" for label, a, b in writers]
         lines += ["", f"Dask Parquet file equal to the in-process one: {same}."]
         args.markdown.write_text("\n".join(lines) + "\n", encoding="utf-8")
         print(f"wrote {args.markdown}")

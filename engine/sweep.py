@@ -452,15 +452,18 @@ class BatchSummary:
         """Fold one chunk of results in (chunks in input order)."""
         n = len(part)
         self.rows += n
-        status = part["status"].to_numpy(dtype=object)
-        bad = status != STATUS_OK
+        bad = np.asarray(part["status"] != STATUS_OK, dtype=bool)
         k = int(bad.sum())
         self.errors += k
         self.ok += n - k
         self._first(part, bad, "error", self.first_errors)
         if "warnings" in part.columns:
-            warned = ~bad & np.array([isinstance(w, str) and w != "" for w in part["warnings"].to_numpy(dtype=object)],
-                                     dtype=bool)
+            w = part["warnings"]
+            if isinstance(w.dtype, pd.StringDtype):  # text or missing only: vectorised
+                texts = (w.str.len() > 0).to_numpy(dtype=bool, na_value=False)
+            else:
+                texts = np.array([isinstance(v, str) and v != "" for v in w.to_numpy(dtype=object)], dtype=bool)
+            warned = ~bad & texts
             self.warned += int(warned.sum())
             self._first(part, warned, "warnings", self.first_warnings)
         good = np.flatnonzero(~bad)
@@ -470,8 +473,12 @@ class BatchSummary:
         keep = np.isfinite(metric)
         good, metric = good[keep], metric[keep]
         if "currency" in part.columns:
-            cur = part["currency"].to_numpy(dtype=object)[good]
-            cur = np.array(["USD" if _is_absent(c) else str(c) for c in cur], dtype=object) if len(cur) else cur
+            col = part["currency"]
+            if isinstance(col.dtype, pd.StringDtype):  # text or missing only: vectorised
+                cur = col.fillna("USD").to_numpy(dtype=object)[good]
+            else:
+                cur = col.to_numpy(dtype=object)[good]
+                cur = np.array(["USD" if _is_absent(c) else str(c) for c in cur], dtype=object) if len(cur) else cur
         else:
             cur = np.full(len(good), "USD", dtype=object)
         codes, uniques = pd.factorize(cur)

@@ -114,12 +114,19 @@ def neutralise_csv_text(frame: pd.DataFrame) -> pd.DataFrame:
 
     OWASP "CSV Injection": a cell starting with ``=``, ``+``, ``-``, ``@``, tab or carriage return
     is prefixed with a single quote, so Excel/LibreOffice show it as text. Only text cells change:
-    numbers (negative ones included) stay numbers.
+    numbers (negative ones included) stay numbers. Text columns are checked vectorised (pandas'
+    string methods); a column mixing text and other values, cell by cell. Unchanged columns are
+    shared with ``frame``, not copied (copy-on-write).
     """
-    out = frame.copy()
+    out = frame.copy(deep=False)
     for c in out.columns:
         col = out[c]
         if col.dtype.kind in "iufbmM":
+            continue
+        if isinstance(col.dtype, pd.StringDtype):  # text or missing only
+            mask = col.str.startswith(CSV_INJECTION_PREFIXES).to_numpy(dtype=bool, na_value=False)
+            if mask.any():
+                out[c] = col.where(~mask, "'" + col)
             continue
         mask = col.map(lambda v: isinstance(v, str) and v.startswith(CSV_INJECTION_PREFIXES)).to_numpy(dtype=bool)
         if mask.any():
@@ -179,6 +186,8 @@ def _arrow_table(frame: pd.DataFrame, schema):
         if pa.types.is_string(f.type):
             if s.dtype.kind == "f" and s.isna().all():
                 arrays.append(pa.nulls(len(s), pa.string()))
+            elif isinstance(s.dtype, pd.StringDtype):  # text or missing only: converted as a whole
+                arrays.append(pa.array(s, type=pa.string(), from_pandas=True))
             else:
                 vals = s.to_numpy(dtype=object)
                 arrays.append(pa.array([None if is_absent(v) else cell_text(v) for v in vals], type=pa.string()))

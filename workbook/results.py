@@ -133,6 +133,34 @@ class _XlsxSink(Sink):
             cell.alignment = Alignment(wrap_text=True, vertical="top")
             header.append(cell)
         ws.append(header)
+        # every further row: the column's prototype cell is filled and handed to the writer, which
+        # serialises it before asking for the next (no cell object per value, no failed value bind)
+        self.plain = WriteOnlyCell(ws)
+        self.protos = []
+        for style in self.styles:
+            proto = WriteOnlyCell(ws)
+            if style is not None:
+                proto._style = style
+            self.protos.append(proto)
+        if hasattr(ws, "_values_to_row"):
+            ws._values_to_row = self._row_cells
+
+    def _row_cells(self, values: tuple, row_idx: int):
+        """openpyxl's write-only ``_values_to_row`` for a row of plain values (None: empty cell)."""
+        plain = self.plain
+        for col_idx, (v, proto) in enumerate(zip(values, self.protos), start=1):
+            if v is None:
+                continue
+            if isinstance(v, str):
+                cell = plain
+                cell._value, cell.data_type = v, "s"
+            else:
+                # openpyxl would write "%.16g" (not always the same double back); repr is the
+                # shortest text that is, and Excel parses all 17 digits
+                cell = proto
+                cell._value, cell.data_type = repr(v), "n"
+            cell.column, cell.row = col_idx, row_idx
+            yield cell
 
     def write(self, frame: pd.DataFrame) -> None:
         from openpyxl.cell import WriteOnlyCell
@@ -160,6 +188,11 @@ class _XlsxSink(Sink):
                 if s.dtype.kind in "iu":
                     vals = [None if v is None else int(v) for v in vals]
                 cols.append(vals)
+        if getattr(ws, "_values_to_row", None) == self._row_cells:
+            for values in zip(*cols):
+                ws.append(values)
+            self.rows += len(frame)
+            return
         styles = self.styles
         for values in zip(*cols):
             row = []

@@ -132,3 +132,17 @@ def test_plan_deadline_workbook_and_batch_give_the_same_p_finish(tmp_path):
     assert 0.5 < plan < 1
     for other in (deadline["p_finish_by_deadline"], in_book, row["p_finish_by_deadline"]):
         assert other == pytest.approx(plan, rel=1e-12)
+
+
+def test_plan_says_when_the_answer_leaves_the_models_range():
+    import json as _json
+
+    seed = _json.loads(runner.invoke(app, ["plan", "--json"]).output)
+    assert seed["warnings"] == []
+    huge = runner.invoke(app, ["plan", "--nodes", "100000", "--json"])
+    assert huge.exit_code == 0
+    warnings = _json.loads(huge.output)["warnings"]
+    assert any("failure or more is expected per segment" in w for w in warnings)
+    assert any("more than 50% of the wall time" in w for w in warnings)
+    toy = runner.invoke(app, ["plan", "--checkpoint-stall-min", "0.0001", "--nodes", "128"], env={"COLUMNS": "200"})
+    assert "warning:" in toy.output and "small model" in toy.output

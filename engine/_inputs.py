@@ -79,6 +79,7 @@ def wrapper(*originals: Any) -> Callable[[Any], Any]:
     otherwise an ndarray.
     """
     series = next((v for v in originals if isinstance(v, pd.Series)), None)
+    _check_aligned({f"argument {i + 1}": v for i, v in enumerate(originals)})
     all_scalar = all(np.ndim(v) == 0 for v in originals if not isinstance(v, pd.Series)) and series is None
 
     def wrap(result: np.ndarray, name: str | None = None) -> Any:
@@ -101,7 +102,25 @@ def check_finite_result(name: str, result: np.ndarray, why: str) -> None:
                          tuple(int(i) for i in idx) if idx is not None else None)
 
 
+def _check_aligned(named: dict[str, Any]) -> None:
+    """Refuse pandas Series whose indexes differ: values are paired by position, which would silently
+    pair the wrong rows (align them first, e.g. ``a, b = a.align(b)``)."""
+    series = {name: v for name, v in named.items() if isinstance(v, pd.Series)}
+    if len(series) < 2:
+        return
+    (first, ref), *rest = series.items()
+    for name, s in rest:
+        if not s.index.equals(ref.index):
+            raise InputError(name, f"Series with index {list(s.index[:3])}...",
+                             f"must have the same index as {first} ({list(ref.index[:3])}...): values are paired "
+                             "by position, so align the Series first (a, b = a.align(b))")
+
+
 def prepare(*specs: tuple[str, Any, str]) -> tuple[list[np.ndarray], Callable[[Any], Any]]:
-    """Validate ``(name, value, rule)`` triples, broadcast them, and give the result wrapper."""
+    """Validate ``(name, value, rule)`` triples, broadcast them, and give the result wrapper.
+
+    pandas Series with different indexes are refused (:func:`_check_aligned`), never paired by position.
+    """
+    _check_aligned({name: value for name, value, _ in specs})
     arrays = {name: as_float_array(name, value, rule) for name, value, rule in specs}
     return broadcast(**arrays), wrapper(*(value for _, value, _ in specs))

@@ -32,8 +32,15 @@ __all__ = ["DOMAIN_COL", "RowProblems", "Scenario", "check_columns", "derived_co
 
 
 def _post_init(self) -> None:
-    object.__setattr__(self, "domains", tuple(
-        d if isinstance(d, FailureDomain) else FailureDomain(**d) for d in self.domains))
+    if isinstance(self.domains, (str, bytes, dict)) or not hasattr(self.domains, "__iter__") or not all(
+            isinstance(d, (FailureDomain, dict)) for d in self.domains):
+        raise InputError("domains", self.domains, "must be a list of FailureDomain records or of tables with "
+                         "name, mtbf_h and nodes_per_domain")
+    try:
+        doms = tuple(d if isinstance(d, FailureDomain) else FailureDomain(**d) for d in self.domains)
+    except TypeError as exc:
+        raise InputError("domains", self.domains, f"each domain needs name, mtbf_h and nodes_per_domain ({exc})") from None
+    object.__setattr__(self, "domains", doms)
     table = to_table([self])
     check_columns(table)
     _, _, problems = table_problems(table)
@@ -415,6 +422,8 @@ def evaluate(table: pd.DataFrame | Scenario | Iterable[Scenario]) -> pd.DataFram
     """
     if isinstance(table, pd.DataFrame):
         return _evaluate_valid(table, validate_table(table))
+    if not isinstance(table, Scenario) and (isinstance(table, (str, bytes)) or not hasattr(table, "__iter__")):
+        raise InputError("table", table, "must be a Scenario, a list of them, or a DataFrame (see engine.to_table)")
     scenarios = [table] if isinstance(table, Scenario) else list(table)
     if not scenarios:
         raise InputError("table", "[]", "holds no scenario")

@@ -168,3 +168,15 @@ def test_round_trip_dict():
     again = engine.scenario_from_dict(engine.scenario_to_dict(sc))
     assert again == sc
     assert math.isclose(engine.evaluate(again).iloc[0]["wall_h"], engine.evaluate(sc).iloc[0]["wall_h"])
+
+
+@pytest.mark.parametrize("bad", [None, "seed", 3, []])
+def test_evaluate_refuses_what_is_no_scenario(bad):
+    with pytest.raises(InputError, match="table"):
+        engine.evaluate(bad)
+
+
+@pytest.mark.parametrize("domains", ["abc", [{"mtbf_h": 1.0}], [3]])
+def test_scenario_refuses_malformed_domains(domains):
+    with pytest.raises(InputError, match="^domains="):
+        seed().replace(domains=domains)

@@ -272,3 +272,14 @@ def test_overflow_is_an_error_not_inf():
     with pytest.raises(InputError, match="overflows"):
         engine.expected_wall_time(100, 1e6, 1, 1)
     assert engine.waste_fraction(1e6, 1, 1) == 1.0
+
+
+def test_series_with_different_indexes_are_refused_not_paired_by_position():
+    C = pd.Series([2.0, 8.0], index=["a", "b"])
+    M = pd.Series([1200.0, 300.0], index=["b", "a"])
+    with pytest.raises(InputError, match=r"^M=.*must have the same index as C"):
+        engine.young_interval(C, M)
+    with pytest.raises(InputError, match="same index"):
+        engine.job_mtbf(pd.Series([2560.0], index=[7]), pd.Series([128], index=[8]))
+    aligned = engine.young_interval(*C.align(M))
+    assert aligned["a"] == pytest.approx((2 * 2.0 * 300.0) ** 0.5)  # label a: C = 2, M = 300

@@ -153,13 +153,14 @@ def plan(
 @app.command()
 def templates() -> None:
     """List the shipped scenario presets."""
+    from rich.markup import escape
     from rich.table import Table
 
     from . import files
 
     t = Table("name", "description")
     for name in files.list_templates():
-        t.add_row(name, files.load_scenario(name).description)
+        t.add_row(escape(name), escape(files.load_scenario(name).description))  # text from files: never markup
     console.print(t)
 
 

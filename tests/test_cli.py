@@ -146,3 +146,15 @@ def test_plan_says_when_the_answer_leaves_the_models_range():
     assert any("more than 50% of the wall time" in w for w in warnings)
     toy = runner.invoke(app, ["plan", "--checkpoint-stall-min", "0.0001", "--nodes", "128"], env={"COLUMNS": "200"})
     assert "warning:" in toy.output and "small model" in toy.output
+
+
+def test_text_from_a_scenario_file_is_printed_literally_never_as_markup(tmp_path):
+    hostile = "[link=https://evil.example]Click[/link] [bold red]x"
+    path = tmp_path / "evil.toml"
+    path.write_text(f'[scenario]\nname = "{hostile}"\ndescription = "{hostile}"\ncheckpoint_stall_min = 2.0\n'
+                    'nodes = 8\nuseful_training_h = 10.0\nprice_per_gpu_hour = 1.0\nnode_mtbf_h = 1000.0\n')
+    for args in (["plan", "--scenario", str(path)], ["deadline", "--scenario", str(path), "--deadline-h", "12",
+                                                     "--runs", "200"]):
+        res = runner.invoke(app, args, env={"COLUMNS": "200"})
+        assert res.exit_code == 0, res.output
+        assert hostile in res.output

@@ -33,7 +33,7 @@ from ..engine.scenario import is_absent, is_number
 from ..engine.sweep import BatchSummary, iter_results
 from .atomic import atomic_write
 
-__all__ = ["CSV_INJECTION_PREFIXES", "OUTPUT_SUFFIXES", "Sink", "SinkFactory", "cell_text", "file_frame",
+__all__ = ["CSV_INJECTION_PREFIXES", "OUTPUT_SUFFIXES", "Sink", "SinkFactory", "cell_text", "file_frame", "file_kind",
            "is_text_column", "neutralise_csv_text", "output_kind", "read_results", "write_results", "write_table"]
 
 #: leading characters that make a spreadsheet treat a CSV text cell as a formula (OWASP)
@@ -41,13 +41,17 @@ CSV_INJECTION_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 OUTPUT_SUFFIXES = (".csv", ".xlsx", ".parquet")
 
 
+def file_kind(path: Union[str, Path], suffixes: tuple[str, ...], field: str) -> str:
+    """The format of ``path`` by its suffix (without the dot), refusing any suffix not in ``suffixes``."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in suffixes:
+        raise InputError(field, str(path), f"unsupported type {suffix or '(none)'!r}: use " + ", ".join(suffixes))
+    return suffix[1:]
+
+
 def output_kind(path: Union[str, Path]) -> str:
     """The writer for ``path`` by its suffix: ``csv``, ``xlsx`` or ``parquet``."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in OUTPUT_SUFFIXES:
-        raise InputError("output file", str(path), f"unsupported type {suffix or '(none)'!r}: use "
-                         + ", ".join(OUTPUT_SUFFIXES))
-    return suffix[1:]
+    return file_kind(path, OUTPUT_SUFFIXES, "output file")
 
 
 # ====================================================================================== reading

@@ -29,7 +29,7 @@ from ..engine.scenario import is_number
 from ..engine.errors import InputError
 from ..engine.scenario import DOMAIN_COL, domain_indices, is_absent
 from .atomic import atomic_write
-from .results import SinkFactory, write_table
+from .results import SinkFactory, file_kind, write_table
 from .untrusted import check_xlsx_package
 
 __all__ = ["INPUT_SUFFIXES", "MAX_XLSX_UNCOMPRESSED_BYTES", "input_kind", "read_scenarios", "write_scenarios"]
@@ -41,11 +41,7 @@ MAX_XLSX_UNCOMPRESSED_BYTES = 2 * 1024**3
 
 def input_kind(path: Union[str, Path]) -> str:
     """The reader for ``path`` by its suffix: ``toml``, ``csv``, ``xlsx`` or ``parquet``."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in INPUT_SUFFIXES:
-        raise InputError("scenario file", str(path), f"unsupported type {suffix or '(none)'!r}: use "
-                         + ", ".join(INPUT_SUFFIXES))
-    return suffix[1:]
+    return file_kind(path, INPUT_SUFFIXES, "scenario file")
 
 
 # ====================================================================================== reading

@@ -21,7 +21,7 @@ from .. import engine
 from ..engine import InputError
 from ..files.untrusted import check_xlsx_package
 from ..engine.designs import Design
-from ..engine.fields import DOMAIN_SLOTS, RULES
+from ..engine.fields import DOMAIN_SLOTS, RULES, Rule
 from ..engine.reliability import FailureDomain
 
 from . import formulas as F
@@ -50,6 +50,18 @@ def _cell(wb, name: str) -> tuple[str, str, Any] | None:
     return sheet, ref, wb[sheet][ref].value
 
 
+def _number_problem(value: Any, rule: Rule, blank: str = "") -> str | None:
+    """Why a (non-empty) input cell breaks its registry rule, or None: a formula, text, or a number the
+    rule's predicate refuses (``blank``: the words that say an empty cell is allowed too)."""
+    if isinstance(value, str) and value.startswith("="):
+        return "holds a formula; type a number (formulas in an edited workbook are not evaluated)"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return f"must be {rule.noun}{blank}, not text"
+    if not math.isfinite(value) or not bool(rule.predicate(float(value))):
+        return f"must be {rule.noun}{blank}"
+    return None
+
+
 def _read_block(wb, prefix: str, problems: list) -> dict[str, Any]:
     """The values of one block of inputs (``prefix`` "" = Inputs, "alt_" = Compare), keyed by defined
     name; every cell breaking its registry rule is added to ``problems``."""
@@ -66,14 +78,9 @@ def _read_block(wb, prefix: str, problems: list) -> dict[str, Any]:
                 problems.append((sheet, ref, key, None, f"is required ({rule.noun})"))
             values[key] = None
             continue
-        if isinstance(value, str) and value.startswith("="):
-            problems.append((sheet, ref, key, value, "holds a formula; type a number (formulas in an edited workbook are not evaluated)"))
-            continue
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            problems.append((sheet, ref, key, value, f"must be {rule.noun}, not text"))
-            continue
-        if not math.isfinite(value) or not bool(rule.predicate(float(value))):
-            problems.append((sheet, ref, key, value, f"must be {rule.noun}"))
+        problem = _number_problem(value, rule)
+        if problem:
+            problems.append((sheet, ref, key, value, problem))
             continue
         values[key] = float(value)
     return values
@@ -136,10 +143,9 @@ def _read_designs(wb, problems: list) -> list[tuple[str, dict[str, float], dict[
                     continue
                 rule = field.check if kind == "set" else RULES["positive"]
                 what = f"alt{k}_{kind}_{key}"  # the cell's defined name
-                if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                    problems.append((sheet, ref, what, value, f"must be {rule.noun} or blank, not text"))
-                elif not math.isfinite(value) or not bool(rule.predicate(float(value))):
-                    problems.append((sheet, ref, what, value, f"must be {rule.noun} or blank"))
+                problem = _number_problem(value, rule, " or blank")
+                if problem:
+                    problems.append((sheet, ref, what, value, problem))
                 else:
                     changes[kind][field.name] = float(value)
         designs.append((name, changes["set"], changes["times"]))

@@ -27,7 +27,7 @@ import xlwings as xw
 from ..engine.fields import Rule, lookup
 
 __all__ = ["CATEGORY", "ERROR_PREFIX", "REQUIRED", "CallError", "arg", "as_array", "cell_numbers", "cell_value", "choice",
-           "describe", "elementwise", "engine_message", "error_text", "is_blank", "shaped", "show", "udf"]
+           "describe", "elementwise", "never_raise", "engine_message", "error_text", "is_blank", "shaped", "show", "udf"]
 
 ERROR_PREFIX = "#CKPT!"
 CATEGORY = "ckptplan"  # the Excel function-wizard category (desktop add-in)
@@ -298,6 +298,17 @@ def shaped(out: np.ndarray, shape: tuple) -> Any:
     return out.reshape(shape).tolist()
 
 
+def never_raise(f: Callable, name: str, *args: Any) -> Any:
+    """``f(*args)``, with a whole-call problem or any unexpected exception as one readable cell text:
+    a cell must show a message, never a traceback."""
+    try:
+        return f(*args)
+    except CallError as exc:
+        return str(exc)
+    except Exception as exc:  # noqa: BLE001
+        return f"{ERROR_PREFIX} {name}: unexpected {type(exc).__name__}: {exc}"[:255]
+
+
 def udf(ret: dict | None = None, **arguments: str | dict) -> Callable[[Callable], Callable]:
     """Register a function with xlwings (``xw.func`` / ``xw.arg`` / ``xw.ret``) and make it never raise.
 
@@ -309,12 +320,7 @@ def udf(ret: dict | None = None, **arguments: str | dict) -> Callable[[Callable]
     def decorate(f: Callable) -> Callable:
         @functools.wraps(f)
         def safe(*args: Any) -> Any:
-            try:
-                return f(*args)
-            except CallError as exc:
-                return str(exc)
-            except Exception as exc:  # noqa: BLE001  - a cell must show a message, never raise
-                return f"{ERROR_PREFIX} {f.__name__}: unexpected {type(exc).__name__}: {exc}"[:255]
+            return never_raise(f, f.__name__, *args)
 
         # xlwings shows the docstring in Excel (desktop: its first 255 characters): drop the indent
         safe.__doc__ = inspect.cleandoc(f.__doc__ or f.__name__)

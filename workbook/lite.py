@@ -32,7 +32,7 @@ import numpy as np
 
 from ..engine.fields import DEFAULT_RUNS, lookup
 from . import cells, udfs
-from .cells import ERROR_PREFIX, CallError, as_array, error_text, is_blank, show
+from .cells import ERROR_PREFIX, as_array, error_text, is_blank, never_raise, show
 
 __all__ = ["LITE_MAX_RUNS", "LITE_MAX_RUNS_PER_CALL", "MAIN_NAME", "REQUIREMENTS_NAME", "UdfSpec", "WORKBOOK_NAME",
            "capped_deadline_prob", "check_wrappers", "lite_rule", "main_py", "requirements_txt", "udf_specs"]
@@ -73,12 +73,7 @@ def capped_deadline_prob(*args: Any) -> Any:
     ``MAX_RUNS_PER_CALL``, lowered for the duration of the call: safe where calls do not overlap, as
     in Pyodide, which has no threads. Never raises.
     """
-    try:
-        return _capped(*args)
-    except CallError as exc:
-        return str(exc)
-    except Exception as exc:  # noqa: BLE001  - a cell must show a message, never raise
-        return f"{ERROR_PREFIX} {_DEADLINE}: unexpected {type(exc).__name__}: {exc}"[:255]
+    return never_raise(_capped, _DEADLINE, *args)
 
 
 def _capped(*args: Any) -> Any:

@@ -22,7 +22,7 @@ from .fields import FIELD_BY_NAME, lookup
 from .reliability import FailureDomain
 from .scenario import Scenario
 
-__all__ = ["Design", "default_designs", "design_from_scenario"]
+__all__ = ["Design", "default_designs", "design_from_scenario", "scenario_values"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class Design:
 
     def apply(self, base: Scenario) -> Scenario:
         """The baseline with the changes (validated: a change that breaks a rule raises, naming the field)."""
-        values = _flat(base)
+        values = scenario_values(base)
         for key, factor in self.times.items():
             if key not in self.set and values.get(key) is not None:
                 values[key] = values[key] * factor
@@ -81,7 +81,9 @@ class Design:
             raise InputError(f"design {self.name!r} ({self.describe()}): {exc.field}", exc.value, exc.rule) from None
 
 
-def _flat(sc: Scenario) -> dict[str, Any]:
+def scenario_values(sc: Scenario) -> dict[str, Any]:
+    """A scenario's numbers keyed by field name, with domain ``i`` as ``domain{i}_mtbf_h`` and
+    ``domain{i}_nodes_per_domain`` (None where not given): the keys a design changes."""
     values = {name: getattr(sc, name) for name in FIELD_BY_NAME}
     for i, dom in enumerate(sc.domains, start=1):
         values[f"domain{i}_mtbf_h"] = dom.mtbf_h
@@ -95,7 +97,7 @@ def design_from_scenario(base: Scenario, other: Scenario, name: str | None = Non
     An input ``other`` leaves empty where ``base`` has one cannot be written as a change (a design
     sets values, it does not blank them): refused, naming the input.
     """
-    a, b = _flat(base), _flat(other)
+    a, b = scenario_values(base), scenario_values(other)
     changes = {}
     for key in list(a) + [k for k in b if k not in a]:
         if a.get(key) == b.get(key):

@@ -23,7 +23,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
 from .. import engine
-from ..engine.designs import default_designs, design_from_scenario
+from ..engine.designs import default_designs, design_from_scenario, scenario_values
 from ..files.atomic import atomic_write
 from ..engine.fields import DOMAIN_SLOTS, Field
 
@@ -48,15 +48,9 @@ def scenario_inputs(sc: engine.Scenario) -> dict[str, Any]:
     if len(sc.domains) > DOMAIN_SLOTS:
         raise engine.InputError("domains", len(sc.domains),
                                 f"the workbook holds at most {DOMAIN_SLOTS} correlated failure domains")
-    values: dict[str, Any] = {}
-    for key, field in F.INPUTS.items():
-        if key.startswith("domain"):
-            i, part = int(key[6]), key[8:]
-            dom = sc.domains[i - 1] if i <= len(sc.domains) else None
-            values[key] = None if dom is None else float(dom.mtbf_h if part == "mtbf_h" else dom.nodes_per_domain)
-        else:
-            values[key] = getattr(sc, field.name)
-    return values
+    values = scenario_values(sc)
+    return {key: (float(values[field.name]) if key.startswith("domain") else values[field.name])
+            if values.get(field.name) is not None else None for key, field in F.INPUTS.items()}
 
 
 def _validation(field: Field, ref: str) -> DataValidation:

@@ -288,7 +288,7 @@ class _Parser:
 # ------------------------------------------------------------------------------- evaluation
 
 #: a sheet with more formula cells than this (a Scenarios sheet of thousands of rows) is left to
-#: recalculate on open: the evaluator takes about 0.1 ms per cell
+#: recalculate on open: the evaluator takes about 0.1-0.2 ms per cell (benchmarks/bench_workbook.py)
 MAX_CACHED_CELLS_PER_SHEET = 50_000
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from .engine.fields import DEFAULT_RUNS, DEFAULT_SEED
+from .engine.fields import DEFAULT_RUNS, DEFAULT_SEED, FIELDS, SETUP_FIELDS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,7 +26,8 @@ __all__ = ["app", "headline", "main", "print_plan"]
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="How often should a training job checkpoint, and what does it cost?")
 
-from .common import DEFAULT_TEMPLATE, console, err_console, fail, field_options, flag, scenario_from_options  # noqa: E402,F401
+from .common import (DEFAULT_TEMPLATE, console, err_console, fail, field_options, flag, plan_from_options,  # noqa: E402,F401
+                     scenario_from_options)
 
 
 def _money(x: float, currency: str) -> str:
@@ -126,28 +127,67 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None) -> Non
 
 
 @app.command()
-@field_options()
+@field_options(FIELDS + SETUP_FIELDS)
 def plan(
     template: Optional[str] = typer.Option(None, "--template", "-t", help="Preset name (see `ckptplan templates`) or TOML file; default: seed"),
     scenario_file: Optional[Path] = typer.Option(None, "--scenario", help="Scenario TOML file (same as --template FILE)"),
+    failure_rate_source: Optional[str] = typer.Option(None, "--failure-rate-source", help="A published fleet failure rate giving node_mtbf_h for this job's size (see `ckptplan failure-rates`)"),
     as_json: bool = flag("--json", help="Print JSON instead of tables"),
     overrides: Optional[dict] = None,
 ) -> None:
     """Headline numbers for one scenario: intervals by model, waste, job MTBF, GPU-hours and cost.
 
-    Every scenario field can be set here (the option is the field's name); the rest come from the template.
+    Every scenario field and storage-and-recovery setup field can be set here (the option is the
+    field's name); the rest come from the template. A setup (checkpoint size, bandwidths, tiers,
+    restart parts, spares) adds the checkpoint tiers, storage and spare cost to the plan.
     """
-    from . import engine
+    from .cli_setup import print_setup, setup_json
+    from .engine.setup import plan_setup
 
     try:
-        sc = scenario_from_options(str(scenario_file) if scenario_file else template, overrides or {})
-        row = engine.evaluate(sc).iloc[0]
+        given = dict(overrides or {})
+        if failure_rate_source is not None:
+            given["failure_rate_source"] = failure_rate_source
+        plan_file = plan_from_options(str(scenario_file) if scenario_file else template, given)
+        planned = plan_setup(plan_file.scenario, plan_file.setup)
+        row = planned.row
     except ValueError as exc:
         fail(str(exc))
     if as_json:
-        typer.echo(json.dumps(headline(row), indent=2))
+        typer.echo(json.dumps(setup_json(planned, headline(row)), indent=2, allow_nan=False))
     else:
-        print_plan(row, overrides)
+        if len(planned.tiers) == 1 and planned.tiers[0]["name"] == "checkpoint":
+            print_plan(row, overrides)
+        else:
+            from rich.markup import escape
+
+            console.print(f"[bold]{escape(str(row['name']))}[/]  {escape(str(row.get('description', '') or ''))}",
+                          highlight=False)
+            console.print(f"{int(row['nodes']):,} nodes, job MTBF {row['job_mtbf_h']:,.2f} h, {int(row['gpus']):,} GPUs"
+                          "  |  multi-level checkpoints: the tiers' exact expectation (single-level figures left out)",
+                          highlight=False)
+        if plan_file.setup.given():
+            print_setup(planned)
+
+
+@app.command("failure-rates")
+def failure_rates(as_json: bool = flag("--json", help="Print JSON instead of a table")) -> None:
+    """List the published fleet failure rates that `--failure-rate-source` (and the scenario field) accept."""
+    from rich.table import Table
+
+    from .engine.fleets import fleet_rates
+
+    rates = fleet_rates()
+    if as_json:
+        typer.echo(json.dumps([{**r.to_dict(), "node_mtbf_h": r.node_mtbf_h} for r in rates], indent=2, allow_nan=False))
+        return
+    t = Table("name", "failures per 1,000 node-days", "node MTBF (h)", "job MTBF at 2,048 nodes (h)", "source",
+              title="Published fleet failure rates (node MTBF = 24,000 h / rate; job MTBF = node MTBF / nodes)",
+              title_justify="left")
+    for r in rates:
+        t.add_row(r.name, f"{r.failures_per_1000_node_days:.3g}", f"{r.node_mtbf_h:,.0f}",
+                  f"{r.job_mtbf_h(2048):.2f}", r.source)
+    console.print(t)
 
 
 @app.command()
@@ -160,7 +200,7 @@ def templates() -> None:
 
     t = Table("name", "description")
     for name in files.list_templates():
-        t.add_row(escape(name), escape(files.load_scenario(name).description))  # text from files: never markup
+        t.add_row(escape(name), escape(files.load_plan(name).scenario.description))  # text from files: never markup
     console.print(t)
 
 
@@ -223,8 +263,9 @@ def main() -> None:
     app()
 
 
-from . import cli_batch, cli_deadline, cli_excel, cli_fit, cli_probe  # noqa: E402  (they import only .common, so no cycle)
+from . import cli_batch, cli_deadline, cli_excel, cli_fit, cli_probe, cli_setup  # noqa: E402  (they import only .common, so no cycle)
 
+cli_setup.register(app)
 cli_batch.register(app)
 cli_deadline.register(app)
 cli_fit.register(app)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the models load only when a command runs
     from .engine.scenario import Scenario
 
 __all__ = ["DEFAULT_TEMPLATE", "PIPED_WIDTH", "console", "emit_scenario_file", "err_console", "fail", "field_options", "flag",
-           "scenario_from_options"]
+           "plan_from_options", "scenario_from_options"]
 
 #: width of the output when it is piped or redirected (a terminal's own width is used on a terminal):
 #: wide enough that no table truncates a figure; set COLUMNS to choose another
@@ -83,14 +83,42 @@ def flag(*names: str, help: str) -> Any:  # noqa: A002 - typer's own keyword
 
 
 def scenario_from_options(template: Optional[str], overrides: dict[str, Any]) -> "Scenario":
-    """A template (default: the seed case) with command-line overrides applied and validated."""
-    from . import files
+    """A template (default: the seed case) with command-line overrides applied and validated.
 
-    base = files.load_scenario(template or DEFAULT_TEMPLATE)
-    changes = {k: v for k, v in overrides.items() if v is not None}
-    if "node_mtbf_h" in changes and "job_mtbf_h" not in changes:
+    The stall, write and restart a template's storage and recovery setup derives are filled in
+    (:meth:`ckptplan.files.plans.PlanFile.planned_scenario`).
+    """
+    from .engine.setup import plan_setup
+
+    plan = plan_from_options(template, overrides)
+    return plan_setup(plan.scenario, plan.setup).scenario if plan.setup.given() else plan.scenario
+
+
+def plan_from_options(template: Optional[str], overrides: dict[str, Any]) -> Any:
+    """A template's :class:`ckptplan.files.plans.PlanFile` with command-line overrides applied.
+
+    Scenario fields go to the scenario (a stall, write or restart given here is stated: it overrides
+    the setup's derived one); setup fields (:data:`ckptplan.engine.fields.SETUP_FIELDS`) go to the setup.
+    """
+    from dataclasses import replace
+
+    from .engine.fields import SETUP_FIELD_BY_NAME
+    from .engine.setup import DERIVED
+    from .files.plans import load_plan
+
+    plan = load_plan(template or DEFAULT_TEMPLATE)
+    changes = {k: v for k, v in overrides.items() if v is not None and k not in SETUP_FIELD_BY_NAME}
+    setup_changes = {k: v for k, v in overrides.items() if v is not None and k in SETUP_FIELD_BY_NAME}
+    if ("node_mtbf_h" in changes or "failure_rate_source" in changes) and "job_mtbf_h" not in changes:
         changes["job_mtbf_h"] = None  # a node figure given on the command line wins over a preset override
-    return base.replace(**changes) if changes else base
+    if "failure_rate_source" in changes and "node_mtbf_h" not in changes:
+        changes["node_mtbf_h"] = None  # the published rate gives the node MTBF
+    elif "node_mtbf_h" in changes and "failure_rate_source" not in changes:
+        changes["failure_rate_source"] = ""  # ... and a node MTBF given here replaces a preset's source
+    scenario = plan.scenario.replace(**changes) if changes else plan.scenario
+    stated = set(plan.setup.stated) | {k for k in changes if k in DERIVED}
+    setup = plan.setup.replace(**setup_changes, stated=frozenset(stated))
+    return replace(plan, scenario=scenario, setup=setup)
 
 
 

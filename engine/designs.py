@@ -7,8 +7,12 @@ of the baseline's value (``checkpoint_stall_min`` x 0.25 for storage four times 
 design does not name follow the baseline, whatever the baseline becomes. The planning workbook's
 Compare sheet writes the same rule as live formulas (blank = same as the baseline).
 
-Keys are the registry's field names (:data:`ckptplan.engine.fields.FIELDS`) and the correlated
-domains' ``domain{i}_mtbf_h`` / ``domain{i}_nodes_per_domain``.
+Keys are the registry's field names (:data:`ckptplan.engine.fields.FIELDS`), the correlated
+domains' ``domain{i}_mtbf_h`` / ``domain{i}_nodes_per_domain`` and the storage and recovery setup's
+fields (:data:`ckptplan.engine.fields.SETUP_FIELDS`). A design may also replace the setup's
+checkpoint tiers and failure classes (``tiers``, ``failure_classes``): "add an in-memory tier".
+A design that sets a stall, background write or restart time states it (it then overrides the one
+the setup derives, :mod:`ckptplan.engine.setup`).
 """
 
 from __future__ import annotations
@@ -18,11 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .errors import InputError
-from .fields import FIELD_BY_NAME, lookup
+from .fields import FIELD_BY_NAME, SETUP_FIELD_BY_NAME, lookup
 from .reliability import FailureDomain
 from .scenario import Scenario
 
-__all__ = ["Design", "default_designs", "design_from_scenario", "scenario_values"]
+__all__ = ["COMPARE_COLUMNS", "Design", "compare_designs", "default_designs", "design_from_dict", "design_from_scenario", "scenario_values"]
 
 
 @dataclass(frozen=True)
@@ -32,8 +36,16 @@ class Design:
     name: str
     set: Mapping[str, float] = field(default_factory=dict)
     times: Mapping[str, float] = field(default_factory=dict)
+    tiers: tuple | None = None                     # replaces the setup's tiers (None: keep them)
+    failure_classes: Mapping[str, float] | None = None  # replaces the setup's failure classes
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise InputError("design name", self.name, "must be a non-empty text")
+        for what in ("set", "times"):
+            if not isinstance(getattr(self, what), Mapping):
+                raise InputError(f"design {self.name!r}: {what}", getattr(self, what),
+                                 "must be a table of field -> number")
         for key, value in {**self.set, **self.times}.items():
             try:
                 lookup(key)
@@ -49,7 +61,39 @@ class Design:
         """The changes in words: ``checkpoint_stall_min x0.25; nodes = 256``."""
         parts = [f"{k} = {v:g}" for k, v in self.set.items()]
         parts += [f"{k} x{v:g}" for k, v in self.times.items() if k not in self.set]
+        if self.tiers is not None:
+            parts.append("tiers: " + " + ".join(str(t.get("name", "?")) for t in self.tiers))
         return "; ".join(parts) or "no change"
+
+    def apply_setup(self, setup: Any) -> Any:
+        """The setup (:class:`ckptplan.engine.setup.RecoverySetup`) with this design's setup changes.
+
+        Scenario fields the design sets among the derivable ones (stall, write, restart) become
+        stated, so they override the setup's derived values.
+        """
+        from .setup import DERIVED
+
+        changes: dict[str, Any] = {}
+        for key, factor in self.times.items():
+            if key in SETUP_FIELD_BY_NAME and key not in self.set:
+                old = getattr(setup, key)
+                if old is None:
+                    raise InputError(f"design {self.name!r}: {key}", factor,
+                                     "scales a setup field the baseline does not give; set it instead")
+                changes[key] = old * factor
+        changes.update({k: v for k, v in self.set.items() if k in SETUP_FIELD_BY_NAME})
+        for key, spec in SETUP_FIELD_BY_NAME.items():
+            if key in changes and spec.integer and float(changes[key]).is_integer():
+                changes[key] = int(changes[key])
+        if self.tiers is not None:
+            changes["tiers"] = tuple(self.tiers)
+        if self.failure_classes is not None:
+            changes["failure_classes"] = dict(self.failure_classes)
+        stated = set(setup.stated) | {k for k in list(self.set) + list(self.times) if k in DERIVED}
+        try:
+            return setup.replace(**changes, stated=frozenset(stated))
+        except InputError as exc:
+            raise InputError(f"design {self.name!r} ({self.describe()}): {exc.field}", exc.value, exc.rule) from None
 
     def apply(self, base: Scenario) -> Scenario:
         """The baseline with the changes (validated: a change that breaks a rule raises, naming the field)."""
@@ -57,7 +101,7 @@ class Design:
         for key, factor in self.times.items():
             if key not in self.set and values.get(key) is not None:
                 values[key] = values[key] * factor
-        values.update(self.set)
+        values.update({k: v for k, v in self.set.items() if k not in SETUP_FIELD_BY_NAME})
         changes: dict[str, Any] = {}
         for name, spec in FIELD_BY_NAME.items():
             v = values.get(name)
@@ -116,3 +160,71 @@ def default_designs(base: Scenario) -> tuple[Design, ...]:
         Design("2x nodes, same training", times={"nodes": 2.0, "useful_training_h": 0.5}),
         Design("restarts 2x faster", times={"restart_min": 0.5}),
     )
+
+
+def design_from_dict(data: Mapping[str, Any], origin: str = "designs") -> Design:
+    """A design from a ``[[designs]]`` table: ``name``, ``set``, ``times``, ``tiers``, ``failure_classes``."""
+    if not isinstance(data, Mapping):
+        raise InputError(origin, data, "must be a table with name and set, times, tiers or failure_classes")
+    known = ("name", "set", "times", "tiers", "failure_classes")
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise InputError(f"{origin} ({data.get('name', '?')})", ", ".join(unknown),
+                         f"unknown key; a design holds {', '.join(known)}")
+    tiers = data.get("tiers")
+    if tiers is not None and (isinstance(tiers, (str, bytes, Mapping)) or not hasattr(tiers, "__iter__")):
+        raise InputError(f"{origin} ({data.get('name', '?')}).tiers", tiers, "must be a list of tier tables")
+    return Design(data.get("name", ""), set=data.get("set", {}), times=data.get("times", {}),
+                  tiers=tuple(tiers) if tiers is not None else None, failure_classes=data.get("failure_classes"))
+
+
+#: the columns of :func:`compare_designs`, in order
+COMPARE_COLUMNS = ("name", "changes", "interval_min", "tier_intervals", "waste_fraction", "wall_h", "total_gpu_hours",
+                   "compute_cost", "storage_cost", "spare_cost", "total_cost", "cost_per_useful_gpu_hour",
+                   "p_finish_by_deadline", "total_cost_change", "wall_h_change", "baseline")
+
+
+def compare_designs(scenario: Scenario, setup: Any = None, designs: Any = None) -> Any:
+    """The baseline and each design planned side by side, cheapest first (a pandas DataFrame).
+
+    Each design is applied to the baseline scenario and its setup (:meth:`Design.apply`,
+    :meth:`Design.apply_setup`) and planned by :func:`ckptplan.engine.setup.plan_setup`. Columns
+    (:data:`COMPARE_COLUMNS`): the plan's interval (the first tier's), every tier's interval as text
+    (``host-memory 12.0 min, remote 120.0 min``), waste, wall hours, GPU-hours (job and spares),
+    compute, storage and spare cost, the total, the cost per useful GPU-hour, P(finish by the
+    deadline) (NaN without a deadline), and the change of total cost and wall hours against the
+    baseline (``baseline`` marks its row). ``designs`` None: :func:`default_designs`.
+    """
+    import pandas as pd
+
+    from .setup import RecoverySetup, plan_setup
+
+    st = setup if setup is not None else RecoverySetup()
+    designs = tuple(default_designs(scenario) if designs is None else designs)
+    names = [scenario.name] + [d.name for d in designs]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise InputError("designs", dupes[0], "design names must be unique and differ from the baseline's name")
+    rows = []
+    for design in (None,) + designs:
+        sc = scenario if design is None else design.apply(scenario)
+        su = st if design is None else design.apply_setup(st)
+        plan = plan_setup(sc, su)
+        f = plan.figures
+        rows.append({
+            "name": scenario.name if design is None else design.name,
+            "changes": "baseline" if design is None else design.describe(),
+            "interval_min": f["interval_min"],
+            "tier_intervals": ", ".join(f"{t['name']} {t['interval_min']:.1f} min" for t in plan.tiers),
+            "waste_fraction": f["waste_fraction"], "wall_h": f["wall_h"], "total_gpu_hours": f["total_gpu_hours"],
+            "compute_cost": sum(f[f"{k}_cost"] for k in ("useful", "save", "rework", "restart")),
+            "storage_cost": f["storage_cost"], "spare_cost": f["spare_cost"], "total_cost": f["total_cost"],
+            "cost_per_useful_gpu_hour": f["cost_per_useful_gpu_hour"],
+            "p_finish_by_deadline": f["p_finish_by_deadline"], "baseline": design is None,
+        })
+    table = pd.DataFrame(rows)
+    base = table.iloc[0]
+    table["total_cost_change"] = table["total_cost"] - base["total_cost"]
+    table["wall_h_change"] = table["wall_h"] - base["wall_h"]
+    table = table.sort_values("total_cost", kind="stable").reset_index(drop=True)
+    return table[list(COMPARE_COLUMNS)]

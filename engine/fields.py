@@ -95,6 +95,10 @@ RULES: dict[str, Rule] = {r.key: r for r in (
          lambda a: (a >= 2) & (a <= MAX_RUNS_PER_CELL) & _whole(a),
          f"AND({{x}}>=2,{{x}}<={MAX_RUNS_PER_CELL},{{x}}=INT({{x}}))",
          dict(type="whole", operator="between", formula1="2", formula2=str(MAX_RUNS_PER_CELL))),
+    Rule("whole", "a whole number >= 0", lambda a: (a >= 0) & _whole(a) & (a < 2.0**53), "AND({x}>=0,{x}=INT({x}))",
+         dict(type="whole", operator="greaterThanOrEqual", formula1="0")),
+    Rule("share", "a fraction in [0, 1]", lambda a: (a >= 0) & (a <= 1), "AND({x}>=0,{x}<=1)",
+         dict(type="decimal", operator="between", formula1="0", formula2="1")),
     Rule("any", "a number", lambda a: a == a, "ISNUMBER({x})"),
 )}
 
@@ -120,7 +124,7 @@ class Field:
     @property
     def integer(self) -> bool:
         """Whole numbers only (nodes, GPUs per node)."""
-        return self.rule == "count"
+        return self.rule in ("count", "whole")
 
     @property
     def defined_name(self) -> str:
@@ -157,12 +161,52 @@ FIELDS: tuple[Field, ...] = (
 )
 FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
 
+#: The storage and recovery setup (all optional; :mod:`ckptplan.engine.setup`): what a checkpoint
+#: holds and what it is written to, the parts of a restart, the spare pool and the price of storage.
+#: A stall or restart the scenario states itself (measured by the probe or fitted from a log)
+#: overrides the one derived from these.
+SETUP_FIELDS: tuple[Field, ...] = (
+    Field("parameters_b", "billion", "Model parameters", "positive"),
+    Field("bytes_per_parameter", "B/param", "Bytes per parameter of the restorable state "
+          "(14 = bf16 weights + fp32 master weights + two fp32 Adam moments)", "positive", default=14.0),
+    Field("extra_state_gb", "GB", "Extra state in every checkpoint (data loader, RNG)", "nonnegative", default=0.0),
+    Field("writers", "writers", "Writers saving shards in parallel (empty = nodes)", "count"),
+    Field("write_gb_s_per_writer", "GB/s", "Write bandwidth of one writer", "positive"),
+    Field("aggregate_write_gb_s", "GB/s", "Storage system's aggregate write bandwidth (empty = no shared limit)",
+          "positive"),
+    Field("read_gb_s_per_writer", "GB/s", "Read bandwidth of one reader at restore (empty = the write figure)",
+          "positive"),
+    Field("aggregate_read_gb_s", "GB/s", "Storage system's aggregate read bandwidth (empty = the write figure)",
+          "positive"),
+    Field("d2h_gb_s_per_writer", "GB/s", "Device-to-host copy bandwidth per writer of an async save "
+          "(empty = synchronous save)", "positive"),
+    Field("detection_min", "min", "Restart part: detecting the failure", "nonnegative"),
+    Field("reallocation_min", "min", "Restart part: getting a replacement node (empty with repair_h = spare pool)",
+          "nonnegative"),
+    Field("startup_min", "min", "Restart part: job and container start", "nonnegative"),
+    Field("init_min", "min", "Restart part: communicator initialisation, fixed part", "nonnegative"),
+    Field("init_per_1000_nodes_min", "min", "Restart part: communicator initialisation per 1,000 nodes",
+          "nonnegative"),
+    Field("load_min", "min", "Restart part: loading the checkpoint (empty = size / read bandwidth)", "nonnegative"),
+    Field("warmup_min", "min", "Restart part: warm-up until full speed", "nonnegative"),
+    Field("spares", "nodes", "Hot spare nodes held beside the job (billed while the job runs)", "whole"),
+    Field("repair_h", "h", "Time a failed node takes to come back into the pool", "positive"),
+    Field("swap_min", "min", "Time to swap in a free spare", "nonnegative", default=0.0),
+    Field("replacement_share", "fraction", "Share of failures that need a node replaced", "share", default=1.0),
+    Field("price_per_gb_month", "per GB-month", "Price of checkpoint storage per GB-month (single-level saves)",
+          "nonnegative", default=0.0),
+    Field("retention", "copies", "Checkpoints kept (the latest k; single-level saves)", "count", default=1),
+)
+SETUP_FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in SETUP_FIELDS}
+
 #: The scenario's text fields: name -> (label, default).
 TEXT_FIELDS: dict[str, tuple[str, str | None]] = {
     "name": ("Scenario name", None),
     "description": ("What the scenario describes", ""),
     "source": ("Where its figures come from", ""),
     "currency": ("Currency of the price and of every money figure", "USD"),
+    "failure_rate_source": ("Published fleet failure rate giving node_mtbf_h (see `ckptplan failure-rates`; "
+                            "empty = node_mtbf_h as given)", ""),
 }
 
 #: A correlated failure domain's numbers; a table holds domain ``i`` as ``domain{i}_{name}`` columns
@@ -200,6 +244,8 @@ def lookup(name: str) -> Field:
     """The registry entry of a field, a domain column or a named quantity; ``KeyError`` if none."""
     if name in FIELD_BY_NAME:
         return FIELD_BY_NAME[name]
+    if name in SETUP_FIELD_BY_NAME:
+        return SETUP_FIELD_BY_NAME[name]
     for q in QUANTITIES:
         if q.name == name:
             return q
@@ -212,4 +258,4 @@ def lookup(name: str) -> Field:
 
 __all__ = ["DEFAULT_CHUNK_ROWS", "DEFAULT_RUNS", "DEFAULT_SEED", "DOMAIN_FIELDS", "DOMAIN_SLOTS", "EXCEL_MAX_DATA_ROWS",
            "FIELDS", "FIELD_BY_NAME", "Field", "MAX_RUNS_PER_CELL", "MAX_SWEEP_ROWS", "QUANTITIES", "RULES", "Rule",
-           "TEXT_FIELDS", "domain_field", "lookup"]
+           "SETUP_FIELDS", "SETUP_FIELD_BY_NAME", "TEXT_FIELDS", "domain_field", "lookup"]

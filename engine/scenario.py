@@ -41,6 +41,13 @@ def _post_init(self) -> None:
     except TypeError as exc:
         raise InputError("domains", self.domains, f"each domain needs name, mtbf_h and nodes_per_domain ({exc})") from None
     object.__setattr__(self, "domains", doms)
+    if self.failure_rate_source:
+        from .fleets import fleet_node_mtbf
+
+        node_mtbf, bad = fleet_node_mtbf(pd.Series([self.failure_rate_source]), pd.Series([self.node_mtbf_h]))
+        if bad:
+            raise bad[0][1]
+        object.__setattr__(self, "node_mtbf_h", float(node_mtbf[0]))
     table = to_table([self])
     check_columns(table)
     _, _, problems = table_problems(table)
@@ -343,6 +350,16 @@ def table_problems(table: pd.DataFrame, flagged: dict[str, np.ndarray] | None = 
 
     for spec in FIELDS:
         column(spec.name, spec.rule, spec.required, spec.default)
+    if "failure_rate_source" in table.columns:  # a published fleet rate gives node_mtbf_h
+        from .fleets import fleet_node_mtbf
+
+        from_fleet, bad = fleet_node_mtbf(table["failure_rate_source"], eff["node_mtbf_h"])
+        for p, err in bad:
+            problems.add(np.array([p]), lambda _p, err=err: err)
+        use = ~np.isnan(from_fleet)
+        if use.any():
+            eff["node_mtbf_h"] = np.where(use, from_fleet, eff["node_mtbf_h"])
+            ok["node_mtbf_h"] = ok["node_mtbf_h"] | use
     # each cross-field rule: its condition first (block by block), the cells' own checks only where it holds
     both = _mask_if_any(lambda a, b: np.isnan(a) & np.isnan(b), eff["node_mtbf_h"], eff["job_mtbf_h"])
     if both is not None:

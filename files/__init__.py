@@ -5,8 +5,9 @@ user's file without ``force``; untrusted packages are checked before any parser 
 """
 
 from .atomic import OutputExistsError, atomic_write, atomic_write_text
+from .plans import PlanFile, load_plan
 from .scenarios import TEMPLATE_DIR, list_templates, load_scenario, template_path
 from .untrusted import check_xlsx_package
 
-__all__ = ["OutputExistsError", "TEMPLATE_DIR", "atomic_write", "atomic_write_text", "check_xlsx_package", "list_templates",
-           "load_scenario", "template_path"]
+__all__ = ["OutputExistsError", "PlanFile", "TEMPLATE_DIR", "atomic_write", "atomic_write_text", "check_xlsx_package",
+           "list_templates", "load_plan", "load_scenario", "template_path"]

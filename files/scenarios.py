@@ -28,14 +28,8 @@ def template_path(name: str) -> Path:
     return TEMPLATE_DIR / name
 
 
-def load_scenario(source: str | Path) -> Any:
-    """Load a scenario from a template name (see :func:`list_templates`) or a TOML file path.
-
-    Returns a :class:`ckptplan.engine.Scenario`; raises :class:`ckptplan.engine.InputError` naming
-    the file and the problem (unknown template, missing file, invalid TOML, a bad field).
-    """
-    from ..engine.scenario import scenario_from_dict
-
+def read_scenario_document(source: str | Path) -> tuple[dict[str, Any], str]:
+    """The parsed TOML of a template name or a scenario file, and its name for messages."""
     path = Path(source)
     if not path.suffix and not path.exists():
         path = TEMPLATE_DIR / f"{source}.toml"
@@ -47,7 +41,22 @@ def load_scenario(source: str | Path) -> Any:
         raise InputError("scenario file", str(path), "file not found") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError("scenario file", str(path), f"is not valid TOML ({exc})") from None
-    return scenario_from_dict(data.get("scenario", data), origin=str(path))
+    return data, str(path)
 
 
-__all__ = ["TEMPLATE_DIR", "list_templates", "load_scenario", "template_path"]
+def load_scenario(source: str | Path) -> Any:
+    """Load a scenario from a template name (see :func:`list_templates`) or a TOML file path.
+
+    Returns a :class:`ckptplan.engine.Scenario`; raises :class:`ckptplan.engine.InputError` naming
+    the file and the problem (unknown template, missing file, invalid TOML, a bad field). A file
+    with a storage and recovery setup (:mod:`ckptplan.files.plans`) gives the scenario with the
+    stall, write and restart its setup derives; its tiers and designs are read by
+    :func:`ckptplan.files.plans.load_plan`.
+    """
+    from .plans import plan_from_data
+
+    data, origin = read_scenario_document(source)
+    return plan_from_data(data, origin=origin).planned_scenario()
+
+
+__all__ = ["TEMPLATE_DIR", "list_templates", "load_scenario", "read_scenario_document", "template_path"]

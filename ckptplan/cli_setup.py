@@ -1,0 +1,127 @@
+"""``ckptplan compare`` and the storage-and-recovery part of ``ckptplan plan``: the design as the input.
+
+A scenario file's setup (checkpoint size, bandwidths, tiers, restart parts, spares, storage price;
+:mod:`ckptplan.engine.setup`) and its ``[[designs]]`` are planned side by side in money.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from .common import DEFAULT_TEMPLATE, console, fail, field_options, flag, plan_from_options
+from .engine.fields import FIELDS, SETUP_FIELDS
+
+__all__ = ["compare", "print_setup", "register", "setup_json"]
+
+
+def setup_json(plan: Any, headline: dict[str, Any]) -> dict[str, Any]:
+    """``plan --json`` with a setup: the headline figures with the setup plan's figures over them.
+
+    A tiered plan's single-level figures (intervals by model, first-order waste) describe a plan
+    the job does not follow: they are left out, and ``tiers`` lists each tier's interval.
+    """
+    out = dict(headline)
+    figures = plan.to_dict()
+    if len(plan.tiers) > 1 or plan.tiers and plan.tiers[0]["name"] != "checkpoint":
+        for key in ("young_interval_min", "daly_interval_min", "exact_interval_min", "first_order_waste",
+                    "young_min_waste", "waste_fraction_at_optimum", "wall_h_p50", "wall_h_p90", "wall_h_p99"):
+            out.pop(key, None)
+        out["chosen_interval_min"] = figures["interval_min"]
+    out.update(figures)
+    out["useful_gpu_hours"] = figures["gpus"] * plan.scenario.useful_training_h
+    return out
+
+
+def _num(v: Any, fmt: str) -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
+
+
+def print_setup(plan: Any) -> None:
+    """The storage and recovery part of a plan as tables (text from files printed literally)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    f = plan.figures
+    cur = escape(str(f["currency"]))
+    if f["checkpoint_size_gb"] is not None:
+        line = f"checkpoint {f['checkpoint_size_gb']:,.0f} GB"
+        if f["derived_checkpoint_stall_min"] is not None:
+            line += (f"  |  derived save stall {f['derived_checkpoint_stall_min']:.3g} min"
+                     + (f", background write {f['derived_async_write_min']:.3g} min"
+                        if f["derived_async_write_min"] else "")
+                     + f", restore {f['derived_restore_min']:.3g} min")
+        console.print(line, highlight=False)
+    if plan.restart_parts_min:
+        parts = ", ".join(f"{k[:-4]} {v:.3g}" for k, v in plan.restart_parts_min.items() if v)
+        console.print(f"restart pipeline {sum(plan.restart_parts_min.values()):.3g} min ({parts or 'no part given'})"
+                      + (f"  |  {f['spares']} spares, a spare free {f['spare_free_probability']:.1%} of the time"
+                         if f["spare_free_probability"] is not None else ""), highlight=False)
+    t = Table(title="Checkpoint tiers", title_justify="left")
+    for col in ("tier", "every", "interval (min)", "stall (min)", "restore (min)", "restart (min)", "kept",
+                f"storage ({cur})"):
+        t.add_column(col, justify="left" if col == "tier" else "right")
+    for tier in plan.tiers:
+        t.add_row(escape(str(tier["name"])), str(tier["every"]), f"{tier['interval_min']:.1f}",
+                  f"{tier['checkpoint_stall_min']:.3g}", _num(tier["restore_min"], ".3g"),
+                  f"{tier['restart_min']:.3g}", f"{tier['retention']} x{tier['copies']}",
+                  f"{tier['storage_cost']:,.0f}")
+    console.print(t)
+    console.print(f"waste {f['waste_fraction']:.2%}  |  wall {f['wall_h']:,.1f} h  |  GPU-hours {f['job_gpu_hours']:,.0f}"
+                  f" job + {f['spare_gpu_hours']:,.0f} spares  |  compute "
+                  f"{sum(f[k + '_cost'] for k in ('useful', 'save', 'rework', 'restart')):,.0f} + storage "
+                  f"{f['storage_cost']:,.0f} + spares {f['spare_cost']:,.0f} = [bold]{f['total_cost']:,.0f} {cur}[/]"
+                  f"  |  {f['cost_per_useful_gpu_hour']:,.3f} {cur} per useful GPU-hour", highlight=False)
+    for note in plan.notes:
+        console.print(f"note: {escape(note)}", highlight=False)
+
+
+@field_options(FIELDS + SETUP_FIELDS)
+def compare(
+    template: Optional[str] = typer.Option(None, "--template", "-t", help="Preset name or TOML file; default: seed"),
+    scenario_file: Optional[Path] = typer.Option(None, "--scenario", help="Scenario TOML file (same as --template FILE)"),
+    as_json: bool = flag("--json", help="Print JSON instead of a table"),
+    overrides: Optional[dict] = None,
+) -> None:
+    """Compare the baseline with each design of the scenario file, in money, cheapest first.
+
+    The designs are the file's [[designs]] tables (default: storage 4x faster, 2x nodes, restarts 2x
+    faster). Every scenario and setup field can be set here for the baseline; the designs change it.
+    """
+    from rich.markup import escape
+    from rich.table import Table
+
+    from .engine.designs import compare_designs
+
+    try:
+        plan = plan_from_options(str(scenario_file) if scenario_file else template or DEFAULT_TEMPLATE, overrides or {})
+        table = compare_designs(plan.scenario, plan.setup, plan.designs or None)
+    except ValueError as exc:
+        fail(str(exc))
+    cur = plan.scenario.currency
+    if as_json:
+        rows = [{k: (None if isinstance(v, float) and not math.isfinite(v) else
+                     bool(v) if k == "baseline" else v) for k, v in r.items()} for r in table.to_dict("records")]
+        typer.echo(json.dumps({"baseline": plan.scenario.name, "currency": cur, "designs": rows}, indent=2,
+                              allow_nan=False))
+        return
+    t = Table(title=f"{escape(plan.scenario.name)}: designs side by side, cheapest first ({escape(cur)})",
+              title_justify="left")
+    for col in ("design", "changes", "tier intervals", "waste", "wall h", "GPU-hours", "storage", "spares", "total",
+                "vs baseline", "per useful GPU-h", "P(deadline)"):
+        t.add_column(col, justify="left" if col in ("design", "changes", "tier intervals") else "right")
+    for r in table.itertuples():
+        t.add_row(("[bold]" if r.baseline else "") + escape(str(r.name)) + ("[/]" if r.baseline else ""),
+                  escape(str(r.changes)), escape(r.tier_intervals), f"{r.waste_fraction:.2%}", f"{r.wall_h:,.1f}",
+                  f"{r.total_gpu_hours:,.0f}", f"{r.storage_cost:,.0f}", f"{r.spare_cost:,.0f}",
+                  f"{r.total_cost:,.0f}", "-" if r.baseline else f"{r.total_cost_change:+,.0f}",
+                  f"{r.cost_per_useful_gpu_hour:,.3f}", _num(r.p_finish_by_deadline, ".1%"))
+    console.print(t)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare")(compare)

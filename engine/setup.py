@@ -1,0 +1,448 @@
+"""The storage and recovery setup of a plan, and what it costs: the design itself as the input.
+
+A :class:`Scenario` says how long a save stalls (``checkpoint_stall_min``) and a restart takes
+(``restart_min``). A :class:`RecoverySetup` says what those come from, in the planner's own terms:
+
+* **what a checkpoint holds and where it goes**: ``parameters_b`` x ``bytes_per_parameter`` (+
+  ``extra_state_gb``) is the checkpoint size (:func:`engine.storage.checkpoint_size_gb`); written
+  by ``writers`` (default: one per node) at ``write_gb_s_per_writer`` each, capped by the storage
+  system's ``aggregate_write_gb_s``; an async save blocks only for the device-to-host copy
+  (``d2h_gb_s_per_writer``) and writes in the background (:func:`engine.storage.save_times`);
+* **checkpoint tiers** (multi-level): ``tiers`` (host memory, local disk, remote store ...), each with
+  its own save cost, ``every`` (takes every k-th save), restore time, retention, copies and price
+  per GB-month, and the failure ``failure_classes`` (name -> share of job failures) whose failures
+  its copy survives (:mod:`engine.tiers`);
+* **the restart pipeline**: detection, reallocation, start-up, communicator initialisation (a
+  fixed part and a part per 1,000 nodes), checkpoint load and warm-up (:mod:`engine.recovery`);
+  with ``repair_h`` the reallocation comes from a pool of ``spares`` hot spare nodes
+  (:func:`engine.recovery.expected_reallocation_min`), whose GPU-hours are billed;
+* **storage money**: retained copies x size x months x price per GB-month.
+
+Rule of precedence: a stall, background write or restart time the scenario *states* (measured by
+``ckptplan probe``, fitted from a log, or typed by the planner) overrides the one derived here;
+:attr:`SetupPlan.notes` says so. A setup with no field given leaves the scenario as it is, and a
+scenario without tiers is planned exactly as :func:`engine.scenario.evaluate` plans it (same
+numbers), with the storage and spare money added.
+
+The plan of a setup (:func:`plan_setup`) gives the per-tier intervals, the waste, wall hours,
+GPU-hours (job and spares), the compute cost split (useful / save / rework / restart), storage and
+spare cost, the total and the cost per useful GPU-hour, and the chance to finish by the deadline.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, make_dataclass, replace
+from typing import Any, Mapping
+
+import numpy as np
+
+from .errors import InputError
+from .fields import RULES, SETUP_FIELDS
+from .scenario import Scenario
+
+__all__ = ["RecoverySetup", "SetupPlan", "TIER_KEYS", "plan_setup", "setup_from_dict", "setup_keys", "split_setup"]
+
+#: keys a ``[[tiers]]`` table may hold (``name``, ``every`` and ``survives`` are required; the save
+#: and restore times are given or derived from the checkpoint size and the tier's bandwidths)
+TIER_KEYS = ("name", "every", "survives", "checkpoint_stall_min", "restore_min", "write_gb_s_per_writer",
+             "aggregate_write_gb_s", "read_gb_s_per_writer", "aggregate_read_gb_s", "retention", "copies",
+             "price_per_gb_month")
+
+#: scenario fields a setup can derive (the scenario's own value wins when it states one)
+DERIVED = ("checkpoint_stall_min", "async_write_min", "restart_min")
+
+#: the restart parts, in pipeline order (``init_per_1000_nodes_min`` is folded into ``init_min``)
+PARTS = ("detection_min", "reallocation_min", "startup_min", "init_min", "load_min", "warmup_min")
+
+#: runs of the tiered Monte Carlo behind a tiered plan's P(finish by deadline)
+DEADLINE_RUNS = 2000
+
+
+def _check_number(name: str, value: Any, rule: str) -> float | int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InputError(name, value, "must be a number")
+    v = float(value)
+    if not math.isfinite(v):
+        raise InputError(name, value, "must be a finite number")
+    if not bool(RULES[rule].predicate(np.float64(v))):
+        raise InputError(name, value, RULES[rule].message)
+    return int(v) if rule in ("count", "whole") else v
+
+
+def _post_init(self) -> None:
+    for f in SETUP_FIELDS:
+        object.__setattr__(self, f.name, _check_number(f.name, getattr(self, f.name), f.rule))
+    if isinstance(self.tiers, (str, bytes, dict)) or not hasattr(self.tiers, "__iter__"):
+        raise InputError("tiers", self.tiers, "must be a list of tier tables")
+    tiers = []
+    for i, t in enumerate(self.tiers):
+        if not isinstance(t, Mapping):
+            raise InputError(f"tiers[{i}]", t, "must be a table with name, every and survives")
+        unknown = sorted(set(t) - set(TIER_KEYS))
+        if unknown:
+            raise InputError(f"tiers[{i}] ({t.get('name', '?')})", ", ".join(unknown),
+                             f"unknown key; a tier holds {', '.join(TIER_KEYS)}")
+        tiers.append(dict(t))
+    object.__setattr__(self, "tiers", tuple(tiers))
+    classes = self.failure_classes
+    if not isinstance(classes, Mapping):
+        raise InputError("failure_classes", classes, "must be a table of class name -> share of job failures")
+    for name, share in classes.items():
+        _check_number(f"failure_classes.{name}", share, "share")
+    object.__setattr__(self, "failure_classes", dict(classes))
+    if self.tiers and not self.failure_classes:
+        raise InputError("failure_classes", "{}", "tiers need failure classes: a table of class name -> share of "
+                         "job failures, naming what each tier's copy survives")
+    if self.failure_classes and not self.tiers:
+        raise InputError("tiers", "[]", "failure classes without tiers: give the tiers whose copies survive them")
+    object.__setattr__(self, "stated", frozenset(self.stated))
+
+
+def _setup_class() -> type:
+    spec: list[Any] = [(f.name, Any, field(default=f.default)) for f in SETUP_FIELDS]
+    spec += [("tiers", tuple, field(default=())), ("failure_classes", Mapping, field(default_factory=dict)),
+             ("stated", frozenset, field(default=frozenset()))]
+    doc = ("The storage and recovery setup of a plan (see :mod:`ckptplan.engine.setup`); every field optional:\n"
+           + "".join(f"\n* ``{f.name}`` ({f.unit}): {f.label}" for f in SETUP_FIELDS)
+           + "\n* ``tiers``: ``[[tiers]]`` tables (:data:`TIER_KEYS`)\n* ``failure_classes``: class -> share"
+           + "\n* ``stated``: the scenario fields the scenario states itself (they override derived ones)")
+    return make_dataclass("RecoverySetup", spec, frozen=True, namespace={
+        "__post_init__": _post_init, "__doc__": doc, "__module__": __name__,
+        "replace": lambda self, **changes: replace(self, **changes),
+        "given": lambda self: any(getattr(self, f.name) not in (None, f.default) for f in SETUP_FIELDS)
+        or bool(self.tiers)})
+
+
+RecoverySetup = _setup_class()
+
+
+def setup_keys() -> tuple[str, ...]:
+    """Keys of a scenario file that belong to the setup rather than to the scenario record."""
+    return tuple(f.name for f in SETUP_FIELDS) + ("tiers", "failure_classes")
+
+
+def split_setup(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A scenario file's table split into (scenario keys, setup keys)."""
+    keys = set(setup_keys())
+    return ({k: v for k, v in data.items() if k not in keys}, {k: v for k, v in data.items() if k in keys})
+
+
+def setup_from_dict(data: Mapping[str, Any], stated: Any = (), origin: str = "scenario") -> Any:
+    """A :class:`RecoverySetup` from a file's setup keys (``stated``: scenario fields the file states)."""
+    try:
+        return RecoverySetup(**{k: v for k, v in data.items()}, stated=frozenset(s for s in stated if s in DERIVED))
+    except TypeError as exc:
+        raise InputError(origin, str(exc), "unknown setup key") from None
+
+
+@dataclass(frozen=True)
+class SetupPlan:
+    """The plan of one scenario with its setup (:func:`plan_setup`); ``to_dict`` is JSON-ready."""
+
+    scenario: Any                  # the scenario with the derived stall, write and restart filled in
+    row: Any                       # engine.evaluate's row of that scenario (single-level figures)
+    figures: dict[str, Any]        # headline figures (see plan_setup)
+    tiers: tuple[dict[str, Any], ...] = ()
+    restart_parts_min: dict[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.figures)
+        out["tiers"] = [dict(t) for t in self.tiers]
+        out["restart_parts_min"] = dict(self.restart_parts_min)
+        out["notes"] = list(self.notes)
+        return _finite(out)
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, (np.floating, float)):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    return obj
+
+
+def _sizes(sc: Scenario, st: Any) -> dict[str, Any]:
+    """Checkpoint size and the single-level save and restore times derived from the setup."""
+    from . import storage
+
+    out: dict[str, Any] = {"checkpoint_size_gb": None, "derived_checkpoint_stall_min": None,
+                           "derived_async_write_min": None, "derived_restore_min": None}
+    if st.parameters_b is None:
+        for name in ("write_gb_s_per_writer", "aggregate_write_gb_s", "d2h_gb_s_per_writer"):
+            if getattr(st, name) is not None:
+                raise InputError(name, getattr(st, name), "needs the checkpoint size: give parameters_b")
+        return out
+    size = float(storage.checkpoint_size_gb(st.parameters_b, st.bytes_per_parameter, st.extra_state_gb))
+    out["checkpoint_size_gb"] = size
+    writers = st.writers or sc.nodes
+    if st.write_gb_s_per_writer is None and st.aggregate_write_gb_s is None:
+        return out
+    per = st.write_gb_s_per_writer if st.write_gb_s_per_writer is not None else math.inf
+    agg = st.aggregate_write_gb_s if st.aggregate_write_gb_s is not None else math.inf
+    times = storage.save_times(size, writers, per, agg, async_save=st.d2h_gb_s_per_writer is not None,
+                               d2h_gb_s_per_writer=st.d2h_gb_s_per_writer)
+    out["derived_checkpoint_stall_min"], out["derived_async_write_min"] = float(times[0]), float(times[1])
+    rper = st.read_gb_s_per_writer if st.read_gb_s_per_writer is not None else per
+    ragg = st.aggregate_read_gb_s if st.aggregate_read_gb_s is not None else agg
+    out["derived_restore_min"] = float(storage.restore_time_min(size, writers, rper, ragg))
+    return out
+
+
+def _restart_parts(sc: Scenario, st: Any, job_mtbf_h: float, derived_restore: float | None,
+                   notes: list[str]) -> tuple[dict[str, float], dict[str, Any]]:
+    """The restart pipeline's parts (minutes) and the spare pool's figures; empty if no part is given."""
+    from . import recovery
+
+    spare: dict[str, Any] = {"spares": st.spares or 0, "spare_free_probability": None}
+    given = [p for p in ("detection_min", "reallocation_min", "startup_min", "init_min", "init_per_1000_nodes_min",
+                         "load_min", "warmup_min") if getattr(st, p) is not None]
+    if st.repair_h is None and st.spares:
+        raise InputError("spares", st.spares, "needs repair_h: how long a failed node takes to come back")
+    if not given and st.repair_h is None:
+        return {}, spare
+    parts = {p: float(getattr(st, p) or 0.0) for p in PARTS}
+    parts["init_min"] = float(recovery.communicator_init_min(sc.nodes, st.init_min or 0.0,
+                                                             st.init_per_1000_nodes_min or 0.0))
+    if st.load_min is None and derived_restore is not None:
+        parts["load_min"] = derived_restore
+    if st.repair_h is not None:
+        rate = (st.replacement_share if st.replacement_share is not None else 1.0) / job_mtbf_h
+        spares = st.spares or 0
+        spare["spare_free_probability"] = float(recovery.spare_free_probability(rate, st.repair_h, spares))
+        from_pool = float(recovery.expected_reallocation_min(rate, st.repair_h, spares, st.swap_min or 0.0))
+        if st.reallocation_min is not None:
+            notes.append(f"reallocation_min = {st.reallocation_min:g} is stated: it overrides the spare pool's "
+                         f"expected {from_pool:.3g} min")
+        else:
+            parts["reallocation_min"] = from_pool
+    return parts, spare
+
+
+def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
+    """Plan ``scenario`` with its storage and recovery ``setup`` (see the module notes).
+
+    Figures (minutes, hours, GPU-hours, the scenario's currency): ``checkpoint_size_gb``,
+    ``checkpoint_stall_min`` / ``async_write_min`` / ``restart_min`` as used (and the derived
+    ones), ``job_mtbf_h``, ``interval_min`` (the first tier's compute interval), ``waste_fraction``,
+    ``wall_h``, ``useful_h`` / ``save_h`` / ``rework_h`` / ``restart_h``, ``gpus``, ``spares``,
+    ``job_gpu_hours``, ``spare_gpu_hours``, ``total_gpu_hours``, ``useful_cost`` / ``save_cost`` /
+    ``rework_cost`` / ``restart_cost`` (compute money), ``storage_cost``, ``spare_cost``,
+    ``total_cost``, ``cost_per_useful_gpu_hour``, ``goodput``, ``p_finish_by_deadline``.
+    ``tiers``: per tier ``name``, ``every``, ``interval_min``, ``checkpoint_stall_min``,
+    ``restore_min``, ``restart_min`` (pipeline with this tier's load), ``retention``, ``copies``,
+    ``storage_cost`` (single-level plans list one tier, ``checkpoint``).
+    """
+    from .scenario import evaluate
+    from .storage import months_from_hours, storage_cost
+
+    st = setup if setup is not None else RecoverySetup()
+    if not isinstance(scenario, Scenario):
+        raise InputError("scenario", type(scenario).__name__, "must be a Scenario")
+    if not isinstance(st, RecoverySetup):
+        raise InputError("setup", type(st).__name__, "must be a RecoverySetup")
+    notes: list[str] = []
+    sizes = _sizes(scenario, st)
+    changes: dict[str, Any] = {}
+    for name, key in (("checkpoint_stall_min", "derived_checkpoint_stall_min"),
+                      ("async_write_min", "derived_async_write_min")):
+        derived = sizes[key]
+        if derived is None:
+            continue
+        if name in st.stated:
+            notes.append(f"{name} = {getattr(scenario, name):g} is stated: it overrides the {derived:.3g} min "
+                         "derived from the checkpoint size and bandwidth")
+        else:
+            changes[name] = derived
+    base = scenario.replace(**changes) if changes else scenario
+    row = evaluate(base).iloc[0]
+    parts, spare = _restart_parts(base, st, float(row["job_mtbf_h"]), sizes["derived_restore_min"], notes)
+    if parts:
+        pipeline = sum(parts.values())
+        if "restart_min" in st.stated:
+            notes.append(f"restart_min = {base.restart_min:g} is stated: it overrides the pipeline's {pipeline:.3g} min")
+        elif pipeline != base.restart_min:
+            base = base.replace(restart_min=pipeline)
+            row = evaluate(base).iloc[0]
+    if st.tiers:
+        figures, tiers = _tiered(base, st, row, parts, sizes, notes)
+    else:
+        figures, tiers = _single(base, st, row, sizes)
+    gpn = base.gpus_per_node
+    spares = spare["spares"]
+    wall_h = figures["wall_h"]
+    price = base.price_per_gpu_hour
+    months = float(months_from_hours(wall_h))
+    for t in tiers:
+        size = sizes["checkpoint_size_gb"]
+        if t["price_per_gb_month"] and size is None:
+            raise InputError(f"tiers ({t['name']}).price_per_gb_month", t["price_per_gb_month"],
+                             "needs the checkpoint size: give parameters_b")
+        t["storage_cost"] = (float(storage_cost(size, t["retention"], t["price_per_gb_month"], months, t["copies"]))
+                             if size is not None else 0.0)
+    job_gpu_h = figures["gpus"] * wall_h
+    spare_gpu_h = spares * gpn * wall_h
+    compute = {k: figures[f"{k}_h"] * figures["gpus"] * price for k in ("useful", "save", "rework", "restart")}
+    storage_total = sum(t["storage_cost"] for t in tiers)
+    spare_cost = spare_gpu_h * price
+    total = sum(compute.values()) + storage_total + spare_cost
+    useful_gpu_h = figures["gpus"] * base.useful_training_h
+    figures.update({
+        "checkpoint_size_gb": sizes["checkpoint_size_gb"],
+        "derived_checkpoint_stall_min": sizes["derived_checkpoint_stall_min"],
+        "derived_async_write_min": sizes["derived_async_write_min"],
+        "derived_restore_min": sizes["derived_restore_min"],
+        "restart_min": float(base.restart_min) if not st.tiers else figures["restart_min"],
+        "spares": spares, "spare_free_probability": spare["spare_free_probability"],
+        "job_gpu_hours": job_gpu_h, "spare_gpu_hours": spare_gpu_h, "total_gpu_hours": job_gpu_h + spare_gpu_h,
+        **{f"{k}_cost": v for k, v in compute.items()},
+        "storage_cost": storage_total, "spare_cost": spare_cost, "total_cost": total,
+        "cost_per_useful_gpu_hour": total / useful_gpu_h, "currency": base.currency,
+    })
+    return SetupPlan(base, row, figures, tuple(tiers), parts, tuple(notes))
+
+
+def _single(base: Scenario, st: Any, row: Any, sizes: dict[str, Any]) -> tuple[dict[str, Any], list[dict]]:
+    """A plan without tiers: engine.evaluate's numbers, one implicit tier for the storage bill."""
+    keys = ("job_mtbf_h", "waste_fraction", "wall_h", "useful_h", "save_h", "rework_h", "restart_h", "gpus",
+            "goodput", "expected_failures")
+    figures = {k: float(row[k]) for k in keys}
+    figures.update(name=base.name, checkpoint_stall_min=float(base.checkpoint_stall_min),
+                   async_write_min=float(base.async_write_min), interval_min=float(row["chosen_interval_min"]),
+                   p_finish_by_deadline=float(row["p_finish_by_deadline"]))
+    tier = {"name": "checkpoint", "every": 1, "interval_min": float(row["chosen_interval_min"]),
+            "checkpoint_stall_min": float(base.checkpoint_stall_min), "restore_min": sizes["derived_restore_min"],
+            "restart_min": float(base.restart_min), "retention": st.retention or 1, "copies": 1,
+            "price_per_gb_month": st.price_per_gb_month or 0.0}
+    return figures, [tier]
+
+
+def _tier_times(t: dict, size: float | None, writers: int, name: str) -> tuple[float, float]:
+    from . import storage
+
+    def need(key: str) -> Any:
+        if size is None:
+            raise InputError(f"tiers ({name}).{key}", None, "give it, or give parameters_b and the tier's bandwidths "
+                             "so that it can be derived")
+        return size
+
+    if t.get("checkpoint_stall_min") is not None:
+        stall = t["checkpoint_stall_min"]
+    elif t.get("write_gb_s_per_writer") is not None or t.get("aggregate_write_gb_s") is not None:
+        stall = float(storage.save_times(need("checkpoint_stall_min"), writers, t.get("write_gb_s_per_writer", math.inf),
+                                         t.get("aggregate_write_gb_s", math.inf))[0])
+    else:
+        need("checkpoint_stall_min")
+        raise InputError(f"tiers ({name}).checkpoint_stall_min", None, "give it, or the tier's write bandwidth")
+    if t.get("restore_min") is not None:
+        restore = t["restore_min"]
+    else:
+        rper = t.get("read_gb_s_per_writer", t.get("write_gb_s_per_writer", math.inf))
+        ragg = t.get("aggregate_read_gb_s", t.get("aggregate_write_gb_s", math.inf))
+        if math.isinf(rper) and math.isinf(ragg):
+            raise InputError(f"tiers ({name}).restore_min", None, "give it, or the tier's read or write bandwidth")
+        restore = float(storage.restore_time_min(need("restore_min"), writers, rper, ragg))
+    return stall, restore
+
+
+def _tiered(base: Scenario, st: Any, row: Any, parts: dict[str, float], sizes: dict[str, Any],
+            notes: list[str]) -> tuple[dict[str, Any], list[dict]]:
+    """A multi-level plan: the tiers' exact expectation at the numeric optimum (engine.tiers)."""
+    from . import tiers as tiers_mod
+
+    writers = st.writers or base.nodes
+    size = sizes["checkpoint_size_gb"]
+    resolved = []
+    for i, t in enumerate(st.tiers):
+        name = str(t.get("name", f"tier {i + 1}"))
+        stall, restore = _tier_times(t, size, writers, name)
+        resolved.append({"name": name, "checkpoint_stall_min": stall, "restore_min": restore,
+                         "every": t.get("every", 1), "survives": tuple(t.get("survives", ())),
+                         "retention": t.get("retention", 1), "price_per_gb_month": t.get("price_per_gb_month", 0.0),
+                         "copies": t.get("copies", 1)})
+    for i, t in enumerate(resolved):
+        _check_number(f"tiers ({t['name']}).copies", t["copies"], "count")
+    tier_objs = tiers_mod.tiers_from_dicts([{k: v for k, v in t.items() if k != "copies"} for t in resolved])
+    classes = st.failure_classes
+    tiers_mod.check_design(tier_objs, classes)
+    M = float(row["job_mtbf_h"]) * 60.0
+    # the restart without its load: each class adds the load from the tier it restores from
+    other = (sum(v for k, v in parts.items() if k != "load_min") if parts else float(base.restart_min))
+    if not parts:
+        notes.append(f"restart_min = {base.restart_min:g} is taken as the restart without the checkpoint load; "
+                     "each tier adds its own restore time")
+    if "restart_min" in st.stated and parts:
+        other = float(base.restart_min)
+    W, s = float(base.async_write_min), float(base.async_slowdown_fraction)
+    if base.interval_min is not None:
+        T = float(base.interval_min)
+    else:
+        T = _best_interval(M, other, W, s, tier_objs, classes)
+    wpw = float(tiers_mod.tiered_wall_per_work(T, M, other, W, s, tiers=tier_objs, classes=classes))
+    useful = float(base.useful_training_h)
+    split = tiers_mod.tiered_breakdown(useful * 60.0, T, M, other, W, s, tiers=tier_objs, classes=classes)
+    wall_h = useful * wpw
+    gpus = float(row["gpus"])
+    shares = {c: float(v) for c, v in classes.items()}
+    rec = tiers_mod.recovery_tier(tier_objs, classes)
+    mean_restart = sum(shares[c] * (other + next(t["restore_min"] for t in resolved if t["name"] == rec[c]))
+                       for c in shares)
+    figures = {
+        "name": base.name, "job_mtbf_h": float(row["job_mtbf_h"]), "checkpoint_stall_min": resolved[0]["checkpoint_stall_min"],
+        "async_write_min": W, "interval_min": T, "waste_fraction": 1.0 - 1.0 / wpw, "wall_h": wall_h,
+        "useful_h": useful, "save_h": float(split["save"]) / 60.0, "rework_h": float(split["rework"]) / 60.0,
+        "restart_h": float(split["restart"]) / 60.0, "gpus": gpus, "goodput": 1.0 / wpw,
+        "expected_failures": float(split["failures"]), "restart_min": mean_restart,
+        "p_finish_by_deadline": _tiered_deadline(base, T, M, other, W, s, tier_objs, classes),
+    }
+    for t, obj in zip(resolved, tier_objs):
+        t["every"] = int(obj.every)
+        t["interval_min"] = T * int(obj.every)
+        t["restart_min"] = other + t["restore_min"]
+        t["survives"] = list(t["survives"])
+    return figures, resolved
+
+
+def _best_interval(M: float, R: float, W: float, s: float, tier_objs: Any, classes: Mapping[str, float]) -> float:
+    """The first tier's compute interval minimising the tiered expectation for the tiers' own ``every``.
+
+    A bounded search in log T (scipy's Brent) between the largest of the write constraint and
+    1e-6 M and 10 M, started from the first tier's first-order interval.
+    """
+    from scipy.optimize import minimize_scalar
+
+    from . import tiers as tiers_mod
+
+    lo = max(M * 1e-6, W * (1.0 - s) * (1.0 + 1e-9))
+    hi = max(M * 10.0, lo * 10.0)
+
+    def f(log_t: float) -> float:
+        try:
+            return float(tiers_mod.tiered_wall_per_work(math.exp(log_t), M, R, W, s, tiers=tier_objs, classes=classes))
+        except InputError:  # the expectation overflows this far out: never the optimum
+            return math.inf
+
+    res = minimize_scalar(f, bounds=(math.log(lo), math.log(hi)), method="bounded", options={"xatol": 1e-10})
+    return float(math.exp(res.x))
+
+
+def _tiered_deadline(base: Scenario, T: float, M: float, R: float, W: float, s: float, tier_objs: Any,
+                     classes: Mapping[str, float]) -> float:
+    """P(finish by the deadline) of a tiered plan, from the tiered Monte Carlo (NaN without a deadline)."""
+    if base.deadline_h is None:
+        return math.nan
+    from .montecarlo_tiers import simulate_tiers
+
+    sim = simulate_tiers(base.useful_training_h * 60.0, T, M, R, W, s, tiers=tier_objs, classes=classes,
+                         runs=DEADLINE_RUNS, seed=0)
+    return float(np.mean(np.asarray(sim.wall) <= base.deadline_h * 60.0))
+

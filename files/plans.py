@@ -1,0 +1,95 @@
+"""Plan files: a scenario with its storage and recovery setup and the designs to compare.
+
+A scenario file (TOML) holds, besides the ``[scenario]`` fields (:mod:`ckptplan.files.scenarios`):
+
+* the setup's fields (:data:`ckptplan.engine.fields.SETUP_FIELDS`: ``parameters_b``,
+  ``bytes_per_parameter``, bandwidths, restart parts, ``spares`` ...) in the same ``[scenario]`` table;
+* ``[[scenario.tiers]]`` (or top-level ``[[tiers]]``) tables: ``name``, ``every``, ``survives`` and
+  the tier's save and restore times or the bandwidths they are derived from
+  (:data:`ckptplan.engine.setup.TIER_KEYS`);
+* ``[scenario.failure_classes]`` (or top-level ``[failure_classes]``): class name -> share of job
+  failures (shares sum to 1);
+* ``[[designs]]`` tables: named changes to compare (``name``, ``set``, ``times``, ``tiers``,
+  ``failure_classes``; :class:`ckptplan.engine.designs.Design`).
+
+``checkpoint_stall_min`` may be left out when the setup derives it (checkpoint size and write
+bandwidth); a stall, write or restart the file states overrides the derived one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..engine.errors import InputError
+
+__all__ = ["PLACEHOLDER_STALL_MIN", "PlanFile", "load_plan", "plan_from_data"]
+
+#: the stall a scenario record holds until its setup's derived one replaces it (a record needs one;
+#: no figure is ever computed from it: :func:`ckptplan.engine.setup.plan_setup` derives the stall)
+PLACEHOLDER_STALL_MIN = 1.0
+
+
+@dataclass(frozen=True)
+class PlanFile:
+    """What a scenario file holds: the scenario as stated, its setup, its designs (may be empty)."""
+
+    scenario: Any      # engine.Scenario, with a placeholder stall of 0 when the setup derives it
+    setup: Any         # engine.setup.RecoverySetup
+    designs: tuple     # engine.designs.Design, in file order
+    origin: str
+
+    def planned_scenario(self) -> Any:
+        """The scenario with the stall, write and restart the setup derives (what single-level surfaces use)."""
+        from ..engine.setup import plan_setup
+
+        if not self.setup.given():
+            return self.scenario
+        if self.setup.tiers:
+            raise InputError(f"{self.origin}: tiers", len(self.setup.tiers),
+                             "this command plans single-level checkpoints: plan a scenario with checkpoint tiers "
+                             "with `ckptplan plan` or `ckptplan compare`")
+        return plan_setup(self.scenario, self.setup).scenario
+
+
+def plan_from_data(data: dict[str, Any], origin: str = "scenario") -> PlanFile:
+    """A :class:`PlanFile` from a parsed TOML document (or a plain dict of the same shape)."""
+    from ..engine.designs import design_from_dict
+    from ..engine.scenario import scenario_from_dict
+    from ..engine.setup import DERIVED, setup_from_dict, split_setup
+
+    if not isinstance(data, dict):
+        raise InputError(origin, type(data).__name__, "must be a table")
+    table = data.get("scenario", data)
+    if not isinstance(table, dict):
+        raise InputError(f"{origin}: scenario", table, "must be a table")
+    table = dict(table)
+    for key in ("tiers", "failure_classes"):
+        if key in data and "scenario" in data:
+            if key in table:
+                raise InputError(f"{origin}: {key}", "given twice", f"give {key} at the top level or in [scenario], not both")
+            table[key] = data[key]
+    fields, setup_data = split_setup(table)
+    setup_data = {k: v for k, v in setup_data.items()}
+    stated = [k for k in DERIVED if k in fields]
+    setup = setup_from_dict(setup_data, stated=stated, origin=origin)
+    if "checkpoint_stall_min" not in fields and setup.parameters_b is not None and (
+            setup.write_gb_s_per_writer is not None or setup.aggregate_write_gb_s is not None or setup.tiers):
+        fields["checkpoint_stall_min"] = PLACEHOLDER_STALL_MIN  # plan_setup derives it (not stated)
+    elif "checkpoint_stall_min" not in fields and setup.tiers:
+        fields["checkpoint_stall_min"] = PLACEHOLDER_STALL_MIN  # the tiers carry their own stalls
+    scenario = scenario_from_dict(fields, origin=origin)
+    raw_designs = data.get("designs", [])
+    if isinstance(raw_designs, dict) or not isinstance(raw_designs, list):
+        raise InputError(f"{origin}: designs", raw_designs, "must be a list of [[designs]] tables")
+    designs = tuple(design_from_dict(d, origin=f"{origin}: designs[{i}]") for i, d in enumerate(raw_designs))
+    return PlanFile(scenario, setup, designs, origin)
+
+
+def load_plan(source: str | Path) -> PlanFile:
+    """Load a template name or TOML file as a :class:`PlanFile` (errors name the file and the field)."""
+    from .scenarios import read_scenario_document
+
+    data, origin = read_scenario_document(source)
+    return plan_from_data(data, origin=origin)

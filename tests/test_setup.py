@@ -1,0 +1,170 @@
+"""The storage and recovery setup as the input: plan_setup, designs side by side, plan files, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from typer.testing import CliRunner
+
+from ckptplan import engine, files
+from ckptplan.cli import app
+from ckptplan.engine.designs import Design, compare_designs
+from ckptplan.engine.setup import RecoverySetup, plan_setup
+from ckptplan.files.plans import plan_from_data
+
+runner = CliRunner()
+SEED = files.load_scenario("seed")
+
+SIZED = {
+    "name": "sized", "nodes": 2048, "gpus_per_node": 8, "node_mtbf_h": 6334.0, "useful_training_h": 1166.4,
+    "price_per_gpu_hour": 2.5, "parameters_b": 405, "aggregate_write_gb_s": 2000.0, "write_gb_s_per_writer": 4.0,
+}
+
+
+def test_no_setup_plans_exactly_as_evaluate():
+    for name in files.list_templates():
+        plan = files.load_plan(name)
+        if plan.setup.tiers:
+            continue
+        sc = plan.planned_scenario()
+        row = engine.evaluate(sc).iloc[0]
+        p = plan_setup(sc, RecoverySetup())
+        for key in ("waste_fraction", "wall_h", "useful_h", "save_h", "rework_h", "restart_h", "job_mtbf_h"):
+            assert p.figures[key] == row[key], (name, key)
+        assert p.figures["total_cost"] == pytest.approx(row["total_cost"], rel=1e-13)
+        assert p.figures["storage_cost"] == 0 and p.figures["spare_cost"] == 0
+        assert p.figures["interval_min"] == row["chosen_interval_min"]
+
+
+def test_size_and_sync_save_from_bandwidth():
+    plan = plan_from_data({"scenario": SIZED})
+    p = plan_setup(plan.scenario, plan.setup)
+    assert p.figures["checkpoint_size_gb"] == 405 * 14 == 5670
+    # 2,048 writers x 4 GB/s = 8,192 GB/s is above the 2,000 GB/s aggregate: the aggregate binds
+    assert p.scenario.checkpoint_stall_min == pytest.approx(5670 / 2000 / 60, rel=1e-15)
+    assert p.figures["derived_restore_min"] == pytest.approx(5670 / 2000 / 60, rel=1e-15)
+    assert p.scenario.async_write_min == 0
+    slow = plan_setup(plan.scenario, plan.setup.replace(write_gb_s_per_writer=0.5))  # 1,024 GB/s < aggregate
+    assert slow.scenario.checkpoint_stall_min == pytest.approx(5670 / 1024 / 60, rel=1e-15)
+
+
+def test_async_save_from_device_to_host_bandwidth():
+    plan = plan_from_data({"scenario": {**SIZED, "d2h_gb_s_per_writer": 50.0, "async_slowdown_fraction": 0.1}})
+    p = plan_setup(plan.scenario, plan.setup)
+    assert p.scenario.checkpoint_stall_min == pytest.approx(5670 / (50 * 2048) / 60)
+    assert p.scenario.async_write_min == pytest.approx(5670 / 2000 / 60)
+
+
+def test_a_stated_stall_overrides_the_derived_one_and_says_so():
+    plan = plan_from_data({"scenario": {**SIZED, "checkpoint_stall_min": 0.5}})
+    p = plan_setup(plan.scenario, plan.setup)
+    assert p.scenario.checkpoint_stall_min == 0.5
+    assert any("checkpoint_stall_min = 0.5 is stated" in n for n in p.notes)
+
+
+def test_restart_pipeline_sums_its_parts_and_spares_never_raise_it():
+    parts = {"detection_min": 1.0, "startup_min": 2.0, "init_min": 1.0, "init_per_1000_nodes_min": 0.5,
+             "warmup_min": 1.5, "repair_h": 24.0, "swap_min": 3.0}
+    last = math.inf
+    for spares in (0, 1, 2, 4, 8, 16, 64):
+        plan = plan_from_data({"scenario": {**SIZED, **parts, "spares": spares}})
+        p = plan_setup(plan.scenario, plan.setup)
+        r = p.restart_parts_min
+        assert r["init_min"] == pytest.approx(1.0 + 0.5 * 2048 / 1000)
+        assert r["load_min"] == pytest.approx(5670 / 2000 / 60)
+        assert p.scenario.restart_min == pytest.approx(sum(r.values()), rel=1e-15)
+        assert p.figures["restart_min"] <= last + 1e-12
+        last = p.figures["restart_min"]
+        assert p.figures["spare_gpu_hours"] == pytest.approx(spares * 8 * p.figures["wall_h"])
+        assert p.figures["spare_cost"] == pytest.approx(p.figures["spare_gpu_hours"] * 2.5)
+
+
+def test_storage_cost_is_size_times_copies_months_and_price():
+    plan = plan_from_data({"scenario": {**SIZED, "price_per_gb_month": 0.03, "retention": 4}})
+    p = plan_setup(plan.scenario, plan.setup)
+    assert p.figures["storage_cost"] == pytest.approx(5670 * 4 * 0.03 * p.figures["wall_h"] / 730.0)
+    assert p.figures["total_cost"] == pytest.approx(
+        sum(p.figures[f"{k}_cost"] for k in ("useful", "save", "rework", "restart", "storage", "spare")))
+
+
+@pytest.mark.parametrize("changes, field, rule", [
+    ({"aggregate_write_gb_s": 0.0}, "aggregate_write_gb_s", "must be > 0"),
+    ({"spares": 4}, "spares", "needs repair_h"),
+    ({"spares": 2.5, "repair_h": 10.0}, "spares", "whole number"),
+    ({"retention": 0}, "retention", "whole number >= 1"),
+    ({"replacement_share": 1.5}, "replacement_share", "fraction in [0, 1]"),
+    ({"parameters_b": None, "aggregate_write_gb_s": 100.0}, "checkpoint_stall_min", "is required"),
+])
+def test_bad_setups_name_the_field(changes, field, rule):
+    data = {**SIZED, **changes}
+    data = {k: v for k, v in data.items() if v is not None}
+    with pytest.raises(engine.InputError) as err:
+        plan = plan_from_data({"scenario": data})
+        plan_setup(plan.scenario, plan.setup)
+    assert field in str(err.value) and rule in str(err.value)
+
+
+def test_designs_change_the_setup_and_compare_cheapest_first():
+    plan = plan_from_data({"scenario": {**SIZED, "detection_min": 1.0, "repair_h": 24.0, "swap_min": 1.0},
+                           "designs": [{"name": "faster storage", "times": {"aggregate_write_gb_s": 4.0}},
+                                       {"name": "16 spares", "set": {"spares": 16}},
+                                       {"name": "2x nodes", "times": {"nodes": 2.0, "useful_training_h": 0.5}}]})
+    table = compare_designs(plan.scenario, plan.setup, plan.designs)
+    assert list(table["total_cost"]) == sorted(table["total_cost"])
+    assert table["baseline"].sum() == 1
+    base = table[table["baseline"]].iloc[0]
+    for _, r in table.iterrows():
+        assert r["total_cost_change"] == pytest.approx(r["total_cost"] - base["total_cost"])
+    by = table.set_index("name")
+    # each row equals planning the changed inputs directly
+    direct = plan_setup(plan.scenario, plan.setup.replace(spares=16)).figures["total_cost"]
+    assert by.loc["16 spares", "total_cost"] == pytest.approx(direct, rel=1e-12)
+    faster = plan_setup(plan.scenario, plan.setup.replace(aggregate_write_gb_s=8000.0)).figures
+    assert by.loc["faster storage", "total_cost"] == pytest.approx(faster["total_cost"], rel=1e-12)
+
+
+def test_design_errors_name_design_and_field():
+    with pytest.raises(engine.InputError, match="not a scenario field"):
+        Design("x", set={"bandwidth": 3.0})
+    plan = plan_from_data({"scenario": SIZED})
+    with pytest.raises(engine.InputError, match="design 'bad'.*retention"):
+        Design("bad", set={"retention": 0}).apply_setup(plan.setup)
+    with pytest.raises(engine.InputError, match="unknown key"):
+        plan_from_data({"scenario": SIZED, "designs": [{"name": "x", "sett": {}}]})
+
+
+def test_plan_json_reports_the_setup(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text("[scenario]\n" + "\n".join(f"{k} = {json.dumps(v)}" for k, v in SIZED.items()) + "\n")
+    res = runner.invoke(app, ["plan", "--scenario", str(path), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["checkpoint_size_gb"] == 5670
+    assert [t["name"] for t in out["tiers"]] == ["checkpoint"] and out["tiers"][0]["interval_min"] > 0
+    assert out["total_cost"] > 0 and "restart_min" in out and "waste_fraction" in out
+    # a setup field on the command line
+    res2 = runner.invoke(app, ["plan", "--scenario", str(path), "--json", "--aggregate-write-gb-s", "500"])
+    assert json.loads(res2.output)["checkpoint_stall_min"] == pytest.approx(5670 / 500 / 60)
+
+
+def test_plan_json_of_a_plain_scenario_is_unchanged():
+    res = runner.invoke(app, ["plan", "--json"])
+    out = json.loads(res.output)
+    row = engine.evaluate(SEED).iloc[0]
+    for key in ("waste_fraction", "wall_h", "total_cost", "exact_interval_min", "goodput"):
+        assert out[key] == pytest.approx(float(row[key]), rel=1e-15)
+    assert out["checkpoint_size_gb"] is None and out["storage_cost"] == 0
+
+
+def test_compare_command_json_and_table():
+    res = runner.invoke(app, ["compare", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    costs = [d["total_cost"] for d in out["designs"]]
+    assert costs == sorted(costs) and sum(d["baseline"] for d in out["designs"]) == 1
+    res = runner.invoke(app, ["compare"])
+    assert res.exit_code == 0 and "cheapest first" in res.output
+    bad = runner.invoke(app, ["compare", "--spares", "3"])
+    assert bad.exit_code == 2 and "repair_h" in bad.output and "Traceback" not in bad.output

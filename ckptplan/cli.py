@@ -26,7 +26,8 @@ __all__ = ["app", "headline", "main", "print_plan"]
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="How often should a training job checkpoint, and what does it cost?")
 
-from .common import (DEFAULT_TEMPLATE, console, err_console, fail, field_options, flag, plan_from_options,  # noqa: E402,F401
+from .common import (DEFAULT_TEMPLATE, console, err_console, fail, field_options, flag, literal,  # noqa: E402,F401
+                     plan_from_options,
                      scenario_from_options)
 
 
@@ -65,7 +66,6 @@ def _given(overrides: dict[str, Any] | None) -> str:
 
 def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None) -> None:
     """The headline figures as tables; ``overrides``: the fields set on the command line (shown in the header)."""
-    from rich.markup import escape
     from rich.table import Table
 
     from . import engine
@@ -74,10 +74,10 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None) -> Non
     cur = row["currency"]
     given = _given(overrides)
     if given:
-        console.print(f"[bold]{escape(str(row['name']))}[/] with {escape(given)}  (template: "
-                      f"{escape(str(row.get('description', '') or ''))})", highlight=False)
+        console.print(f"[bold]{literal(str(row['name']))}[/] with {literal(given)}  (template: "
+                      f"{literal(str(row.get('description', '') or ''))})", highlight=False)
     else:
-        console.print(f"[bold]{escape(str(row['name']))}[/]  {escape(str(row.get('description', '') or ''))}",
+        console.print(f"[bold]{literal(str(row['name']))}[/]  {literal(str(row.get('description', '') or ''))}",
                       highlight=False)
     console.print(
         f"{int(row['nodes']):,} nodes, job MTBF {row['job_mtbf_h']:,.2f} h  |  stall {row['checkpoint_stall_min']:g} min"
@@ -116,14 +116,14 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None) -> Non
                       f"interval; the async model gives {row['waste_fraction']:.2%} (throughput lost during the "
                       f"{row['async_write_min']:g} min write, and rework while the checkpoint is not yet durable)",
                       highlight=False)
-    console.print(f"goodput {row['goodput']:.2%}  |  {row['cost_per_useful_gpu_hour']:,.3f} {escape(str(cur))} per useful "
+    console.print(f"goodput {row['goodput']:.2%}  |  {row['cost_per_useful_gpu_hour']:,.3f} {literal(str(cur))} per useful "
                   f"GPU-hour (list price {row['price_per_gpu_hour']:,.2f})", highlight=False)
     if "p_finish_by_deadline" in row.index and row["p_finish_by_deadline"] == row["p_finish_by_deadline"]:
         console.print(f"deadline {row['deadline_h']:,g} h: P(finish) {row['p_finish_by_deadline']:.1%}; wall h "
                       f"P50 / P90 / P99 {row['wall_h_p50']:,.1f} / {row['wall_h_p90']:,.1f} / {row['wall_h_p99']:,.1f} "
                       "(analytic, exponential failures; `ckptplan deadline` simulates)", highlight=False)
     for warning in model_warnings(row.to_frame().T)[0]:
-        console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
+        console.print(f"[bold yellow]warning:[/] {literal(warning)}", highlight=False)
 
 
 @app.command()
@@ -159,9 +159,8 @@ def plan(
         if len(planned.tiers) == 1 and planned.tiers[0]["name"] == "checkpoint":
             print_plan(row, overrides)
         else:
-            from rich.markup import escape
 
-            console.print(f"[bold]{escape(str(row['name']))}[/]  {escape(str(row.get('description', '') or ''))}",
+            console.print(f"[bold]{literal(str(row['name']))}[/]  {literal(str(row.get('description', '') or ''))}",
                           highlight=False)
             console.print(f"{int(row['nodes']):,} nodes, job MTBF {row['job_mtbf_h']:,.2f} h, {int(row['gpus']):,} GPUs"
                           "  |  multi-level checkpoints: the tiers' exact expectation (single-level figures left out)",
@@ -193,14 +192,13 @@ def failure_rates(as_json: bool = flag("--json", help="Print JSON instead of a t
 @app.command()
 def templates() -> None:
     """List the shipped scenario presets."""
-    from rich.markup import escape
     from rich.table import Table
 
     from . import files
 
     t = Table("name", "description")
     for name in files.list_templates():
-        t.add_row(escape(name), escape(files.load_plan(name).scenario.description))  # text from files: never markup
+        t.add_row(literal(name), literal(files.load_plan(name).scenario.description))  # text from files: never markup
     console.print(t)
 
 

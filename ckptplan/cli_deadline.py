@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from .common import console, err_console, fail, field_options, flag, scenario_from_options
+from .common import console, err_console, fail, field_options, flag, literal, scenario_from_options
 from .engine.fields import DEFAULT_RUNS, DEFAULT_SEED
 
 if TYPE_CHECKING:  # the models load when the command runs, not when the CLI starts
@@ -114,9 +114,8 @@ def deadline(
     if as_json:
         typer.echo(json.dumps({"report": report, "search": search.to_dict(), "analytic": analytic}, indent=2))
         return
-    from rich.markup import escape
 
-    console.print(f"[bold]{escape(str(report['name']))}[/]  job MTBF {report['job_mtbf_h']:,.2f} h  |  failures: "
+    console.print(f"[bold]{literal(str(report['name']))}[/]  job MTBF {report['job_mtbf_h']:,.2f} h  |  failures: "
                   f"{report['failure_law']}  |  {int(report['gpus']):,} GPUs", highlight=False)
     console.print(_report_table(report))
     if analytic:

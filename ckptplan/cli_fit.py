@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the fitter (numpy, pandas) loads when the command runs, not
 # `from package import module` resolves through sys.modules, so this works even when ckptplan.cli
 # imports this module while it is still initialising; names are looked up at call time.
 from ckptplan import common as _cli
+from ckptplan.common import literal
 
 __all__ = ["fitted_scenario", "print_fit", "register", "scenario_toml"]
 
@@ -46,14 +47,14 @@ def _summary(s: "MinutesSummary | None") -> tuple[str, str]:
 def print_fit(fit: LogFit) -> None:
     """The fit as a table plus the scenario overrides and notes."""
     conf = f"{fit.confidence:.0%}"
-    t = Table(title=f"Interruption log {fit.source}", title_justify="left")
+    t = Table(title=f"Interruption log {literal(fit.source)}", title_justify="left")
     t.add_column("quantity")
     t.add_column("estimate", justify="right")
     t.add_column("detail")
-    t.add_row("observed", f"{fit.observed_h:,.1f} h", f"{fit.first_timestamp} .. {fit.last_timestamp}, {fit.rows} rows")
+    t.add_row("observed", f"{fit.observed_h:,.1f} h", literal(f"{fit.first_timestamp} .. {fit.last_timestamp}, {fit.rows} rows"))
     t.add_row("running time", f"{fit.running_h:,.1f} h",
               f"{fit.running_share:.1%} of observed, {fit.run_segments} run segments, {fit.checkpoints} checkpoints")
-    causes = ", ".join(f"{k} {v}" for k, v in sorted(fit.failure_causes.items(), key=lambda kv: -kv[1]))
+    causes = literal(", ".join(f"{k} {v}" for k, v in sorted(fit.failure_causes.items(), key=lambda kv: -kv[1])))
     t.add_row("interruptions", str(fit.interruptions),
               f"{fit.unplanned_failures} unplanned ({causes or 'none'}), {fit.planned_interruptions} planned")
     m = fit.mtbf
@@ -81,7 +82,7 @@ def print_fit(fit: LogFit) -> None:
     _cli.console.print("scenario overrides: " + (", ".join(f"{k} = {v:.4g}" for k, v in overrides.items())
                                                  or "none (nothing estimable)"), highlight=False)
     for note in fit.notes:
-        _cli.console.print(f"note: {note}", highlight=False)
+        _cli.console.print(f"note: {literal(note)}", highlight=False)
 
 
 def fitted_scenario(fit: LogFit, template: Optional[str]) -> engine.Scenario:
@@ -162,7 +163,7 @@ def register(app: typer.Typer) -> None:
             print_fit(result)
         if emitted is not None:
             (_cli.err_console if as_json else _cli.console).print(
-                f"wrote scenario {emitted['name']!r} to {emitted['path']}", highlight=False)
+                f"wrote scenario {literal(repr(emitted['name']))} to {literal(emitted['path'])}", highlight=False)
             if not emitted["overrides"]:
                 _cli.err_console.print("warning: nothing could be estimated from the log; the scenario equals "
                                        "the template", highlight=False)

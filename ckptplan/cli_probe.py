@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import tomli_w
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from . import engine
@@ -35,6 +34,7 @@ if TYPE_CHECKING:  # the probe and the audit load when their command runs
 # `from package import module` resolves through sys.modules, so this works even when ckptplan.cli
 # imports this module while it is still initialising; names are looked up at call time.
 from ckptplan import common as _cli
+from ckptplan.common import literal
 
 __all__ = ["print_audit", "print_probe", "probed_scenario", "register", "scenario_toml"]
 
@@ -59,7 +59,7 @@ def print_probe(result: "_probe.ProbeResult") -> None:
     con = _cli.console
     con.print(f"[bold]Checkpoint probe[/]  MLP {cfg.features}->{cfg.hidden}x{cfg.layers}->{cfg.classes}, "
               f"{result.parameters:,} parameters, {_mb(result.state_bytes)} MB of model + optimizer state  |  "
-              f"torch {escape(result.torch_version)}, {cfg.threads} thread(s), {escape(result.platform)}  |  "
+              f"torch {literal(result.torch_version)}, {cfg.threads} thread(s), {literal(result.platform)}  |  "
               f"baseline step {_ms(result.baseline_step_s)} ms (p90 {_ms(result.baseline_step_p90_s)} ms)",
               highlight=False)
     t = Table(title="Save cost by method (medians)", title_justify="left")
@@ -94,7 +94,7 @@ def print_probe(result: "_probe.ProbeResult") -> None:
                       f"{tm.interpreter_start_s:.3f} + imports {tm.torch_import_s:.3f} + build {tm.build_s:.3f} + "
                       f"load {tm.load_s:.3f} (probe set-up {tm.harness_setup_s:.3f} s excluded)", highlight=False)
     for note in result.notes:
-        con.print(f"note: {escape(note)}", highlight=False)
+        con.print(f"note: {literal(note)}", highlight=False)
 
 
 def probed_scenario(result: "_probe.ProbeResult", template: Optional[str], method: str) -> engine.Scenario:
@@ -144,20 +144,20 @@ _STATUS_STYLE = {"present": "green", "missing": "bold red", "unknown": "yellow"}
 def print_audit(report: "_audit.AuditReport") -> None:
 
     con = _cli.console
-    con.print(f"[bold]{escape(report.path)}[/]  {report.format}, {_mb(report.size_bytes)} MB in {report.files} file(s), "
+    con.print(f"[bold]{literal(report.path)}[/]  {report.format}, {_mb(report.size_bytes)} MB in {report.files} file(s), "
               f"{report.tensors} tensors ({_mb(report.tensor_bytes)} MB)", highlight=False)
-    con.print(("[green]complete:[/] " if report.complete else "[bold red]INCOMPLETE:[/] ") + escape(report.completeness),
+    con.print(("[green]complete:[/] " if report.complete else "[bold red]INCOMPLETE:[/] ") + literal(report.completeness),
               highlight=False)
     t = Table(title="Restorable state", title_justify="left")
     for col in ("piece", "status", "evidence (keys found)", "why it matters"):
         t.add_column(col, overflow="fold")
     for p in report.pieces:
         style = _STATUS_STYLE.get(p.status, "")
-        t.add_row(p.piece, f"[{style}]{p.status}[/]", escape(p.evidence), escape(p.why))
+        t.add_row(p.piece, f"[{style}]{p.status}[/]", literal(p.evidence), literal(p.why))
     con.print(t)
-    con.print("top-level keys: " + (escape(", ".join(report.top_level_keys)) or "(none)"), highlight=False)
+    con.print("top-level keys: " + (literal(", ".join(report.top_level_keys)) or "(none)"), highlight=False)
     for note in report.notes:
-        con.print(f"note: {escape(note)}", highlight=False)
+        con.print(f"note: {literal(note)}", highlight=False)
 
 
 # --------------------------------------------------------------------------------------- register
@@ -216,7 +216,7 @@ def register(app: typer.Typer) -> None:
             from .instruments import probe as _probe
 
             result = _probe.run_probe(cfg, directory=directory, keep=keep,
-                                      progress=lambda msg: _cli.err_console.print(f"[dim]{escape(msg)}[/]",
+                                      progress=lambda msg: _cli.err_console.print(f"[dim]{literal(msg)}[/]",
                                                                                   highlight=False))
         except _trainer.TorchMissingError as exc:
             _cli.fail(str(exc))
@@ -278,5 +278,5 @@ def register(app: typer.Typer) -> None:
             lacking = [p for p in _audit.RESUME_PIECES if report.status(p) != "present"]
             if lacking or not report.complete:
                 why = ([f"not present: {', '.join(lacking)}"] if lacking else []) + ([] if report.complete else ["incomplete"])
-                _cli.err_console.print(f"[bold red]not restorable as-is:[/] {escape('; '.join(why))}", highlight=False)
+                _cli.err_console.print(f"[bold red]not restorable as-is:[/] {literal('; '.join(why))}", highlight=False)
                 raise typer.Exit(1)

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import typer
 
-from .common import DEFAULT_TEMPLATE, console, fail, field_options, flag, plan_from_options
+from .common import DEFAULT_TEMPLATE, console, fail, field_options, flag, literal, plan_from_options
 from .engine.fields import FIELDS, SETUP_FIELDS
 
 __all__ = ["compare", "print_setup", "register", "setup_json"]
@@ -43,11 +43,10 @@ def _num(v: Any, fmt: str) -> str:
 
 def print_setup(plan: Any) -> None:
     """The storage and recovery part of a plan as tables (text from files printed literally)."""
-    from rich.markup import escape
     from rich.table import Table
 
     f = plan.figures
-    cur = escape(str(f["currency"]))
+    cur = literal(str(f["currency"]))
     if f["checkpoint_size_gb"] is not None:
         line = f"checkpoint {f['checkpoint_size_gb']:,.0f} GB"
         if f["derived_checkpoint_stall_min"] is not None:
@@ -66,7 +65,7 @@ def print_setup(plan: Any) -> None:
                 f"storage ({cur})"):
         t.add_column(col, justify="left" if col == "tier" else "right")
     for tier in plan.tiers:
-        t.add_row(escape(str(tier["name"])), str(tier["every"]), f"{tier['interval_min']:.1f}",
+        t.add_row(literal(str(tier["name"])), str(tier["every"]), f"{tier['interval_min']:.1f}",
                   f"{tier['checkpoint_stall_min']:.3g}", _num(tier["restore_min"], ".3g"),
                   f"{tier['restart_min']:.3g}", f"{tier['retention']} x{tier['copies']}",
                   f"{tier['storage_cost']:,.0f}")
@@ -77,7 +76,7 @@ def print_setup(plan: Any) -> None:
                   f"{f['storage_cost']:,.0f} + spares {f['spare_cost']:,.0f} = [bold]{f['total_cost']:,.0f} {cur}[/]"
                   f"  |  {f['cost_per_useful_gpu_hour']:,.3f} {cur} per useful GPU-hour", highlight=False)
     for note in plan.notes:
-        console.print(f"note: {escape(note)}", highlight=False)
+        console.print(f"note: {literal(note)}", highlight=False)
 
 
 @field_options(FIELDS + SETUP_FIELDS)
@@ -92,7 +91,6 @@ def compare(
     The designs are the file's [[designs]] tables (default: storage 4x faster, 2x nodes, restarts 2x
     faster). Every scenario and setup field can be set here for the baseline; the designs change it.
     """
-    from rich.markup import escape
     from rich.table import Table
 
     from .engine.designs import compare_designs
@@ -109,14 +107,14 @@ def compare(
         typer.echo(json.dumps({"baseline": plan.scenario.name, "currency": cur, "designs": rows}, indent=2,
                               allow_nan=False))
         return
-    t = Table(title=f"{escape(plan.scenario.name)}: designs side by side, cheapest first ({escape(cur)})",
+    t = Table(title=f"{literal(plan.scenario.name)}: designs side by side, cheapest first ({literal(cur)})",
               title_justify="left")
     for col in ("design", "changes", "tier intervals", "waste", "wall h", "GPU-hours", "storage", "spares", "total",
                 "vs baseline", "per useful GPU-h", "P(deadline)"):
         t.add_column(col, justify="left" if col in ("design", "changes", "tier intervals") else "right")
     for r in table.itertuples():
-        t.add_row(("[bold]" if r.baseline else "") + escape(str(r.name)) + ("[/]" if r.baseline else ""),
-                  escape(str(r.changes)), escape(r.tier_intervals), f"{r.waste_fraction:.2%}", f"{r.wall_h:,.1f}",
+        t.add_row(("[bold]" if r.baseline else "") + literal(str(r.name)) + ("[/]" if r.baseline else ""),
+                  literal(str(r.changes)), literal(r.tier_intervals), f"{r.waste_fraction:.2%}", f"{r.wall_h:,.1f}",
                   f"{r.total_gpu_hours:,.0f}", f"{r.storage_cost:,.0f}", f"{r.spare_cost:,.0f}",
                   f"{r.total_cost:,.0f}", "-" if r.baseline else f"{r.total_cost_change:+,.0f}",
                   f"{r.cost_per_useful_gpu_hour:,.3f}", _num(r.p_finish_by_deadline, ".1%"))

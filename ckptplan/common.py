@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:  # the models load only when a command runs
     from .engine.scenario import Scenario
 
 __all__ = ["DEFAULT_TEMPLATE", "PIPED_WIDTH", "console", "emit_scenario_file", "err_console", "fail", "field_options", "flag",
+           "literal",
            "plan_from_options", "scenario_from_options"]
 
 #: width of the output when it is piped or redirected (a terminal's own width is used on a terminal):
@@ -30,7 +32,25 @@ PIPED_WIDTH = 160
 def _console(stderr: bool = False) -> Console:
     probe = Console(stderr=stderr)
     wide = not probe.is_terminal and "COLUMNS" not in os.environ
-    return Console(stderr=stderr, width=PIPED_WIDTH if wide else None)
+    return Console(stderr=stderr, width=PIPED_WIDTH if wide else None, emoji=False)
+
+
+#: characters a terminal acts on rather than shows: C0 controls but tab and newline, DEL, C1
+#: controls (ESC starts every ANSI sequence), and the bidirectional overrides that reorder text
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def literal(text: Any) -> str:
+    """Text from a file, a scenario or a log, made safe to print: shown as written, never acted on.
+
+    Console markup (``[link=...]``, ``[/]``) is escaped, and control characters (ANSI escape
+    sequences, carriage returns, bidirectional overrides) are shown as ``\\xNN`` / ``\\uNNNN`` codes.
+    """
+    def code(m: re.Match) -> str:
+        n = ord(m.group())
+        return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}"
+
+    return escape(_CONTROL.sub(code, str(text)))
 
 
 console = _console()
@@ -40,7 +60,7 @@ DEFAULT_TEMPLATE = "seed"
 
 
 def fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, emoji=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {literal(message)}", highlight=False, emoji=False, soft_wrap=True)
     raise typer.Exit(code)
 
 

@@ -483,10 +483,27 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     _deadline_sheet(wb, deadline, scenario)
     _readiness_sheet(wb, readiness)
     _notes_sheet(wb)
+    S.keep_text_literal(wb, _user_texts(scenario, designs, scenarios, readiness))
     for ws in wb.worksheets:
         S.print_setup(ws)
     wb.calculation.fullCalcOnLoad = True
     return built
+
+
+def _user_texts(scenario: engine.Scenario, designs: tuple, scenarios: pd.DataFrame | None,
+                readiness: dict[str, tuple[Any, Any]] | None) -> list[Any]:
+    """Every text a user controls that the workbook writes into a cell (see :func:`style.keep_text_literal`)."""
+    texts: list[Any] = [scenario.name, scenario.description, scenario.source, scenario.currency]
+    texts += [d.name for d in designs]
+    units = {c.unit for c in F.CALCS} | {"money", "money per GPU-h", "money/GPU-h"}
+    texts += [S.fmt_unit(u, scenario.currency) for u in units if "money" in u]
+    for status, evidence in (readiness or {}).values():
+        texts += [status, evidence]
+    if scenarios is not None:
+        for col in scenarios.columns:
+            if scenarios[col].dtype == object:
+                texts += [v for v in scenarios[col].tolist() if isinstance(v, str)]
+    return texts
 
 
 def save(wb: Workbook, path: str | Path) -> None:

@@ -310,8 +310,9 @@ def cached_values(wb: Workbook, max_cells_per_sheet: int = MAX_CACHED_CELLS_PER_
                 if c.value is not None:
                     raw[(ws.title, c.coordinate)] = c.value
                     where[(ws.title, c.coordinate)] = (c.column, c.row)
-                    if isinstance(c.value, str) and c.value.startswith("="):
+                    if c.data_type == "f" and isinstance(c.value, str) and c.value.startswith("="):
                         order.append((ws.title, c.coordinate))
+    formula_keys = set(order)
     memo: dict[tuple[str, str], Any] = {}
     parsed: dict[str, tuple] = {}
     busy: set[tuple[str, str]] = set()
@@ -323,7 +324,7 @@ def cached_values(wb: Workbook, max_cells_per_sheet: int = MAX_CACHED_CELLS_PER_
                 raise value
             return value
         text = raw.get(key)
-        if not (isinstance(text, str) and text.startswith("=")):
+        if key not in formula_keys:  # a value, or text that only looks like a formula (written as text)
             return text
         if key in busy:
             raise _ExcelError("#REF! circular")

@@ -6,6 +6,8 @@ white on dark blue; every sheet prints landscape, fitted to the page width.
 
 from __future__ import annotations
 
+from typing import Any
+
 import math
 
 from openpyxl import Workbook
@@ -16,7 +18,7 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 
-__all__ = ["HEADER_FILL", "HEADER_FONT", "INPUT_FILL", "INPUT_FONT", "INPUT_NUMBER", "INPUT_WHOLE", "KEY_FILL", "NOTE_FONT", "TITLE_FONT", "fit_rows",
+__all__ = ["keep_text_literal", "HEADER_FILL", "HEADER_FONT", "INPUT_FILL", "INPUT_FONT", "INPUT_NUMBER", "INPUT_WHOLE", "KEY_FILL", "NOTE_FONT", "TITLE_FONT", "fit_rows",
            "fmt_unit", "header", "line", "name", "note", "points", "print_setup", "title"]
 
 INPUT_FONT = Font(color="0000FF")
@@ -108,3 +110,26 @@ def name(wb: Workbook, name: str, sheet: str, cell: str) -> None:
 
 def fmt_unit(unit: str, currency: str) -> str:
     return unit.replace("money", currency)
+
+
+def keep_text_literal(wb: Workbook, texts: Any) -> int:
+    """Store as plain text every cell that became a formula only because it starts with user text.
+
+    openpyxl turns any string starting with ``=`` into a formula. Text a user controls (scenario
+    and design names, currency, descriptions, checklist evidence, tier names) must never run as a
+    formula in a workbook we write, whatever it holds (``=HYPERLINK(...)``). The generated formulas
+    never contain such text literally (they refer to its cell), so a formula cell whose text starts
+    with one of ``texts`` that itself starts with ``=`` came from that text: it is stored as text.
+    Returns the number of cells changed.
+    """
+    hostile = tuple(sorted({t for t in texts if isinstance(t, str) and t.startswith("=")}, key=len, reverse=True))
+    if not hostile:
+        return 0
+    changed = 0
+    for ws in wb.worksheets:
+        for row in ws.iter_rows():
+            for c in row:
+                if c.data_type == "f" and isinstance(c.value, str) and c.value in hostile:
+                    c.data_type = "s"
+                    changed += 1
+    return changed

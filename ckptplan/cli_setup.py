@@ -109,16 +109,28 @@ def compare(
         return
     t = Table(title=f"{literal(plan.scenario.name)}: designs side by side, cheapest first ({literal(cur)})",
               title_justify="left")
-    for col in ("design", "changes", "tier intervals", "waste", "wall h", "GPU-hours", "storage", "spares", "total",
+    for col in ("design", "interval (min)", "waste", "wall h", "GPU-hours", "compute", "storage", "spares", "total",
                 "vs baseline", "per useful GPU-h", "P(deadline)"):
-        t.add_column(col, justify="left" if col in ("design", "changes", "tier intervals") else "right")
+        t.add_column(col, justify="left" if col == "design" else "right")
     for r in table.itertuples():
-        t.add_row(("[bold]" if r.baseline else "") + literal(str(r.name)) + ("[/]" if r.baseline else ""),
-                  literal(str(r.changes)), literal(r.tier_intervals), f"{r.waste_fraction:.2%}", f"{r.wall_h:,.1f}",
-                  f"{r.total_gpu_hours:,.0f}", f"{r.storage_cost:,.0f}", f"{r.spare_cost:,.0f}",
-                  f"{r.total_cost:,.0f}", "-" if r.baseline else f"{r.total_cost_change:+,.0f}",
-                  f"{r.cost_per_useful_gpu_hour:,.3f}", _num(r.p_finish_by_deadline, ".1%"))
+        name = literal(str(r.name))
+        t.add_row(f"[bold]{name}[/] (baseline)" if r.baseline else name, literal(_intervals(r.tier_intervals)),
+                  f"{r.waste_fraction:.2%}", f"{r.wall_h:,.1f}", f"{r.total_gpu_hours:,.0f}", f"{r.compute_cost:,.0f}",
+                  f"{r.storage_cost:,.0f}", f"{r.spare_cost:,.0f}", f"[bold]{r.total_cost:,.0f}[/]",
+                  "-" if r.baseline else f"{r.total_cost_change:+,.0f}", f"{r.cost_per_useful_gpu_hour:,.3f}",
+                  _num(r.p_finish_by_deadline, ".1%"))
     console.print(t)
+    for r in table.itertuples():
+        if not r.baseline:
+            console.print(f"  {literal(str(r.name))}: {literal(str(r.changes))}", highlight=False)
+
+
+def _intervals(text: str) -> str:
+    """``checkpoint 46.2 min`` -> ``46.2``; tiers as ``host-memory 3.1 / remote 31.0``."""
+    parts = [p.rsplit(" ", 2) for p in text.split(", ")]
+    if len(parts) == 1 and parts[0][0] == "checkpoint":
+        return parts[0][1]
+    return " / ".join(f"{name} {value}" for name, value, _ in parts)
 
 
 def register(app: typer.Typer) -> None:

@@ -276,7 +276,7 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
     if st.tiers:
         figures, tiers = _tiered(base, st, row, parts, sizes, notes)
     else:
-        figures, tiers = _single(base, st, row, sizes)
+        figures, tiers = _single(base, st, row, sizes, parts)
     gpn = base.gpus_per_node
     spares = spare["spares"]
     wall_h = figures["wall_h"]
@@ -311,7 +311,8 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
     return SetupPlan(base, row, figures, tuple(tiers), parts, tuple(notes))
 
 
-def _single(base: Scenario, st: Any, row: Any, sizes: dict[str, Any]) -> tuple[dict[str, Any], list[dict]]:
+def _single(base: Scenario, st: Any, row: Any, sizes: dict[str, Any],
+            parts: dict[str, float]) -> tuple[dict[str, Any], list[dict]]:
     """A plan without tiers: engine.evaluate's numbers, one implicit tier for the storage bill."""
     keys = ("job_mtbf_h", "waste_fraction", "wall_h", "useful_h", "save_h", "rework_h", "restart_h", "gpus",
             "goodput", "expected_failures")
@@ -319,8 +320,9 @@ def _single(base: Scenario, st: Any, row: Any, sizes: dict[str, Any]) -> tuple[d
     figures.update(name=base.name, checkpoint_stall_min=float(base.checkpoint_stall_min),
                    async_write_min=float(base.async_write_min), interval_min=float(row["chosen_interval_min"]),
                    p_finish_by_deadline=float(row["p_finish_by_deadline"]))
+    restore = parts.get("load_min") if parts else sizes["derived_restore_min"]
     tier = {"name": "checkpoint", "every": 1, "interval_min": float(row["chosen_interval_min"]),
-            "checkpoint_stall_min": float(base.checkpoint_stall_min), "restore_min": sizes["derived_restore_min"],
+            "checkpoint_stall_min": float(base.checkpoint_stall_min), "restore_min": restore,
             "restart_min": float(base.restart_min), "retention": st.retention or 1, "copies": 1,
             "price_per_gb_month": st.price_per_gb_month or 0.0}
     return figures, [tier]

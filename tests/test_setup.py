@@ -168,3 +168,56 @@ def test_compare_command_json_and_table():
     assert res.exit_code == 0 and "cheapest first" in res.output
     bad = runner.invoke(app, ["compare", "--spares", "3"])
     assert bad.exit_code == 2 and "repair_h" in bad.output and "Traceback" not in bad.output
+
+
+def test_one_tier_surviving_every_class_reproduces_the_single_level_plan():
+    sc = files.load_scenario("async-save").replace(restart_min=7.0)
+    single = plan_setup(sc, RecoverySetup()).figures
+    tiered = plan_setup(sc, RecoverySetup(
+        tiers=({"name": "store", "every": 1, "checkpoint_stall_min": sc.checkpoint_stall_min, "restore_min": 0.0,
+                "survives": ["hardware", "software"]},),
+        failure_classes={"hardware": 0.7, "software": 0.3})).figures
+    assert tiered["interval_min"] == pytest.approx(single["interval_min"], rel=1e-6)
+    for key in ("waste_fraction", "wall_h", "total_cost"):  # flat at the optimum: equal although T differs ~1e-7
+        assert tiered[key] == pytest.approx(single[key], rel=1e-12), key
+    # at the same chosen interval every figure matches to 1e-12, the split too
+    fixed = sc.replace(interval_min=30.0)
+    a = plan_setup(fixed, RecoverySetup()).figures
+    b = plan_setup(fixed, RecoverySetup(tiers=({"name": "store", "every": 1, "restore_min": 0.0,
+                                                 "checkpoint_stall_min": fixed.checkpoint_stall_min,
+                                                 "survives": ["any"]},), failure_classes={"any": 1.0})).figures
+    for key in ("waste_fraction", "wall_h", "total_cost", "save_h", "restart_h", "rework_h", "useful_h"):
+        assert b[key] == pytest.approx(a[key], rel=1e-12, abs=1e-9), key
+
+
+def test_tiered_plan_reports_each_tier_and_a_memory_tier_helps():
+    plan = files.load_plan("llama3-405b-storage")
+    table = compare_designs(plan.scenario, plan.setup, plan.designs).set_index("name")
+    assert table.loc["in-memory tier", "waste_fraction"] < table.loc["llama3-405b-storage", "waste_fraction"]
+    memory = next(d for d in plan.designs if d.name == "in-memory tier")
+    p = plan_setup(memory.apply(plan.scenario), memory.apply_setup(plan.setup))
+    names = [t["name"] for t in p.tiers]
+    assert names == ["host-memory", "remote"]
+    assert p.tiers[1]["interval_min"] == pytest.approx(p.tiers[0]["interval_min"] * p.tiers[1]["every"])
+    assert p.tiers[0]["restore_min"] < p.tiers[1]["restore_min"]
+    res = runner.invoke(app, ["plan", "-t", "llama3-405b-storage", "--json"])
+    assert res.exit_code == 0, res.output
+
+
+@pytest.mark.parametrize("tiers, classes, message", [
+    ([{"name": "mem", "every": 1, "checkpoint_stall_min": 0.1, "restore_min": 0.1, "survives": []}], {"a": 1.0},
+     "mem"),
+    ([{"name": "mem", "every": 1, "checkpoint_stall_min": 0.1, "restore_min": 0.1, "survives": ["a"]}],
+     {"a": 0.5, "b": 0.5}, "could never be recovered"),
+    ([{"name": "mem", "every": 0, "checkpoint_stall_min": 0.1, "restore_min": 0.1, "survives": ["a"]}], {"a": 1.0},
+     "every"),
+    ([{"name": "mem", "every": 1, "checkpoint_stall_min": 0.1, "restore_min": 0.1, "survives": ["a"],
+       "retention": 0}], {"a": 1.0}, "retention"),
+    ([{"name": "disk", "every": 1, "write_gb_s_per_writer": 0.0, "restore_min": 0.1, "survives": ["a"]}], {"a": 1.0},
+     "write_gb_s_per_writer"),
+])
+def test_bad_tiers_name_the_tier_and_field(tiers, classes, message):
+    sc = {**SIZED, "checkpoint_stall_min": 1.0}
+    with pytest.raises(engine.InputError, match=message):
+        plan = plan_from_data({"scenario": sc, "tiers": tiers, "failure_classes": classes})
+        plan_setup(plan.scenario, plan.setup)

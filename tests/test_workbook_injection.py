@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 
-import pytest
 from openpyxl import load_workbook
 from typer.testing import CliRunner
 

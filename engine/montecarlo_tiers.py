@@ -1,0 +1,242 @@
+"""Monte Carlo of a finite job under the tiered (multi-level) checkpoint model, one failure per round.
+
+Model: :mod:`engine.tiers` (nested tiers, failure classes restored from the first tier surviving
+them, restarts ``R + restore_min`` restarted by any failure), made finite with the conventions of
+:mod:`engine.finite` and :func:`engine.montecarlo.simulate`:
+
+* ``n = ceil(work / T)`` segments, the last one ``work - (n-1) T`` (possibly shorter); save ``k``
+  (after segment ``k``) stalls for the stalls of the tiers with ``k % every == 0``; the save after
+  the last segment happens only with ``final_save`` (then the job ends when it is durable).
+* The job starts at save 0 (on every tier) with no write pending; failures form a Poisson process
+  starting with the job (exponential gaps of mean ``M``; each failure's class drawn with the shares).
+* Windows between durable checkpoints, as :func:`engine.finite.failure_free_wall_time` lays them
+  out, with each save's own stall: from durable ``d`` the next one is ``T + C_{d+1} + W`` away just
+  after a restart (or at the start) and ``T + C_{d+1} + W slowdown`` in flow. Without a final save
+  the last window is ``T_n`` (``T_n - W (1 - slowdown)`` in flow), or, when the job ends before the
+  write of checkpoint ``n-1`` is durable, runs from checkpoint ``n-2``.
+* A class-``j`` failure in the window from durable ``d`` rolls back to ``floor(d / k(j)) k(j)``
+  (``k(j)`` the every of its tier); the restart then runs ``R + restore_min`` of that tier and is
+  restarted by any failure; after it, the window is run clean.
+
+Sampling (exact for the model; its only error is sampling error, :func:`engine.montecarlo.standard_error`):
+runs go in blocks of :data:`TIER_BLOCK`; in each round every live run of a block draws one
+exponential gap and either finishes (the gap exceeds the failure-free time left), fails somewhere
+(the window found by inverting the cumulative window lengths, which repeat every pattern: a search
+in one pattern's prefix sums) or fails or completes its restart (the rest of the gap then runs the
+job from the restored checkpoint, clean). So each round advances every live run by exactly one failure
+(or its end), and memory is a few arrays per block whatever the failures per run. Block ``b`` draws
+from ``SeedSequence(seed, spawn_key=(b,))``: gaps, then one uniform per failure for its class.
+
+With one tier surviving every class it is the model of :func:`engine.montecarlo.simulate` (which
+samples it differently: the two agree in distribution). Against :func:`engine.tiers.tiered_expected_wall_time`
+a job of ``N`` whole patterns with ``final_save=True`` has mean exactly the expectation plus the
+start effect ``M exp(y) expm1(W (1 - slowdown)/M)`` (:mod:`engine.tiers`): its first window is
+run clean. Exponential failures only (the tiered closed form assumes them too).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from . import tiers as _tiers
+from ._inputs import InputError, as_float_array
+from .finite import _SEGMENT_RTOL, _check_final_save
+from .montecarlo import Simulation, _seed_entropy
+
+__all__ = ["TIER_BLOCK", "TieredSimulation", "simulate_tiers"]
+
+#: runs simulated together (one failure per round each)
+TIER_BLOCK = 8192
+# refuse configurations whose expected failures per run exceed this, and runs that reach the second
+_MAX_EXPECTED_FAILURES = 1e4
+_MAX_ROUNDS = 10**6
+
+
+@dataclass(frozen=True)
+class TieredSimulation(Simulation):
+    """:class:`engine.montecarlo.Simulation` of a tiered job, plus per-run counts by class and by tier.
+
+    ``class_failures[name]`` failures of that class (restarts included; they sum to ``failures``);
+    ``recoveries[tier]`` rollbacks restored from that tier (they sum to ``rollbacks``).
+    """
+
+    class_failures: dict
+    recoveries: dict
+
+
+@dataclass(frozen=True)
+class _Job:
+    T: float
+    M: float
+    R: float
+    W: float
+    s: float
+    stall: np.ndarray         # stall of save k, by k % K (K = the last tier's every)
+    pre: np.ndarray           # sum of the flow lengths of full windows 0 .. j-1, j = 0 .. K (repeats every pattern)
+    cum_shares: np.ndarray    # per class, cumulative shares (last exactly 1)
+    every_of: np.ndarray      # per class: every of the tier it is restored from
+    restart_of: np.ndarray    # per class: R + that tier's restore time
+    tier_of: np.ndarray       # per class: index of that tier
+    n_tiers: int
+    last: int                 # window that ends the job
+    clean_last: float
+    flow_last: float
+    fcum_last: float          # sum of the flow lengths of full windows 0 .. last-1
+
+    def fcum(self, v):
+        """Sum of the flow lengths of full windows ``0 .. v-1`` (integer array ``v``)."""
+        q, r = np.divmod(v, self.pre.size - 1)
+        return q * self.pre[-1] + self.pre[r]
+
+
+def _job(work, T, M, R, W, s, stalls, every, restores, shares, rec, final_save) -> _Job:
+    n = max(math.ceil(work / T * (1.0 - _SEGMENT_RTOL)), 1)
+    Tn = min(work - (n - 1) * T, T)
+    a = W * (1.0 - s)
+    stall = lambda k: float(sum(st for st, e in zip(stalls, every) if k % e == 0))  # noqa: E731
+    if final_save:
+        last, clean, flow = n - 1, Tn + stall(n) + W, max(Tn - a, 0.0) + stall(n) + W
+    elif W > 0 and Tn < a and n >= 2:   # the job ends before checkpoint n-1 is durable
+        tail = Tn / (1.0 - s)
+        last, clean, flow = n - 2, T + stall(n - 1) + tail, T - a + stall(n - 1) + tail
+    else:
+        last, clean, flow = n - 1, Tn, Tn - a
+    K = int(every[-1])
+    j = np.arange(K + 1)
+    pre = (j * (T - a + W) + sum(st * (j // e) for st, e in zip(stalls, every))).astype(float)
+    cum = np.cumsum(shares) / np.sum(shares)
+    cum[-1] = 1.0
+    rec = np.asarray(rec)
+    every_, restores_ = np.asarray(every, np.int64), np.asarray(restores, float)
+    job = _Job(T, M, R, W, s, np.array([stall(k) for k in range(K)]), pre, cum, every_[rec], R + restores_[rec], rec,
+               len(every), last, clean, flow, 0.0)
+    return replace(job, fcum_last=float(job.fcum(np.int64(last))))
+
+
+def _check_scalars(named: Mapping[str, Any]) -> None:
+    for name, value in named.items():
+        if np.ndim(value):
+            raise InputError(name, value, "must be a single number: the simulator runs one configuration "
+                             "(loop over configurations, with the same seed for common random numbers)")
+
+
+def simulate_tiers(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any], classes: Mapping[str, Any],
+                   runs=10000, seed=0, final_save=False) -> TieredSimulation:
+    """Monte Carlo of the finite tiered job (module notes), vectorised over runs in blocks.
+
+    Returns a :class:`TieredSimulation`: per run the wall time, failures (restarts included),
+    rollbacks, restart time, failures by class and rollbacks by tier; ``mean()`` and
+    ``standard_error()`` as :class:`engine.montecarlo.Simulation`. Reproducible for a given ``seed``
+    (an int, or a numpy ``Generator`` an int seed is drawn from). Every input a single number.
+    Refuses (``InputError`` on ``M``) configurations expecting more than 10^4 failures per run.
+    """
+    tiers = _tiers.check_design(tiers, classes)
+    named = {"work": work, "T": T, "M": M, "R": R, "W": W, "slowdown": slowdown, "runs": runs}
+    for i, t in enumerate(tiers):
+        lab = _tiers._label(i, t)
+        named.update({f"{lab}.checkpoint_stall_min": t.checkpoint_stall_min, f"{lab}.restore_min": t.restore_min,
+                      f"{lab}.every": t.every})
+    named.update({f"classes[{c!r}]": v for c, v in classes.items()})
+    _check_scalars(named)
+    final_save = _check_final_save(final_save)
+    runs_ = int(as_float_array("runs", runs, "count"))
+    _, names, f, rows, _, _ = _tiers._prepare(tiers, classes, _tiers._front(T, M, R, W, slowdown, work))
+    every = [int(e[0]) for e in rows.every]
+    log_wall = _tiers._log_wpw(f["T"], rows, _tiers._ratios(rows.every))[0] + math.log(float(f["work"][0]))
+    expected = math.exp(min(log_wall, 700.0)) / float(f["M"][0])
+    if not expected <= _MAX_EXPECTED_FAILURES:
+        raise InputError("M", float(f["M"][0]), f"failures are so frequent against the saves that a run would see "
+                         f"about {expected:.3g} failures (limit {_MAX_EXPECTED_FAILURES:g}): shorten T or check M")
+    job = _job(float(f["work"][0]), float(f["T"][0]), float(f["M"][0]), float(f["R"][0]), float(f["W"][0]),
+               float(f["slowdown"][0]), [float(v[0]) for v in rows.stalls], every, [float(v[0]) for v in rows.restores],
+               [float(v[0]) for v in rows.shares], _tiers._recovery_index(tiers, classes), final_save)
+    seed_ = _seed_entropy(seed)
+    wall, fails, rolls, rtime = np.empty(runs_), np.empty(runs_, np.int64), np.empty(runs_, np.int64), np.empty(runs_)
+    by_class = np.zeros((runs_, len(names)), np.int64)
+    by_tier = np.zeros((runs_, len(tiers)), np.int64)
+    for b, lo in enumerate(range(0, runs_, TIER_BLOCK)):
+        sl = slice(lo, min(lo + TIER_BLOCK, runs_))
+        rng = np.random.default_rng(np.random.SeedSequence(seed_, spawn_key=(b,)))
+        wall[sl], fails[sl], rolls[sl], rtime[sl], by_class[sl], by_tier[sl] = _block(job, sl.stop - sl.start, rng)
+    free = _remaining(job, np.zeros(1, np.int64))[0][0]
+    return TieredSimulation(wall=wall, failures=fails, rollbacks=rolls, restart_time=rtime, failure_free=float(free),
+                            class_failures={c: by_class[:, j] for j, c in enumerate(names)},
+                            recoveries={t.name: by_tier[:, i] for i, t in enumerate(tiers)})
+
+
+def _remaining(job: _Job, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """From milestone ``w`` (reached clean): failure-free time to the job's end, its first window, ``fcum(w+1)``.
+
+    A run leaves a milestone only clean (the job's start, or a restart): no write is pending.
+    """
+    q, r = np.divmod(w + 1, job.pre.size - 1)
+    f1 = q * job.pre[-1] + job.pre[r]
+    at_last = w == job.last
+    first = np.where(at_last, job.clean_last, job.T + job.W + job.stall[r])
+    return first + np.where(at_last, 0.0, job.fcum_last - f1 + job.flow_last), first, f1
+
+
+def _position(job: _Job, tau: np.ndarray) -> np.ndarray:
+    """Largest window index ``v`` with ``fcum(v) <= tau`` (to rounding): one pattern's prefix sums, searched."""
+    K = job.pre.size - 1
+    k = np.floor(tau / job.pre[-1])
+    return (k * K).astype(np.int64) + np.searchsorted(job.pre, tau - k * job.pre[-1], side="right") - 1
+
+
+def _block(job: _Job, rows: int, rng: np.random.Generator):
+    """One block of runs, one failure per round (module notes). Returns the per-run arrays."""
+    n_cls, n_tier = job.cum_shares.size, job.n_tiers
+    out = (np.empty(rows), np.empty(rows, np.int64), np.empty(rows, np.int64), np.empty(rows),
+           np.empty((rows, n_cls), np.int64), np.empty((rows, n_tier), np.int64))
+    idx = np.arange(rows)
+    t, rtime, rdur = np.zeros(rows), np.zeros(rows), np.zeros(rows)
+    w, fails, rolls = np.zeros(rows, np.int64), np.zeros(rows, np.int64), np.zeros(rows, np.int64)
+    restarting = np.zeros(rows, bool)
+    cls_n, tier_n = np.zeros((rows, n_cls), np.int64), np.zeros((rows, n_tier), np.int64)
+    for _ in range(_MAX_ROUNDS):
+        if not idx.size:
+            break
+        x = rng.exponential(job.M, idx.size)
+        # restarts: a gap no longer than the restart interrupts it; otherwise the job resumes, clean
+        if restarting.any():
+            fr = restarting & (x <= rdur)
+            ok = restarting & ~fr
+            spent = np.where(fr, x, np.where(ok, rdur, 0.0))
+            t += spent
+            rtime += spent
+            x -= np.where(ok, rdur, 0.0)
+            restarting = fr
+        # running: finish, or fail in some window
+        left, first, f1 = _remaining(job, w)
+        done = ~restarting & (x > left)
+        fail = ~restarting & ~done
+        t += np.where(done, left, np.where(fail, x, 0.0))
+        hit = np.flatnonzero(fail | restarting)
+        u = rng.random(hit.size)
+        cls = sum((u >= c).astype(np.int64) for c in job.cum_shares[:-1]) if n_cls > 1 else np.zeros(hit.size, np.int64)
+        cls_n[hit, cls] += 1
+        fails[hit] += 1
+        run = fail[hit]
+        pos, c = hit[run], cls[run]
+        xs, fs = x[pos], first[pos]
+        durable = np.where(xs < fs, w[pos], _position(job, f1[pos] + (xs - fs)))
+        durable = np.clip(durable, w[pos], job.last)
+        k = job.every_of[c]
+        w[pos] = durable // k * k
+        restarting[pos], rdur[pos] = True, job.restart_of[c]
+        rolls[pos] += 1
+        tier_n[pos, job.tier_of[c]] += 1
+        if done.any():
+            fin = np.flatnonzero(done)
+            for o, v in zip(out, (t, fails, rolls, rtime, cls_n, tier_n)):
+                o[idx[fin]] = v[fin]
+            keep = ~done
+            idx, t, rtime, rdur, w, fails, rolls, restarting, cls_n, tier_n = (
+                v[keep] for v in (idx, t, rtime, rdur, w, fails, rolls, restarting, cls_n, tier_n))
+    else:
+        raise InputError("M", job.M, f"a run reached {_MAX_ROUNDS:,} failures: failures are far too frequent")
+    return out

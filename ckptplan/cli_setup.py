@@ -60,6 +60,9 @@ def print_setup(plan: Any) -> None:
         console.print(f"restart pipeline {sum(plan.restart_parts_min.values()):.3g} min ({parts or 'no part given'})"
                       + (f"  |  {f['spares']} spares, a spare free {f['spare_free_probability']:.1%} of the time"
                          if f["spare_free_probability"] is not None else ""), highlight=False)
+    if f.get("best_spares") is not None:
+        console.print(f"cheapest number of hot spares: {f['best_spares']} ({f['best_spares_cost_per_useful_gpu_hour']:,.3f} "
+                      f"{cur} per useful GPU-hour, single-level model at each count's optimum interval)", highlight=False)
     t = Table(title="Checkpoint tiers", title_justify="left")
     for col in ("tier", "every", "interval (min)", "stall (min)", "restore (min)", "restart (min)", "kept",
                 f"storage ({cur})"):
@@ -74,7 +77,8 @@ def print_setup(plan: Any) -> None:
                   f" job + {f['spare_gpu_hours']:,.0f} spares  |  compute "
                   f"{sum(f[k + '_cost'] for k in ('useful', 'save', 'rework', 'restart')):,.0f} + storage "
                   f"{f['storage_cost']:,.0f} + spares {f['spare_cost']:,.0f} = [bold]{f['total_cost']:,.0f} {cur}[/]"
-                  f"  |  {f['cost_per_useful_gpu_hour']:,.3f} {cur} per useful GPU-hour", highlight=False)
+                  f"  |  {f['cost_per_useful_gpu_hour']:,.3f} {cur} per useful GPU-hour with storage and spares",
+                  highlight=False)
     for note in plan.notes:
         console.print(f"note: {literal(note)}", highlight=False)
 

@@ -308,7 +308,38 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
         "storage_cost": storage_total, "spare_cost": spare_cost, "total_cost": total,
         "cost_per_useful_gpu_hour": total / useful_gpu_h, "currency": base.currency,
     })
+    figures.update(_best_spares(base, st, parts, figures, notes, tiered=bool(st.tiers)))
     return SetupPlan(base, row, figures, tuple(tiers), parts, tuple(notes))
+
+
+def _best_spares(base: Scenario, st: Any, parts: dict[str, float], figures: dict[str, Any],
+                 notes: list[str], tiered: bool) -> dict[str, Any]:
+    """The number of hot spares with the lowest cost per useful GPU-hour (:func:`engine.recovery.best_spares`).
+
+    Searched over 0 .. max(64, 4 x the spares given) with the single-level exact model at each
+    count's optimum interval (the restart without its reallocation is the pipeline's other parts);
+    only when the spare pool is modelled (``repair_h`` given, reallocation not stated).
+    """
+    if st.repair_h is None or st.reallocation_min is not None or not parts:
+        return {"best_spares": None, "best_spares_cost_per_useful_gpu_hour": None}
+    from .recovery import best_spares
+
+    top = max(64, 4 * (st.spares or 0))
+    best = best_spares(nodes=base.nodes, gpus_per_node=base.gpus_per_node, spares_max=top,
+                       node_replacement_rate_per_h=(st.replacement_share if st.replacement_share is not None else 1.0)
+                       / figures["job_mtbf_h"], repair_h=st.repair_h, swap_min=st.swap_min or 0.0,
+                       restart_other_min=sum(v for k, v in parts.items() if k != "reallocation_min"),
+                       useful_training_h=base.useful_training_h, T_min=None,
+                       checkpoint_stall_min=float(base.checkpoint_stall_min), job_mtbf_min=figures["job_mtbf_h"] * 60.0,
+                       async_write_min=float(base.async_write_min),
+                       async_slowdown_fraction=float(base.async_slowdown_fraction),
+                       price_per_gpu_hour=float(base.price_per_gpu_hour))
+    n = int(best["spares"])
+    if n == top:
+        notes.append(f"the cheapest spare count is at the top of the range searched ({top}): it may be higher")
+    if tiered:
+        notes.append("the best spare count is found with the single-level model")
+    return {"best_spares": n, "best_spares_cost_per_useful_gpu_hour": float(best["cost_per_useful_gpu_hour"])}
 
 
 def _single(base: Scenario, st: Any, row: Any, sizes: dict[str, Any],

@@ -221,3 +221,13 @@ def test_bad_tiers_name_the_tier_and_field(tiers, classes, message):
     with pytest.raises(engine.InputError, match=message):
         plan = plan_from_data({"scenario": sc, "tiers": tiers, "failure_classes": classes})
         plan_setup(plan.scenario, plan.setup)
+
+
+def test_best_spares_is_the_cheapest_count():
+    plan = files.load_plan("llama3-405b-storage")
+    f = plan_setup(plan.scenario, plan.setup).figures
+    best = f["best_spares"]
+    assert best is not None and 0 <= best < 64
+    costs = {n: plan_setup(plan.scenario, plan.setup.replace(spares=n)).figures["total_cost"]
+             for n in (best - 1, best, best + 1) if n >= 0}
+    assert min(costs, key=costs.get) == best  # the full plan agrees with the single-level search here

@@ -51,8 +51,9 @@ _EXPORTS: dict[str, str] = {
     # log fitting
     "fit_events": "fitting", "mtbf_estimate": "fitting", "weibull_fit": "fitting",
 }
-_SUBMODULES = ("batch", "cost", "deadline", "designs", "errors", "fields", "finite", "fitting", "gaps", "montecarlo",
-               "montecarlo_fast", "reliability", "scenario", "sweep", "validity", "waste")
+_SUBMODULES = ("batch", "cost", "deadline", "designs", "errors", "ettr", "fields", "finite", "fitting", "fleets", "gaps",
+               "measured", "montecarlo", "montecarlo_fast", "montecarlo_tiers", "recovery", "reliability", "scenario",
+               "setup", "storage", "sweep", "tiers", "tiers_optimum", "validity", "variance", "waste", "wall_distribution")
 
 __all__ = [
     "InputError",

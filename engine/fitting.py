@@ -21,6 +21,11 @@ job resumes from the last ``checkpoint_saved`` before it. Allowed sequences::
     running --end--> (not running);  down --end--> (not running)   # job given up after a failure
     (not running) --start--> running                               # a later launch
 
+Step-level rows (:data:`DETAIL_EVENTS`: steps, the blocking part of saves, restart and start-up
+phases) change none of these definitions: the fit reads the lifecycle rows only, and the table's
+last row, whatever its event, closes a segment still open; where the wall time went at step level
+is :mod:`.goodput`.
+
 If the history stops while the job is running (no ``end``), the last segment is closed at the last
 row's timestamp (add an ``end`` row at the export time to count the running time after the last
 event); if it stops while the job is down, that interruption has no restart time. Both are stated
@@ -82,14 +87,24 @@ import pandas as pd
 
 from .errors import InputError
 
-__all__ = ["EVENTS", "EVENTS_TABLE_COLUMNS", "LogFit", "MIN_FAILURES_FOR_SHAPE", "MinutesSummary", "MtbfEstimate",
-           "PLANNED_CAUSE", "WeibullFit", "check_confidence", "fit_events", "mtbf_estimate", "run_segments",
-           "summarize_minutes", "weibull_fit"]
+__all__ = ["ALL_EVENTS", "DETAIL_EVENTS", "EVENTS", "EVENTS_TABLE_COLUMNS", "LogFit", "MIN_FAILURES_FOR_SHAPE",
+           "MinutesSummary", "MtbfEstimate", "PHASES", "PLANNED_CAUSE", "WeibullFit", "check_confidence", "fit_events",
+           "mtbf_estimate", "run_segments", "summarize_minutes", "weibull_fit"]
 
 EVENTS: tuple[str, ...] = ("start", "checkpoint_saved", "interruption", "restart_complete", "end")
-"""The events a history is made of (lower case), in the sequence of the module docstring."""
-EVENTS_TABLE_COLUMNS: tuple[str, ...] = ("row", "timestamp", "event", "cause", "checkpoint_stall_s", "step")
-"""The columns of an events table, the input of :func:`run_segments` and :func:`fit_events`."""
+"""The lifecycle events a history is made of (lower case), in the sequence of the module docstring."""
+DETAIL_EVENTS: tuple[str, ...] = ("step", "save_start", "save_unblocked", "restart_phase", "startup_phase")
+"""Step-level events (finished steps, the blocking part of saves, restart and start-up phases); defined in
+``ckptplan.files.logs``, measured by :mod:`.goodput`. The fit reads only :data:`EVENTS` rows, apart from the
+last row of the table, which closes a run segment still open when the log stops."""
+ALL_EVENTS: tuple[str, ...] = EVENTS + DETAIL_EVENTS
+"""Every event an events table may hold."""
+PHASES: tuple[str, ...] = ("detection", "reallocation", "startup", "init", "load", "warmup")
+"""Restart phases in their order (the ``phase`` of ``restart_phase`` and ``startup_phase`` rows)."""
+EVENTS_TABLE_COLUMNS: tuple[str, ...] = ("row", "timestamp", "event", "cause", "checkpoint_stall_s", "step", "phase")
+"""The columns of an events table, the input of :func:`run_segments` and :func:`fit_events` (which need
+all but ``phase``, the column step-level logs added)."""
+_FIT_COLUMNS = EVENTS_TABLE_COLUMNS[:6]
 PLANNED_CAUSE = "planned"
 """The cause (case-insensitive) of an interruption that is not a failure."""
 MIN_FAILURES_FOR_SHAPE = 10
@@ -114,7 +129,7 @@ def run_segments(events: pd.DataFrame) -> pd.DataFrame:
     """
     segs: list[dict[str, Any]] = []
     cur: dict[str, Any] | None = None
-    for r in events.itertuples(index=False):
+    for r in _lifecycle(events).itertuples(index=False):
         if r.event in ("start", "restart_complete"):
             cur = {"start_row": r.row, "start": r.timestamp, "restore": r.timestamp, "restore_step": r.step,
                    "checkpoints": 0}
@@ -130,6 +145,12 @@ def run_segments(events: pd.DataFrame) -> pd.DataFrame:
     cols = ["start_row", "end_row", "start", "end", "running_h", "ended_by", "planned", "failure", "cause",
             "checkpoints", "lost_h", "lost_steps"]
     return pd.DataFrame(segs, columns=cols)
+
+
+def _lifecycle(events: pd.DataFrame) -> pd.DataFrame:
+    """The rows of :data:`EVENTS` (step-level rows left out; the whole table when it has none)."""
+    keep = events["event"].isin(EVENTS)
+    return events if bool(keep.all()) else events[keep]
 
 
 def _close(cur: dict[str, Any], r: Any, ended_by: str) -> dict[str, Any]:
@@ -148,7 +169,7 @@ def _restart_minutes(events: pd.DataFrame) -> tuple[np.ndarray, int]:
     """Restart durations (min) from each interruption to the next restart_complete, and the number
     of interruptions never followed by one (job ended, or log stopped, while down)."""
     out, pending, unrestarted = [], None, 0
-    for r in events.itertuples(index=False):
+    for r in _lifecycle(events).itertuples(index=False):
         if r.event == "interruption":
             pending = r.timestamp
         elif r.event == "restart_complete":
@@ -165,7 +186,7 @@ def _restart_minutes(events: pd.DataFrame) -> tuple[np.ndarray, int]:
 def _checkpoint_gaps_min(events: pd.DataFrame) -> np.ndarray:
     """Running minutes between consecutive checkpoint_saved rows of the same run segment."""
     gaps, last = [], None
-    for r in events.itertuples(index=False):
+    for r in _lifecycle(events).itertuples(index=False):
         if r.event == "checkpoint_saved":
             if last is not None:
                 gaps.append((r.timestamp - last) / pd.Timedelta(minutes=1))
@@ -465,7 +486,7 @@ def fit_events(events: pd.DataFrame, source: str, confidence: float = 0.9) -> Lo
     c = check_confidence(confidence)
     if not isinstance(events, pd.DataFrame):
         raise InputError("events", type(events).__name__, "must be a pandas DataFrame (an events table)")
-    missing = [col for col in EVENTS_TABLE_COLUMNS if col not in events.columns]
+    missing = [col for col in _FIT_COLUMNS if col not in events.columns]
     if missing:
         raise InputError("events", list(events.columns), f"missing column(s) {', '.join(missing)}; an events "
                                                          f"table has {', '.join(EVENTS_TABLE_COLUMNS)}")

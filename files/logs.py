@@ -1,8 +1,9 @@
-"""Interruption logs on disk: read a training job's event history into a validated events table.
+"""Job logs on disk: read a training job's event history into a validated events table.
 
-This module knows the file format; the statistics on the events table (run segments, job MTBF,
-failure shape, restart, stall, progress lost) are in :mod:`ckptplan.engine.fitting`.
-:func:`fit_log` reads a log and fits it in one call.
+This module knows the file format, documented here and nowhere else. The statistics on the events
+table are in :mod:`ckptplan.engine.fitting` (job MTBF, failure shape, restart, stall, progress
+lost) and :mod:`ckptplan.engine.measured` (where the wall time went, step by step); :func:`fit_log`
+and :func:`measure_log` read and compute in one call. The checks are in :mod:`.steplogs`.
 
 Log format
 ----------
@@ -13,11 +14,12 @@ are matched case-insensitively after trimming spaces, in any order:
 column                    required  content
 ========================  ========  =================================================================
 ``timestamp``             yes       ISO 8601 (``2024-03-01T08:00:00``, ``...+00:00``, ``...Z``,
-                                    fractional seconds allowed). Either every row carries a UTC
+                                    fractional seconds allowed; what Python's
+                                    ``datetime.fromisoformat`` reads). Either every row carries a UTC
                                     offset or none does; naive times are read as one clock without
                                     daylight-saving jumps (use UTC or offsets across a DST change).
-``event``                 yes       ``start``, ``checkpoint_saved``, ``interruption``,
-                                    ``restart_complete`` or ``end`` (case-insensitive).
+                                    Years 1 to 9999 (in UTC when offsets are given).
+``event``                 yes       one of the events below (case-insensitive).
 ``cause``                 yes       free text on ``interruption`` rows (``hardware``, ``software``,
                                     ``network``, ``planned`` ...); empty on every other row. An
                                     interruption with an empty cause counts as an unplanned failure
@@ -25,87 +27,140 @@ column                    required  content
 ``checkpoint_stall_s``    no        on ``checkpoint_saved`` rows: the blocking stall of that save in
                                     seconds as the job measured it (>= 0); empty elsewhere. The
                                     scenario's ``checkpoint_stall_min`` in seconds.
-``step``                  no        training step (whole number >= 0) on any row; used only for
-                                    "steps lost".
+``step``                  no        training step (whole number >= 0) on any row; required on
+                                    ``step`` rows. On lifecycle rows it is used for "steps lost".
+``phase``                 no        on ``restart_phase`` and ``startup_phase`` rows (required there):
+                                    one of :data:`PHASES`; empty elsewhere.
 ========================  ========  =================================================================
 
-Legacy spelling: a header ``stall_s`` (the name used by earlier versions of this format) is read as
-``checkpoint_stall_s`` (:data:`LEGACY_COLUMNS`); a log with both columns has a duplicate column.
-Bad values in it are reported under the name ``checkpoint_stall_s``.
+Events. The lifecycle events every log is made of: ``start``, ``checkpoint_saved`` (the moment a
+checkpoint became restorable, i.e. durable, not when the save began), ``interruption``,
+``restart_complete``, ``end``. A job may also log, in any subset:
 
-Other columns are allowed and ignored (the fit lists them in its notes). Rows must be sorted by
-time (equal timestamps are allowed). A row with more fields than the header is an error (its
-extra data would be lost); a row with fewer fields has the missing trailing fields empty. Empty
-lines are skipped; they do not shift the row numbers, which are the file's line numbers (the header
-is row 1). For a DataFrame input, row numbers are ``position + 2`` (as if written with a header).
+* ``step``: a training step finished (its number in ``step``). A step lasts from the row before
+  it to its row, skipping a ``checkpoint_saved`` that ends a background write (training ran on
+  through it).
+* ``save_start``: a save began; training is blocked from here. ``save_unblocked``: the blocking
+  part ended and training resumes while the rest is written in the background, until
+  ``checkpoint_saved`` (durable). A synchronous save logs ``save_start`` then
+  ``checkpoint_saved``; a ``checkpoint_saved`` alone is timed by its ``checkpoint_stall_s``.
+* ``restart_phase``: the END of one phase of a restart; the first phase starts at the
+  interruption. Phases, in this order, any subset, each at most once per restart: ``detection``
+  (the failure is noticed and the job declared failed), ``reallocation`` (replacement machines
+  scheduled and allocated), ``startup`` (processes and containers launched until the training
+  program runs), ``init`` (distributed set-up, model and optimizer built, compilation), ``load``
+  (checkpoint read and restored), ``warmup`` (until training can run at speed). Time from the last
+  phase row to ``restart_complete`` is restart time not split into phases.
+* ``startup_phase``: the same at a start, in rows right after ``start`` and before the first step
+  or save; the first phase starts at ``start``; every phase but ``detection``. A separate event,
+  not ``restart_phase`` rows after ``start``, so that a row alone says whether the job was
+  starting or recovering.
 
 Event sequence
 --------------
 The job is *running* from a ``start`` or ``restart_complete`` row until the next
-``interruption`` or ``end`` row. A ``checkpoint_saved`` row is the moment a checkpoint became
-restorable (durable), not when the save began. Allowed sequences (anything else is a bad row)::
+``interruption`` or ``end`` row. Allowed sequences (anything else is a bad row)::
 
-    (not running) --start--> running --checkpoint_saved--> running
-    running --interruption--> down --restart_complete--> running
+    (not running) --start--> running [--startup_phase--> running ...]
+    running --step | checkpoint_saved--> running
+    running --save_start--> blocked --save_unblocked--> running, write pending --checkpoint_saved--> running
+    blocked --checkpoint_saved--> running                          # a synchronous save
+    running or blocked --interruption--> down [--restart_phase--> down ...] --restart_complete--> running
     running --end--> (not running);  down --end--> (not running)   # job given up after a failure
     (not running) --start--> running                               # a later launch
 
-A log may stop while the job is running or down (no ``end``); how the fit treats that, and every
-definition of the fitted quantities, is in :mod:`ckptplan.engine.fitting`.
+No step while blocked or down. A ``save_start`` while an earlier write is still pending is allowed:
+that save never became durable (the split notes it). Step numbers of ``step`` rows never go back
+except after a restore (``start``, ``restart_complete``); other rows are not compared (a
+``checkpoint_saved`` row may carry the earlier step its save captured). A log may stop while the
+job is running or down (no ``end``); how the fit and the split treat that, and every definition
+of their quantities, is in :mod:`ckptplan.engine.fitting` and :mod:`ckptplan.engine.measured`.
+
+Reading rules
+-------------
+* Rows must be sorted by time (equal timestamps are allowed). A row earlier than the row before it,
+  e.g. after a clock stepped back, is an error naming both rows.
+* A row repeating an earlier row cell for cell (same timestamp, event and every other cell) is a
+  logging artefact: it is dropped and the drop is stated in the events table's
+  ``attrs["notes"]`` and in the fit's and the split's notes; it is not an error.
+* Other columns are allowed and ignored (listed in the notes). A row with more fields than the
+  header is an error (its extra data would be lost); a row with fewer fields has the missing
+  trailing fields empty. Empty lines are skipped; they do not shift the row numbers, which are the
+  file's line numbers (the header is row 1). For a DataFrame input, row numbers are
+  ``position + 2`` (as if written with a header).
+* Legacy spelling: a header ``stall_s`` is read as ``checkpoint_stall_s`` (:data:`LEGACY_COLUMNS`);
+  a log with both has a duplicate column. Bad values in it are reported as ``checkpoint_stall_s``.
+* Size: at most :data:`MAX_LOG_ROWS` data rows (non-empty lines after the header; JSON lines) and
+  512 bytes a row on average. The reader counts as it reads and stops at the first row (or chunk of
+  bytes) beyond, refusing the file before parsing anything (split a longer log by time); a
+  DataFrame longer than that is refused at once.
+* Every bad row is collected (header, field count, timestamp, offsets, order, event, cause, stall,
+  step, phase, sequence, steps going back) and reported together in one :class:`LogError`, each
+  problem naming file, row, field, value and rule. A row that breaks the sequence is reported and
+  the job's state is then taken to be what its event implies, so one missing row does not make
+  every later row an error. The reader writes nothing anywhere.
+
+JSON Lines
+----------
+A file ending in ``.jsonl`` or ``.ndjson``, or whose first character is ``{``, is read as JSON
+Lines: one object per line, keys the column names above (matched as in CSV), values strings,
+numbers or null; a key may be left out where its value is empty, and only ``timestamp`` and
+``event`` must appear. Row numbers are line numbers (the first line is row 1); a line that is not
+a JSON object is a bad row. :class:`ckptplan.instruments.steplog.StepLogger` writes either form.
+
+Two tables
+----------
+:func:`read_two_tables` reads what most frameworks can export instead: a step table (columns
+``step`` and ``time``) and an interruption table (``time``, ``event``, ``cause``, optionally
+``phase``, ``checkpoint_stall_s`` and ``step``) holding every row but the steps. ``time`` is ISO
+8601 or seconds since 1970-01-01 UTC (a number; then offsets count as given); ``timestamp`` is
+accepted as its name. Each table is checked on its own (bad rows named with their table), then
+the steps are merged in by time: a step at the same instant as interruption-table rows goes after
+those that let work go on (``start``, phases, ``restart_complete``, ``save_unblocked``,
+``checkpoint_saved``) and before the first that stops it (``save_start``, ``interruption``,
+``end``). The result is the events table of the merged log, checked as one log; its ``row`` is the
+row in the table the event came from (``step`` rows: the step table).
 """
 
 from __future__ import annotations
 
 import csv
+import io
+import json
 import math
-from dataclasses import dataclass, replace
-from datetime import datetime, timedelta, timezone
+import re
+from dataclasses import replace
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from ..engine.errors import InputError
-from ..engine.fitting import EVENTS, EVENTS_TABLE_COLUMNS, LogFit, check_confidence, fit_events
+from ..engine.fitting import PHASES, LogFit, check_confidence, fit_events
+from .steplogs import (END, INTR, SAVE_START, STEP, LogError, RowProblem, _check, _parse, _Parsed, _Spec, _Table,
+                       synthetic_step_log)
 
-__all__ = ["EXAMPLE_LOG_PARAMS", "LEGACY_COLUMNS", "LogError", "OPTIONAL_COLUMNS", "REQUIRED_COLUMNS", "RowProblem",
-           "fit_log", "read_log", "synthetic_log"]
+if TYPE_CHECKING:
+    from ..engine.measured import MeasuredSplit
+
+__all__ = ["EXAMPLE_LOG_PARAMS", "LEGACY_COLUMNS", "LogError", "MAX_LOG_ROWS", "OPTIONAL_COLUMNS", "PHASES",
+           "REQUIRED_COLUMNS", "RowProblem", "fit_log", "measure_log", "read_log", "read_two_tables", "synthetic_log",
+           "synthetic_step_log"]
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("timestamp", "event", "cause")
-OPTIONAL_COLUMNS: tuple[str, ...] = ("checkpoint_stall_s", "step")
+OPTIONAL_COLUMNS: tuple[str, ...] = ("checkpoint_stall_s", "step", "phase")
 LEGACY_COLUMNS: dict[str, str] = {"stall_s": "checkpoint_stall_s"}
 """Old header spellings, read as the documented column (legacy name -> column)."""
+MAX_LOG_ROWS = 5_000_000
+"""Most data rows a log may have: reading takes about 400 bytes of memory a row at its peak (2 GB here)."""
 
-
-# --------------------------------------------------------------------------------------- errors
-
-@dataclass(frozen=True)
-class RowProblem:
-    """One bad row: ``row`` as numbered in the file (header = 1), the field, its value, the rule."""
-
-    row: int
-    field: str
-    value: Any
-    rule: str
-
-    def __str__(self) -> str:
-        return f"row {self.row}: {self.field}={self.value!r}: {self.rule}"
-
-
-class LogError(InputError):
-    """An interruption log with bad rows; ``problems`` lists every one (:class:`RowProblem`).
-
-    The message names each row, field, value and rule, one per line.
-    """
-
-    def __init__(self, source: str, problems: Sequence[RowProblem]):
-        self.problems = list(problems)
-        self.source = source
-        listing = "\n".join(f"  {p}" for p in self.problems)
-        count = len(self.problems)
-        super().__init__("interruption log", source,
-                         f"{count} bad row{'s' if count != 1 else ''}:\n{listing}")
+_LOG = _Spec("timestamp", REQUIRED_COLUMNS, OPTIONAL_COLUMNS, LEGACY_COLUMNS)
+_STEPS = _Spec("time", ("step", "time"), (), {"timestamp": "time"}, epoch=True, event=STEP)
+_OTHERS = _Spec("time", ("time", "event", "cause"), ("phase", "checkpoint_stall_s", "step"),
+                {"timestamp": "time", **LEGACY_COLUMNS}, epoch=True)
 
 
 # -------------------------------------------------------------------------------------- reading
@@ -118,207 +173,275 @@ def _cell_text(value: Any) -> str:
         return ""
     if isinstance(value, (datetime, pd.Timestamp)):
         return value.isoformat()
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)
     return str(value)
 
 
-def _records(source: str | Path | pd.DataFrame) -> tuple[str, int, list[str], list[tuple[int, list[str]]]]:
-    """(source name, header row number, header cells, [(row number, cells), ...])."""
-    if isinstance(source, pd.DataFrame):
-        header = [str(c) for c in source.columns]
-        rows = [(i + 2, [_cell_text(v) for v in values])
-                for i, values in enumerate(source.itertuples(index=False, name=None))]
-        return "DataFrame", 1, header, rows
-    if not isinstance(source, (str, Path)):
-        raise InputError("log", type(source).__name__, "must be a CSV file path or a pandas DataFrame")
-    path = Path(source)
+def _texts(values: Any) -> pa.Array:
+    """Cells (a list or a DataFrame column) as one string array; all-text columns without a per-cell loop."""
+    if isinstance(values, pd.Series):
+        if isinstance(values.dtype, pd.StringDtype):
+            return pa.array(values.to_numpy(dtype=object, na_value=""), pa.string())
+        if pd.api.types.infer_dtype(values, skipna=False) == "string":
+            return pa.array(values.to_numpy(dtype=object), pa.string())
+        values = values.tolist()
+    elif all(type(v) is str for v in values):
+        return pa.array(values, pa.string())
+    return pa.array([_cell_text(v) for v in values], pa.string())
+
+
+def _too_many(name: str) -> InputError:
+    return InputError("log", name, f"has more than MAX_LOG_ROWS = {MAX_LOG_ROWS:,} rows: split it by time and read "
+                                   "the parts")
+
+
+def _lines(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) byte offsets of each line, without its line break."""
+    b = np.frombuffer(data, np.uint8)
+    nl = np.flatnonzero(b == 10)
+    starts, ends = np.concatenate(([0], nl + 1)), np.concatenate((nl, [len(b)]))
+    if len(b) and starts[-1] == len(b):
+        starts, ends = starts[:-1], ends[:-1]
+    cr = (ends > starts) & (b[np.maximum(ends - 1, 0)] == 13) if len(b) else np.zeros(len(ends), bool)
+    return starts, ends - cr
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes, refusing it as soon as it holds more than MAX_LOG_ROWS non-empty data lines."""
+    chunks: list[bytes] = []
+    lines = size = 0
     try:
-        with path.open(encoding="utf-8-sig", newline="") as fh:
-            reader = csv.reader(fh)
-            records = [(reader.line_num, cells) for cells in reader]
+        with path.open("rb") as fh:
+            while chunk := fh.read(1 << 24):
+                chunks.append(chunk)
+                lines, size = lines + chunk.count(b"\n"), size + len(chunk)
+                if size > 512 * MAX_LOG_ROWS:  # rows of a log are far shorter than 512 bytes
+                    raise InputError("log", str(path), f"is larger than 512 bytes x MAX_LOG_ROWS = {MAX_LOG_ROWS:,}")
+                if lines > MAX_LOG_ROWS + 1:
+                    s, e = _lines(b"".join(chunks))
+                    if int((e > s).sum()) > MAX_LOG_ROWS + 1:
+                        raise _too_many(str(path))
     except FileNotFoundError:
         raise InputError("log", str(path), "file not found") from None
     except IsADirectoryError:
-        raise InputError("log", str(path), "is a directory, not a CSV file") from None
+        raise InputError("log", str(path), "is a directory, not a log file") from None
+    return b"".join(chunks)
+
+
+def _csv_fast(data: bytes, name: str) -> _Table | None:
+    """A CSV file without quotes or lone carriage returns, split by pyarrow (one line = one row)."""
+    import pyarrow.csv as pacsv
+
+    if b'"' in data or data.count(b"\r") != data.count(b"\r\n"):
+        return None
+    starts, ends = _lines(data)
+    if not len(starts) or ends[0] <= starts[0]:
+        return None
+    header = next(csv.reader([data[starts[0]:ends[0]].decode("utf-8-sig")]))
+    lines = np.flatnonzero(ends > starts) + 1
+    names = [f"c{j}" for j in range(len(header))]
+    for threads in (True, False):  # row numbers of bad rows are known only single-threaded
+        bad: list[tuple[int | None, str]] = []
+
+        def handler(row: Any) -> str:
+            bad.append((row.number, row.text))
+            return "skip"
+
+        table = pacsv.read_csv(pa.py_buffer(data), read_options=pacsv.ReadOptions(
+            use_threads=threads, column_names=names, skip_rows=1), parse_options=pacsv.ParseOptions(
+            quote_char=False, escape_char=False, newlines_in_values=False, ignore_empty_lines=True,
+            invalid_row_handler=handler), convert_options=pacsv.ConvertOptions(
+            column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=False))
+        if not bad:
+            break
+    rows = np.delete(lines[1:], [n - 2 for n, _ in bad]) if bad else lines[1:]
+    if len(rows) != table.num_rows or any(n is None for n, _ in bad):
+        return None
+    cells = [table.column(j).combine_chunks() for j in range(len(names))]
+    nfields = np.full(len(rows), len(header))
+    long_rows: dict[int, list[str]] = {}
+    if bad:
+        split = [next(csv.reader([text])) for _, text in bad]
+        extra_rows = np.array([lines[n - 1] for n, _ in bad])
+        order = np.argsort(np.concatenate((rows, extra_rows)), kind="stable")
+        cells = [pa.concat_arrays([c, pa.array([r[j] if j < len(r) else "" for r in split], pa.string())]).take(
+            pa.array(order)) for j, c in enumerate(cells)]
+        nfields = np.concatenate((nfields, [len(r) for r in split]))[order]
+        long_rows = {int(row): r for row, r in zip(extra_rows, split) if len(r) > len(header)}
+        rows = np.concatenate((rows, extra_rows))[order]
+    return _Table(name, int(lines[0]), header, rows.astype(np.int64), cells, nfields, long_rows)
+
+
+def _csv_slow(text: str, name: str) -> _Table:
+    """Any CSV file (quoted fields, line breaks inside quotes), with Python's csv module."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header: list[str] | None = None
+    header_row, rows, nfields, long_rows = 0, [], [], {}
+    columns: list[list[str]] = []
+    try:
+        for cells in reader:
+            if not cells:
+                continue  # empty lines carry nothing
+            if header is None:
+                header, header_row, columns = cells, reader.line_num, [[] for _ in cells]
+                continue
+            if len(rows) >= MAX_LOG_ROWS:
+                raise _too_many(name)
+            rows.append(reader.line_num)
+            nfields.append(len(cells))
+            if len(cells) > len(header):
+                long_rows[reader.line_num] = cells
+            for j, col in enumerate(columns):
+                col.append(cells[j] if j < len(cells) else "")
+    except csv.Error as exc:
+        raise InputError("log", name, f"is not a readable CSV file ({exc})") from None
+    if header is None:
+        raise LogError(name, [RowProblem(1, "header", "", "empty file: a header row is required "
+                                                          f"({', '.join(REQUIRED_COLUMNS + OPTIONAL_COLUMNS)})")])
+    return _Table(name, header_row, header, np.asarray(rows, np.int64), [pa.array(c, pa.string()) for c in columns],
+                  np.asarray(nfields, np.int64), long_rows)
+
+
+def _jsonl(text: str, name: str) -> _Table:
+    """JSON Lines: the union of the objects' keys is the header; a missing key is an empty cell."""
+    columns: dict[str, list[Any]] = {}
+    rows: list[int] = []
+    problems: list[RowProblem] = []
+    for line_no, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        if len(rows) + len(problems) >= MAX_LOG_ROWS:
+            raise _too_many(name)
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            problems.append(RowProblem(line_no, "row", line.strip()[:80], f"is not valid JSON ({exc})"))
+            continue
+        if not isinstance(obj, dict):
+            problems.append(RowProblem(line_no, "row", line.strip()[:80], "is not a JSON object: one object per line"))
+            continue
+        for key in obj:
+            if key not in columns:
+                columns[key] = [None] * len(rows)
+        rows.append(line_no)
+        for key, values in columns.items():
+            values.append(obj.get(key))
+    if not rows and not problems:
+        raise LogError(name, [RowProblem(1, "row", "", "empty file: one JSON object per line is required")])
+    return _Table(name, rows[0] if rows else 1, list(columns), np.asarray(rows, np.int64),
+                  [_texts(v) for v in columns.values()], problems=problems, required=("timestamp", "event"))
+
+
+def _table(source: Any, fmt: str | None, what: str = "log") -> _Table:
+    """Split a path (CSV or JSON Lines) or a DataFrame into a :class:`_Table`."""
+    if fmt not in (None, "csv", "jsonl"):
+        raise InputError("fmt", fmt, "must be 'csv', 'jsonl' or None (from the file)")
+    if isinstance(source, pd.DataFrame):
+        if len(source) > MAX_LOG_ROWS:
+            raise _too_many(f"{what} DataFrame")
+        header = [str(c) for c in source.columns]
+        cells = [_texts(source.iloc[:, j]) for j in range(len(header))]
+        name = "DataFrame" if what == "log" else f"{what} DataFrame"
+        return _Table(name, 1, header, np.arange(2, len(source) + 2, dtype=np.int64), cells)
+    if not isinstance(source, (str, Path)):
+        raise InputError(what, type(source).__name__, "must be a file path (CSV or JSON Lines) or a pandas DataFrame")
+    path = Path(source)
+    data = _read_bytes(path)
+    try:
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError("log", str(path), f"is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except csv.Error as exc:
-        raise InputError("log", str(path), f"is not a readable CSV file ({exc})") from None
-    records = [(line, cells) for line, cells in records if cells]  # empty lines carry nothing
-    if not records:
+    if fmt == "jsonl" or fmt is None and (path.suffix.lower() in (".jsonl", ".ndjson") or re.match(r"\s*\{", text)):
+        return _jsonl(text, str(path))
+    if not text.strip():
         raise LogError(str(path), [RowProblem(1, "header", "", "empty file: a header row is required "
-                                              f"({', '.join(REQUIRED_COLUMNS + OPTIONAL_COLUMNS)})")])
-    (header_row, header), rows = records[0], records[1:]
-    return str(path), header_row, header, rows
+                                                               f"({', '.join(REQUIRED_COLUMNS + OPTIONAL_COLUMNS)})")])
+    return _csv_fast(data, str(path)) or _csv_slow(text, str(path))
 
 
-def _parse_timestamp(text: str) -> datetime:
-    """ISO 8601 text -> datetime (Python >= 3.11 accepts 'Z', the basic format and fractions);
-    times with an offset are converted to UTC."""
-    dt = datetime.fromisoformat(text)
-    return dt.astimezone(timezone.utc) if dt.tzinfo is not None else dt
-
-
-def read_log(source: str | Path | pd.DataFrame) -> pd.DataFrame:
-    """Read and validate an interruption log (format in the module docstring).
+def read_log(source: str | Path | pd.DataFrame, fmt: str | None = None) -> pd.DataFrame:
+    """Read and validate a job log (format in the module docstring): CSV, JSON Lines or a DataFrame.
 
     Returns one row per event, in file order, with columns ``row`` (row number in the file),
-    ``timestamp`` (``datetime64``; converted to UTC when the log carries offsets), ``event``
-    (lower case), ``cause`` (trimmed, as written), ``checkpoint_stall_s`` (float, NaN when empty) and
-    ``step`` (float, NaN when empty), i.e. :data:`ckptplan.engine.fitting.EVENTS_TABLE_COLUMNS`, the
-    table :func:`ckptplan.engine.fitting.fit_events` takes; ``attrs`` holds ``source``, ``aware``
-    (offsets given) and ``ignored_columns``. A legacy ``stall_s`` header is read as
-    ``checkpoint_stall_s`` (:data:`LEGACY_COLUMNS`).
+    ``timestamp`` (``datetime64[us]``; UTC when the log carries offsets), ``event`` (lower case),
+    ``cause`` (trimmed, as written), ``checkpoint_stall_s`` and ``step`` (float, NaN when empty) and
+    ``phase`` (lower case, empty when none), i.e. :data:`ckptplan.engine.fitting.EVENTS_TABLE_COLUMNS`,
+    the table :func:`ckptplan.engine.fitting.fit_events` and :func:`ckptplan.engine.measured.measure_split`
+    take; ``attrs`` holds ``source``, ``aware`` (offsets given), ``ignored_columns``, ``final_state``
+    (idle, running or down) and ``notes`` (dropped duplicate rows). ``fmt`` forces ``"csv"`` or
+    ``"jsonl"`` for a path (default: from the suffix and the first character).
 
-    Every bad row is collected (empty file, missing or duplicate column, row with too many fields,
-    malformed or missing timestamp, mixed offset/no-offset timestamps, timestamps out of order,
-    unknown event, cause or stall on the wrong row, bad stall or step, events out of sequence) and
-    reported together in one :class:`LogError`. A row whose event breaks the sequence is reported
-    and the job's state is then taken to be what that event implies, so one missing row does not
-    make every later row an error.
+    Raises :class:`LogError` listing every bad row, :class:`InputError` for an unreadable file or
+    one beyond :data:`MAX_LOG_ROWS`.
     """
-    name, header_row, header, rows = _records(source)
-    problems: list[RowProblem] = []
-    spelled = [h.strip().lower() for h in header]
-    names = [LEGACY_COLUMNS.get(h, h) for h in spelled]  # legacy spellings -> documented column
-    seen: dict[str, int] = {}
-    for i, col in enumerate(names):
-        if col in seen and col:
-            alias = {spelled[i], spelled[seen[col]]} & LEGACY_COLUMNS.keys()
-            legacy = f"; {alias.pop()} is the legacy spelling of {col}" if alias else ""
-            problems.append(RowProblem(header_row, "header", header[i],
-                                       f"duplicate column (also column {seen[col] + 1}{legacy})"))
-        seen.setdefault(col, i)
-    missing = [c for c in REQUIRED_COLUMNS if c not in seen]
-    if missing:
-        problems.append(RowProblem(header_row, "header", ",".join(header),
-                                   f"missing required column(s) {', '.join(missing)}; required: "
-                                   f"{', '.join(REQUIRED_COLUMNS)}; optional: {', '.join(OPTIONAL_COLUMNS)}"))
+    return _check(_parse(_table(source, fmt), _LOG))
+
+
+def _merge(steps: _Parsed, other: _Parsed) -> _Parsed:
+    """One table from a step table and an interruption table, each already sorted by time. A step at
+    the same instant as interruption-table rows goes after those that open work (start, restart,
+    phases, save_unblocked, checkpoint_saved) and before the first that ends it (save_start,
+    interruption, end)."""
+    it = other.us
+    closing = np.isin(other.ev, (SAVE_START, INTR, END))
+    idx = np.where(closing, np.arange(len(it)), len(it))
+    first_closing = np.append(np.minimum.accumulate(idx[::-1])[::-1], len(it))
+    left, right = np.searchsorted(it, steps.us, "left"), np.searchsorted(it, steps.us, "right")
+    at = np.minimum(first_closing[left], right)
+    key = np.concatenate((at, np.arange(len(it))))
+    kind = np.concatenate((np.zeros(len(at), np.int8), np.ones(len(it), np.int8)))
+    order = np.lexsort((kind, key))
+
+    def cat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.concatenate((a, b))[order]
+
+    return _Parsed(f"{steps.name} + {other.name}", cat(steps.rows, other.rows), cat(steps.us, other.us),
+                   cat(steps.ok, other.ok), other.aware, cat(steps.ev, other.ev), cat(steps.cause, other.cause),
+                   cat(steps.stall, other.stall), cat(steps.step, other.step), cat(steps.phase, other.phase),
+                   steps.ignored + other.ignored, steps.notes + other.notes, [],
+                   cat(np.zeros(len(at), np.int8), np.ones(len(it), np.int8)), (steps.name, other.name))
+
+
+def read_two_tables(steps: str | Path | pd.DataFrame, interruptions: str | Path | pd.DataFrame,
+                    fmt: str | None = None) -> pd.DataFrame:
+    """Merge a step table and an interruption table (module docstring, "Two tables") into the
+    validated events table of :func:`read_log`. Bad rows of both tables are reported together,
+    each named with its table; then the merged log is checked as one (sequence, steps going back)."""
+    a, b = _parse(_table(steps, fmt, "steps"), _STEPS), _parse(_table(interruptions, fmt, "interruptions"), _OTHERS)
+    for i in np.flatnonzero(b.ev == STEP):
+        b.problems.append((int(b.rows[i]), 2, RowProblem(int(b.rows[i]), "event", "step",
+                                                         "step rows belong in the step table")))
+    if len(a.rows) and len(b.rows) and a.ok.any() and b.ok.any() and a.aware != b.aware:
+        i = int(np.flatnonzero(b.ok)[0])
+        b.problems.append((int(b.rows[i]), 1, RowProblem(int(b.rows[i]), "time", "", (
+            f"{'has' if b.aware else 'has no'} UTC offset but the step table's times "
+            f"{'have one' if a.aware else 'have none'}: give offsets (or epoch seconds) in both tables or neither"))))
+    problems = [replace(p, source=t.name) for t in (a, b) for _, _, p in sorted(t.problems, key=lambda x: x[:2])]
     if problems:
-        raise LogError(name, problems)
-    if not rows:
-        raise LogError(name, [RowProblem(header_row, "header", ",".join(header),
-                                         "the log has a header but no data rows")])
-    col = {c: seen[c] for c in REQUIRED_COLUMNS + OPTIONAL_COLUMNS if c in seen}
-    ignored = [header[i].strip() or f"(unnamed column {i + 1})" for i, c in enumerate(names)
-               if c not in col or seen[c] != i]
-
-    out: list[dict[str, Any]] = []
-    aware: bool | None = None
-    aware_row = 0
-    prev: tuple[int, str, datetime] | None = None  # last row with a usable timestamp
-    state, state_row = "idle", 0  # idle | running | down
-
-    def cell(cells: list[str], key: str) -> str:
-        i = col.get(key)
-        return cells[i].strip() if i is not None and i < len(cells) else ""
-
-    for row, cells in rows:
-        bad_before = len(problems)
-        if len(cells) > len(header):
-            problems.append(RowProblem(row, "row", ",".join(cells),
-                                       f"has {len(cells)} fields but the header has {len(header)}"))
-        # -- timestamp
-        ts_text = cell(cells, "timestamp")
-        ts: datetime | None = None
-        if not ts_text:
-            problems.append(RowProblem(row, "timestamp", ts_text, "is required"))
-        else:
-            try:
-                ts = _parse_timestamp(ts_text)
-            except ValueError:
-                problems.append(RowProblem(row, "timestamp", ts_text,
-                                           "is not an ISO 8601 timestamp (e.g. 2024-03-01T08:00:00+00:00)"))
-        if ts is not None:
-            has_tz = ts.tzinfo is not None
-            if aware is None:
-                aware, aware_row = has_tz, row
-            elif has_tz != aware:
-                problems.append(RowProblem(
-                    row, "timestamp", ts_text,
-                    f"{'has' if has_tz else 'has no'} UTC offset but row {aware_row} "
-                    f"{'has one' if aware else 'has none'}: give an offset on every row or on none"))
-                ts = None
-        if ts is not None:
-            if prev is not None and ts < prev[2]:
-                problems.append(RowProblem(row, "timestamp", ts_text,
-                                           f"is earlier than row {prev[0]} ({prev[1]}): rows must be sorted by time"))
-            prev = (row, ts_text, ts)
-        # -- event, cause, stall, step
-        event = cell(cells, "event").lower()
-        if event not in EVENTS:
-            problems.append(RowProblem(row, "event", cell(cells, "event"),
-                                       f"unknown event; expected one of {', '.join(EVENTS)}"))
-            event = ""
-        cause = cell(cells, "cause")
-        if cause and event and event != "interruption":
-            problems.append(RowProblem(row, "cause", cause, "is only given on interruption rows"))
-        stall = math.nan
-        stall_text = cell(cells, "checkpoint_stall_s")
-        if stall_text:
-            if event and event != "checkpoint_saved":
-                problems.append(RowProblem(row, "checkpoint_stall_s", stall_text,
-                                           "is only given on checkpoint_saved rows"))
-            else:
-                try:
-                    stall = float(stall_text)
-                except ValueError:
-                    stall = math.nan
-                if not (math.isfinite(stall) and stall >= 0):
-                    problems.append(RowProblem(row, "checkpoint_stall_s", stall_text,
-                                               "must be a number of seconds >= 0"))
-                    stall = math.nan
-        step = math.nan
-        step_text = cell(cells, "step")
-        if step_text:
-            try:
-                step = float(step_text)
-            except ValueError:
-                step = math.nan
-            if not (math.isfinite(step) and step >= 0 and step == math.floor(step)):
-                problems.append(RowProblem(row, "step", step_text, "must be a whole number >= 0"))
-                step = math.nan
-        # -- sequence
-        if event:
-            where = f"(job {state} since row {state_row})" if state_row else "(before the first start)"
-            rule = None
-            if event == "start":
-                if state != "idle":
-                    rule = f"start while the job is {state} {where}: start only begins a job that is not running"
-                state, state_row = "running", row
-            elif event == "checkpoint_saved":
-                if state != "running":
-                    rule = f"checkpoint_saved while the job is not running {where}"
-            elif event == "interruption":
-                if state != "running":
-                    rule = f"interruption while the job is not running {where}"
-                state, state_row = "down", row
-            elif event == "restart_complete":
-                if state != "down":
-                    rule = f"restart_complete without a preceding interruption {where}"
-                state, state_row = "running", row
-            elif event == "end":
-                if state == "idle":
-                    rule = f"end while no job is running {where}"
-                state, state_row = "idle", row
-            if rule:
-                problems.append(RowProblem(row, "event", event, rule))
-        if len(problems) == bad_before:
-            out.append({"row": row, "timestamp": ts, "event": event, "cause": cause,
-                        "checkpoint_stall_s": stall, "step": step})
-    if problems:
-        raise LogError(name, problems)
-    events = pd.DataFrame(out, columns=list(EVENTS_TABLE_COLUMNS))
-    events["timestamp"] = pd.to_datetime(events["timestamp"], utc=bool(aware))
-    events.attrs.update(source=name, aware=bool(aware), ignored_columns=ignored, final_state=state)
-    return events
+        raise LogError(f"{a.name} + {b.name}", problems)
+    return _check(_merge(a, b))
 
 
-# ------------------------------------------------------------------------------------------- fit
+# ------------------------------------------------------------------------------------- results
+
+def _reader_notes(events: pd.DataFrame) -> tuple[str, ...]:
+    ignored = events.attrs.get("ignored_columns", [])
+    return ((f"ignored column(s): {', '.join(ignored)}",) if ignored else ()) + tuple(events.attrs.get("notes", ()))
+
+
+def _read_any(source: Any, fmt: str | None) -> pd.DataFrame:
+    if isinstance(source, tuple) and len(source) == 2:
+        return read_two_tables(*source, fmt=fmt)
+    return read_log(source, fmt)
+
 
 def fit_log(source: str | Path | pd.DataFrame, confidence: float = 0.9) -> LogFit:
     """Read a log (:func:`read_log`) and fit it (:func:`ckptplan.engine.fitting.fit_events`): job MTBF,
-    failure shape, restart, stall, progress lost. Columns the reader ignored are listed first in the
-    fit's ``notes``.
+    failure shape, restart, stall, progress lost. Columns the reader ignored and rows it dropped are
+    listed first in the fit's ``notes``.
 
     Raises :class:`LogError` listing every bad row, :class:`InputError` for a bad ``confidence`` (checked
     before the log is read), an unreadable file or a log without running time.
@@ -326,10 +449,22 @@ def fit_log(source: str | Path | pd.DataFrame, confidence: float = 0.9) -> LogFi
     c = check_confidence(confidence)
     events = read_log(source)
     fit = fit_events(events, events.attrs["source"], c)
-    ignored = events.attrs["ignored_columns"]
-    if ignored:
-        fit = replace(fit, notes=(f"ignored column(s): {', '.join(ignored)}",) + fit.notes)
-    return fit
+    notes = _reader_notes(events)
+    return replace(fit, notes=notes + fit.notes) if notes else fit
+
+
+def measure_log(source: Any, confidence: float = 0.9, fmt: str | None = None) -> MeasuredSplit:
+    """Read a log and split its wall time (:func:`ckptplan.engine.measured.measure_split`): productive
+    time, badput buckets, goodput (ETTR) and the measured planning inputs. ``source`` is what
+    :func:`read_log` takes, or a pair ``(steps, interruptions)`` for :func:`read_two_tables`.
+    Columns the reader ignored and rows it dropped are listed first in the split's ``notes``."""
+    from ..engine.measured import measure_split
+
+    c = check_confidence(confidence)
+    events = _read_any(source, fmt)
+    split = measure_split(events, events.attrs["source"], c)
+    notes = _reader_notes(events)
+    return replace(split, notes=notes + split.notes) if notes else split
 
 
 # ---------------------------------------------------------------------------- synthetic history
@@ -427,4 +562,4 @@ def synthetic_log(*, running_h: float, mtbf_h: float, shape: float = 1.0, checkp
         emit(clock, "interruption", cause=cause, step=step_end)
         clock += timedelta(minutes=float(rng.gamma(4.0, restart_min / 4.0)) if restart_min > 0 else 0.0)
         emit(clock, "restart_complete", step=step_restored)
-    return pd.DataFrame(rows, columns=list(REQUIRED_COLUMNS + OPTIONAL_COLUMNS))
+    return pd.DataFrame(rows, columns=["timestamp", "event", "cause", "checkpoint_stall_s", "step"])

@@ -219,11 +219,15 @@ def _slowdown(work: float, window_s: float, baseline_step_s: float, overlapped: 
 def _timed_save(trainer: _Trainer, method: str, path: Path, baseline_step_s: float, gap_steps: int,
                 index: int) -> SaveMeasurement:
     step = trainer.step
-    if method == "torch_save":
-        stall = _save_torch(trainer, path)
-        write, work, overlapped, during = 0.0, 0.0, 0, None
-    elif method == "dcp_sync":
-        stall = _save_dcp_sync(trainer, path)
+    log = trainer.step_log  # a StepLogger or None: the save's rows (save_start ... checkpoint_saved)
+    if method != "torch_save":
+        import torch.distributed.checkpoint  # noqa: F401  (the first import is not part of a save's stall)
+    if log is not None:
+        log.save_start(step)
+    if method in ("torch_save", "dcp_sync"):
+        stall = (_save_torch if method == "torch_save" else _save_dcp_sync)(trainer, path)
+        if log is not None:
+            log.checkpoint_saved(stall_s=stall, step=step)
         write, work, overlapped, during = 0.0, 0.0, 0, None
     else:
         import torch.distributed.checkpoint as dcp
@@ -232,6 +236,8 @@ def _timed_save(trainer: _Trainer, method: str, path: Path, baseline_step_s: flo
         def durable(_future: Any) -> None:  # runs in the writer thread when the write has finished
             _fsync_dir(path)
             _fsync_dir(path.parent)
+            if log is not None and _future.exception() is None:
+                log.checkpoint_saved(stall_s=stall, step=step)
             done.append(time.perf_counter())
 
         t0 = time.perf_counter()
@@ -239,8 +245,10 @@ def _timed_save(trainer: _Trainer, method: str, path: Path, baseline_step_s: flo
         future = dcp.async_save(state, storage_writer=dcp.FileSystemWriter(str(path), sync_files=True),
                                 no_dist=True)
         t_return = time.perf_counter()
-        future.add_done_callback(durable)
         stall = t_return - t0
+        if log is not None:
+            log.save_unblocked(step)
+        future.add_done_callback(durable)
         step_times: list[tuple[float, float]] = []
         while not done:  # train until the write is durable (the callback has fsynced the directory)
             step_times.append(trainer.train_step())
@@ -275,7 +283,7 @@ def _torch_settings(torch: Any):
 
 
 def run_probe(config: ProbeConfig | None = None, directory: str | Path | None = None, keep: bool = False,
-              progress: Callable[[str], None] | None = None) -> ProbeResult:
+              progress: Callable[[str], None] | None = None, step_log: str | Path | None = None) -> ProbeResult:
     """Train the toy model, time saves by each method, restore in fresh processes, verify resumes.
 
     ``directory``: where checkpoints are written (the storage you want to measure); default: a new
@@ -283,6 +291,13 @@ def run_probe(config: ProbeConfig | None = None, directory: str | Path | None = 
     removes that folder at the end unless ``keep``. Raises :class:`.trainer.TorchMissingError` without
     PyTorch and :class:`InputError` for a bad configuration or directory. See the module docstring
     for what each figure means and its limits.
+
+    ``step_log``: a file the training loop then logs to with :class:`.steplog.StepLogger` (JSON Lines
+    for a ``.jsonl`` name, else CSV; appended to): ``start``, the trainer's build as the ``init``
+    start-up phase, every step, each timed save (``save_start``; ``save_unblocked`` for ``dcp_async``;
+    ``checkpoint_saved`` with the probe's own stall in ``checkpoint_stall_s``, for ``dcp_async`` when
+    the write is durable) and ``end`` after the last timed save's gap steps. The resume-verification
+    training after that is not logged. Read it with ``ckptplan.files.logs.measure_log``.
     """
     cfg = config or ProbeConfig()
     if not isinstance(cfg, ProbeConfig):
@@ -293,20 +308,33 @@ def run_probe(config: ProbeConfig | None = None, directory: str | Path | None = 
         directory = Path(directory)
         if not directory.is_dir():
             raise InputError("directory", str(directory), "must be an existing directory")
+    log = None
+    if step_log is not None:
+        if not Path(step_log).parent.is_dir():
+            raise InputError("step_log", str(step_log), "its folder must exist")
+        from .steplog import StepLogger
+        log = StepLogger(step_log, fmt="jsonl" if Path(step_log).suffix.lower() in (".jsonl", ".ndjson") else "csv")
     work = Path(tempfile.mkdtemp(prefix="ckptplan-probe-", dir=directory))
     try:
         with warnings.catch_warnings(), _torch_settings(torch):
             warnings.filterwarnings("ignore", message=_DCP_WARNING)
-            return _probe(cfg, torch, work, say)
+            return _probe(cfg, torch, work, say, log)
     finally:
+        if log is not None:
+            log.close()
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _probe(cfg: ProbeConfig, torch: Any, work: Path, say: Callable[[str], None]) -> ProbeResult:
+def _probe(cfg: ProbeConfig, torch: Any, work: Path, say: Callable[[str], None], log: Any = None) -> ProbeResult:
     ckpt_dir = work / "checkpoints"
     ckpt_dir.mkdir()
+    if log is not None:
+        log.start(0)
     trainer = _Trainer(cfg)
+    if log is not None:
+        log.startup_phase("init")
+        trainer.step_log = log
     say(f"model: {trainer.parameters:,} parameters; burn-in and baseline")
     for _ in range(cfg.burn_in_steps):
         trainer.train_step()
@@ -329,6 +357,9 @@ def _probe(cfg: ProbeConfig, torch: Any, work: Path, say: Callable[[str], None])
             if method in latest:
                 _remove(latest[method][0])
             latest[method] = (path, m.step)
+    if log is not None:
+        trainer.step_log = None
+        log.end(trainer.step)
 
     variant_paths: dict[str, Path] = {}
     if cfg.verify and cfg.variants:

@@ -180,6 +180,7 @@ class _Trainer:
         self._perm_epoch = -1
         self._perm = None
         self.losses: list[float] = []  # losses[k] = loss of the step that took the run from k to k + 1
+        self.step_log: Any = None  # a .steplog.StepLogger: each finished step is logged (after its end time)
 
     @property
     def parameters(self) -> int:
@@ -209,7 +210,10 @@ class _Trainer:
         self.batch_in_epoch += 1
         self.step += 1
         self.losses.append(float(loss.detach()))
-        return t0, time.perf_counter()
+        t1 = time.perf_counter()
+        if self.step_log is not None:
+            self.step_log.step(self.step)
+        return t0, t1
 
     def run_until(self, step: int) -> None:
         while self.step < step:

@@ -213,6 +213,7 @@ def workbook_cmd(
     seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Monte Carlo seed for the Deadline sheet"),
     no_deadline: bool = flag("--no-deadline", help="Leave out the Deadline sheet (no simulation)"),
     with_udfs: bool = flag("--with-udfs", help="Add a sheet calling the CKPT_ add-in functions beside the plain formulas"),
+    log: Optional[Path] = typer.Option(None, "--log", help="A job's step-level log: add a 'Plan vs actual' sheet comparing it with this plan"),
     force: bool = flag("--force", help="Overwrite the output file if it exists"),
 ) -> None:
     """Write a planning workbook (live Excel formulas) and print the headline numbers."""
@@ -236,6 +237,12 @@ def workbook_cmd(
         if with_udfs:
             from .workbook.udf_sheet import add_udf_sheet
             add_udf_sheet(built.workbook)
+        if log is not None:
+            from .cli_actual import compare_log
+            from .workbook.actual_sheet import actual_sheet
+
+            split, variance = compare_log(log, sc)
+            actual_sheet(built.workbook, split, variance)
         from .workbook.build import save
 
         atomic_write(output, lambda tmp: save(built.workbook, tmp), force=force)
@@ -261,9 +268,10 @@ def main() -> None:
     app()
 
 
-from . import cli_batch, cli_deadline, cli_excel, cli_fit, cli_probe, cli_setup  # noqa: E402  (they import only .common, so no cycle)
+from . import cli_actual, cli_batch, cli_deadline, cli_excel, cli_fit, cli_probe, cli_setup  # noqa: E402  (they import only .common, so no cycle)
 
 cli_setup.register(app)
+cli_actual.register(app)
 cli_batch.register(app)
 cli_deadline.register(app)
 cli_fit.register(app)

@@ -231,3 +231,33 @@ def test_best_spares_is_the_cheapest_count():
     costs = {n: plan_setup(plan.scenario, plan.setup.replace(spares=n)).figures["total_cost"]
              for n in (best - 1, best, best + 1) if n >= 0}
     assert min(costs, key=costs.get) == best  # the full plan agrees with the single-level search here
+
+
+def test_readme_glossary_lists_every_setup_field_and_tier_key():
+    from pathlib import Path
+
+    from ckptplan.engine.fields import SETUP_FIELDS
+    from ckptplan.engine.setup import TIER_KEYS
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    glossary = text[text.index("## Glossary"):]
+    for f in SETUP_FIELDS:
+        assert f"| `{f.name}` | {f.unit} | {f.label} |" in glossary, f.name
+    for key in TIER_KEYS:
+        assert f"`{key}`" in glossary
+
+
+def test_readme_worked_design_example_is_what_compare_prints():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    plan = files.load_plan("llama3-405b-storage")
+    table = compare_designs(plan.scenario, plan.setup, plan.designs)
+    rows = re.findall(r"^\| (.+?) \| ([\d.]+) % \| ([\d,.]+) \| ([\d,]+) \| \S+ \| ([\d.]+) % \|$", text, flags=re.M)
+    assert len(rows) == len(table)
+    for (label, waste, wall, total, p), r in zip(rows, table.itertuples()):
+        assert label.startswith(r.name) or (r.baseline and label.startswith("baseline"))
+        assert float(waste) == round(r.waste_fraction * 100, 2)
+        assert wall == f"{r.wall_h:,.1f}" and total == f"{r.total_cost:,.0f}"
+        assert float(p) == round(r.p_finish_by_deadline * 100, 1)

@@ -331,7 +331,7 @@ def test_evaluate_matches_engine_for_every_template():
         for col, value in zip(header, row):
             want = expected.iloc[i][col]
             if isinstance(want, str):
-                assert value == want
+                assert value == want or (want == "" and value is None)  # Excel hands an empty text cell as None
             elif isinstance(want, float) and math.isnan(want):
                 assert value is None  # an optional input not given: a blank cell, never NaN
             else:

@@ -29,7 +29,16 @@ own input and works the same when called from Python):
 * an optional argument left out, or given as a single blank cell, takes its default (a blank
   inside a multi-cell range is an error). Domain MTBFs are the exception the workbook also makes:
   a blank means "no such domain". xlwings hands an input cell holding an Excel error (``#N/A``)
-  over as a blank, so its message says "got a blank cell"; a formula giving "" counts as blank.
+  over as a blank, so its message says "got a blank cell" (as text, "got the Excel error #N/A");
+  a formula giving "" counts as blank.
+* cell budget: at most :data:`MAX_UDF_CELLS` (250,000) cells per argument and per result (the
+  broadcast shape of the arguments; CKPT_EVALUATE: the table in and the table out). A bigger call
+  (a whole-column reference ``A:A``, a long column against a long row) answers with one
+  ``#CKPT! ...: N cells is more than one call takes`` message instead of computing. Bad cells cost
+  about what good ones do (messages are built once per distinct value; rules spanning arguments
+  are checked on whole arrays before the engine runs), so no range freezes Excel.
+  CKPT_DEADLINE_PROB also caps its simulations per call (:data:`MAX_RUNS_PER_CALL` runs,
+  :data:`MAX_CASES_PER_CALL` distinct cases).
 
 Units are in the argument names: ``_min`` minutes, ``_h`` hours, ``slowdown`` / ``_share`` a
 fraction in [0, 1); money is in the currency of the price given.
@@ -47,14 +56,15 @@ import pandas as pd
 
 from .. import engine
 from ..engine import montecarlo as _mc
+from ..engine import waste as _waste
 from ..engine.fields import DEFAULT_RUNS, DEFAULT_SEED, MAX_RUNS_PER_CELL
 from ..engine.cost import CATEGORIES
 from ..engine.reliability import FailureDomain
 from ..engine.fields import FIELD_BY_NAME, TEXT_FIELDS
-from ..engine.scenario import check_columns, derived_columns, evaluate_each
+from ..engine.scenario import check_columns, derived_columns, evaluate_each, table_problems
 from ..engine.validity import warnings_text
-from .cells import (ERROR_PREFIX, CallError, arg, as_array, cell_value, choice, describe, elementwise, engine_message,
-                    error_text, show, udf)
+from .cells import (ERROR_PREFIX, MAX_UDF_CELLS, CallError, arg, as_array, budget_text, cell_count, cell_value, choice,
+                    describe, elementwise, engine_message, error_text, show, udf)
 
 __all__ = [
     "CKPT_JOB_MTBF",
@@ -76,6 +86,8 @@ __all__ = [
 MAX_RUNS = MAX_RUNS_PER_CELL
 #: most simulated runs one call of CKPT_DEADLINE_PROB may do over all its distinct cases
 MAX_RUNS_PER_CALL = 200_000
+#: most distinct cases (simulations) one call of CKPT_DEADLINE_PROB may run (each costs ~0.3 ms or more)
+MAX_CASES_PER_CALL = 1_000
 #: results of CKPT_DEADLINE_PROB's simulations kept in memory (20,000 runs = 160 kB each)
 DEADLINE_CACHE_SIZE = 128
 
@@ -84,6 +96,43 @@ _WASTE_NAMES = {"T": "interval_min", "C": "checkpoint_stall_min", "M": "job_mtbf
                 "slowdown": "async_slowdown_fraction", "work": "useful_training_h"}
 
 _ASYNC_C = "For async saves give the effective stall (CKPT_EFFECTIVE_STALL)."
+
+
+# ------------------------------------------------------------------------------- screens
+# The engine refuses a whole call when one cell breaks a rule spanning arguments; these find every
+# such cell at once (same condition and message as the engine: tests/test_udf_budget.py pins both),
+# so the engine only sees cells it accepts and a refused cell costs no extra engine call.
+
+def _per_cell(mask: np.ndarray, make: Any, *columns: np.ndarray) -> np.ndarray | None:
+    """Messages ``make(*values)`` for the cells of ``mask`` (None elsewhere), or None when no cell."""
+    if not mask.any():
+        return None
+    at = np.flatnonzero(mask)
+    out = np.full(mask.shape, None, dtype=object)
+    out[at] = [make(*cell) for cell in zip(*(c[at].tolist() for c in columns))] if columns else make()
+    return out
+
+
+def _late_writes(T: np.ndarray, W: np.ndarray, s: np.ndarray) -> np.ndarray | None:
+    """engine.waste's rule: an async write must be durable before the next save (W (1 - s) <= T)."""
+    behind = W * (1.0 - s)
+    return _per_cell(behind > T * (1.0 + 1e-12), lambda b, t, w: error_text(
+        "async_write_min", f"the background write must be durable before the next save starts: "
+        f"W * (1 - slowdown) = {b:.6g} must be <= T = {t:.6g}", show(w)), behind, T, W)
+
+
+def _merge(*screens: np.ndarray | None) -> np.ndarray | None:
+    """One array of messages from several screens, the first screen's message winning."""
+    out = None
+    for found in reversed(screens):
+        if found is None:
+            continue
+        if out is None:
+            out = found
+        else:
+            here = found.astype(bool)
+            out[here] = found[here]
+    return out
 
 
 # ------------------------------------------------------------------------------- reliability
@@ -128,6 +177,14 @@ def CKPT_JOB_MTBF_DOMAINS(node_mtbf_h, nodes, domain1_mtbf_h, domain1_nodes_per_
     for i, (mtbf_name, _, per_name, _) in enumerate(pairs, start=1):
         names.update({f"domain{i}.mtbf_h": mtbf_name, f"domain{i}.nodes_per_domain": per_name})
 
+    def screen(m, n, share, *domain_columns):  # the workbook's rule: both or neither
+        found = []
+        for i, (mtbf_name, _, per_name, _) in enumerate(pairs):
+            dm, dn = domain_columns[2 * i], domain_columns[2 * i + 1]
+            found.append(_per_cell(np.isnan(dn) & np.isfinite(dm), lambda: error_text(
+                per_name, f"is required when {mtbf_name} is given", show(None))))
+        return _merge(*found)
+
     def compute(m, n, share, *domain_columns):
         domains = []
         for i, (mtbf_name, _, per_name, _) in enumerate(pairs):
@@ -138,7 +195,7 @@ def CKPT_JOB_MTBF_DOMAINS(node_mtbf_h, nodes, domain1_mtbf_h, domain1_nodes_per_
             domains.append(FailureDomain(f"domain{i + 1}", dm, np.where(missing, 1.0, dn)))
         return engine.job_mtbf_with_domains(m, n, domains, share)
 
-    return elementwise(specs, compute, names)
+    return elementwise(specs, compute, names, screen)
 
 
 # ------------------------------------------------------------------------------- intervals
@@ -216,6 +273,8 @@ def CKPT_WASTE(interval_min, checkpoint_stall_min, job_mtbf_min, restart_min=0.0
     def compute(T, C, M, R, W, s, code):
         out = np.empty(T.shape)
         exact = code == _EXACT
+        if exact.all():
+            return engine.waste_fraction(T, C, M, R, W, s)
         if exact.any():
             out[exact] = engine.waste_fraction(T[exact], C[exact], M[exact], R[exact], W[exact], s[exact])
         first = ~exact
@@ -224,7 +283,11 @@ def CKPT_WASTE(interval_min, checkpoint_stall_min, job_mtbf_min, restart_min=0.0
             out[first] = engine.first_order_waste(T[first], c_eff, M[first])
         return out
 
-    return elementwise(specs, compute, _WASTE_NAMES)
+    def screen(T, C, M, R, W, s, code):  # the exact model refuses late writes; first order does not
+        exact = code == _EXACT
+        return _late_writes(T if exact.all() else np.where(exact, T, np.inf), W, s)
+
+    return elementwise(specs, compute, _WASTE_NAMES, screen)
 
 
 @udf()
@@ -243,7 +306,24 @@ def CKPT_WALL_TIME(useful_training_h, interval_min, checkpoint_stall_min, job_mt
     def compute(work, T, C, M, R, W, s):
         return np.asarray(engine.expected_wall_time(work * 60.0, T, C, M, R, W, s)) / 60.0
 
-    return elementwise(specs, compute, _WASTE_NAMES)
+    return elementwise(specs, compute, _WASTE_NAMES, _wall_screen)
+
+
+def _wall_screen(work, T, C, M, R, W, s):
+    """engine.expected_wall_time's refusals: late writes, then a wall time beyond floating point."""
+    late = _late_writes(T, W, s)
+    log_wall = getattr(_waste, "_log_wall_per_work", None)  # the engine's own kernel (same bits)
+    if log_wall is None:  # the engine changed: its refusals are isolated by elementwise instead
+        return late
+    with np.errstate(all="ignore"):
+        log_total = np.asarray(log_wall(T, C, M, R, W, s)) + np.log(work * 60.0)
+        huge = np.isfinite(log_total) & (log_total > getattr(_waste, "_MAX_LOG", 709.0))  # NaN, inf: the engine's
+    if late is not None:
+        huge &= ~late.astype(bool)
+    over = _per_cell(huge, lambda ratio, m: error_text(
+        "job_mtbf_min", f"(T + C + W + R)/M = {ratio:.4g} is so large that the expected wall time overflows: the job "
+        "would essentially never finish", show(m)), (T + C + W + R) / M, M)
+    return _merge(late, over)
 
 
 # ------------------------------------------------------------------------------- cost
@@ -272,7 +352,7 @@ BREAKDOWN_HEADER = ["category", "hours", "GPU-hours", "cost"]
 BREAKDOWN_ROWS = (*CATEGORIES, "total")
 
 
-@udf()
+@udf(note="")
 def CKPT_COST_BREAKDOWN(useful_training_h, interval_min, checkpoint_stall_min, job_mtbf_min, restart_min, async_write_min, async_slowdown_fraction, gpus,
                         price_per_gpu_hour):
     """Where the time and money go: a 6 x 4 table (header; useful, save, rework, restart, total) x (hours, GPU-hours, cost).
@@ -319,6 +399,8 @@ def _table(table: Any) -> pd.DataFrame:
     number (1 = first row under the header), so engine messages name the row as the user sees it.
     """
     if isinstance(table, pd.DataFrame):
+        if cell_count(table) > MAX_UDF_CELLS:
+            raise CallError(budget_text("table", cell_count(table)))
         rows = [list(table.columns)] + table.astype(object).to_numpy().tolist()
     else:
         arr = as_array("table", table)
@@ -348,7 +430,11 @@ def _table(table: Any) -> pd.DataFrame:
 
 
 
-@udf(ret={"index": False},
+_TABLE_NOTE = (f"Tables: at most {MAX_UDF_CELLS:,} cells in and out (rows x columns); a bigger table gives one "
+               "#CKPT! message (split it).")
+
+
+@udf(ret={"index": False}, note=_TABLE_NOTE,
       table={"convert": pd.DataFrame, "index": False, "header": True,
              "doc": "Scenario table with a header row of engine field names (checkpoint_stall_min, nodes, ...), one scenario per row."})
 def CKPT_EVALUATE(table):
@@ -371,27 +457,58 @@ def CKPT_EVALUATE(table):
         check_columns(data)
     except ValueError as exc:  # the whole table, not one row
         return engine_message(exc, {})
-    parts, refused = evaluate_each(data)
-    results = pd.concat(parts) if parts else pd.DataFrame()
-    if len(results):  # the rows that leave the models' range say so (engine.validity), "" when none
-        results["warnings"] = warnings_text(results)
-    bad = {label: error_text(str(getattr(exc, "field", "")), getattr(exc, "rule", str(exc)),
-                         show(getattr(exc, "value", None))) for label, exc in refused.items()}
     derived = [c for c in derived_columns() if c not in frame.columns] + ["warnings"]
     header = list(frame.columns) + derived
-    out: list[list[Any]] = [header]
-    for position, (label, row) in enumerate(frame.iterrows()):
-        given = [cell_value(v) for v in row.tolist()]
-        if blank_row[position]:
-            out.append([None] * len(header))
-        elif label in bad:
-            # the inputs as given; every result column (job_mtbf_h too) carries the reason
+    if (len(frame) + 1) * len(header) > MAX_UDF_CELLS:
+        return budget_text("result", (len(frame) + 1) * len(header))
+    bad = _refused_rows(data)  # every row rule on whole columns: refused rows cost no extra engine call
+    parts, refused = evaluate_each(data[~data.index.isin(list(bad))]) if len(bad) < len(data) else ([], {})
+    bad.update({label: error_text(str(getattr(exc, "field", "")), getattr(exc, "rule", str(exc)),
+                                  show(getattr(exc, "value", None))) for label, exc in refused.items()})
+    results = pd.concat(parts) if parts else None
+    if results is not None and len(results):  # the rows that leave the models' range say so (engine.validity)
+        results["warnings"] = warnings_text(results)
+    else:
+        results = None
+    # column by column: each result column's cells in one pass, then the rows
+    full = results.reindex(frame.index) if results is not None else None
+    columns = [_column_cells(full[c]) if full is not None and c in full.columns else [None] * len(frame)
+               for c in header]
+    out: list[list[Any]] = [header] + list(map(list, zip(*columns)))
+    if bad:  # the inputs as given; every result column (job_mtbf_h too) carries the reason
+        given = [_column_cells(frame[c]) for c in frame.columns]
+        results_too = set(derived_columns()) | {"warnings"}
+        for label, position in zip(bad, frame.index.get_indexer(list(bad)).tolist()):
             message = bad[label]
-            out.append([message if c in derived_columns() or c == "warnings" else v for c, v in zip(frame.columns, given)]
-                       + [message] * len(derived))
-        else:
-            out.append([cell_value(results.at[label, c]) for c in header])
+            out[position + 1] = ([message if c in results_too else given[j][position] for j, c in enumerate(frame.columns)]
+                                 + [message] * len(derived))
+    for position in np.flatnonzero(blank_row).tolist():
+        out[position + 1] = [None] * len(header)
     return out
+
+
+def _refused_rows(data: pd.DataFrame) -> dict[Any, str]:
+    """Rows a rule refuses (engine.scenario.table_problems, as engine.evaluate applies them): label ->
+    the message evaluate would give the row alone (its first problem)."""
+    _, _, problems = table_problems(data)
+    bad = {}
+    for position, found in sorted(problems.by_row.items()):
+        label, first = data.index[position], found[0]
+        bad[label] = (error_text(f"row {label}: {first.field}", first.rule, show(first.value))
+                      if isinstance(first, ValueError) else f"{ERROR_PREFIX} row {label}: {first}")
+    return bad
+
+
+def _column_cells(column: pd.Series) -> list[Any]:
+    """A column's values as Excel cells (:func:`cell_value`, vectorised by dtype)."""
+    values = column.to_numpy()
+    if values.dtype.kind == "f":
+        return [None if v != v else v for v in values.tolist()]
+    if values.dtype.kind in "iu":
+        return [float(v) for v in values.tolist()]
+    if values.dtype.kind == "b":
+        return values.tolist()
+    return list(map(cell_value, values.tolist()))
 
 
 # ------------------------------------------------------------------------------- deadline
@@ -424,8 +541,9 @@ def CKPT_DEADLINE_PROB(useful_training_h, deadline_h, interval_min, checkpoint_s
     :func:`ckptplan.engine.montecarlo.simulate_wall_times` (the model of :mod:`ckptplan.engine.finite`: finite job,
     last segment possibly short, no save after the last step, failures during saves, writes and
     restarts; the same figure as ``p_finish`` of :func:`engine.deadline.deadline_report`). At most
-    20,000 runs per cell and 200,000 per call; the simulation of identical inputs is cached
-    (deadlines in a range share one simulation). Standard error sqrt(p(1-p)/runs).
+    20,000 runs per cell, 200,000 per call and 1,000 distinct cases per call (cells over a cap get
+    its message); the simulation of identical inputs is cached (deadlines in a range share one
+    simulation). Standard error sqrt(p(1-p)/runs).
     """
     specs = [arg("useful_training_h", useful_training_h), arg("deadline_h", deadline_h),
              arg("interval_min", interval_min), arg("checkpoint_stall_min", checkpoint_stall_min),
@@ -434,27 +552,44 @@ def CKPT_DEADLINE_PROB(useful_training_h, deadline_h, interval_min, checkpoint_s
              arg("runs", runs, default=DEFAULT_RUNS), arg("seed", seed, default=DEFAULT_SEED),
              arg("weibull_shape", weibull_shape, default=1.0)]
     names = dict(_WASTE_NAMES, runs="runs", seed="seed", weibull_shape="weibull_shape")
-    budget: dict[tuple, bool] = {}  # distinct case -> within MAX_RUNS_PER_CALL (deterministic order)
-    used = [0]
+
+    def screen(work, deadline, *_):
+        return _per_cell(deadline < work, lambda d, w: error_text(
+            "deadline_h", f"must be >= useful_training_h = {w:g} h: the job needs that much compute even with no saves "
+            "and no failures", show(d)), deadline, work)
 
     def compute(work, deadline, T, C, M, R, W, s, n, seed_, shape):
-        # one engine call per distinct case; a single bad case raises, and elementwise isolates it
-        out = np.empty(work.shape)
-        for i in range(work.size):
-            if deadline[i] < work[i]:
-                raise engine.InputError("deadline_h", float(deadline[i]),
-                                        f"must be >= useful_training_h = {work[i]:g} h: the job needs that much compute "
-                                        "even with no saves and no failures")
-            key = (float(work[i]) * 60.0, float(T[i]), float(C[i]), float(M[i]), float(R[i]), float(W[i]),
-                   float(s[i]), int(n[i]), int(seed_[i]), float(shape[i]))
-            if key not in budget:
-                budget[key] = used[0] + key[7] <= MAX_RUNS_PER_CALL
-                used[0] += key[7] if budget[key] else 0
-            if not budget[key]:
-                raise engine.InputError("runs", key[7], f"this call already simulates {used[0]:,} runs; the limit is "
-                                        f"{MAX_RUNS_PER_CALL:,} per call: split the range or lower runs")
-            walls = _simulated_walls(*key)
-            out[i] = np.count_nonzero(walls <= deadline[i] * 60.0) / walls.size
-        return out
+        # one simulation per distinct case, in the order of the cases' first cells (the caps are
+        # deterministic); the cells of a case share it
+        out = np.full(work.shape, np.nan)
+        refused = np.full(work.shape, None, dtype=object)
+        keys = np.column_stack([work * 60.0, T, C, M, R, W, s, n, seed_, shape]) + 0.0  # -0.0 is 0.0
+        _, first, case = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        case = case.reshape(-1)
+        by_case = np.argsort(case, kind="stable")
+        bounds = np.searchsorted(case[by_case], np.arange(first.size + 1))
+        used = cases = 0
+        for c in np.argsort(first, kind="stable").tolist():
+            cells = by_case[bounds[c]:bounds[c + 1]]
+            i = int(first[c])
+            key = (float(keys[i, 0]), float(T[i]), float(C[i]), float(M[i]), float(R[i]), float(W[i]), float(s[i]),
+                   int(n[i]), int(seed_[i]), float(shape[i]))
+            if used + key[7] > MAX_RUNS_PER_CALL:
+                refused[cells] = error_text("runs", f"this call already simulates {used:,} runs; the limit is "
+                                            f"{MAX_RUNS_PER_CALL:,} per call: split the range or lower runs", show(key[7]))
+                continue
+            if cases >= MAX_CASES_PER_CALL:
+                refused[cells] = (f"{ERROR_PREFIX} range: this call already simulates {cases:,} distinct cases; the "
+                                  f"limit is {MAX_CASES_PER_CALL:,} per call: split the range")
+                continue
+            used, cases = used + key[7], cases + 1
+            try:
+                walls = _simulated_walls(*key)
+            except ValueError as exc:  # the engine refuses this case (e.g. a write that is never durable)
+                refused[cells] = engine_message(exc, names)
+                continue
+            below = np.searchsorted(np.sort(walls), deadline[cells] * 60.0, side="right")
+            out[cells] = below / walls.size
+        return out, refused
 
-    return elementwise(specs, compute, names)
+    return elementwise(specs, compute, names, screen)

@@ -47,7 +47,7 @@ def headline(row: "pd.Series") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k in keys:
         v = row[k]
-        out[k] = v if isinstance(v, str) else (None if v != v else float(v))  # NaN (not given) -> null
+        out[k] = v if isinstance(v, str) else (float(v) if math.isfinite(v) else None)  # NaN/inf -> null (strict JSON)
     from .engine.validity import model_warnings
 
     out["warnings"] = model_warnings(row.to_frame().T)[0]
@@ -219,6 +219,7 @@ def workbook_cmd(
     """Write a planning workbook (live Excel formulas) and print the headline numbers."""
     from . import files, workbook  # the command line is the only part of ckptplan that knows every side
     from .files.atomic import atomic_write
+    from .files.signals import Terminated, terminate_on_signals
 
     try:
         if from_workbook is not None:
@@ -245,11 +246,16 @@ def workbook_cmd(
             actual_sheet(built.workbook, split, variance)
         from .workbook.build import save
 
-        atomic_write(output, lambda tmp: save(built.workbook, tmp), force=force)
+        with terminate_on_signals():  # SIGTERM/SIGHUP: the temporary file is removed, as on Ctrl-C
+            atomic_write(output, lambda tmp: save(built.workbook, tmp), force=force)
         row = built.results.iloc[0]
+    except Terminated as exc:
+        fail(f"{exc}: {output} was not written", int(exc.code))
     except FileExistsError as exc:
         fail(str(exc))
     except ValueError as exc:
+        fail(str(exc))
+    except OSError as exc:  # a full disk, a vanished folder (files.atomic.OutputError names the file)
         fail(str(exc))
     print_plan(row)
     if report is not None:
@@ -265,7 +271,12 @@ def workbook_cmd(
 
 
 def main() -> None:
-    app()
+    """The ``ckptplan`` entry point: SIGTERM and SIGHUP (schedulers, ``timeout``, CI cancellation) end a
+    command as Ctrl-C does, so every temporary file is removed (:mod:`ckptplan.files.signals`)."""
+    from .files.signals import terminate_on_signals
+
+    with terminate_on_signals():
+        app()
 
 
 from . import cli_actual, cli_batch, cli_deadline, cli_excel, cli_fit, cli_probe, cli_setup  # noqa: E402  (they import only .common, so no cycle)

@@ -9,13 +9,12 @@ the difference explained input by input in hours, GPU-hours and money
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any, List, Optional
 
 import typer
 
-from .common import DEFAULT_TEMPLATE, console, emit_scenario_file, err_console, fail, flag, literal
+from .common import DEFAULT_TEMPLATE, console, emit_scenario_file, err_console, fail, flag, json_ready, literal
 
 __all__ = ["actual", "actual_h", "compare_log", "measured_scenario", "register", "summary_row"]
 
@@ -116,16 +115,6 @@ def _print_one(split: Any, v: Any) -> None:
         console.print(f"note: {literal(note)}", highlight=False)
 
 
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _finite(x) for k, x in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(x) for x in obj]
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
 def actual(
     logs: List[Path] = typer.Argument(..., help="Step-level job log(s): CSV or JSON Lines (see `ckptplan fit --help` for the format)"),
     template: Optional[str] = typer.Option(None, "--template", "-t", help="The plan: preset name or TOML file; default: seed"),
@@ -162,7 +151,7 @@ def actual(
         if as_json:
             out = {"log": str(logs[0]), "scenario": plan.name, "measured": {**split.measured, "goodput": split.goodput},
                    "split": split.to_dict(), "plan_vs_actual": variance.to_dict()}
-            typer.echo(json.dumps(_finite(out), indent=2, allow_nan=False))
+            typer.echo(json.dumps(json_ready(out), indent=2, allow_nan=False))
         else:
             _print_one(split, variance)
         if emit_scenario is not None:
@@ -179,7 +168,7 @@ def actual(
     if output is not None and rows:
         _write_rows(rows, output, force)
     if as_json:
-        typer.echo(json.dumps(_finite({"scenario": plan.name, "jobs": rows, "errors": problems}), indent=2,
+        typer.echo(json.dumps(json_ready({"scenario": plan.name, "jobs": rows, "errors": problems}), indent=2,
                               allow_nan=False))
     elif rows:
         _print_rows(rows, plan)

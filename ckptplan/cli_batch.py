@@ -15,6 +15,12 @@ currency when the file gives prices; its deadline when the file gives ``useful_t
 (:func:`ckptplan.engine.sweep.fill_from_template`). A blank cell is not filled: it means the
 field's default, as everywhere.
 
+Input files are read as untrusted (:mod:`ckptplan.files.tables`, :mod:`ckptplan.files.untrusted`): a
+CSV file's separator (``,`` ``;`` tab) and decimal separator (``.`` or ``,``, as Excel writes CSV in
+much of Europe) are detected, or given with ``--delimiter``/``--decimal``; a row whose fields do not
+match the header refuses the file (no row is evaluated under the wrong columns); cells, rows
+(``--max-rows``), .xlsx parts and TOML nesting are bounded before any work.
+
 Results: one row per input row; ``row`` is the data row of the input file (1 = the first row under
 the header; blank rows count, so an .xlsx sheet row is ``row + 1``; TOML: the scenario's position).
 ``warnings`` says why an ok row's answer leaves its model's range; the summary counts those rows.
@@ -25,9 +31,16 @@ Exit status (both commands), so that pipelines notice:
 * 3: the output was written, but some rows failed (``status = error`` in the file, each with its
   reason in the ``error`` column; the summary lists the first ones);
 * 2: nothing was written: unreadable or empty input, a missing required column (``--no-template``),
-  an unknown column,
-  bad range syntax or option, an output that exists (without ``--force``), more rows than an .xlsx
-  sheet holds, a Dask scheduler that cannot be reached.
+  an unknown column, a CSV row whose fields do not match the header,
+  bad range syntax or option, an output that exists (without ``--force``) or is no regular file (a
+  pipe, a device such as ``/dev/null``, a folder: never written, ``--force`` or not), more rows than
+  ``--max-rows`` (default :data:`~ckptplan.engine.fields.MAX_SWEEP_ROWS`, 5,000,000; checked before
+  any work) or than an .xlsx sheet holds, a full disk, a Dask scheduler that cannot be reached;
+* 143 / 129: stopped by SIGTERM / SIGHUP; like Ctrl-C (exit 1) no partial output and no temporary
+  file is left (:mod:`ckptplan.files.signals`).
+
+Outputs are written atomically (:mod:`ckptplan.files.atomic`): complete or not at all; of two runs
+writing one new file at once, one wins and the other stops with "exists".
 
 Sweep axes: one option per numeric scenario field, generated from the field registry
 (``--checkpoint-stall-min``, ``--nodes``, ``--useful-training-h``, ``--price-per-gpu-hour``, ...:
@@ -44,6 +57,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
+import math
 import os
 import time
 from pathlib import Path
@@ -52,13 +66,14 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 import typer
 
 from .engine.errors import InputError
-from .engine.fields import DEFAULT_CHUNK_ROWS, DEFAULT_RUNS, DEFAULT_SEED, EXCEL_MAX_DATA_ROWS, FIELDS
-from .files.atomic import OutputExistsError
+from .engine.fields import DEFAULT_CHUNK_ROWS, DEFAULT_RUNS, DEFAULT_SEED, EXCEL_MAX_DATA_ROWS, FIELDS, MAX_SWEEP_ROWS
+from .files.atomic import OutputError, check_destination
+from .files.signals import Terminated, terminate_on_signals
 
 # `from package import module` resolves through sys.modules, so this works even when ckptplan.cli
 # imports this module while it is still initialising; names are looked up at call time.
 from ckptplan import common as _cli
-from .common import field_options
+from .common import field_options, json_ready
 
 if TYPE_CHECKING:  # the models load only when a command runs
     from .engine.sweep import BatchSummary
@@ -75,7 +90,8 @@ PROGRESS_FROM_ROWS = 100_000
 
 _EXIT_HELP = ("Exit status: 0 all rows evaluated; 3 output written but some rows failed (status = error, "
               "reason in the error column); 2 nothing written (bad input file, missing or unknown column, "
-              "bad option, output exists without --force, too many rows for .xlsx).")
+              "bad option, output exists without --force or is no regular file, more rows than --max-rows or "
+              "than .xlsx holds, disk full); 143/129 stopped by SIGTERM/SIGHUP (nothing left behind).")
 #: model warnings printed under the summary (the rest: filter the warnings column)
 SHOWN_WARNINGS = 3
 
@@ -92,10 +108,7 @@ def _check_output(output: Path, force: bool, rows: Optional[int] = None) -> None
     from .files.results import output_kind
 
     kind = output_kind(output)
-    if output.exists() and not force:
-        raise OutputExistsError(f"{output} exists: refusing to overwrite it (use --force to replace it)")
-    if not output.parent.exists():
-        raise FileNotFoundError(f"{output.parent} does not exist: create the folder first")
+    check_destination(output, force)  # exists (no --force), no such folder, a pipe/device/folder (never written)
     if kind == "xlsx" and rows is not None and rows > EXCEL_MAX_DATA_ROWS:
         raise InputError("rows", rows, f"exceed Excel's limit of {EXCEL_MAX_DATA_ROWS:,} data rows per sheet: "
                             "write .csv or .parquet instead")
@@ -135,8 +148,17 @@ def _progress(total: int, label: str, deadline: bool) -> Iterator[Any]:
 
 def _file_error(exc: Exception) -> None:
     """Exit 2 with the message of a file-level error (nothing was written)."""
-    plain = isinstance(exc, (FileExistsError, FileNotFoundError, ValueError))
-    _fail(str(exc) if plain else f"{type(exc).__name__}: {exc}", EXIT_FILE_ERROR)
+    plain = isinstance(exc, (FileExistsError, FileNotFoundError, ValueError, OutputError))
+    if plain:
+        _fail(str(exc), EXIT_FILE_ERROR)
+    where = f"{exc.filename}: " if isinstance(exc, OSError) and exc.filename else ""
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else f"{type(exc).__name__}: {exc}"
+    _fail(f"{where}{reason}", EXIT_FILE_ERROR)
+
+
+def _stopped(exc: Terminated, output: Path) -> None:
+    """Exit 128 + signal number after SIGTERM/SIGHUP (the temporary file is already removed)."""
+    _fail(f"{exc}: the run was stopped; no partial file or temporary file is left at {output}", int(exc.code))
 
 
 def _fail(message: str, code: int = EXIT_FILE_ERROR) -> None:
@@ -153,7 +175,7 @@ def _print_summary(summary: "BatchSummary", output: Path, elapsed: float, as_jso
     if as_json:
         data = summary.to_dict()
         data.update({"output": str(output), "seconds": round(elapsed, 3)})
-        typer.echo(json.dumps(data, indent=2, default=str))
+        typer.echo(json.dumps(json_ready(data), indent=2, allow_nan=False))
         return
     rate = summary.rows / elapsed if elapsed > 0 else float("inf")
     _say(f"{summary.rows:,} rows: {summary.ok:,} ok, {summary.errors:,} failed -> {output} "
@@ -222,6 +244,12 @@ def batch(
     keep_extra: bool = _cli.flag("--keep-extra", help="Carry columns that are no scenario field through "
                                     "unchanged (default: refuse them, a misspelt field would be ignored)"),
     sheet: Optional[str] = typer.Option(None, "--sheet", help="Sheet of an .xlsx input (default: 'Scenarios', else the first)"),
+    delimiter: Optional[str] = typer.Option(None, "--delimiter", help="Separator of a CSV input: ',', ';' or 'tab' "
+                                            "(default: detected from the header row)"),
+    decimal: Optional[str] = typer.Option(None, "--decimal", help="Decimal separator of a CSV input: '.' or ',' "
+                                          "(default: '.' in a comma-separated file, detected in a ';' or tab one)"),
+    max_rows: int = typer.Option(MAX_SWEEP_ROWS, "--max-rows", help="Refuse an input of more data rows than this, "
+                                 "before any work"),
     as_json: bool = _cli.flag("--json", help="Print the summary as JSON"),
 ) -> None:
     """Evaluate every scenario of a file; bad rows are reported per row, never dropped.
@@ -234,45 +262,66 @@ def batch(
     """
     started = time.perf_counter()
     try:
-        if scheduler not in ("local", "dask"):
-            raise InputError("--scheduler", scheduler, "must be 'local' or 'dask'")
-        if no_template and template is not None:
-            raise InputError("--no-template", True, "cannot be combined with --template")
-        _check_output(output, force)
-        from .engine.batch import evaluate_rows
-        from .engine.sweep import fill_from_template, iter_results
-        from .files import load_scenario
-        from .files.tables import read_scenarios
-        from .workbook.results import write_results
-
-        base = None if no_template else load_scenario(template or _cli.DEFAULT_TEMPLATE)
-        table = read_scenarios(scenarios, sheet=sheet)
-        fill = None
-        if base is not None:
-            table, fill = fill_from_template(table, base, template or _cli.DEFAULT_TEMPLATE)
-        _check_output(output, force, rows=len(table))
-        options = dict(deadline=deadline, runs=runs, seed=seed, failures=_failure_law(weibull_shape),
-                       extra_columns="keep" if keep_extra else "error")
-        evaluate_rows(table.iloc[:0], **options)  # file-level problems, before any work
-        step = chunk_rows or (DEADLINE_CHUNK_ROWS if deadline else DEFAULT_CHUNK_ROWS)
-        source = (f"ckptplan batch {scenarios}" + (f" --template {fill.template}" if fill else " --no-template")
-                  + (f" --deadline --runs {runs} --seed {seed}" if deadline else ""))
-        with _progress(len(table), "evaluating", deadline) as advance:
-            if scheduler == "dask":
-                with _dask_client(dask_address):
-                    import dask.dataframe as dd
-
-                    ddf = dd.from_pandas(table, chunksize=step, sort=False)
-                    results = evaluate_rows(ddf, cell_errors=table.attrs.get("cell_errors", {}), **options)
-                    summary = write_results(results, output, force=force, describe=("name",), source=source,
-                                            progress=advance, expected_rows=len(table), template=fill)
-            else:
-                chunks = iter_results(table, chunk_rows=step, **options)
-                summary = write_results(chunks, output, force=force, describe=("name",), source=source,
-                                        progress=advance, expected_rows=len(table), template=fill)
+        with terminate_on_signals():  # SIGTERM/SIGHUP clean up like Ctrl-C: no temporary file is left
+            summary = _batch(scenarios, output, template, no_template, force, deadline, runs, seed, weibull_shape,
+                             scheduler, dask_address, chunk_rows, keep_extra, sheet, delimiter, decimal, max_rows)
+    except Terminated as exc:
+        _stopped(exc, output)
     except (FileExistsError, FileNotFoundError, ValueError, OSError) as exc:
         _file_error(exc)
     _finish(summary, output, started, as_json)
+
+
+def _batch(scenarios: Path, output: Path, template: Optional[str], no_template: bool, force: bool, deadline: bool,
+           runs: int, seed: int, weibull_shape: Optional[float], scheduler: str, dask_address: Optional[str],
+           chunk_rows: Optional[int], keep_extra: bool, sheet: Optional[str], delimiter: Optional[str],
+           decimal: Optional[str], max_rows: int) -> "BatchSummary":
+    if scheduler not in ("local", "dask"):
+        raise InputError("--scheduler", scheduler, "must be 'local' or 'dask'")
+    if no_template and template is not None:
+        raise InputError("--no-template", True, "cannot be combined with --template")
+    if max_rows < 1:
+        raise InputError("--max-rows", max_rows, "must be a whole number >= 1")
+    delimiter = {"tab": "\t", "\\t": "\t"}.get(delimiter, delimiter) if delimiter is not None else None
+    _check_output(output, force)
+    from .engine.batch import evaluate_rows
+    from .engine.sweep import fill_from_template, iter_results
+    from .files import load_scenario
+    from .files.tables import read_scenarios
+    from .files.untrusted import FileInputError
+    from .workbook.results import write_results
+
+    base = None if no_template else load_scenario(template or _cli.DEFAULT_TEMPLATE)
+    table = read_scenarios(scenarios, sheet=sheet, delimiter=delimiter, decimal=decimal, max_rows=max_rows)
+    fill = None
+    if base is not None:
+        table, fill = fill_from_template(table, base, template or _cli.DEFAULT_TEMPLATE)
+    _check_output(output, force, rows=len(table))
+    options = dict(deadline=deadline, runs=runs, seed=seed, failures=_failure_law(weibull_shape),
+                   extra_columns="keep" if keep_extra else "error")
+    try:
+        evaluate_rows(table.iloc[:0], **options)  # file-level problems, before any work
+    except InputError as exc:
+        if exc.field != "columns":
+            raise
+        raise FileInputError("scenario file", scenarios, str(exc)) from None  # name the file too
+    step = chunk_rows or (DEADLINE_CHUNK_ROWS if deadline else DEFAULT_CHUNK_ROWS)
+    source = (f"ckptplan batch {scenarios}" + (f" --template {fill.template}" if fill else " --no-template")
+              + (f" --deadline --runs {runs} --seed {seed}" if deadline else ""))
+    with _progress(len(table), "evaluating", deadline) as advance:
+        if scheduler == "dask":
+            with _dask_client(dask_address):
+                import dask.dataframe as dd
+
+                ddf = dd.from_pandas(table, chunksize=step, sort=False)
+                results = evaluate_rows(ddf, cell_errors=table.attrs.get("cell_errors", {}), **options)
+                summary = write_results(results, output, force=force, describe=("name",), source=source,
+                                        progress=advance, expected_rows=len(table), template=fill)
+        else:
+            chunks = iter_results(table, chunk_rows=step, **options)
+            summary = write_results(chunks, output, force=force, describe=("name",), source=source,
+                                    progress=advance, expected_rows=len(table), template=fill)
+    return summary
 
 
 def _sweep_axes(overrides: dict[str, Optional[str]], axis: list[str]) -> dict[str, Any]:
@@ -318,6 +367,8 @@ def sweep(
     dask_address: Optional[str] = typer.Option(None, "--dask-address", help="Dask scheduler address (default: a local "
                                                "cluster)"),
     chunk_rows: Optional[int] = typer.Option(None, "--chunk-rows", help="Rows per chunk / Dask partition"),
+    max_rows: int = typer.Option(MAX_SWEEP_ROWS, "--max-rows", help="Refuse a grid of more rows than this (the "
+                                 "product of the axis lengths), before any work"),
     as_json: bool = _cli.flag("--json", help="Print the summary as JSON"),
     overrides: Optional[dict] = None,
 ) -> None:
@@ -333,36 +384,53 @@ def sweep(
     """
     started = time.perf_counter()
     try:
-        if scheduler not in ("local", "dask"):
-            raise InputError("--scheduler", scheduler, "must be 'local' or 'dask'")
-        axes = _sweep_axes(overrides or {}, axis)
-        from .engine.batch import evaluate_rows
-        from .engine.sweep import iter_results, sweep_dask, sweep_grid
-        from .files import load_scenario
-        from .workbook.results import write_results
-
-        base = load_scenario(template or _cli.DEFAULT_TEMPLATE)
-        grid = sweep_grid(base, same_work=same_work, **axes)
-        _check_output(output, force, rows=grid.rows)
-        options = dict(deadline=deadline, runs=runs, seed=seed, failures=_failure_law(weibull_shape))
-        evaluate_rows(grid.chunk(0, 0), **options)  # option problems, before any work
-        step = chunk_rows or (DEADLINE_CHUNK_ROWS if deadline else DEFAULT_CHUNK_ROWS)
-        describe = tuple(axes)
-        source = "ckptplan sweep" + (f" --template {template}" if template else "") + " " + " ".join(
-            f"{k}=[{', '.join(f'{x:g}' for x in v)}]" if len(v) <= 8 else f"{k}=[{len(v)} values, {v.min():g}..{v.max():g}]"
-            for k, v in axes.items())
-        with _progress(grid.rows, "sweeping", deadline) as advance:
-            if scheduler == "dask":
-                with _dask_client(dask_address):
-                    results = sweep_dask(base, partition_rows=step, same_work=same_work, **options, **axes)
-                    summary = write_results(results, output, force=force, describe=describe, source=source,
-                                            progress=advance, expected_rows=grid.rows)
-            else:
-                summary = write_results(iter_results(grid, chunk_rows=step, **options), output, force=force,
-                                        describe=describe, source=source, progress=advance, expected_rows=grid.rows)
+        with terminate_on_signals():  # SIGTERM/SIGHUP clean up like Ctrl-C: no temporary file is left
+            summary = _sweep(output, template, axis, same_work, force, deadline, runs, seed, weibull_shape, scheduler,
+                             dask_address, chunk_rows, max_rows, overrides or {})
+    except Terminated as exc:
+        _stopped(exc, output)
     except (FileExistsError, FileNotFoundError, ValueError, OSError) as exc:
         _file_error(exc)
     _finish(summary, output, started, as_json)
+
+
+def _sweep(output: Path, template: Optional[str], axis: list[str], same_work: bool, force: bool, deadline: bool,
+           runs: int, seed: int, weibull_shape: Optional[float], scheduler: str, dask_address: Optional[str],
+           chunk_rows: Optional[int], max_rows: int, overrides: dict) -> "BatchSummary":
+    if scheduler not in ("local", "dask"):
+        raise InputError("--scheduler", scheduler, "must be 'local' or 'dask'")
+    if max_rows < 1:
+        raise InputError("--max-rows", max_rows, "must be a whole number >= 1")
+    axes = _sweep_axes(overrides, axis)
+    lengths = [len(v) for v in axes.values()]
+    rows = math.prod(lengths)
+    if rows > max_rows:
+        raise InputError("rows", rows, f"the axes make {' x '.join(f'{n:,}' for n in lengths)} = {rows:,} rows, "
+                         f"above the limit of {max_rows:,} rows per sweep: narrow an axis, or raise the limit with "
+                         "--max-rows")
+    from .engine.batch import evaluate_rows
+    from .engine.sweep import iter_results, sweep_dask, sweep_grid
+    from .files import load_scenario
+    from .workbook.results import write_results
+
+    base = load_scenario(template or _cli.DEFAULT_TEMPLATE)
+    grid = sweep_grid(base, same_work=same_work, **axes)
+    _check_output(output, force, rows=grid.rows)
+    options = dict(deadline=deadline, runs=runs, seed=seed, failures=_failure_law(weibull_shape))
+    evaluate_rows(grid.chunk(0, 0), **options)  # option problems, before any work
+    step = chunk_rows or (DEADLINE_CHUNK_ROWS if deadline else DEFAULT_CHUNK_ROWS)
+    describe = tuple(axes)
+    source = "ckptplan sweep" + (f" --template {template}" if template else "") + " " + " ".join(
+        f"{k}=[{', '.join(f'{x:g}' for x in v)}]" if len(v) <= 8 else f"{k}=[{len(v)} values, {v.min():g}..{v.max():g}]"
+        for k, v in axes.items())
+    with _progress(grid.rows, "sweeping", deadline) as advance:
+        if scheduler == "dask":
+            with _dask_client(dask_address):
+                results = sweep_dask(base, partition_rows=step, same_work=same_work, **options, **axes)
+                return write_results(results, output, force=force, describe=describe, source=source,
+                                     progress=advance, expected_rows=grid.rows)
+        return write_results(iter_results(grid, chunk_rows=step, **options), output, force=force,
+                             describe=describe, source=source, progress=advance, expected_rows=grid.rows)
 
 
 def _help(doc: Optional[str]) -> str:

@@ -31,6 +31,7 @@ Either way every output lands or none does (:func:`write_together`).
 from __future__ import annotations
 
 import locale
+import os
 import re
 import sys
 from pathlib import Path
@@ -38,7 +39,8 @@ from typing import Callable, Optional
 
 import typer
 
-from .files.atomic import atomic_write
+from .files.atomic import OutputError, atomic_write_many
+from .files.signals import Terminated, terminate_on_signals
 
 # `from package import module` resolves through sys.modules, so this works even while ckptplan.cli
 # is still initialising (it imports this module); names are looked up at call time.
@@ -122,30 +124,12 @@ def lite_steps(folder: Path, with_workbook: bool, wheel_url: Optional[str]) -> l
 def write_together(outputs: list[tuple[Path, Callable[[Path], None]]], force: bool) -> None:
     """Write every ``(path, write)`` of ``outputs`` or none of them.
 
-    Each file goes through :func:`ckptplan.files.atomic.atomic_write` (``write(tmp)`` fills a temporary
-    file beside the target, which is then renamed onto it), nested so that every temporary file is
-    written before the first rename: a failing ``write`` (or a target that exists without ``force``)
-    leaves no file behind. If a rename fails, the targets already renamed are removed again (with
-    ``force``, the files they replaced are then gone too).
+    :func:`ckptplan.files.atomic.atomic_write_many`: every destination is checked, then every
+    temporary file written, and only then do they take their names; if any step fails, the files
+    already in place are taken back (a new one removed, one replaced with ``force`` put back as it
+    was), so a failed command leaves the folder as it found it.
     """
-    landed: list[Path] = []
-
-    def then(i: int) -> Callable[[Path], None]:
-        def write(tmp: Path) -> None:
-            outputs[i][1](tmp)
-            if i + 1 < len(outputs):
-                atomic_write(outputs[i + 1][0], then(i + 1), force=force)
-                landed.append(outputs[i + 1][0])
-        return write
-
-    if not outputs:
-        return
-    try:
-        atomic_write(outputs[0][0], then(0), force=force)
-    except BaseException:
-        for path in landed:
-            path.unlink(missing_ok=True)
-        raise
+    atomic_write_many(outputs, force=force)
 
 
 _WHEEL_NAME = re.compile(r"^ckptplan-(?P<version>[^-]+)-py3-none-any\.whl$")
@@ -218,43 +202,62 @@ def register(app: typer.Typer) -> None:
             interpreter = sys.executable
         names = _lite_names(not no_workbook) if lite else [CONFIG_NAME] + ([] if no_workbook else [WORKBOOK_NAME])
         targets = [folder / name for name in names]
-        existing = [str(p) for p in targets if p.exists()]
+        existing = [str(p) for p in targets if os.path.lexists(p)]
         if existing and not force:  # check every file before writing any
             _cli.fail(f"{', '.join(existing)} exists: refusing to overwrite (use --force to replace)")
+        if folder.exists() and not folder.is_dir():
+            _cli.fail(f"{folder} is not a folder: give a folder for the files")
         try:
-            if lite:
-                outputs = _lite_outputs(folder, template, not no_workbook, wheel_url)
-            else:
-                data = config_bytes(config_text(interpreter))
-                outputs = [(folder / CONFIG_NAME, lambda tmp: tmp.write_bytes(data))]
-                if not no_workbook:
-                    from . import workbook
-                    from .workbook.udf_sheet import add_udf_sheet
-
-                    built = workbook.build_workbook(_cli.scenario_from_options(template, {}))
-                    add_udf_sheet(built.workbook)
-                    outputs.append((folder / WORKBOOK_NAME, lambda tmp: built.workbook.save(tmp)))
-            folder.mkdir(parents=True, exist_ok=True)
-            write_together(outputs, force=force)
+            with terminate_on_signals():  # SIGTERM/SIGHUP: every temporary removed, as on Ctrl-C
+                _setup_files(folder, lite, template, interpreter, wheel_url, no_workbook, force)
+        except Terminated as exc:
+            _cli.fail(f"{exc}: nothing was written to {folder}", int(exc.code))
         except FileExistsError as exc:
             _cli.fail(str(exc))
         except ValueError as exc:
             _cli.fail(str(exc))
+        except OutputError as exc:  # names the file: a full disk, a vanished folder, no hard links
+            _cli.fail(f"cannot write to {folder}: {Path(exc.filename).name}: {exc.strerror}")
         except OSError as exc:
             _cli.fail(f"cannot write to {folder}: {exc.strerror or exc}")
-        for path in targets:
-            _cli.console.print(f"wrote {path}", highlight=False)
-        if lite:
-            _cli.console.print("[bold]Next steps (xlwings Lite: Excel on Windows, Mac or the web)[/]")
-            for i, step in enumerate(lite_steps(folder, not no_workbook, wheel_url), start=1):
-                _cli.console.print(f"{i}. {step}", highlight=False)
-            return
-        if not sys.platform.startswith("win"):
-            _cli.console.print("note: xlwings runs desktop UDFs on Windows only: run this command on the Windows "
-                               "machine with Excel (or pass --interpreter C:\\path\\to\\python.exe); on macOS or "
-                               "Excel on the web use xlwings Lite (ckptplan excel-setup --lite FOLDER), or xlwings "
-                               "Server with `from ckptplan.workbook.udfs import *` in its custom_functions module.",
-                               highlight=False)
-        _cli.console.print("[bold]Next steps[/]")
-        for i, step in enumerate(steps(folder, interpreter, not no_workbook), start=1):
+        _report(folder, targets, lite, interpreter, no_workbook, wheel_url)
+
+
+def _setup_files(folder: Path, lite: bool, template: Optional[str], interpreter: Optional[str],
+                 wheel_url: Optional[str], no_workbook: bool, force: bool) -> None:
+    """Build every output of ``excel-setup`` and write them together (all or none)."""
+    if lite:
+        outputs = _lite_outputs(folder, template, not no_workbook, wheel_url)
+    else:
+        data = config_bytes(config_text(interpreter))
+        outputs = [(folder / CONFIG_NAME, lambda tmp: tmp.write_bytes(data))]
+        if not no_workbook:
+            from . import workbook
+            from .workbook.udf_sheet import add_udf_sheet
+
+            built = workbook.build_workbook(_cli.scenario_from_options(template, {}))
+            add_udf_sheet(built.workbook)
+            outputs.append((folder / WORKBOOK_NAME, lambda tmp: built.workbook.save(tmp)))
+    folder.mkdir(parents=True, exist_ok=True)
+    write_together(outputs, force=force)
+
+
+def _report(folder: Path, targets: list[Path], lite: bool, interpreter: Optional[str], no_workbook: bool,
+            wheel_url: Optional[str]) -> None:
+    """What was written and what the user does next."""
+    for path in targets:
+        _cli.console.print(f"wrote {path}", highlight=False)
+    if lite:
+        _cli.console.print("[bold]Next steps (xlwings Lite: Excel on Windows, Mac or the web)[/]")
+        for i, step in enumerate(lite_steps(folder, not no_workbook, wheel_url), start=1):
             _cli.console.print(f"{i}. {step}", highlight=False)
+        return
+    if not sys.platform.startswith("win"):
+        _cli.console.print("note: xlwings runs desktop UDFs on Windows only: run this command on the Windows "
+                           "machine with Excel (or pass --interpreter C:\\path\\to\\python.exe); on macOS or "
+                           "Excel on the web use xlwings Lite (ckptplan excel-setup --lite FOLDER), or xlwings "
+                           "Server with `from ckptplan.workbook.udfs import *` in its custom_functions module.",
+                           highlight=False)
+    _cli.console.print("[bold]Next steps[/]")
+    for i, step in enumerate(steps(folder, interpreter, not no_workbook), start=1):
+        _cli.console.print(f"{i}. {step}", highlight=False)

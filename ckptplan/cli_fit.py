@@ -158,7 +158,7 @@ def register(app: typer.Typer) -> None:
             data = result.to_dict()
             if emitted is not None:
                 data["emitted_scenario"] = emitted
-            typer.echo(json.dumps(data, indent=2))
+            typer.echo(json.dumps(_cli.json_ready(data), indent=2, allow_nan=False))
         else:
             print_fit(result)
         if emitted is not None:

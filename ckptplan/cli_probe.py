@@ -237,7 +237,7 @@ def register(app: typer.Typer) -> None:
             data = result.to_dict()
             if emitted is not None:
                 data["emitted_scenario"] = emitted
-            typer.echo(json.dumps(data, indent=2))
+            typer.echo(json.dumps(_cli.json_ready(data), indent=2, allow_nan=False))
         else:
             print_probe(result)
             o = result.scenario_overrides(emit_from if emit_from in result.methods else next(iter(result.methods)))
@@ -271,7 +271,7 @@ def register(app: typer.Typer) -> None:
         except OSError as exc:
             _cli.fail(f"cannot read {checkpoint}: {exc.strerror or exc}")
         if as_json:
-            typer.echo(json.dumps(report.to_dict(), indent=2))
+            typer.echo(json.dumps(_cli.json_ready(report.to_dict()), indent=2, allow_nan=False))
         else:
             print_audit(report)
         if strict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import os
 import re
 from pathlib import Path
@@ -21,7 +22,7 @@ if TYPE_CHECKING:  # the models load only when a command runs
     from .engine.scenario import Scenario
 
 __all__ = ["DEFAULT_TEMPLATE", "PIPED_WIDTH", "console", "emit_scenario_file", "err_console", "fail", "field_options", "flag",
-           "literal",
+           "json_ready", "literal",
            "plan_from_options", "scenario_from_options"]
 
 #: width of the output when it is piped or redirected (a terminal's own width is used on a terminal):
@@ -156,10 +157,26 @@ def emit_scenario_file(path: Path, build: Callable[[], tuple["Scenario", str]], 
         from .files import load_scenario
 
         atomic_write_text(path, text, force=force, check=load_scenario)
-    except FileExistsError:
-        fail(f"{path} exists; use --force to overwrite it")
+    except FileExistsError as exc:  # exists (no --force), or a pipe, device or folder (never written)
+        fail(str(exc))
     except ValueError as exc:
         fail(f"cannot build the {what} scenario: {exc}")
     except OSError as exc:
         fail(f"cannot write {path}: {exc.strerror or exc}")
     return scenario
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` as strict JSON takes it: NaN and infinities as null (JSON has neither), numpy scalars
+    as Python numbers, tuples as lists, anything else unknown as its text."""
+    if isinstance(value, dict):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:  # numpy scalar
+        value = value.item()
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    return str(value)

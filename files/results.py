@@ -11,8 +11,8 @@ every output kind. A sink is a :class:`Sink`; a factory is called as
 ``check_rows(rows)`` to refuse a row count before any work.
 
 CSV: UTF-8, comma, header row, numbers in shortest round-trip form (whole numbers without ".0",
-so ``nodes`` reads ``128`` and ``deadline_seed`` all its digits), blank for missing, text cells
-neutralised against formula injection (:func:`neutralise_csv_text`). Parquet: zstd, one type per
+so ``nodes`` reads ``128`` and ``deadline_seed`` all its digits), blank for missing, every text
+cell, header names included, neutralised against formula injection (:func:`neutralise_csv_text`). Parquet: zstd, one type per
 column: whole-number columns (``Int64`` in the results: ``nodes``, ``gpus``, ``deadline_seed``, ...)
 int64, other numbers float64, text string; a column that holds text as well as numbers (an input
 cell that was no number keeps its original text) is a string column, numbers written as in the CSV.
@@ -119,24 +119,29 @@ def neutralise_csv_text(frame: pd.DataFrame) -> pd.DataFrame:
     OWASP "CSV Injection": a cell starting with ``=``, ``+``, ``-``, ``@``, tab or carriage return
     is prefixed with a single quote, so Excel/LibreOffice show it as text. Only text cells change:
     numbers (negative ones included) stay numbers. Text columns are checked vectorised (pandas'
-    string methods); a column mixing text and other values, cell by cell. Unchanged columns are
-    shared with ``frame``, not copied (copy-on-write).
+    string methods); a column mixing text and other values, cell by cell. Column names are text
+    cells of the header row and get the same prefix (a ``--keep-extra`` column carried through from
+    an input file may be named anything). Unchanged columns are shared with ``frame``, not copied
+    (copy-on-write).
     """
     out = frame.copy(deep=False)
-    for c in out.columns:
-        col = out[c]
+    names = [str(c) for c in out.columns]
+    if any(n.startswith(CSV_INJECTION_PREFIXES) for n in names):
+        out.columns = ["'" + n if n.startswith(CSV_INJECTION_PREFIXES) else c for n, c in zip(names, out.columns)]
+    for j in range(out.shape[1]):  # by position: two columns may share a name
+        col = out.iloc[:, j]
         if col.dtype.kind in "iufbmM":
             continue
         if isinstance(col.dtype, pd.StringDtype):  # text or missing only
             mask = col.str.startswith(CSV_INJECTION_PREFIXES).to_numpy(dtype=bool, na_value=False)
             if mask.any():
-                out[c] = col.where(~mask, "'" + col)
+                out.isetitem(j, col.where(~mask, "'" + col))
             continue
         mask = col.map(lambda v: isinstance(v, str) and v.startswith(CSV_INJECTION_PREFIXES)).to_numpy(dtype=bool)
         if mask.any():
             vals = col.to_numpy(dtype=object).copy()
             vals[mask] = ["'" + v for v in vals[mask]]
-            out[c] = pd.Series(vals, index=col.index, dtype=col.dtype if col.dtype != object else object)
+            out.isetitem(j, pd.Series(vals, index=col.index, dtype=col.dtype if col.dtype != object else object))
     return out
 
 

@@ -8,11 +8,11 @@ A scenario file holds a ``[scenario]`` table with the fields of
 from __future__ import annotations
 
 import importlib.resources
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from ..engine.errors import InputError
+from .untrusted import FileInputError, check_text, read_toml
 
 #: the folder of the shipped presets (``ckptplan.templates``, read through importlib.resources)
 TEMPLATE_DIR = Path(str(importlib.resources.files("ckptplan.templates")))
@@ -29,19 +29,41 @@ def template_path(name: str) -> Path:
 
 
 def read_scenario_document(source: str | Path) -> tuple[dict[str, Any], str]:
-    """The parsed TOML of a template name or a scenario file, and its name for messages."""
+    """The parsed TOML of a template name or a scenario file, and its name for messages.
+
+    The file is read as untrusted (:func:`ckptplan.files.untrusted.read_toml`): a directory, a device
+    or pipe, an unreadable, oversized or non-UTF-8 file, nesting deeper than
+    :data:`~ckptplan.files.untrusted.MAX_TOML_DEPTH` and keys or text longer than
+    :data:`~ckptplan.files.untrusted.MAX_CELL_CHARS` are refused with an :class:`InputError` naming
+    the file and the rule.
+    """
     path = Path(source)
-    if not path.suffix and not path.exists():
+    try:
+        exists = path.exists()
+    except OSError as exc:  # e.g. a name too long for the filesystem
+        raise FileInputError("scenario file", str(source)[:200], f"cannot be read ({exc.strerror or exc})") from None
+    if not path.suffix and not exists:
         path = TEMPLATE_DIR / f"{source}.toml"
         if not path.exists():
             raise InputError("template", str(source), f"unknown template; available: {', '.join(list_templates())}")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("scenario file", str(path), "file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError("scenario file", str(path), f"is not valid TOML ({exc})") from None
+    data = read_toml(path, "scenario file")  # untrusted: a regular file, bounded size and nesting, UTF-8
+    _check_lengths(data, path)
     return data, str(path)
+
+
+def _check_lengths(data: Any, path: Path) -> None:
+    """Every key and text value of the document at most MAX_CELL_CHARS long (before any message quotes one)."""
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                check_text(key, path, "a key")
+                stack.append(value)
+        elif isinstance(item, list):
+            stack.extend(item)
+        else:
+            check_text(item, path, "a value")
 
 
 def load_scenario(source: str | Path) -> Any:

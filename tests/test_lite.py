@@ -586,16 +586,18 @@ def test_excel_setup_lite_writes_all_files_or_none(tmp_path, monkeypatch, fail_a
     import ckptplan.files.atomic as atomic
 
     replaced = []
-    real_replace = os.replace
 
-    def flaky_replace(src, dst):
-        if len(replaced) == 1:      # the second rename fails: the first file landed already
-            raise OSError(28, "No space left on device")
-        replaced.append(dst)
-        return real_replace(src, dst)
+    def flaky(real):
+        def call(src, dst):
+            if len(replaced) == 1:      # the second rename fails: the first file landed already
+                raise OSError(28, "No space left on device")
+            replaced.append(dst)
+            return real(src, dst)
+        return call
 
-    if fail_at == "rename":
-        monkeypatch.setattr(atomic.os, "replace", flaky_replace)
+    if fail_at == "rename":  # a new file takes its name by a hard link (exclusive), a replaced one by os.replace
+        monkeypatch.setattr(atomic.os, "replace", flaky(os.replace))
+        monkeypatch.setattr(atomic.os, "link", flaky(os.link))
     else:
         from openpyxl import Workbook
 

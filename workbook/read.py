@@ -9,6 +9,8 @@ once, by sheet, cell and rule.
 
 from __future__ import annotations
 
+import re
+
 import math
 import numbers
 from pathlib import Path
@@ -47,6 +49,8 @@ def _cell(wb, name: str) -> tuple[str, str, Any] | None:
         return None
     sheet, ref = dests[0]
     ref = ref.replace("$", "")
+    if not re.fullmatch(r"[A-Z]{1,3}[1-9][0-9]{0,6}", ref):  # one cell: openpyxl would build every cell of a range
+        return None
     return sheet, ref, wb[sheet][ref].value
 
 

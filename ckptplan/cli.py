@@ -227,14 +227,22 @@ def workbook_cmd(
                 fail("--from takes the inputs from the workbook: leave out --template/--scenario")
             sc, designs = workbook.read_inputs(from_workbook)
             readiness = workbook.read_readiness(from_workbook)
+            setup = None
         else:
-            sc = files.load_scenario(scenario_file or template or DEFAULT_TEMPLATE)
-            designs, readiness = None, None
+            plan = files.load_plan(scenario_file or template or DEFAULT_TEMPLATE)
+            if plan.setup.tiers:  # the Inputs and Plan sheets show the single-level view of a tiered setup
+                from .engine.setup import plan_setup
+
+                sc = plan_setup(plan.scenario, plan.setup.replace(tiers=(), failure_classes={})).scenario
+            else:
+                sc = plan.planned_scenario()
+            setup, designs, readiness = plan.setup, (plan.designs or None), None
         alt = files.load_scenario(alternative) if alternative is not None else None
         if alt is not None:
             designs = None  # the alternative replaces the first design
         report = None if no_deadline else workbook.deadline_report(sc, runs=deadline_runs, seed=seed)
-        built = workbook.build_workbook(sc, alternative=alt, designs=designs, deadline=report, readiness=readiness)
+        built = workbook.build_workbook(sc, alternative=alt, designs=designs, deadline=report, readiness=readiness,
+                                        setup=setup)
         if with_udfs:
             from .workbook.udf_sheet import add_udf_sheet
             add_udf_sheet(built.workbook)

@@ -187,15 +187,23 @@ def _sizes(sc: Scenario, st: Any) -> dict[str, Any]:
     writers = st.writers or sc.nodes
     if st.write_gb_s_per_writer is None and st.aggregate_write_gb_s is None:
         return out
-    per = st.write_gb_s_per_writer if st.write_gb_s_per_writer is not None else math.inf
-    agg = st.aggregate_write_gb_s if st.aggregate_write_gb_s is not None else math.inf
+    per, agg = _bandwidths(st.write_gb_s_per_writer, st.aggregate_write_gb_s, writers)
     times = storage.save_times(size, writers, per, agg, async_save=st.d2h_gb_s_per_writer is not None,
                                d2h_gb_s_per_writer=st.d2h_gb_s_per_writer)
     out["derived_checkpoint_stall_min"], out["derived_async_write_min"] = float(times[0]), float(times[1])
-    rper = st.read_gb_s_per_writer if st.read_gb_s_per_writer is not None else per
-    ragg = st.aggregate_read_gb_s if st.aggregate_read_gb_s is not None else agg
+    rper, ragg = _bandwidths(st.read_gb_s_per_writer if st.read_gb_s_per_writer is not None else st.write_gb_s_per_writer,
+                             st.aggregate_read_gb_s if st.aggregate_read_gb_s is not None else st.aggregate_write_gb_s,
+                             writers)
     out["derived_restore_min"] = float(storage.restore_time_min(size, writers, rper, ragg))
     return out
+
+
+def _bandwidths(per_writer: float | None, aggregate: float | None, writers: int) -> tuple[float, float]:
+    """(per-writer, aggregate) GB/s for :mod:`engine.storage`: a blank aggregate is no shared limit; a
+    blank per-writer figure leaves the aggregate as the only limit (each writer gets its share)."""
+    agg = aggregate if aggregate is not None else math.inf
+    per = per_writer if per_writer is not None else agg / writers
+    return per, agg
 
 
 def _restart_parts(sc: Scenario, st: Any, job_mtbf_h: float, derived_restore: float | None,
@@ -371,19 +379,20 @@ def _tier_times(t: dict, size: float | None, writers: int, name: str) -> tuple[f
     if t.get("checkpoint_stall_min") is not None:
         stall = t["checkpoint_stall_min"]
     elif t.get("write_gb_s_per_writer") is not None or t.get("aggregate_write_gb_s") is not None:
-        stall = float(storage.save_times(need("checkpoint_stall_min"), writers, t.get("write_gb_s_per_writer", math.inf),
-                                         t.get("aggregate_write_gb_s", math.inf))[0])
+        per, agg = _bandwidths(t.get("write_gb_s_per_writer"), t.get("aggregate_write_gb_s"), writers)
+        stall = float(storage.save_times(need("checkpoint_stall_min"), writers, per, agg)[0])
     else:
         need("checkpoint_stall_min")
         raise InputError(f"tiers ({name}).checkpoint_stall_min", None, "give it, or the tier's write bandwidth")
     if t.get("restore_min") is not None:
         restore = t["restore_min"]
     else:
-        rper = t.get("read_gb_s_per_writer", t.get("write_gb_s_per_writer", math.inf))
-        ragg = t.get("aggregate_read_gb_s", t.get("aggregate_write_gb_s", math.inf))
-        if math.isinf(rper) and math.isinf(ragg):
+        rper = t.get("read_gb_s_per_writer", t.get("write_gb_s_per_writer"))
+        ragg = t.get("aggregate_read_gb_s", t.get("aggregate_write_gb_s"))
+        if rper is None and ragg is None:
             raise InputError(f"tiers ({name}).restore_min", None, "give it, or the tier's read or write bandwidth")
-        restore = float(storage.restore_time_min(need("restore_min"), writers, rper, ragg))
+        per, agg = _bandwidths(rper, ragg, writers)
+        restore = float(storage.restore_time_min(need("restore_min"), writers, per, agg))
     return stall, restore
 
 

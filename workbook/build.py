@@ -30,6 +30,7 @@ from ..engine.fields import DOMAIN_SLOTS, Field
 from . import flags
 from . import formulas as F
 from .compare_sheet import compare_sheet
+from .storage_sheet import storage_sheet
 from .evaluate import cached_values, store_cached_values
 from .manifest import Built, Check
 from . import style as S
@@ -452,7 +453,8 @@ def _notes_sheet(wb: Workbook) -> None:
 
 def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | None = None,
                    scenarios: pd.DataFrame | None = None, deadline: dict[str, Any] | None = None,
-                   readiness: dict[str, tuple[Any, Any]] | None = None, designs: tuple | None = None) -> Built:
+                   readiness: dict[str, tuple[Any, Any]] | None = None, designs: tuple | None = None,
+                   setup: Any = None) -> Built:
     """Build the planning workbook in memory (see :func:`write_workbook` to save it).
 
     ``designs``: the Compare sheet's alternatives, each a set of changes on the baseline
@@ -463,12 +465,15 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     :func:`engine.to_table`) written to a Scenarios sheet. ``deadline``: Monte Carlo answers for
     the Deadline sheet (see :func:`workbook.deadline_report`); left out when None. ``readiness``:
     status and evidence per checklist item, kept from an edited workbook (see :func:`read_inputs`).
+    ``setup``: the storage and recovery setup (:class:`ckptplan.engine.setup.RecoverySetup`; None = none
+    given) for the Storage & recovery sheet, which shows ``designs`` when they are given.
     """
-    if designs is None:
-        designs = default_designs(scenario)
-        if alternative is not None:
-            designs = (design_from_scenario(scenario, alternative),) + tuple(designs[1:])
-    designs = tuple(designs)
+    given = tuple(designs) if designs is not None else ()
+    # the Compare sheet shows the designs that change scenario inputs; setup-only ones (storage, tiers,
+    # spares) are on the Storage & recovery sheet, which gets every design given
+    designs = tuple(d for d in given if _changes_scenario(d)) or tuple(default_designs(scenario))
+    if alternative is not None:
+        designs = (design_from_scenario(scenario, alternative),) + tuple(designs[1:])
     # one evaluation of all (refuses designs the models cannot evaluate); kept for the caller
     results = engine.evaluate([scenario] + [d.apply(scenario) for d in designs])
     wb = Workbook()
@@ -478,16 +483,24 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     _curve_sheet(wb, refs, built)
     _scaling_sheet(wb, scenario, built)
     compare_sheet(wb, scenario, designs, built)
+    storage_sheet(wb, scenario, setup, given, built)
     if scenarios is not None:
         _scenarios_sheet(wb, scenarios, built, scenario.currency)
     _deadline_sheet(wb, deadline, scenario)
     _readiness_sheet(wb, readiness)
     _notes_sheet(wb)
-    S.keep_text_literal(wb, _user_texts(scenario, designs, scenarios, readiness))
+    S.keep_text_literal(wb, _user_texts(scenario, designs + given, scenarios, readiness))
     for ws in wb.worksheets:
         S.print_setup(ws)
     wb.calculation.fullCalcOnLoad = True
     return built
+
+
+def _changes_scenario(design: Any) -> bool:
+    """Whether a design changes a scenario input (the Compare sheet's columns), not only the setup."""
+    from ..engine.fields import FIELD_BY_NAME
+
+    return any(k in FIELD_BY_NAME or k.startswith("domain") for k in list(design.set) + list(design.times))
 
 
 def _user_texts(scenario: engine.Scenario, designs: tuple, scenarios: pd.DataFrame | None,

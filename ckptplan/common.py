@@ -54,6 +54,40 @@ def literal(text: Any) -> str:
     return escape(_CONTROL.sub(code, str(text)))
 
 
+def _skip_coercing_absent_options() -> None:
+    """Let typer leave an option that was not given as None without building its converter.
+
+    typer builds a pydantic ``TypeAdapter`` for every option of a command when it parses the command
+    line, given or not, and imports pydantic for the first (about 0.15 s with the 40-odd field
+    options of ``plan``). For an absent single-valued option (None) its coercion returns None
+    unchanged: this skips it and runs typer's remaining steps (the required check, the callback),
+    the same answer without the cost. Given options are coerced by typer as before. If typer's
+    internals differ from what this expects, nothing is changed.
+    """
+    from typer import core
+
+    option = getattr(core, "TyperOption", None)
+    original = getattr(option, "process_value", None)
+    if original is None or getattr(original, "_ckptplan_skips_absent", False):
+        return
+
+    def process_value(self: Any, ctx: Any, value: Any) -> Any:
+        if value is not None or getattr(self, "multiple", True) or getattr(self, "nargs", 0) != 1:
+            return original(self, ctx, value)
+        # typer's own steps for an absent single value: coercion gives None; then required, then callback
+        if self.required and self.value_is_missing(value):
+            from typer import _click
+
+            raise _click.exceptions.MissingParameter(ctx=ctx, param=self)
+        if self.callback is not None:
+            value = self.callback(ctx, self, value)
+        return value
+
+    process_value._ckptplan_skips_absent = True  # type: ignore[attr-defined]
+    option.process_value = process_value
+
+
+_skip_coercing_absent_options()
 console = _console()
 err_console = _console(stderr=True)
 

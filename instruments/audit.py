@@ -194,11 +194,16 @@ def _audit_dcp(path: Path) -> AuditReport:
                                                       "file(s) but no .metadata (the save never finished; not restorable)")
         raise InputError("checkpoint", str(path), "is a directory without a DCP .metadata file: not a checkpoint this "
                                                   "audit reads")
-    raw = meta.read_bytes()
-    if not raw:
+    size = meta.stat().st_size  # checked before reading: a hostile .metadata may be huge
+    if size == 0:
         raise InputError("checkpoint", str(path), ".metadata is empty (0 bytes): the save did not finish")
+    if size > _MAX_PICKLE_BYTES:
+        raise InputError("checkpoint", str(path), f".metadata is {size:,} bytes: too large to audit "
+                                                  f"(at most {_MAX_PICKLE_BYTES:,})")
+    with open(meta, "rb") as fh:
+        raw = fh.read(_MAX_PICKLE_BYTES + 1)
     if len(raw) > _MAX_PICKLE_BYTES:
-        raise InputError("checkpoint", str(path), ".metadata is too large to audit")
+        raise InputError("checkpoint", str(path), ".metadata grew while it was read: too large to audit")
     md, up, _ = _inert_load(raw, ".metadata", path)
     if not (isinstance(md, _Opaque) and md._global == "torch.distributed.checkpoint.metadata.Metadata"):
         raise InputError("checkpoint", str(path), ".metadata does not hold a DCP Metadata record")

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from ..engine.errors import InputError
 
-__all__ = ["METHODS", "ProbeConfig", "TorchMissingError", "torch_available"]
+__all__ = ["MAX_PROBE_PARAMETERS", "METHODS", "ProbeConfig", "TorchMissingError", "torch_available"]
 
 METHODS: tuple[str, ...] = ("torch_save", "dcp_sync", "dcp_async")
 _DCP_WARNING = "torch.distributed is disabled"  # DCP's single-process notice (no process group)
@@ -54,6 +54,11 @@ def _torch():
 
 
 # =============================================================================== configuration
+
+#: the largest probe model (parameters): its weights, gradients and Adam state take about 16 bytes a
+#: parameter in memory, and every save method keeps checkpoints on disk
+MAX_PROBE_PARAMETERS = 50_000_000
+
 
 @dataclass(frozen=True)
 class ProbeConfig:
@@ -99,6 +104,12 @@ class ProbeConfig:
                 raise InputError(name, v, "must be a whole number")
             if v < low:
                 raise InputError(name, v, f"must be >= {low}")
+        params = (self.features + 1) * self.hidden + (self.layers - 1) * (self.hidden + 1) * self.hidden \
+            + (self.hidden + 1) * self.classes
+        if params > MAX_PROBE_PARAMETERS:
+            raise InputError("hidden", self.hidden, f"with layers = {self.layers} the probe's model has {params:,} "
+                             f"parameters; at most {MAX_PROBE_PARAMETERS:,} (about 16 bytes each in memory with "
+                             "Adam, several checkpoint copies on disk): the probe measures storage, not model size")
         if self.samples < 2 * self.batch:
             raise InputError("samples", self.samples, f"must be >= 2 x batch = {2 * self.batch} "
                                                       "(at least two batches per epoch, so a data position means something)")

@@ -16,7 +16,6 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-import tomli_w
 import typer
 from rich.table import Table
 
@@ -117,6 +116,8 @@ def scenario_toml(scenario: engine.Scenario, fit: LogFit) -> str:
     ]
     for note in fit.notes:
         header.append(f"# note: {note}")
+    import tomli_w
+
     return "\n".join(header) + "\n" + tomli_w.dumps({"scenario": engine.scenario_to_dict(scenario)})
 
 

@@ -20,7 +20,6 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-import tomli_w
 import typer
 from rich.table import Table
 
@@ -132,6 +131,8 @@ def scenario_toml(scenario: engine.Scenario, result: "_probe.ProbeResult", metho
     if s.resume:
         header.append(f"# restart_min is the template's: the measured fresh-process restore "
                       f"({s.resume.timing.restore_with_startup_s:.3g} s) is only a lower bound for a restart.")
+    import tomli_w
+
     return "\n".join(header) + "\n" + tomli_w.dumps({"scenario": engine.scenario_to_dict(scenario)})
 
 

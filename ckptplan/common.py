@@ -16,7 +16,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from .engine.fields import FIELDS, Field
-from .files.atomic import atomic_write_text
 
 if TYPE_CHECKING:  # the models load only when a command runs
     from .engine.scenario import Scenario
@@ -188,7 +187,8 @@ def emit_scenario_file(path: Path, build: Callable[[], tuple["Scenario", str]], 
     """
     try:
         scenario, text = build()
-        from .files import load_scenario
+        from .files.atomic import atomic_write_text
+        from .files.scenarios import load_scenario
 
         atomic_write_text(path, text, force=force, check=load_scenario)
     except FileExistsError as exc:  # exists (no --force), or a pipe, device or folder (never written)

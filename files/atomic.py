@@ -36,7 +36,6 @@ import errno
 import gc
 import os
 import re
-import secrets
 import signal
 import stat
 import sys
@@ -270,7 +269,7 @@ def _seal(temp: _Temp, plan: _Plan) -> None:
 def _link_free_name(target: Path) -> Path:
     """A fresh name of our temporary naming for a hard link (not created)."""
     alphabet = "abcdefghijklmnopqrstuvwxyz0123456789_"
-    return target.parent / (temp_prefix(target) + "".join(secrets.choice(alphabet) for _ in range(8)) + ".tmp")
+    return target.parent / (temp_prefix(target) + "".join(alphabet[b % len(alphabet)] for b in os.urandom(8)) + ".tmp")
 
 
 def _commit(temp: _Temp, plan: _Plan, force: bool) -> Optional[Path]:

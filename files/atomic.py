@@ -52,7 +52,8 @@ except ImportError:  # pragma: no cover - Windows: no advisory locks, stale temp
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["OutputError", "OutputExistsError", "OutputTypeError", "STALE_TEMP_SECONDS", "TEMP_PATTERN", "atomic_write",
-           "atomic_write_many", "atomic_write_text", "check_destination", "clean_stale_temporaries", "temp_prefix"]
+           "atomic_write_many", "atomic_write_text", "check_destination", "clean_stale_temporaries", "sync_folder",
+           "temp_prefix"]
 
 #: a temporary of ours older than this (and unlocked) is a leftover of a killed writer
 STALE_TEMP_SECONDS = 3 * 3600
@@ -417,7 +418,7 @@ def atomic_write_many(outputs: Sequence[tuple[str | Path, Callable[[Path], None]
             except OSError:
                 pass
     for folder in {plan.target.parent for plan in plans}:
-        _sync_folder(folder)
+        sync_folder(folder)
     return [plan.path for plan in plans]
 
 
@@ -432,7 +433,7 @@ def _undo(plan: _Plan, temp: _Temp, backup: Optional[Path]) -> None:
         pass
 
 
-def _sync_folder(folder: Path) -> None:
+def sync_folder(folder: str | Path) -> None:
     """Make the new names durable (best effort; not every platform can open a folder)."""
     try:
         fd = os.open(folder, os.O_RDONLY)

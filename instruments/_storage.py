@@ -24,19 +24,6 @@ def _disk_usage(path: Path) -> tuple[int, int]:
     return total, files
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _evict(path: Path) -> bool:
     """Ask the kernel to drop the cached pages of the checkpoint's files (best effort)."""
     if not hasattr(os, "posix_fadvise"):

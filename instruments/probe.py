@@ -63,7 +63,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..engine.errors import InputError
-from ._storage import _disk_usage, _fsync_dir, _remove
+from ..files.atomic import sync_folder as _fsync_dir  # one folder fsync for every writer
+from ._storage import _disk_usage, _remove
 from .restore import ResumeCheck, _compare, _run_child
 from .trainer import _DCP_WARNING, ProbeConfig, _torch, _Trainer
 

@@ -6,7 +6,8 @@ unless ``--force``:
 * ``FOLDER/xlwings.conf``: the xlwings add-in's *directory* configuration. The add-in reads it
   from the folder of the active workbook (after a ``xlwings.conf`` sheet inside the workbook, before
   the user file ``%USERPROFILE%\\.xlwings\\xlwings.conf``). One ``"KEY","value"`` line each:
-  ``"UDF MODULES","ckptplan.workbook.udfs"`` (the module Import Functions reads) and
+  ``"UDF MODULES","ckptplan.workbook.udfs;ckptplan.workbook.udfs_setup"`` (the modules Import Functions
+  reads, ``;``-separated as xlwings splits them) and
   ``"INTERPRETER_WIN","<python.exe>"`` (the Python that has ckptplan installed; on Windows the one
   running this command, or ``--interpreter``).
 * ``FOLDER/ckptplan-udfs.xlsx``: a starter planning workbook (no macros) with the "Add-in check"
@@ -16,7 +17,8 @@ unless ``--force``:
 xlwings' desktop add-in runs user-defined functions on Windows only, and *Import Functions* writes
 them into the workbook's VBA project, so the workbook must be saved as ``.xlsm`` and Excel must trust
 access to the VBA project object model. On macOS or Excel on the web, serve :mod:`workbook.udfs`
-with xlwings Server (its ``custom_functions`` module: ``from ckptplan.workbook.udfs import *``), or,
+with xlwings Server (its ``custom_functions`` module: ``from ckptplan.workbook.udfs import *`` and
+``from ckptplan.workbook.udfs_setup import *``), or,
 with no Python installed and no licence, use xlwings Lite:
 
 ``ckptplan excel-setup --lite FOLDER`` writes what a planner pastes into the xlwings Lite editor
@@ -49,7 +51,7 @@ from ckptplan import common as _cli
 __all__ = ["CONFIG_NAME", "UDF_MODULE", "WORKBOOK_NAME", "config_bytes", "config_text", "lite_steps", "register", "steps",
            "write_together"]
 
-UDF_MODULE = "ckptplan.workbook.udfs"
+UDF_MODULE = "ckptplan.workbook.udfs;ckptplan.workbook.udfs_setup"
 CONFIG_NAME = "xlwings.conf"
 WORKBOOK_NAME = "ckptplan-udfs.xlsx"
 
@@ -256,7 +258,8 @@ def _report(folder: Path, targets: list[Path], lite: bool, interpreter: Optional
         _cli.console.print("note: xlwings runs desktop UDFs on Windows only: run this command on the Windows "
                            "machine with Excel (or pass --interpreter C:\\path\\to\\python.exe); on macOS or "
                            "Excel on the web use xlwings Lite (ckptplan excel-setup --lite FOLDER), or xlwings "
-                           "Server with `from ckptplan.workbook.udfs import *` in its custom_functions module.",
+                           "Server with `from ckptplan.workbook.udfs import *` and `from ckptplan.workbook.udfs_setup "
+                           "import *` in its custom_functions module.",
                            highlight=False)
     _cli.console.print("[bold]Next steps[/]")
     for i, step in enumerate(steps(folder, interpreter, not no_workbook), start=1):

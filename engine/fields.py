@@ -235,6 +235,9 @@ QUANTITIES: tuple[Field, ...] = (
     Field("gpu_hours", "GPU-h", "GPU-hours", "nonnegative"),
     Field("runs", "runs", "Simulated runs", "runs_per_cell"),
     Field("seed", "", "Random seed (same seed, same answer)", "seed"),
+    Field("checkpoint_size_gb", "GB", "Checkpoint size (CKPT_CHECKPOINT_SIZE_GB)", "nonnegative"),
+    Field("share_restored", "fraction", "Share of job failures restored from this tier (its copy is the first "
+          "to survive them)", "share"),
     Field("weibull_shape", "", "Weibull shape k of the time between failures (1 = exponential; < 1 clustered)",
           "positive"),
 )

@@ -252,12 +252,12 @@ def _scalar(name: str, value: Any, rule: str) -> float:
 
 def spares_table(*, nodes, gpus_per_node, spares_max, node_replacement_rate_per_h, repair_h, swap_min,
                  restart_other_min, useful_training_h, T_min, checkpoint_stall_min, job_mtbf_min, async_write_min=0.0,
-                 async_slowdown_fraction=0.0, price_per_gpu_hour) -> pd.DataFrame:
+                 async_slowdown_fraction=0.0, price_per_gpu_hour, replacement_share=1.0) -> pd.DataFrame:
     """Cost of a run for each number of hot spares ``S = 0 .. spares_max`` (one row each).
 
     Per row: ``spare_free_probability`` and ``reallocation_min`` (the pool model, module notes);
-    ``restart_min = restart_other_min + reallocation_min`` (the other phases of
-    :data:`RESTART_PHASES`); ``T_min`` (given, or :func:`engine.waste.exact_optimal_interval`,
+    ``restart_min = restart_other_min + replacement_share * reallocation_min`` (the other phases of
+    :data:`RESTART_PHASES`; only the share of failures that need a node replaced waits for one); ``T_min`` (given, or :func:`engine.waste.exact_optimal_interval`,
     the same for every S since the restart time does not move the optimum); ``wall_h`` from the
     exact model ``expected_wall_time(useful_training_h * 60, T, C, M, R, W, s) / 60``;
     ``gpu_hours = (nodes + S) * gpus_per_node * wall_h`` (the spares are held, and paid, for the
@@ -290,6 +290,7 @@ def spares_table(*, nodes, gpus_per_node, spares_max, node_replacement_rate_per_
     W = _scalar("async_write_min", async_write_min, "nonnegative")
     s = _scalar("async_slowdown_fraction", async_slowdown_fraction, "fraction")
     price = _scalar("price_per_gpu_hour", price_per_gpu_hour, "nonnegative")
+    share = _scalar("replacement_share", replacement_share, "share")
     if T_min is None:
         T = float(exact_optimal_interval(C, M, W, s))
         if T <= 0:
@@ -301,7 +302,7 @@ def spares_table(*, nodes, gpus_per_node, spares_max, node_replacement_rate_per_
     S = np.arange(int(smax) + 1, dtype=np.float64)
     free = spare_free_probability(lam, r, S)
     realloc = expected_reallocation_min(lam, r, S, swap)
-    R = other + realloc
+    R = other + share * realloc
     try:
         wall_h = expected_wall_time(work_h * 60.0, T, C, M, R, W, s) / 60.0
     except InputError as err:  # name the table's argument, not the model's symbol

@@ -224,10 +224,12 @@ def _restart_parts(sc: Scenario, st: Any, job_mtbf_h: float, derived_restore: fl
     if st.load_min is None and derived_restore is not None:
         parts["load_min"] = derived_restore
     if st.repair_h is not None:
-        rate = (st.replacement_share if st.replacement_share is not None else 1.0) / job_mtbf_h
+        share = st.replacement_share if st.replacement_share is not None else 1.0
+        rate = share / job_mtbf_h
         spares = st.spares or 0
         spare["spare_free_probability"] = float(recovery.spare_free_probability(rate, st.repair_h, spares))
-        from_pool = float(recovery.expected_reallocation_min(rate, st.repair_h, spares, st.swap_min or 0.0))
+        # a failure waits for a node only when it needs one replaced: the mean per failure is the share of those
+        from_pool = share * float(recovery.expected_reallocation_min(rate, st.repair_h, spares, st.swap_min or 0.0))
         if st.reallocation_min is not None:
             notes.append(f"reallocation_min = {st.reallocation_min:g} is stated: it overrides the spare pool's "
                          f"expected {from_pool:.3g} min")
@@ -341,7 +343,8 @@ def _best_spares(base: Scenario, st: Any, parts: dict[str, float], figures: dict
                        checkpoint_stall_min=float(base.checkpoint_stall_min), job_mtbf_min=figures["job_mtbf_h"] * 60.0,
                        async_write_min=float(base.async_write_min),
                        async_slowdown_fraction=float(base.async_slowdown_fraction),
-                       price_per_gpu_hour=float(base.price_per_gpu_hour))
+                       price_per_gpu_hour=float(base.price_per_gpu_hour),
+                       replacement_share=st.replacement_share if st.replacement_share is not None else 1.0)
     n = int(best["spares"])
     if n == top:
         notes.append(f"the cheapest spare count is at the top of the range searched ({top}): it may be higher")

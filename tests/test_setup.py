@@ -261,3 +261,14 @@ def test_readme_worked_design_example_is_what_compare_prints():
         assert float(waste) == round(r.waste_fraction * 100, 2)
         assert wall == f"{r.wall_h:,.1f}" and total == f"{r.total_cost:,.0f}"
         assert float(p) == round(r.p_finish_by_deadline * 100, 1)
+
+
+def test_only_failures_that_need_a_node_wait_for_one():
+    from ckptplan.engine import recovery
+
+    data = {**SIZED, "detection_min": 1.0, "repair_h": 24.0, "spares": 4, "swap_min": 2.0, "replacement_share": 0.6}
+    plan = plan_from_data({"scenario": data})
+    p = plan_setup(plan.scenario, plan.setup)
+    M = p.figures["job_mtbf_h"]
+    per_replacement = float(recovery.expected_reallocation_min(0.6 / M, 24.0, 4, 2.0))
+    assert p.restart_parts_min["reallocation_min"] == pytest.approx(0.6 * per_replacement, rel=1e-15)

@@ -4,10 +4,11 @@ xlwings Lite (the xlwings add-in from Excel's add-in store, free for personal an
 runs Python inside Excel through Pyodide. A workbook's code is one ``main.py`` and its packages a
 ``requirements.txt``, both edited in the add-in's task pane and saved inside the workbook; numpy,
 pandas and scipy come from Pyodide, ckptplan is a pure-Python wheel. :func:`main_py` writes that
-``main.py`` from :mod:`.udfs` itself: one thin wrapper per ``CKPT_`` function with the same name,
-argument order, defaults, docstring and xlwings decorators (``func`` / ``arg`` / ``ret``, the options
-:func:`.cells.udf` gives them), calling the installed package. So the desktop add-in, xlwings Server
-and xlwings Lite run one module, and a new ``CKPT_`` function needs no second edit. Lite names a
+``main.py`` from :mod:`.udfs` and :mod:`.udfs_setup` themselves: one thin wrapper per ``CKPT_``
+function with the same name, argument order, defaults, docstring and xlwings decorators (``func`` /
+``arg`` / ``ret``, the options :func:`.cells.udf` gives them), calling the installed package. So the
+desktop add-in, xlwings Server and xlwings Lite run the same modules, and a new ``CKPT_`` function
+needs no second edit. Lite names a
 function without a namespace (``=CKPT_WASTE(...)``, as the desktop add-in does).
 
 The browser runs one calculation at a time in at most 2 GB, so :func:`capped_deadline_prob`, which
@@ -31,7 +32,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..engine.fields import DEFAULT_RUNS, lookup
-from . import cells, udfs
+from . import cells, udfs, udfs_setup
 from .cells import ERROR_PREFIX, as_array, error_text, is_blank, never_raise, show
 
 __all__ = ["LITE_MAX_RUNS", "LITE_MAX_RUNS_PER_CALL", "MAIN_NAME", "REQUIREMENTS_NAME", "UdfSpec", "WORKBOOK_NAME",
@@ -47,6 +48,13 @@ REQUIREMENTS_NAME = "requirements.txt"
 WORKBOOK_NAME = "ckptplan-lite.xlsx"
 
 _DEADLINE = "CKPT_DEADLINE_PROB"
+#: the modules of CKPT_ functions main.py wraps, each with the name main.py imports it as
+_MODULES = (("_udfs", udfs), ("_udfs_setup", udfs_setup))
+
+
+def _functions() -> list[tuple[str, Any, str]]:
+    """(main.py's name of the module, the module, function name) of every ``CKPT_`` function, in order."""
+    return [(alias, module, name) for alias, module in _MODULES for name in module.__all__]
 
 
 # ------------------------------------------------------------------------------- the browser's Monte Carlo cap
@@ -160,19 +168,22 @@ class _Recorder:
 def _decorator_options() -> dict[str, dict[str, Any]]:
     """The xlwings options :func:`.cells.udf` gives each ``CKPT_`` function.
 
-    Outside Excel the xlwings decorators keep nothing, so a private copy of :mod:`.udfs` is run with
-    a recorder standing in for xlwings (``cells.xw`` and ``sys.modules["xlwings"]``, restored after).
+    Outside Excel the xlwings decorators keep nothing, so a private copy of each module of
+    :data:`_MODULES` is run with a recorder standing in for xlwings (``cells.xw`` and
+    ``sys.modules["xlwings"]``, restored after).
     """
-    spec = importlib.util.spec_from_file_location(f"{__package__}._udfs_recorded", udfs.__file__)
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot read {udfs.__file__}")
-    copy = importlib.util.module_from_spec(spec)
+    copies = {}
     recorder = _Recorder()
     saved_xw, saved_module = cells.__dict__.get("xw"), sys.modules.get("xlwings")
     cells.xw = recorder
     sys.modules["xlwings"] = recorder  # type: ignore[assignment]
     try:
-        spec.loader.exec_module(copy)
+        for alias, module in _MODULES:
+            spec = importlib.util.spec_from_file_location(f"{__package__}.{alias}_recorded", module.__file__)
+            if spec is None or spec.loader is None:
+                raise RuntimeError(f"cannot read {module.__file__}")
+            copies[alias] = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(copies[alias])
     finally:
         if saved_xw is None:
             cells.__dict__.pop("xw", None)
@@ -183,8 +194,8 @@ def _decorator_options() -> dict[str, dict[str, Any]]:
         else:
             sys.modules["xlwings"] = saved_module
     out = {}
-    for name in udfs.__all__:
-        recorded = getattr(getattr(copy, name), "_ckpt_xlwings", None)
+    for alias, _, name in _functions():
+        recorded = getattr(getattr(copies[alias], name), "_ckpt_xlwings", None)
         if recorded is None or recorded["func"] is None:
             raise RuntimeError(f"{name} is not registered with xlwings (decorate it with cells.udf)")
         out[name] = recorded
@@ -201,11 +212,12 @@ def _lite_text(name: str, text: str) -> str:
 
 
 def udf_specs() -> list[UdfSpec]:
-    """Every ``CKPT_`` function of :mod:`.udfs` (its ``__all__``, in order) as ``main.py`` defines it."""
+    """Every ``CKPT_`` function of :mod:`.udfs` and :mod:`.udfs_setup` (their ``__all__``, in order) as ``main.py``
+    defines it."""
     options = _decorator_options()
     specs = []
-    for name in udfs.__all__:
-        function = getattr(udfs, name)
+    for alias, module, name in _functions():
+        function = getattr(module, name)
         params = tuple((p.name, p.default) for p in inspect.signature(function).parameters.values())
         doc = _lite_text(name, inspect.cleandoc(function.__doc__ or name))
         args = {}
@@ -218,7 +230,7 @@ def udf_specs() -> list[UdfSpec]:
             doc += (f"\n\nIn xlwings Lite (the browser): at most {LITE_MAX_RUNS:,} runs per cell and "
                     f"{LITE_MAX_RUNS_PER_CALL:,} per call (the desktop add-in and xlwings Server: "
                     f"{udfs.MAX_RUNS:,} and {udfs.MAX_RUNS_PER_CALL:,}).")
-        target = "_lite.capped_deadline_prob" if name == _DEADLINE else f"_udfs.{name}"
+        target = "_lite.capped_deadline_prob" if name == _DEADLINE else f"{alias}.{name}"
         specs.append(UdfSpec(name, params, doc, args, options[name]["ret"], target))
     return specs
 
@@ -269,8 +281,8 @@ def main_py(version: str) -> str:
 
 Written by `ckptplan excel-setup --lite` (ckptplan {version}). Paste it into the main.py tab of the
 xlwings Lite editor, and the ckptplan line of requirements.txt into its requirements.txt tab. Each
-function is a thin wrapper over ckptplan.workbook.udfs, the module the desktop add-in and xlwings
-Server serve: same names, arguments, defaults, results and #CKPT! messages. Call them as
+function is a thin wrapper over ckptplan.workbook.udfs or ckptplan.workbook.udfs_setup, the modules the
+desktop add-in and xlwings Server serve: same names, arguments, defaults, results and #CKPT! messages. Call them as
 =CKPT_WASTE(...) in any cell; a range in gives a range out (it spills). Monte Carlo in the browser:
 CKPT_DEADLINE_PROB simulates at most {LITE_MAX_RUNS:,} runs per cell and {LITE_MAX_RUNS_PER_CALL:,} per call.
 Do not edit it: after upgrading ckptplan, write it again (`ckptplan excel-setup --lite DIR --force`).
@@ -289,7 +301,8 @@ except ImportError:  # plain Python without xlwings: the functions work, nothing
         return lambda f: f
 '''
     imports = ("\nimport pandas as pd\n" if needs_pandas else "\n") + \
-        "\nfrom ckptplan.workbook import lite as _lite\nfrom ckptplan.workbook import udfs as _udfs\n"
+        "\nfrom ckptplan.workbook import lite as _lite\n" + \
+        "".join(f"from ckptplan.workbook import {module.__name__.rsplit('.', 1)[-1]} as {alias}\n" for alias, module in _MODULES)
     body = "\n\n\n".join(_wrapper(s) for s in specs)
     tail = ("\n\n\n# main.py and the installed ckptplan must agree on every function's arguments\n"
             "_lite.check_wrappers(globals())\n")
@@ -298,20 +311,21 @@ except ImportError:  # plain Python without xlwings: the functions work, nothing
 
 def check_wrappers(namespace: dict[str, Any]) -> None:
     """Raise ``RuntimeError`` unless ``namespace`` (main.py's globals) defines every ``CKPT_`` function of
-    the installed :mod:`.udfs`, with the same arguments and defaults, and no other."""
+    the installed :mod:`.udfs` and :mod:`.udfs_setup`, with the same arguments and defaults, and no other."""
     problems = []
     defined = {k for k, v in namespace.items() if k.startswith("CKPT_") and callable(v)}
-    for name in udfs.__all__:
+    for _, module, name in _functions():
         if name not in defined:
             problems.append(f"{name} is missing")
             continue
-        want = [(p.name, p.default) for p in inspect.signature(getattr(udfs, name)).parameters.values()]
+        want = [(p.name, p.default) for p in inspect.signature(getattr(module, name)).parameters.values()]
         have = [(p.name, p.default) for p in inspect.signature(namespace[name]).parameters.values()]
         if have != want:
             problems.append(f"{name} takes ({', '.join(p for p, _ in have)}), the package "
                             f"({', '.join(p for p, _ in want)})" if [p for p, _ in have] != [p for p, _ in want]
                             else f"{name}: other defaults than the package's")
-    problems += [f"{name} is not a function of the installed ckptplan" for name in sorted(defined - set(udfs.__all__))]
+    known = {name for _, _, name in _functions()}
+    problems += [f"{name} is not a function of the installed ckptplan" for name in sorted(defined - known)]
     if problems:
         raise RuntimeError("main.py does not match the installed ckptplan (" + "; ".join(problems) + "): write it "
                            "again with `ckptplan excel-setup --lite DIR --force` from the ckptplan that is installed")

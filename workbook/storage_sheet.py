@@ -335,8 +335,8 @@ _DERIVED = (
        "recovery.communicator_init_min" if p == "init_min" else "recovery.RESTART_PHASES", f"part:{p}")
       for p, label, expr in (
           ("detection_min", "detection", "{detection_min_d}"),
-          ("reallocation_min", "reallocation (stated, else the pool's, else 0)",
-           _either("{reallocation_min}", 'IF({repair_h}<>"",{pool_reallocation_min},0)')),
+          ("reallocation_min", "reallocation (stated, else replacement share x the pool's, else 0)",
+           _either("{reallocation_min}", 'IF({repair_h}<>"",{replacement_share_d}*{pool_reallocation_min},0)')),
           ("startup_min", "start-up", "{startup_min_d}"),
           ("init_min", "communicator init = fixed + per 1,000 nodes x nodes / 1,000",
            "{init_min_d}+{init_per_1000_nodes_min_d}*{nodes}/1000"),

@@ -28,8 +28,8 @@ from . import style as S
 from .lite import LITE_MAX_RUNS
 from .udfs import BREAKDOWN_HEADER, BREAKDOWN_ROWS, MAX_RUNS
 
-__all__ = ["BREAKDOWN_ARGS", "CHECKS", "DEADLINE_ARGS", "DEADLINE_RUNS", "DEADLINE_SEED", "HOSTS", "SHEET_TITLE",
-           "TOLERANCE", "add_udf_sheet"]
+__all__ = ["BREAKDOWN_ARGS", "CHECKS", "DEADLINE_ARGS", "DEADLINE_RUNS", "DEADLINE_SEED", "HOSTS", "SETUP_CHECKS",
+           "SETUP_SHEET", "SETUP_SHEET_TITLE", "SHEET_TITLE", "TOLERANCE", "add_setup_udf_sheet", "add_udf_sheet"]
 
 SHEET_TITLE = "Add-in check: the CKPT_ functions beside the workbook's own formulas"
 TOLERANCE = 1e-9          # relative; the engine and the sheet's Newton solver agree to ~2e-11
@@ -43,7 +43,7 @@ HOSTS = {
                 "below. Until the add-in has imported the functions (xlwings tab > Import Functions, in a copy saved as "
                 ".xlsm), column B shows #NAME? and column E says so."),
     "server": ("Column B calls ckptplan's Python engine through xlwings Server (its custom_functions: `from "
-               "ckptplan.workbook.udfs import *`); column C is this workbook's own live formula. They should agree to "
+               "ckptplan.workbook.udfs import *` and `from ckptplan.workbook.udfs_setup import *`); column C is this workbook's own live formula. They should agree to "
                "the tolerance below. Until the xlwings Server add-in is loaded, column B shows #NAME? and column E "
                "says so."),
     "lite": ("Column B calls ckptplan's Python engine through xlwings Lite, Python inside Excel on Windows, Mac and the "
@@ -88,7 +88,7 @@ _BLOCK_FORMATS = {"hours": F.HOURS, "GPU-hours": F.GPU_HOURS, "cost": F.MONEY}
 def _names_in(formula: str) -> set[str]:
     """Identifiers a formula uses as defined names (function names and quoted text excluded)."""
     text = re.sub(r'"[^"]*"', "", formula)
-    return {m.group(1) for m in re.finditer(r"(?<![\w.$])([A-Za-z_][\w.]*)(?!\s*\()", text)
+    return {m.group(1) for m in re.finditer(r"(?<![\w.$])([A-Za-z_][\w.]*)(?![\w.]|\s*\()", text)
             if not re.fullmatch(r"\$?[A-Z]{1,3}\$?\d+", m.group(1))}
 
 
@@ -210,6 +210,109 @@ def add_udf_sheet(wb: Workbook, sheet_name: str = "Add-in check",
           "the Deadline sheet, when the workbook has one.", 7)
 
     for col, width in zip("ABCDEFG", (62, 20, 18, 18, 16, 12, 24)):
+        ws.column_dimensions[col].width = width
+    ws.freeze_panes = "A6"
+    S.print_setup(ws)
+    if all(n in wb.defined_names for n in _setup_names()):   # a workbook with the Storage & recovery sheet
+        add_setup_udf_sheet(wb, function_prefix=function_prefix, host=host)
+    return triples
+
+
+# ------------------------------------------------------------------------------- the setup's functions (udfs_setup)
+
+SETUP_SHEET = "Add-in check (setup)"
+SETUP_SHEET_TITLE = "Add-in check: the storage and recovery CKPT_ functions beside the Storage & recovery sheet"
+_SIZE_ARGS = ("setup_checkpoint_size_gb,setup_writers_used,setup_write_gb_s_per_writer,setup_aggregate_write_gb_s,"
+              "setup_d2h_gb_s_per_writer")
+_READ = ('IF(setup_read_gb_s_per_writer<>"",setup_read_gb_s_per_writer,IF(setup_write_gb_s_per_writer<>"",'
+         'setup_write_gb_s_per_writer,"")),IF(setup_aggregate_read_gb_s<>"",setup_aggregate_read_gb_s,'
+         'IF(setup_aggregate_write_gb_s<>"",setup_aggregate_write_gb_s,""))')
+_POOL = "setup_job_mtbf_h,setup_replacement_share,setup_repair_h,setup_spares"
+# CKPT_DESIGN_COST at the stall, write and restart the Storage & recovery sheet uses (blank arguments: not given)
+_DESIGN = ("useful_training_h,nodes,setup_job_mtbf_h,price_per_gpu_hour,setup_used_checkpoint_stall_min,"
+           "setup_used_restart_min,gpus_per_node,interval_min,setup_used_async_write_min,async_slowdown_fraction,"
+           "setup_parameters_b,setup_bytes_per_parameter,setup_extra_state_gb" + "," * 14
+           + "setup_spares,setup_repair_h,setup_swap_min,setup_replacement_share,setup_price_per_gb_month,setup_retention")
+#: (key: the plan_setup figure (or evaluate column) both equal, label, CKPT_ function, its arguments, plain formula,
+#: unit, number format)
+SETUP_CHECKS: tuple[tuple[str, str, str, str, str, str, str], ...] = (
+    ("checkpoint_size_gb", "Checkpoint size", "CKPT_CHECKPOINT_SIZE_GB",
+     "setup_parameters_b,setup_bytes_per_parameter,setup_extra_state_gb", "setup_checkpoint_size_gb", "GB", "#,##0.0"),
+    ("derived_checkpoint_stall_min", "Derived stall per save", "CKPT_SAVE_STALL_MIN", _SIZE_ARGS,
+     "setup_derived_checkpoint_stall_min", "min", F.MINUTES),
+    ("derived_async_write_min", "Derived background write", "CKPT_ASYNC_WRITE_MIN", _SIZE_ARGS,
+     "setup_derived_async_write_min", "min", F.MINUTES),
+    ("derived_restore_min", "Derived restore (blank read figures = the write figures)", "CKPT_RESTORE_MIN",
+     f"setup_checkpoint_size_gb,setup_writers_used,{_READ}", "setup_derived_restore_min", "min", F.MINUTES),
+    ("restart_min", "Restart pipeline (the parts the sheet uses)", "CKPT_RESTART_PIPELINE_MIN",
+     ",".join(f"setup_part_{p}" for p in ("detection_min", "reallocation_min", "startup_min", "init_min", "load_min",
+                                           "warmup_min")), "setup_restart_pipeline_min", "min", F.MINUTES),
+    ("spare_free_probability", "P(a spare is free)", "CKPT_SPARE_FREE_PROBABILITY", _POOL,
+     "setup_spare_free_probability", "share", "0.000000"),
+    ("pool_reallocation_min", "Reallocation from the spare pool", "CKPT_REALLOCATION_MIN", f"{_POOL},setup_swap_min",
+     "setup_pool_reallocation_min", "min", F.MINUTES),
+    ("young_interval_min", "One tier restoring every failure: Young's interval", "CKPT_TIER_INTERVAL_MIN",
+     "effective_stall_min,1,job_mtbf_h", "young_interval_min", "min", F.MINUTES),
+    ("total_cost", "Total cost: compute + storage + spares (single level)", "CKPT_DESIGN_COST", _DESIGN,
+     "setup_total_cost", "money", F.MONEY),
+)
+
+
+def _setup_names() -> set[str]:
+    used: set[str] = set()
+    for _, _, _, args, plain, _, _ in SETUP_CHECKS:
+        used |= _names_in(args) | _names_in(plain)
+    return used
+
+
+def add_setup_udf_sheet(wb: Workbook, sheet_name: str = SETUP_SHEET, function_prefix: str = "",
+                        host: str = "desktop") -> list[tuple[str, str, str]]:
+    """Add the check sheet of the storage and recovery functions (:mod:`workbook.udfs_setup`) before "Add-in check".
+
+    One row per :data:`SETUP_CHECKS`: the ``CKPT_`` call on the Storage & recovery sheet's defined
+    names, the sheet's own live formula, their difference and agreement (a row whose figure the
+    setup does not give says so). :func:`add_udf_sheet` adds it to a workbook that has the Storage &
+    recovery sheet. Returns ``(udf_cell, plain_cell, key)`` triples, ``key`` the
+    :func:`engine.setup.plan_setup` figure (``young_interval_min``: :func:`engine.evaluate`'s column)
+    both equal. Raises ``ValueError`` if the sheet exists or a defined name is missing.
+    """
+    if host not in HOSTS:
+        raise ValueError(f"host must be one of {', '.join(HOSTS)} (got {host!r})")
+    if sheet_name in wb.sheetnames:
+        raise ValueError(f"the workbook already has a sheet named {sheet_name!r}")
+    missing = sorted(n for n in _setup_names() if n not in wb.defined_names)
+    if missing:
+        raise ValueError(f"the workbook lacks defined names {', '.join(missing)}: "
+                         "add the check sheet to a workbook made by workbook.build_workbook")
+    index = wb.sheetnames.index("Add-in check") if "Add-in check" in wb.sheetnames else len(wb.sheetnames)
+    ws = wb.create_sheet(sheet_name, index)
+    S.title(ws, SETUP_SHEET_TITLE, HOSTS[host].replace("this workbook's own live formula",
+                                                       "the Storage & recovery sheet's live formula"), 7)
+    ws["A3"] = "Agreement tolerance (relative)"
+    tol = ws["B3"]
+    tol.value = TOLERANCE
+    tol.font, tol.fill, tol.number_format = S.INPUT_FONT, S.INPUT_FILL, "0.0E+00"
+    S.header(ws, 5, ["Quantity", "Add-in (CKPT_ function)", "Workbook formula", "Difference (B - C)", "Agree?",
+                    "Unit", "Function"])
+    currency = _currency(wb)
+    triples = []
+    for row, (key, label, func, args, plain, unit, fmt) in enumerate(SETUP_CHECKS, start=6):
+        ws.cell(row=row, column=1, value=label)
+        b = ws.cell(row=row, column=2, value=f"={function_prefix}{func}({args})")
+        c = ws.cell(row=row, column=3, value=f"={plain}")
+        b.number_format = c.number_format = fmt
+        b.fill = S.KEY_FILL
+        ws.cell(row=row, column=4, value=_diff(f"B{row}", f"C{row}")).number_format = "0.00E+00"
+        ws.cell(row=row, column=5, value=(
+            f'=IF(C{row}="","not given: the setup has no such figure",IF(ISNUMBER(D{row}),'
+            f'IF(ABS(D{row})<=$B$3*MAX(1,ABS(C{row})),"yes","NO"),'
+            f'"no value in B: add-in not loaded, or see the message in B"))'))
+        ws.cell(row=row, column=6, value=currency if unit == "money" else unit)
+        ws.cell(row=row, column=7, value=func).font = S.NOTE_FONT
+        triples.append((f"B{row}", f"C{row}", key))
+    S.note(ws, 6 + len(SETUP_CHECKS), "Single-level figures: with checkpoint tiers the Storage & recovery sheet's "
+           "total is the tiered engine's, which CKPT_DESIGN_COST does not model.", 7)
+    for col, width in zip("ABCDEFG", (62, 20, 18, 18, 16, 12, 30)):
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "A6"
     S.print_setup(ws)

@@ -8,6 +8,8 @@ prints the engine's message (field, value, rule) and exits with status 2, like e
 from __future__ import annotations
 
 import json
+import math
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -78,7 +80,8 @@ def _search_table(res: "dl.DeadlineSearch") -> "Table":
 def deadline(
     template: Optional[str] = typer.Option(None, "--template", "-t", help="Preset name (see `ckptplan templates`) or TOML file; default: seed"),
     scenario_file: Optional[Path] = typer.Option(None, "--scenario", help="Scenario TOML file (same as --template FILE)"),
-    runs: int = typer.Option(DEFAULT_RUNS, "--runs", help="Simulated runs per interval"),
+    runs: int = typer.Option(DEFAULT_RUNS, "--runs", parser=lambda text: _whole_number(text, "--runs"),
+                             metavar="<int>", help="Simulated runs per interval (1e5 allowed)"),
     seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Random seed (same seed, same answer)"),
     weibull_shape: Optional[float] = typer.Option(None, "--weibull-shape", help="Weibull shape k of the time between failures (mean = job MTBF); default: exponential. k < 1: clustered failures"),
     target: float = typer.Option(0.9, "--target", help="Required probability of meeting the deadline"),
@@ -96,6 +99,9 @@ def deadline(
     from .engine import montecarlo as mc
 
     try:
+        _check_overrides(overrides or {})
+        # memory first: the report simulates one interval, the search up to MAX_SEARCH_INTERVALS on the same runs
+        mc.check_simulation_size(runs, dl.MAX_SEARCH_INTERVALS)
         sc = scenario_from_options(str(scenario_file) if scenario_file else template, overrides or {})
         law = mc.FailureLaw.weibull(weibull_shape) if weibull_shape is not None else mc.FailureLaw.exponential()
         report = dl.deadline_report(sc, runs=runs, seed=seed, failures=law, final_save=final_save)
@@ -108,11 +114,12 @@ def deadline(
 
             search = dl.deadline_search(sc, target=target, runs=runs, seed=seed, failures=law,
                                         final_save=final_save, progress=tick)
-    except ValueError as exc:
+        analytic = _analytic(sc, report)
+    except (ValueError, OverflowError) as exc:
         fail(str(exc))
-    analytic = _analytic(sc, report)
     if as_json:
-        typer.echo(json.dumps({"report": report, "search": search.to_dict(), "analytic": analytic}, indent=2))
+        data = _finite_json({"report": report, "search": search.to_dict(), "analytic": analytic})
+        typer.echo(json.dumps(data, indent=2, allow_nan=False))
         return
 
     console.print(f"[bold]{literal(str(report['name']))}[/]  job MTBF {report['job_mtbf_h']:,.2f} h  |  failures: "
@@ -125,6 +132,47 @@ def deadline(
     console.print(_search_table(search))
     for note in search.notes:
         console.print(f"- {note}", highlight=False)
+
+
+def _whole_number(text: str, option: str) -> int:
+    """A whole number typed as digits or in exponent form (``1e8``): anything else is a usage error."""
+    try:
+        value = int(text)
+    except ValueError:
+        try:
+            number = float(text)
+        except ValueError:
+            raise typer.BadParameter(f"{text!r} is not a whole number", param_hint=option) from None
+        if not (math.isfinite(number) and number == math.floor(number)):
+            raise typer.BadParameter(f"{text!r} is not a whole number", param_hint=option) from None
+        value = int(number)
+    return value
+
+
+def _check_overrides(overrides: dict[str, Any]) -> None:
+    """Refuse a whole number given on the command line that no float can hold (``--nodes 1`` and 400 zeros)."""
+    from .engine.errors import InputError
+
+    for name, value in overrides.items():
+        if isinstance(value, int) and not isinstance(value, bool):
+            try:
+                float(value)
+            except OverflowError:
+                raise InputError(name, f"~1e{len(str(abs(value))) - 1}",
+                                 f"must be within the float64 range (|x| <= {sys.float_info.max:.6g})") from None
+
+
+def _finite_json(value: Any) -> Any:
+    """``value`` for ``json.dumps(allow_nan=False)``: a number that is not finite becomes null (never NaN/Infinity)."""
+    if isinstance(value, dict):
+        return {k: _finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_json(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:  # numpy scalar
+        return _finite_json(value.item())
+    return value
 
 
 def _analytic(sc: Any, report: dict[str, Any]) -> dict[str, Any] | None:

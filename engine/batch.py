@@ -70,6 +70,7 @@ import difflib
 import hashlib
 import math
 import re
+import sys
 from pathlib import Path
 from typing import Any, Hashable, Iterable, Mapping, Optional, Union
 
@@ -158,8 +159,8 @@ def integer_typed(values: pd.Series) -> pd.Series:
     if values.dtype.kind != "f":
         return values
     arr = values.to_numpy(dtype=float)
-    present = ~np.isnan(arr)
-    if not (np.isfinite(arr[present]) & (arr[present] % 1 == 0)).all():
+    present = arr[~np.isnan(arr)]
+    if not np.isfinite(present).all() or not (np.floor(present) == present).all():
         return values
     return _int_series(arr, values.index, values.name)
 
@@ -235,7 +236,7 @@ def coerce_numeric_text(values: pd.Series) -> pd.Series:
     obj = values.to_numpy(dtype=object)
     is_str = np.fromiter((isinstance(v, str) for v in obj), dtype=bool, count=len(obj))
     if not is_str.any():
-        if all(_is_number(v) or _is_absent(v) for v in obj):
+        if all((_is_number(v) and _in_float_range(v)) or _is_absent(v) for v in obj):
             return pd.Series(np.array([np.nan if _is_absent(v) else float(v) for v in obj], dtype=float),
                              index=values.index, name=values.name)
         return values
@@ -246,8 +247,37 @@ def coerce_numeric_text(values: pd.Series) -> pd.Series:
     numeric = is_str & ~absent & ~np.isnan(parsed)
     out[absent] = np.nan
     out[numeric] = parsed[numeric]
-    if not (is_str & ~absent & ~numeric).any() and all(_is_number(v) or _is_absent(v) for v in out[~is_str]):
+    if not (is_str & ~absent & ~numeric).any() and all((_is_number(v) and _in_float_range(v)) or _is_absent(v)
+                                                       for v in out[~is_str]):
         return pd.Series(out.astype(float), index=values.index, name=values.name)
+    return pd.Series(out, index=values.index, name=values.name, dtype=object)
+
+
+def _in_float_range(v: Any) -> bool:
+    """A number float64 can hold (a Python int such as ``10**400`` cannot: ``float()`` overflows)."""
+    try:
+        float(v)
+    except OverflowError:
+        return False
+    return True
+
+
+def _out_of_range_cells(name: str, values: pd.Series, problems: RowProblems, flags: np.ndarray) -> pd.Series:
+    """Cells holding a number beyond the float64 range (a huge Python int): each a row problem, flagged,
+    and blank in the returned column (the table checks then skip them; the output keeps the original)."""
+    if values.dtype.kind != "O":
+        return values
+    obj = values.to_numpy(dtype=object)
+    huge = np.fromiter((_is_number(v) and not _in_float_range(v) for v in obj), dtype=bool, count=len(obj))
+    if not huge.any():
+        return values
+    for p in np.flatnonzero(huge):
+        digits = len(str(abs(int(obj[p]))))
+        problems.add([p], lambda _p, d=digits: str(InputError(
+            name, f"~1e{d - 1}", f"must be within the float64 range (|x| <= {sys.float_info.max:.6g})")))
+    flags |= huge
+    out = obj.copy()
+    out[huge] = np.nan
     return pd.Series(out, index=values.index, name=values.name, dtype=object)
 
 
@@ -275,6 +305,9 @@ def _validate(table: pd.DataFrame, cell_errors: Mapping[tuple[Hashable, str], st
     for c in numeric.columns:
         if column_kind(c) == "number":
             numeric[c] = coerce_numeric_text(table[c])
+            if numeric[c].dtype.kind == "O":
+                flags = flagged.setdefault(c, np.zeros(n, dtype=bool))
+                numeric[c] = _out_of_range_cells(c, numeric[c], problems, flags)
             if table[c].dtype.kind not in "iuf":
                 obj = numeric[c].to_numpy(dtype=object)
                 bad = np.fromiter((not (_is_number(v) or _is_absent(v)) for v in obj), dtype=bool, count=n)
@@ -298,6 +331,7 @@ def _check_mc_options(runs: Any, seed: Any, failures: Any) -> tuple[int, int, An
     r = as_float_array("runs", runs, "count")
     if r.ndim or r < 2:
         raise InputError("runs", runs, "must be a single whole number >= 2")
+    _mc.check_simulation_size(r)
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError("seed", seed, "must be a whole number >= 0 (the base seed of every row's own seed)")
     if not (failures == "exponential" or isinstance(failures, _mc.FailureLaw)):

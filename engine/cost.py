@@ -9,11 +9,15 @@ training progress that survived: ``useful / total``.
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
+import numpy as np
 import pandas as pd
 
-from ._inputs import prepare
+from ._inputs import FLOAT_MAX, InputError, check_finite_result, prepare
 
-__all__ = ["CATEGORIES", "HOURS_PER_MONTH", "compare_plans", "goodput", "gpu_hours", "money"]
+__all__ = ["CATEGORIES", "HOURS_PER_MONTH", "PLAN_COLUMNS", "compare_plans", "goodput", "gpu_hours", "money"]
 
 CATEGORIES = ("useful", "save", "rework", "restart")
 HOURS_PER_MONTH = 730.485  # 365.2425 days * 24 h / 12
@@ -26,7 +30,10 @@ def gpu_hours(wall_h, gpus):
 
 
 def _gpu_hours(h, g):
-    return h * g
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = h * g
+    check_finite_result("gpus", out, "wall_h x gpus overflows", {"gpus": g, "wall_h": h})
+    return out
 
 
 def money(gpu_hours_, price_per_gpu_hour):
@@ -36,7 +43,11 @@ def money(gpu_hours_, price_per_gpu_hour):
 
 
 def _money(h, p):
-    return h * p
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = h * p
+    check_finite_result("price_per_gpu_hour", out, "GPU-hours x price_per_gpu_hour overflows",
+                        {"gpu_hours": h, "price_per_gpu_hour": p})
+    return out
 
 
 def goodput(useful_h, total_h):
@@ -46,7 +57,15 @@ def goodput(useful_h, total_h):
 
 
 def _goodput(u, t):
-    return u / t
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        out = u / t
+    check_finite_result("total_h", out, "useful_h / total_h overflows", {"useful_h": u, "total_h": t})
+    return out
+
+
+#: the columns of an evaluated row that :func:`compare_plans` reads
+PLAN_COLUMNS = ("wall_h", "total_gpu_hours", "total_cost", "waste_fraction", "goodput",
+                *(f"{cat}_gpu_hours" for cat in CATEGORIES))
 
 
 def compare_plans(base: pd.Series, alternative: pd.Series, runs_per_month: float | None = None) -> pd.Series:
@@ -58,27 +77,71 @@ def compare_plans(base: pd.Series, alternative: pd.Series, runs_per_month: float
     Per month: ``runs_per_month`` if given, else the base plan run back to back for a month of
     continuous operation (``730.485 h / base wall_h`` runs). The alternative may need more or fewer
     GPUs (e.g. doubling the node count): GPU-hours and money compare what each plan consumes.
+
+    Raises :class:`InputError` naming the plan and the column when a row is not a Series (or a
+    mapping) with every column of :data:`PLAN_COLUMNS` holding a finite number, when the base's wall
+    time is not > 0 (no month of back-to-back runs without it), or when a figure overflows.
     """
+    b = _plan_figures("base", base)
+    a = _plan_figures("alternative", alternative)
     if runs_per_month is None:
-        runs = HOURS_PER_MONTH / float(base["wall_h"])
+        if not b["wall_h"] > 0:
+            raise InputError("base.wall_h", b["wall_h"], "must be > 0 to count back-to-back runs per month "
+                             "(or give runs_per_month)")
+        runs = HOURS_PER_MONTH / b["wall_h"]
     else:
         (runs_arr,), _ = prepare(("runs_per_month", runs_per_month, "positive"))
+        if runs_arr.ndim:
+            raise InputError("runs_per_month", runs_per_month, "must be a single number")
         runs = float(runs_arr)
     out = {
-        "base": base.get("name", "base"),
-        "alternative": alternative.get("name", "alternative"),
-        "wall_h_saved_per_run": float(base["wall_h"] - alternative["wall_h"]),
-        "gpu_hours_saved_per_run": float(base["total_gpu_hours"] - alternative["total_gpu_hours"]),
-        "money_saved_per_run": float(base["total_cost"] - alternative["total_cost"]),
-        "waste_fraction_base": float(base["waste_fraction"]),
-        "waste_fraction_alternative": float(alternative["waste_fraction"]),
-        "goodput_base": float(base["goodput"]),
-        "goodput_alternative": float(alternative["goodput"]),
+        "base": _name(base, "base"),
+        "alternative": _name(alternative, "alternative"),
+        "wall_h_saved_per_run": b["wall_h"] - a["wall_h"],
+        "gpu_hours_saved_per_run": b["total_gpu_hours"] - a["total_gpu_hours"],
+        "money_saved_per_run": b["total_cost"] - a["total_cost"],
+        "waste_fraction_base": b["waste_fraction"],
+        "waste_fraction_alternative": a["waste_fraction"],
+        "goodput_base": b["goodput"],
+        "goodput_alternative": a["goodput"],
         "runs_per_month": runs,
     }
     out["gpu_hours_saved_per_month"] = out["gpu_hours_saved_per_run"] * runs
     out["money_saved_per_month"] = out["money_saved_per_run"] * runs
     for cat in CATEGORIES:
-        out[f"{cat}_gpu_hours_saved_per_run"] = float(base[f"{cat}_gpu_hours"] - alternative[f"{cat}_gpu_hours"])
+        out[f"{cat}_gpu_hours_saved_per_run"] = b[f"{cat}_gpu_hours"] - a[f"{cat}_gpu_hours"]
+    for key, value in out.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(key, value, f"overflows (results must stay within the float64 range, |x| <= "
+                             f"{FLOAT_MAX:.6g}): the plans' figures are too far apart")
     return pd.Series(out)
 
+
+def _plan_figures(which: str, row: Any) -> dict[str, float]:
+    """The numbers :func:`compare_plans` reads from one evaluated row, each a finite float."""
+    if isinstance(row, pd.DataFrame):
+        if len(row) != 1:
+            raise InputError(which, f"DataFrame of {len(row)} rows", "must be one row of engine.evaluate "
+                             "(e.g. results.iloc[0])")
+        row = row.iloc[0]
+    if not isinstance(row, (pd.Series, dict)):
+        raise InputError(which, type(row).__name__, "must be a row of engine.evaluate (a pandas Series)")
+    missing = [c for c in PLAN_COLUMNS if c not in row]
+    if missing:
+        raise InputError(f"{which}.{missing[0]}", None, f"is missing: {which} must be a row of engine.evaluate "
+                         f"(missing columns: {', '.join(missing)})")
+    out = {}
+    for c in PLAN_COLUMNS:
+        (arr,), _ = prepare((f"{which}.{c}", row[c], "any"))
+        if arr.ndim:
+            raise InputError(f"{which}.{c}", row[c], "must be a single number")
+        out[c] = float(arr)
+    return out
+
+
+def _name(row: Any, default: str) -> Any:
+    """The row's name, as text (the default when it has none)."""
+    name = row.get("name", default) if hasattr(row, "get") else default
+    if name is None or (isinstance(name, float) and math.isnan(name)):
+        return default
+    return name

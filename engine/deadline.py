@@ -22,6 +22,7 @@ Results are in hours, GPU-hours and the scenario's currency.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
@@ -31,16 +32,23 @@ import pandas as pd
 from . import cost, waste
 from ._inputs import InputError, as_float_array
 from .finite import _check_final_save, best_segment_count, finite_expected_wall_time, segment_count
-from .montecarlo import (FailureLaw, Simulation, _as_law, _seed_entropy, simulate, simulate_intervals, standard_error,
-                         wilson_interval)
+from .montecarlo import (FailureLaw, Simulation, _as_law, _seed_entropy, check_simulation_size, simulate,
+                         simulate_intervals, standard_error, wilson_interval)
 from .scenario import Scenario, evaluate
 
 __all__ = [
+    "DEFAULT_GRID_POINTS",
+    "MAX_SEARCH_INTERVALS",
     "DeadlineSearch",
     "deadline_report",
     "deadline_search",
 ]
 
+
+#: intervals of the default search grid (geometric), besides the exact and the finite-job optimum
+DEFAULT_GRID_POINTS = 25
+#: most intervals the default search simulates (the grid and both optima): what a caller reserves memory for
+MAX_SEARCH_INTERVALS = DEFAULT_GRID_POINTS + 2
 
 # ------------------------------------------------------------------------- scenario answers
 
@@ -68,9 +76,9 @@ def _job(scenario: Scenario, deadline_h, interval_min) -> _Job:
         raise InputError("scenario", type(scenario).__name__, "must be a ckptplan.engine.Scenario (e.g. ckptplan.files.load_scenario('seed'))")
     changes = {}
     if deadline_h is not None:
-        changes["deadline_h"] = float(as_float_array("deadline_h", deadline_h, "positive"))
+        changes["deadline_h"] = _scalar("deadline_h", deadline_h, "positive")
     if interval_min is not None:
-        changes["interval_min"] = float(as_float_array("interval_min", interval_min, "positive"))
+        changes["interval_min"] = _scalar("interval_min", interval_min, "positive")
     sc = scenario.replace(**changes) if changes else scenario
     if sc.deadline_h is None:
         raise InputError("deadline_h", None, "is required: give deadline_h or set it in the scenario")
@@ -78,6 +86,10 @@ def _job(scenario: Scenario, deadline_h, interval_min) -> _Job:
         raise InputError("deadline_h", float(sc.deadline_h),
                          f"must be >= useful_training_h = {sc.useful_training_h:g} h: the job needs that much "
                          "compute even with no saves and no failures")
+    for name in ("deadline_h", "useful_training_h"):  # hours to minutes: the simulator's unit must hold them
+        if not math.isfinite(getattr(sc, name) * 60.0):
+            raise InputError(name, float(getattr(sc, name)), f"must be at most {sys.float_info.max / 60:.6g} h: in "
+                             "minutes it would overflow the float64 range")
     row = evaluate(sc).iloc[0]
     return _Job(name=sc.name, currency=sc.currency, work=sc.useful_training_h * 60.0, C=sc.checkpoint_stall_min,
                 M=float(row["job_mtbf_h"]) * 60.0, R=sc.restart_min, W=sc.async_write_min,
@@ -85,10 +97,19 @@ def _job(scenario: Scenario, deadline_h, interval_min) -> _Job:
                 exact_T=float(row["exact_interval_min"]), gpus=float(row["gpus"]), price=sc.price_per_gpu_hour)
 
 
-def _check_runs_seed(runs, seed):
+def _scalar(name: str, value: Any, rule: str) -> float:
+    """One number (not an array), checked against ``rule``."""
+    arr = as_float_array(name, value, rule)
+    if arr.ndim:
+        raise InputError(name, value, "must be a single number")
+    return float(arr)
+
+
+def _check_runs_seed(runs, seed, intervals: int = 1):
     r = as_float_array("runs", runs, "count")
     if r.ndim or r < 2:
         raise InputError("runs", runs, "must be a single whole number >= 2")
+    check_simulation_size(r, intervals)
     _seed_entropy(seed)
     return int(r)
 
@@ -214,7 +235,7 @@ def _jsonable(row: dict) -> dict:
             for k, v in row.items()}
 
 
-def _default_grid(job: _Job, finite_T: Optional[float], points: int = 25) -> np.ndarray:
+def _default_grid(job: _Job, finite_T: Optional[float], points: int = DEFAULT_GRID_POINTS) -> np.ndarray:
     floor = job.W * (1.0 - job.s)
     lo = max(job.exact_T / 4.0, floor, 1e-3)
     hi = max(min(job.exact_T * 4.0, job.work), lo)
@@ -250,10 +271,10 @@ def deadline_search(scenario: Scenario, deadline_h=None, target=0.9, intervals_m
     all intervals advance together, block of runs by block of runs).
     """
     job = _job(scenario, deadline_h, None)
-    runs_ = _check_runs_seed(runs, seed)
+    runs_ = _check_runs_seed(runs, seed, MAX_SEARCH_INTERVALS if intervals_min is None else 1)
     law = _as_law(failures)
     final_save = _check_final_save(final_save)
-    tgt = float(as_float_array("target", target, "fraction"))
+    tgt = _scalar("target", target, "fraction")
     if not tgt > 0:
         raise InputError("target", tgt, "must be a probability in (0, 1)")
     finite_n = finite_T = None

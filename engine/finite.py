@@ -61,7 +61,7 @@ from typing import Any
 import numpy as np
 
 from . import waste
-from ._inputs import InputError, prepare
+from ._inputs import InputError, check_finite_result, prepare
 
 # relative tolerance when counting segments: work/T = 3 + 1e-15 is 3 segments, not 4
 _SEGMENT_RTOL = 1e-14
@@ -86,38 +86,58 @@ def _geometry(work, T, C, W, s, final_save: bool) -> dict[str, np.ndarray]:
     ``0 .. last-1`` start at durable checkpoints 0..last-1 and reach the next one), and the window
     lengths ``full_clean``, ``full_flow`` (full segments) and ``last_clean``, ``last_flow``.
     """
-    n = np.maximum(np.ceil(work / T * (1.0 - _SEGMENT_RTOL)), 1.0)
-    T_n = np.minimum(work - (n - 1.0) * T, T)
-    a = W * (1.0 - s)
-    full_clean = T + C + W
-    full_flow = T + C + W * s
-    if final_save:
-        skip = np.zeros(np.shape(n), dtype=bool)
-        last_clean = T_n + C + W
-        last_flow = np.maximum(T_n - a, 0.0) + C + W
-    else:
-        # the job ends before the write of checkpoint n-1 is durable: that checkpoint never counts,
-        # and the last window runs from checkpoint n-2 to the end
-        skip = (W > 0) & (T_n < a) & (n >= 2)
-        tail = T_n / (1.0 - s)  # wall time of the last segment at reduced speed during the write
-        last_clean = np.where(skip, T + C + tail, T_n)
-        last_flow = np.where(skip, T - a + C + tail, T_n - a)
-    return {"n": n, "last": n - 1.0 - skip, "T_n": T_n, "full_clean": full_clean, "full_flow": full_flow,
-            "last_clean": last_clean, "last_flow": last_flow}
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is inf here: every caller checks it
+        n = np.maximum(np.ceil(work / T * (1.0 - _SEGMENT_RTOL)), 1.0)
+        T_n = np.minimum(work - (n - 1.0) * T, T)
+        a = W * (1.0 - s)
+        full_clean = T + C + W
+        full_flow = T + C + W * s
+        if final_save:
+            skip = np.zeros(np.shape(n), dtype=bool)
+            last_clean = T_n + C + W
+            last_flow = np.maximum(T_n - a, 0.0) + C + W
+        else:
+            # the job ends before the write of checkpoint n-1 is durable: that checkpoint never counts,
+            # and the last window runs from checkpoint n-2 to the end
+            skip = (W > 0) & (T_n < a) & (n >= 2)
+            tail = T_n / (1.0 - s)  # wall time of the last segment at reduced speed during the write
+            last_clean = np.where(skip, T + C + tail, T_n)
+            last_flow = np.where(skip, T - a + C + tail, T_n - a)
+        return {"n": n, "last": n - 1.0 - skip, "T_n": T_n, "full_clean": full_clean, "full_flow": full_flow,
+                "last_clean": last_clean, "last_flow": last_flow}
 
 
-def _prepare_job(work, T, C, W, s, M=None, R=None):
-    """Validate and broadcast a job (with ``M`` / ``R`` when given); checks the async constraint.
+_ABSENT = object()  # "no such argument" (None is a value the caller may pass, and is refused)
+
+
+def _prepare_job(work, T, C, W, s, M=_ABSENT, R=_ABSENT):
+    """Validate and broadcast a job (with ``M`` / ``R`` when given); checks the async constraint and
+    that the segment count ``work/T`` stays countable (at most :data:`_MAX_SEGMENTS`).
 
     Returns the arrays in the order work, T, C, [M], [R], W, slowdown and the result wrapper.
     """
     specs = [("work", work, "positive"), ("T", T, "positive"), ("C", C, "nonnegative")]
-    specs += [("M", M, "positive")] if M is not None else []
-    specs += [("R", R, "nonnegative")] if R is not None else []
+    specs += [("M", M, "positive")] if M is not _ABSENT else []
+    specs += [("R", R, "nonnegative")] if R is not _ABSENT else []
     specs += [("W", W, "nonnegative"), ("slowdown", s, "fraction")]
     arrays, wrap = prepare(*specs)
     waste._validate_async(arrays[1], arrays[-2], arrays[-1])
+    _check_segments(arrays[0], arrays[1])
     return arrays, wrap
+
+
+def _check_segments(work_, T_) -> None:
+    """Refuse jobs of more than :data:`_MAX_SEGMENTS` segments: beyond it ``work - (n-1) T`` (the last
+    segment) is lost to rounding, and the finite job is the long-run one anyway."""
+    with np.errstate(over="ignore"):
+        n = work_ / T_
+    bad = ~(n <= _MAX_SEGMENTS)
+    if np.any(bad):
+        idx = tuple(int(i) for i in np.argwhere(bad)[0]) if np.ndim(bad) else None
+        T_at = float(np.broadcast_to(T_, np.shape(bad))[idx or ()])
+        raise InputError("T", T_at, f"work / T = {float(np.asarray(n)[idx or ()]):.6g} segments is above the limit of "
+                         f"{_MAX_SEGMENTS:.0e}: the finite job cannot be counted segment by segment (use the long-run "
+                         "model, engine.expected_wall_time)", idx)
 
 
 def _check_final_save(final_save: Any) -> bool:
@@ -132,6 +152,7 @@ def segment_count(work, T):
     A relative tolerance of 1e-14 absorbs rounding (``work / (work/3)`` is 3 segments, not 4).
     """
     (work_, T_), wrap = prepare(("work", work, "positive"), ("T", T, "positive"))
+    _check_segments(work_, T_)
     return wrap(np.maximum(np.ceil(work_ / T_ * (1.0 - _SEGMENT_RTOL)), 1.0))
 
 
@@ -151,8 +172,11 @@ def failure_free_wall_time(work, T, C, W=0.0, slowdown=0.0, final_save=False):
     (work_, T_, C_, W_, s_), wrap = _prepare_job(work, T, C, W, slowdown)
     g = _geometry(work_, T_, C_, W_, s_, _check_final_save(final_save))
     first = np.where(g["last"] == 0, g["last_clean"], g["full_clean"])
-    rest = np.maximum(g["last"] - 1.0, 0.0) * g["full_flow"] + np.where(g["last"] >= 1, g["last_flow"], 0.0)
-    return wrap(first + rest)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = first + np.maximum(g["last"] - 1.0, 0.0) * g["full_flow"] + np.where(g["last"] >= 1, g["last_flow"], 0.0)
+    check_finite_result("C", out, "the failure-free wall time work + (n - 1)(C + W*slowdown) overflows",
+                        {"C": C_, "W": W_, "work": work_, "T": T_})
+    return wrap(out)
 
 
 def _check_overflow(result: np.ndarray, M_: np.ndarray, why: str) -> None:

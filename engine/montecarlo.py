@@ -41,17 +41,26 @@ import numpy as np
 
 from ._inputs import InputError, as_float_array, prepare
 from .finite import _check_final_save, _geometry, _prepare_job, _rollback_sum, failure_free_wall_time, segment_count
-from .gaps import GapStream, simulate_per_failure
+from .gaps import MAX_FAILURES_PER_RUN, GapStream, simulate_per_failure
 from .montecarlo_fast import simulate_per_window
 
 # refuse simulations whose expected rollbacks per run (exponential model) exceed this
 _MAX_EXPECTED_ROLLBACKS = 1e4
 # Weibull shapes below this are refused (coefficient of variation ~16 at 0.2)
 _MIN_WEIBULL_SHAPE = 0.2
+#: most memory a simulation may hold for its per-run results (checked before anything is allocated)
+MAX_SIMULATION_BYTES = 1 << 30
+#: bytes held per simulated run and interval (wall time, failures, rollbacks, restart time: 8 bytes each),
+#: plus the same again once per run for the caller's summary (hours, GPU-hours, money)
+BYTES_PER_RUN = 32
 
 __all__ = [
+    "BYTES_PER_RUN",
+    "MAX_SIMULATION_BYTES",
     "FailureLaw",
     "Simulation",
+    "check_simulation_size",
+    "simulation_bytes",
     "simulate",
     "simulate_intervals",
     "simulate_wall_times",
@@ -229,7 +238,14 @@ def standard_error(x) -> float:
     arr = as_float_array("x", x)
     if arr.ndim != 1 or arr.size < 2:
         raise InputError("x", x, "needs a 1-D array of at least 2 values")
-    return float(arr.std(ddof=1) / math.sqrt(arr.size))
+    with np.errstate(over="ignore", invalid="ignore"):
+        sd = float(arr.std(ddof=1))
+    if not math.isfinite(sd):  # the squares overflow (values near 1e154 and beyond): the same in scaled units
+        scale = float(np.max(np.abs(arr)))
+        sd = float((arr / scale).std(ddof=1)) * scale
+    if not math.isfinite(sd):
+        raise InputError("x", float(np.max(np.abs(arr))), "the standard deviation overflows the float64 range")
+    return sd / math.sqrt(arr.size)
 
 
 def wilson_interval(successes, runs, confidence: float = 0.95) -> tuple[float, float]:
@@ -243,9 +259,14 @@ def wilson_interval(successes, runs, confidence: float = 0.95) -> tuple[float, f
 
     n = as_float_array("runs", runs, "count")
     k = as_float_array("successes", successes, "nonnegative")
+    for name, arr, given in (("runs", n, runs), ("successes", k, successes)):
+        if arr.ndim:
+            raise InputError(name, given, "must be a single number (one proportion per call)")
     if np.any(k > n):
         raise InputError("successes", float(np.max(k)), f"must be <= runs = {float(np.max(n)):g}")
     conf = as_float_array("confidence", confidence, "fraction")
+    if conf.ndim:
+        raise InputError("confidence", confidence, "must be a single number")
     if not conf > 0:
         raise InputError("confidence", float(conf), "must be in (0, 1)")
     z = ndtri(0.5 + conf / 2.0)
@@ -253,6 +274,29 @@ def wilson_interval(successes, runs, confidence: float = 0.95) -> tuple[float, f
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return float(np.maximum(centre - half, 0.0)), float(np.minimum(centre + half, 1.0))
+
+
+def simulation_bytes(runs: int, intervals: int = 1) -> int:
+    """Memory a simulation of ``runs`` runs at ``intervals`` intervals holds for its results (bytes)."""
+    return int(runs) * BYTES_PER_RUN * (int(intervals) + 1)
+
+
+def check_simulation_size(runs: Any, intervals: int = 1) -> None:
+    """Refuse, before anything is allocated, a simulation whose results would exceed :data:`MAX_SIMULATION_BYTES`.
+
+    ``runs`` runs at ``intervals`` intervals hold :func:`simulation_bytes` bytes (the per-run results
+    of every interval and one summary); :class:`InputError` on ``runs`` naming the estimate and the limit.
+    """
+    r = as_float_array("runs", runs, "count")
+    if r.ndim:
+        raise InputError("runs", runs, "must be a single whole number")
+    need = float(r) * BYTES_PER_RUN * (int(intervals) + 1)
+    if need > MAX_SIMULATION_BYTES:
+        most = MAX_SIMULATION_BYTES // (BYTES_PER_RUN * (int(intervals) + 1))
+        raise InputError("runs", int(r) if float(r) < 2.0**63 else float(r),
+                         f"{float(r):,.0f} runs at {intervals} interval(s) would hold about {need / 2**30:,.3g} GiB of "
+                         f"results, above the limit of {MAX_SIMULATION_BYTES / 2**30:g} GiB (MAX_SIMULATION_BYTES): "
+                         f"use at most {most:,} runs")
 
 
 def _scalar_inputs(work, T, C, M, R, W, slowdown, runs):
@@ -272,6 +316,13 @@ def _expected_rollbacks_guard(work, T, C, M, R, W, s, final_save) -> None:
         raise InputError("M", M, f"failures are so frequent against T + C + W = {T + C + W:.6g} that a run "
                          f"would need about {rb:.3g} restarts (exponential estimate, limit "
                          f"{_MAX_EXPECTED_ROLLBACKS:g}): shorten the interval or check M")
+    # each rollback's restart is itself retried on failure: exp(R/M) attempts on average (exponential estimate)
+    with np.errstate(over="ignore"):
+        attempts = rb * math.exp(min(R / M, 700.0))
+    if not attempts <= MAX_FAILURES_PER_RUN:
+        raise InputError("R", R, f"the restart (R/M = {R / M:.4g}) fails so often that a run would see about "
+                         f"{attempts:.3g} failures (exponential estimate, limit {MAX_FAILURES_PER_RUN:g}): "
+                         "shorten the restart or check M")
 
 
 _METHODS = ("auto", "per_window", "per_failure")
@@ -319,9 +370,13 @@ def simulate(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, runs=10000, seed=0,
       ``"per_failure"``.
 
     Refuses (``InputError`` on ``M``) configurations whose exponential estimate of rollbacks per run
-    exceeds 10^4, and (on ``failures``) per-failure runs that reach 10^6 failures.
+    exceeds 10^4, (on ``R``) restarts that fail so often that a run would see more than 10^6
+    failures, (on ``failures``) per-failure runs that reach 10^6 failures, and (on ``runs``, before
+    anything is allocated) runs whose results would exceed :data:`MAX_SIMULATION_BYTES`
+    (:func:`check_simulation_size`).
     """
     work_, T_, C_, M_, R_, W_, s_, runs_ = _scalar_inputs(work, T, C, M, R, W, slowdown, runs)
+    check_simulation_size(runs_)
     final_save = _check_final_save(final_save)
     law = _as_law(failures)
     how = _check_method(method, law)
@@ -349,6 +404,7 @@ def simulate_intervals(work, intervals, C, M, R=0.0, W=0.0, slowdown=0.0, runs=1
     Ts = np.asarray(as_float_array("intervals", intervals, "positive"), dtype=np.float64).reshape(-1)
     if Ts.size < 1:
         raise InputError("intervals", intervals, "needs at least one interval")
+    check_simulation_size(runs, Ts.size)
     checked = [_scalar_inputs(work, float(T), C, M, R, W, slowdown, runs) for T in Ts]
     final_save = _check_final_save(final_save)
     law = _as_law(failures)
@@ -390,6 +446,7 @@ def reference_simulation(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, runs=1000, s
     Slow: about 100x :func:`simulate` per run.
     """
     work_, T_, C_, M_, R_, W_, s_, runs_ = _scalar_inputs(work, T, C, M, R, W, slowdown, runs)
+    check_simulation_size(runs_)
     final_save = _check_final_save(final_save)
     law = _as_law(failures)
     _expected_rollbacks_guard(work_, T_, C_, M_, R_, W_, s_, final_save)

@@ -26,7 +26,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ._inputs import InputError, as_float_array, broadcast, wrapper
+from ._inputs import FLOAT_TINY, InputError, as_float_array, broadcast, wrapper
 
 __all__ = ["FailureDomain", "domains_spanned", "job_failure_rate_per_h", "job_mtbf", "job_mtbf_with_domains",
            "node_mtbf_from_gpus"]
@@ -36,12 +36,28 @@ def job_mtbf(node_mtbf, nodes):
     """Job MTBF ``node_mtbf / nodes`` for independent failures where any node stops the job.
 
     2,560 h per node gives 20 h at 128 nodes and 10 h at 256. Assumes independent exponential node
-    failures and a job that needs every node; see the module notes for where that breaks.
+    failures and a job that needs every node; see the module notes for where that breaks. A result
+    below the smallest normal float (``node_mtbf = 1e-300`` over ``10**10`` nodes: it would underflow
+    to 0) is refused naming ``node_mtbf`` and the limit.
     """
     m = as_float_array("node_mtbf", node_mtbf, "positive")
     n = as_float_array("nodes", nodes, "count")
+    wrap = wrapper(node_mtbf, nodes)
     m, n = broadcast(node_mtbf=m, nodes=n)
-    return wrapper(node_mtbf, nodes)(m / n)
+    with np.errstate(under="ignore"):
+        out = m / n
+    _check_mtbf("node_mtbf", m, out, "node_mtbf / nodes")
+    return wrap(out)
+
+
+def _check_mtbf(name: str, given: np.ndarray, mtbf: np.ndarray, what: str) -> None:
+    """Refuse an MTBF that underflowed: below the smallest normal float it has lost its precision (or is 0)."""
+    bad = ~(mtbf >= FLOAT_TINY)
+    if np.any(bad):
+        idx = tuple(int(i) for i in np.argwhere(bad)[0]) if np.ndim(bad) else None
+        value = np.broadcast_to(given, np.shape(bad))[idx or ()]
+        raise InputError(name, float(value), f"{what} = {float(np.asarray(mtbf)[idx or ()]):.6g} underflows: a job "
+                         f"MTBF must stay >= {FLOAT_TINY:.6g} (the smallest normal float64)", idx)
 
 
 def node_mtbf_from_gpus(gpu_mtbf_h, gpus_per_node, other_mtbf_h=np.inf):
@@ -53,8 +69,12 @@ def node_mtbf_from_gpus(gpu_mtbf_h, gpus_per_node, other_mtbf_h=np.inf):
     g = as_float_array("gpu_mtbf_h", gpu_mtbf_h, "positive")
     k = as_float_array("gpus_per_node", gpus_per_node, "count")
     o = as_float_array("other_mtbf_h", other_mtbf_h, "positive", allow_inf=True)
+    wrap = wrapper(gpu_mtbf_h, gpus_per_node, other_mtbf_h)
     g, k, o = broadcast(gpu_mtbf_h=g, gpus_per_node=k, other_mtbf_h=o)
-    return wrapper(gpu_mtbf_h, gpus_per_node, other_mtbf_h)(1.0 / (k / g + 1.0 / o))
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        out = 1.0 / (k / g + 1.0 / o)
+    _check_mtbf("gpu_mtbf_h", g, out, "1 / (gpus_per_node / gpu_mtbf_h + 1 / other_mtbf_h)")
+    return wrap(out)
 
 
 @dataclass(frozen=True)
@@ -75,8 +95,9 @@ def domains_spanned(nodes, nodes_per_domain):
     """Number of domains a job of ``nodes`` nodes spans when packed: ``ceil(nodes / nodes_per_domain)``."""
     n = as_float_array("nodes", nodes, "count")
     d = as_float_array("nodes_per_domain", nodes_per_domain, "count")
+    wrap = wrapper(nodes, nodes_per_domain)
     n, d = broadcast(nodes=n, nodes_per_domain=d)
-    return wrapper(nodes, nodes_per_domain)(np.ceil(n / d))
+    return wrap(np.ceil(n / d))
 
 
 def job_failure_rate_per_h(node_mtbf_h, nodes, domains: Iterable[FailureDomain] = (), nonfatal_share=0.0):
@@ -110,17 +131,29 @@ def job_failure_rate_per_h(node_mtbf_h, nodes, domains: Iterable[FailureDomain] 
         parts[f"{label}.mtbf_h"] = as_float_array(f"{label}.mtbf_h", mtbf, "positive", allow_inf=True)
         parts[f"{label}.nodes_per_domain"] = as_float_array(f"{label}.nodes_per_domain", per, "count")
         originals += [mtbf, per]
+    wrap = wrapper(*originals)
     arrays = broadcast(**parts)
     m, n, share = arrays[:3]
     pairs = [(arrays[k], arrays[k + 1]) for k in range(3, len(arrays), 2)]
-    return wrapper(*originals)(_job_rate(m, n, share, pairs))
+    return wrap(_job_rate(m, n, share, pairs))
 
 
 def _job_rate(m, n, share, domains):
-    """:func:`job_failure_rate_per_h` on validated arrays; ``domains``: (mtbf_h, nodes_per_domain) pairs."""
-    rate = (1.0 - share) * n / m
-    for mtbf, per in domains:
-        rate = rate + np.ceil(n / per) / mtbf
+    """:func:`job_failure_rate_per_h` on validated arrays; ``domains``: (mtbf_h, nodes_per_domain) pairs.
+
+    Raises :class:`InputError` (on ``node_mtbf_h``) where the rate overflows: the job MTBF would be 0.
+    """
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        rate = (1.0 - share) * n / m
+        for mtbf, per in domains:
+            rate = rate + np.ceil(n / per) / mtbf
+    bad = ~np.isfinite(rate)
+    if np.any(bad):
+        idx = tuple(int(i) for i in np.argwhere(bad)[0]) if np.ndim(bad) else None
+        value = np.broadcast_to(m, np.shape(bad))[idx or ()]
+        raise InputError("node_mtbf_h", float(value), f"the job's failure rate (nodes / node_mtbf_h + domains) "
+                         f"overflows the float64 range: the job MTBF would underflow to 0 (below {FLOAT_TINY:.6g} h, "
+                         "the smallest normal float64)", idx)
     return rate
 
 
@@ -134,4 +167,12 @@ def job_mtbf_with_domains(node_mtbf_h, nodes, domains: Iterable[FailureDomain] =
     if np.any(np.asarray(rate) <= 0):
         raise InputError("node_mtbf_h", node_mtbf_h,
                          "no failure can stop the job (infinite MTBF or every failure non-fatal): give a finite MTBF")
-    return 1.0 / rate
+    with np.errstate(over="ignore"):
+        out = 1.0 / rate
+    if np.any(np.asarray(out) < FLOAT_TINY):
+        raise InputError("node_mtbf_h", node_mtbf_h, f"the job MTBF 1 / failure rate underflows below {FLOAT_TINY:.6g} h "
+                         "(the smallest normal float64): the job fails too often for any checkpoint plan")
+    if not np.all(np.isfinite(np.asarray(out))):
+        raise InputError("node_mtbf_h", node_mtbf_h, "the job's failure rate is so close to 0 that the job MTBF "
+                         "1 / rate overflows the float64 range: give a finite MTBF (or a smaller nonfatal_share)")
+    return out

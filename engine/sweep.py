@@ -123,19 +123,25 @@ def parse_axis(text: str, name: str = "axis") -> np.ndarray:
         if op in "x*":
             if a <= 0 or step <= 1:
                 raise InputError(name, text, f"geometric range {item!r} needs a start > 0 and a factor > 1")
-            count = math.floor(math.log(b / a) / math.log(step) + 1e-9) + 1
-            make = lambda i: a * step ** i  # noqa: E731
+            span = math.log(b) - math.log(a)  # log(b / a) would overflow for a range over the whole float range
+            count = _count(span / math.log(step), item, name, text)
+            make = lambda i: np.where(np.isfinite(step ** i), a * step ** i,  # noqa: E731
+                                      np.exp(math.log(a) + i * math.log(step)))  # step**i alone overflows
         elif op == "+":
             if step <= 0:
                 raise InputError(name, text, f"arithmetic range {item!r} needs a step > 0")
-            count = math.floor((b - a) / step + 1e-9) + 1
+            count = _count((b - a) / step, item, name, text)
             make = lambda i: a + i * step  # noqa: E731
         else:
             raise InputError(name, text, f"range {item!r}: step {parts[2].strip()!r} must start with x (geometric) "
                              f"or + (arithmetic); {syntax}")
         if count > MAX_AXIS_VALUES:
             raise InputError(name, text, f"range {item!r} has {count:,} values (limit {MAX_AXIS_VALUES:,})")
-        values.append(_round12(make(np.arange(count, dtype=float))))
+        with np.errstate(over="ignore", invalid="ignore"):
+            made = make(np.arange(count, dtype=float))
+        if not np.isfinite(made).all():
+            raise InputError(name, text, f"range {item!r} runs beyond the float64 range")
+        values.append(_round12(made))
     out = np.concatenate(values)
     if out.size > MAX_AXIS_VALUES:
         raise InputError(name, text, f"{out.size:,} values (limit {MAX_AXIS_VALUES:,})")
@@ -143,6 +149,14 @@ def parse_axis(text: str, name: str = "axis") -> np.ndarray:
     if (counts > 1).any():
         raise InputError(name, text, f"the value {uniq[counts > 1][0]:g} appears twice (rows would repeat)")
     return out
+
+
+def _count(steps: float, item: str, name: str, text: str) -> int:
+    """Values of a range of ``steps`` steps (its end included when hit), refusing more than :data:`MAX_AXIS_VALUES`."""
+    if not steps + 1e-9 < MAX_AXIS_VALUES:  # also inf and NaN (a step of 1e-300 over 1e300)
+        shown = f"{math.floor(steps + 1e-9) + 1:,}" if math.isfinite(steps) else "too many"
+        raise InputError(name, text, f"range {item!r} has {shown} values (limit {MAX_AXIS_VALUES:,})")
+    return math.floor(steps + 1e-9) + 1
 
 
 @dataclass(frozen=True)
@@ -229,8 +243,13 @@ def sweep_grid(base: Scenario, *, same_work: bool = False, **axes: Sequence[floa
         if arr.size == 0:
             raise InputError(name, list(values), "an axis needs at least one value")
         for v in arr:
-            if not _is_number(v) or not math.isfinite(float(v)):
-                raise InputError(name, v, "axis values must be finite numbers")
+            try:
+                finite = _is_number(v) and math.isfinite(float(v))
+            except OverflowError:  # an int beyond the float range
+                finite = False
+            if not finite:
+                shown = f"~1e{len(str(abs(v))) - 1}" if isinstance(v, int) and not isinstance(v, bool) else v
+                raise InputError(name, shown, "axis values must be finite numbers within the float64 range")
         arr = arr.astype(float)
         uniq, counts = np.unique(arr, return_counts=True)
         if (counts > 1).any():
@@ -255,6 +274,8 @@ def sweep(base: Scenario, *, deadline: bool = False, runs: int = DEFAULT_RUNS,
     stream larger ones with :func:`iter_results` + :func:`ckptplan.workbook.results.write_results`
     or run them on Dask with :func:`sweep_dask`.
     """
+    if isinstance(max_rows, (bool, np.bool_)) or not isinstance(max_rows, (int, np.integer)) or max_rows < 1:
+        raise InputError("max_rows", max_rows, "must be a whole number >= 1")
     grid = sweep_grid(base, same_work=same_work, **axes)
     if grid.rows > max_rows:
         raise InputError("rows", grid.rows, f"exceeds max_rows = {max_rows:,} for an in-memory sweep: stream it to a "

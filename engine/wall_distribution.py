@@ -81,7 +81,11 @@ from the P10 to the P90, and P50/P90/P99 within 0.1 standard deviation of the si
   correction of the Edgeworth expansion [Feller71, ch. XVI]); the spread of failed restarts is left
   out, so it errs on the safe side. With ``R = 0`` it is negligible; with ``R`` several times the
   interval and few failures it is not;
-* ``(R + T + C + W)/M <= ``:data:`MAX_EXPONENT` (beyond, the moments overflow: no answer, NaN).
+* ``(R + T + C + W)/M <= ``:data:`MAX_EXPONENT` (beyond, the moments overflow: no answer; NaN in
+  :func:`engine.evaluate`'s columns, an :class:`InputError` from the functions below).
+
+Failures so rare that the spread of the wall time underflows (a job MTBF of 10^100 h): the wall
+time is its failure-free value, variance and skewness 0, P(finish) 1 from the failure-free time on.
 
 Exponential failures only: for Weibull, empirical or clustered failures use the Monte Carlo.
 
@@ -112,7 +116,7 @@ import numpy as np
 
 from . import waste
 from ._inputs import InputError, as_float_array, prepare
-from .finite import _check_final_save, _geometry
+from .finite import _MAX_SEGMENTS, _check_final_save, _geometry
 
 __all__ = [
     "MAX_EXPONENT",
@@ -205,23 +209,31 @@ def _cumulants(g: dict[str, np.ndarray], M: np.ndarray, R: np.ndarray) -> dict[s
 
 def _kernel(work, T, C, M, R, W, s, final_save: bool) -> dict[str, np.ndarray]:
     """Moments and validity of validated, broadcast arrays (time unit of the inputs; NaN where out of range)."""
-    g = _geometry(work, T, C, W, s, final_save)
-    c = _cumulants(g, M, R)
-    in_range = (R + T + C + W) / M <= MAX_EXPONENT
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        mean, var, third = M * c["k1"], M * M * c["k2"], M ** 3 * c["k3"]
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        g = _geometry(work, T, C, W, s, final_save)
+        c = _cumulants(g, M, R)
+        in_range = ((R + T + C + W) / M <= MAX_EXPONENT) & (g["n"] <= _MAX_SEGMENTS)
+        MM = M * M
+        M3 = M ** 3
+        # a huge M: M^2 or M^3 overflows while the moment itself is tiny; scale step by step there
+        mean = M * c["k1"]
+        var = np.where(np.isfinite(MM), MM * c["k2"], (c["k2"] * M) * M)
+        third = np.where(np.isfinite(M3), M3 * c["k3"], ((c["k3"] * M) * M) * M)
         skew = c["k3"] / c["k2"] ** 1.5
+        # k2^1.5 underflows (failures almost never happen): the same ratio in two steps; 0 for a degenerate law
+        skew = np.where(np.isfinite(skew), skew, np.where(c["k2"] > 0, (c["k3"] / c["k2"]) / np.sqrt(c["k2"]), 0.0))
         failures = c["k1"] / c["ey"]     # failures outside restarts: E[wall] / (M e^{R/M}), engine.finite
         lattice = failures * c["cost_var"] / c["cost_mean"] ** 2
         ripple = np.exp(-2.0 * math.pi ** 2 * lattice) / (math.pi * np.sqrt(2.0 * math.pi * failures))
-    first = np.where(g["last"] == 0, g["last_clean"], g["full_clean"])
-    w0 = first + np.maximum(g["last"] - 1.0, 0.0) * g["full_flow"] + np.where(g["last"] >= 1, g["last_flow"], 0.0)
-    ok_numbers = in_range & np.isfinite(c["k3"]) & np.isfinite(skew) & (c["k2"] > 0)
+        first = np.where(g["last"] == 0, g["last_clean"], g["full_clean"])
+        w0 = first + np.maximum(g["last"] - 1.0, 0.0) * g["full_flow"] + np.where(g["last"] >= 1, g["last_flow"], 0.0)
+    ok_numbers = (in_range & np.isfinite(c["k3"]) & np.isfinite(skew) & (c["k2"] >= 0) & np.isfinite(mean)
+                  & np.isfinite(var) & np.isfinite(third) & np.isfinite(w0))
     nan = np.nan
     out = {"mean": np.where(ok_numbers, mean, nan), "variance": np.where(ok_numbers, var, nan),
            "third_central_moment": np.where(ok_numbers, third, nan), "skewness": np.where(ok_numbers, skew, nan),
            "failure_free": w0, "p_no_failure": np.exp(-w0 / M), "expected_failures": failures,
-           "ripple": np.where(ok_numbers, ripple, nan)}
+           "ripple": np.where(ok_numbers, np.where(np.isfinite(ripple), ripple, 1.0), nan), "_in_range": in_range}
     with np.errstate(invalid="ignore"):
         out["ok"] = ok_numbers & (failures >= MIN_FAILURES) & (skew <= MAX_SKEWNESS) & (ripple <= MAX_RIPPLE)
     return out
@@ -256,6 +268,8 @@ def _probability(m: dict[str, np.ndarray], deadline) -> np.ndarray:
         u = np.cbrt(a)
         z = 3.0 * t / (u * u + u + 1.0) + h
     gamma = np.where(a > 0, _normal_cdf(np.where(a > 0, z, 0.0)), np.where(h > 0, 0.0, 1.0))
+    # no spread at all (failures so rare that the variance underflows): a step at the mean
+    gamma = np.where(m["variance"] == 0, np.where(deadline >= m["mean"], 1.0, 0.0), gamma)
     p = np.where(deadline < m["failure_free"], 0.0, np.maximum(gamma, m["p_no_failure"]))
     return np.where(np.isnan(m["mean"]), np.nan, p)
 
@@ -263,15 +277,41 @@ def _probability(m: dict[str, np.ndarray], deadline) -> np.ndarray:
 def _answers(work, T, C, M, R, W, s, deadline, final_save: bool = False) -> dict[str, np.ndarray]:
     """What evaluate() reports (no final save): P(finish by deadline) (NaN without one), P50/P90/P99, ok."""
     m = _kernel(work, T, C, M, R, W, s, final_save)
-    out = {"p_finish_by_deadline": np.where(np.isnan(deadline), np.nan,
-                                            _probability(m, np.nan_to_num(deadline, nan=0.0)))}
-    for p, z in QUANTILES.items():
-        out[f"wall_p{round(p * 100)}"] = _quantile(m, p, z)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = {"p_finish_by_deadline": np.where(np.isnan(deadline), np.nan,
+                                                _probability(m, np.nan_to_num(deadline, nan=0.0)))}
+        for p, z in QUANTILES.items():
+            q = _quantile(m, p, z)
+            out[f"wall_p{round(p * 100)}"] = np.where(np.isfinite(q), q, np.nan)  # overflowed: no answer either
     out["ok"] = m["ok"]
     return out
 
 
 # ------------------------------------------------------------------------------ public API
+
+def _answered(m: dict[str, np.ndarray], M: np.ndarray, T: np.ndarray, *results: np.ndarray) -> dict[str, np.ndarray]:
+    """The kernel's figures for a public function: :class:`InputError` where there is no answer (NaN).
+
+    ``evaluate()`` reports such rows as NaN (a row of a table); a function called for an answer raises,
+    naming the argument and the limit.
+    """
+    in_range = m.pop("_in_range")
+    bad = np.isnan(m["mean"])
+    for r in results:
+        bad = bad | ~np.isfinite(r)
+    if np.any(bad):
+        idx = tuple(int(i) for i in np.argwhere(bad)[0]) if np.ndim(bad) else None
+        at = idx or ()
+        if not np.broadcast_to(in_range, np.shape(bad))[at]:
+            n = np.broadcast_to(T, np.shape(bad))[at]
+            raise InputError("M", float(np.broadcast_to(M, np.shape(bad))[at]),
+                             f"(R + T + C + W)/M is above MAX_EXPONENT = {MAX_EXPONENT:g} (or work/T above "
+                             f"{_MAX_SEGMENTS:.0e} segments, T = {float(n):.6g}): the wall time's moments overflow, so "
+                             "there is no analytic answer; use the Monte Carlo (engine.montecarlo.simulate)", idx)
+        raise InputError("M", float(np.broadcast_to(M, np.shape(bad))[at]),
+                         "the wall time's moments cannot be computed in float64 for these inputs: use the Monte "
+                         "Carlo (engine.montecarlo.simulate)", idx)
+    return m
 
 def _prepare(work, T, C, M, R, W, slowdown, final_save, extra=()):
     """Validate and broadcast (work, T, C, M, R, W, slowdown, *extra); check the async constraint."""
@@ -291,12 +331,13 @@ def wall_time_moments(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, final_save=Fals
     ``p_no_failure`` (``exp(-failure_free/M)``, the chance it is reached), ``expected_failures``
     (failures outside restarts), ``ripple`` (lattice indicator, module notes) and ``ok`` (1.0 where
     the approximations of :func:`finish_probability` and :func:`wall_time_quantile` are inside
-    their validity range, else 0.0). Moments are NaN where ``(R + T + C + W)/M >`` :data:`MAX_EXPONENT`.
+    their validity range, else 0.0). Raises :class:`InputError` (on ``M``) where ``(R + T + C + W)/M >``
+    :data:`MAX_EXPONENT` (the moments overflow) or the moments cannot be computed in float64.
     Assumptions as :func:`engine.finite.finite_expected_wall_time`: exponential failures striking
     compute, saves, writes and restarts alike; ``W (1 - slowdown) <= T``.
     """
     (work_, T_, C_, M_, R_, W_, s_), wrap, fs = _prepare(work, T, C, M, R, W, slowdown, final_save)
-    m = _kernel(work_, T_, C_, M_, R_, W_, s_, fs)
+    m = _answered(_kernel(work_, T_, C_, M_, R_, W_, s_, fs), M_, T_)
     return {k: wrap(v.astype(np.float64)) for k, v in m.items()}
 
 
@@ -308,11 +349,14 @@ def finish_probability(deadline, work, T, C, M, R=0.0, W=0.0, slowdown=0.0, fina
     ``exp(-failure_free/M)`` after it (module notes). Within 1 percentage point of a 10^5-run Monte
     Carlo where :func:`wall_time_approximation_ok` holds (``benchmarks/RESULTS.md``); a planning
     figure elsewhere. ``deadline`` in the unit of the other times, counted from the job's start.
-    NaN where ``(R + T + C + W)/M >`` :data:`MAX_EXPONENT`.
+    Raises :class:`InputError` (on ``M``) where ``(R + T + C + W)/M >`` :data:`MAX_EXPONENT`.
     """
     (work_, T_, C_, M_, R_, W_, s_, d_), wrap, fs = _prepare(
         work, T, C, M, R, W, slowdown, final_save, (("deadline", deadline, "positive"),))
-    return wrap(_probability(_kernel(work_, T_, C_, M_, R_, W_, s_, fs), d_))
+    m = _kernel(work_, T_, C_, M_, R_, W_, s_, fs)
+    p = _probability(m, d_)
+    _answered(m, M_, T_, p)
+    return wrap(p)
 
 
 def wall_time_quantile(p, work, T, C, M, R=0.0, W=0.0, slowdown=0.0, final_save=False):
@@ -331,7 +375,11 @@ def wall_time_quantile(p, work, T, C, M, R=0.0, W=0.0, slowdown=0.0, final_save=
     from statistics import NormalDist  # loaded only here: evaluate() needs just the constants of QUANTILES
 
     z = np.asarray(np.frompyfunc(NormalDist().inv_cdf, 1, 1)(p_), dtype=np.float64)
-    return wrap(_quantile(_kernel(work_, T_, C_, M_, R_, W_, s_, fs), p_, z))
+    m = _kernel(work_, T_, C_, M_, R_, W_, s_, fs)
+    with np.errstate(over="ignore", invalid="ignore"):
+        q = _quantile(m, p_, z)
+    _answered(m, M_, T_, q)
+    return wrap(q)
 
 
 def deadline_answer(deadline, work, T, C, M, R=0.0, W=0.0, slowdown=0.0, final_save=False) -> dict[str, Any]:
@@ -345,6 +393,9 @@ def deadline_answer(deadline, work, T, C, M, R=0.0, W=0.0, slowdown=0.0, final_s
     (work_, T_, C_, M_, R_, W_, s_, d_), wrap, fs = _prepare(
         work, T, C, M, R, W, slowdown, final_save, (("deadline", deadline, "positive"),))
     a = _answers(work_, T_, C_, M_, R_, W_, s_, d_, fs)
+    if not all(np.all(np.isfinite(a[k])) for k in ("p_finish_by_deadline", "wall_p50", "wall_p90", "wall_p99")):
+        m = _kernel(work_, T_, C_, M_, R_, W_, s_, fs)
+        _answered(m, M_, T_, a["p_finish_by_deadline"], a["wall_p50"], a["wall_p90"], a["wall_p99"])
     out = {"p_finish": wrap(a["p_finish_by_deadline"])}
     out.update({k: wrap(a[k]) for k in ("wall_p50", "wall_p90", "wall_p99")})
     ok = wrap(a["ok"].astype(np.float64))

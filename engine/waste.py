@@ -30,6 +30,8 @@ Every function broadcasts over scalars, numpy arrays and pandas Series and raise
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ._inputs import InputError, check_finite_result, prepare
@@ -54,7 +56,15 @@ def young_interval(C, M):
 
 
 def _young(C_, M_):
-    return np.sqrt(2.0 * C_ * M_)
+    with _quiet():
+        out = np.sqrt(2.0 * C_ * M_)
+    check_finite_result("C", out, "Young's interval sqrt(2 C M) overflows", {"C": C_, "M": M_})
+    return out
+
+
+def _quiet():
+    """numpy's floating-point warnings off: every kernel checks its own result (check_finite_result)."""
+    return np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
 
 
 def first_order_waste(T, C, M):
@@ -69,7 +79,10 @@ def first_order_waste(T, C, M):
 
 
 def _first_order(T_, C_, M_):
-    return C_ / T_ + T_ / (2.0 * M_)
+    with _quiet():
+        out = C_ / T_ + T_ / (2.0 * M_)
+    check_finite_result("T", out, "the first-order waste C/T + T/(2M) overflows", {"T": T_, "C": C_, "M": M_})
+    return out
 
 
 def young_min_waste(C, M):
@@ -79,7 +92,10 @@ def young_min_waste(C, M):
 
 
 def _young_min(C_, M_):
-    return np.sqrt(2.0 * C_ / M_)
+    with _quiet():
+        out = np.sqrt(2.0 * C_ / M_)
+    check_finite_result("M", out, "the first-order waste sqrt(2C/M) overflows", {"C": C_, "M": M_})
+    return out
 
 
 def daly_interval(C, M):
@@ -98,9 +114,12 @@ def daly_interval(C, M):
 
 
 def _daly(C_, M_):
-    ratio = C_ / (2.0 * M_)
-    higher = np.sqrt(2.0 * C_ * M_) * (1.0 + np.sqrt(ratio) / 3.0 + ratio / 9.0) - C_
-    return np.where(C_ < 2.0 * M_, higher, M_)
+    with _quiet():
+        ratio = C_ / (2.0 * M_)
+        higher = np.sqrt(2.0 * C_ * M_) * (1.0 + np.sqrt(ratio) / 3.0 + ratio / 9.0) - C_
+        out = np.where(C_ < 2.0 * M_, higher, M_)
+    check_finite_result("C", out, "Daly's interval overflows", {"C": C_, "M": M_})
+    return out
 
 
 def effective_stall(C, W=0.0, slowdown=0.0):
@@ -115,7 +134,10 @@ def effective_stall(C, W=0.0, slowdown=0.0):
 
 
 def _effective(C_, W_, s_):
-    return C_ + W_ * s_
+    with _quiet():
+        out = C_ + W_ * s_
+    check_finite_result("C", out, "the effective stall C + W * slowdown overflows", {"C": C_, "W": W_})
+    return out
 
 
 def _log_wall_per_work(T_, C_, M_, R_, W_, s_):
@@ -151,7 +173,8 @@ def _same_shape(*arrays) -> bool:
 
 def _validate_async(T_, W_, s_):
     behind = W_ * (1.0 - s_)
-    bad = behind > T_ * (1.0 + 1e-12)
+    with np.errstate(over="ignore"):
+        bad = behind > T_ * (1.0 + 1e-12)
     if np.any(bad):
         idx = tuple(np.argwhere(bad)[0]) if bad.ndim else ()
         raise InputError(
@@ -198,16 +221,23 @@ def expected_wall_time(work, T, C, M, R=0.0, W=0.0, slowdown=0.0):
 
 def _expected_wall(work_, T_, C_, M_, R_, W_, s_):
     """:func:`expected_wall_time` on validated arrays (raises only when the result overflows)."""
-    log_total = _log_wall_per_work(T_, C_, M_, R_, W_, s_)
-    log_total = np.add(log_total, np.log(work_), out=log_total if _same_shape(log_total, work_) else None)
+    with _quiet():
+        log_total = _log_wall_per_work(T_, C_, M_, R_, W_, s_)
+        log_total = np.add(log_total, np.log(work_), out=log_total if _same_shape(log_total, work_) else None)
+    if not np.all(np.isfinite(log_total)):  # an input out of range after a unit conversion (inf), or its sum
+        check_finite_result("M", log_total, "the expected wall time cannot be computed: (T + C + W + R)/M is out "
+                            "of range", {"work": work_, "T": T_, "C": C_, "M": M_, "R": R_, "W": W_})
     if np.any(log_total > _MAX_LOG):
         idx = tuple(np.argwhere(log_total > _MAX_LOG)[0]) if log_total.ndim else ()
-        raise InputError(
-            "M", float(M_[idx]),
-            f"(T + C + W + R)/M = {float(((T_ + C_ + W_ + R_) / M_)[idx]):.4g} is so large that the expected "
-            "wall time overflows: the job would essentially never finish",
-            tuple(int(i) for i in idx) or None,
-        )
+        at = {k: float(np.broadcast_to(v, np.shape(log_total))[idx]) for k, v in
+              (("work", work_), ("T", T_), ("C", C_), ("M", M_), ("R", R_), ("W", W_))}
+        ratio = (at["T"] + at["C"] + at["W"] + at["R"]) / at["M"]
+        if ratio > 1.0:
+            raise InputError("M", at["M"], f"(T + C + W + R)/M = {ratio:.4g} is so large that the expected "
+                             "wall time overflows: the job would essentially never finish",
+                             tuple(int(i) for i in idx) or None)
+        raise InputError("T", at["T"], f"work / T = {at['work'] / at['T']:.4g} intervals: the expected wall time "
+                         f"overflows the float64 range (|x| <= {sys.float_info.max:.6g})", tuple(int(i) for i in idx) or None)
     return np.exp(log_total, out=log_total if isinstance(log_total, np.ndarray) and log_total.ndim else None)
 
 
@@ -227,12 +257,17 @@ def waste_fraction(T, C, M, R=0.0, W=0.0, slowdown=0.0):
 
 
 def _waste(T_, C_, M_, R_, W_, s_):
-    lw = _log_wall_per_work(T_, C_, M_, R_, W_, s_)
-    if not (isinstance(lw, np.ndarray) and lw.ndim):
-        return -np.expm1(-lw)
-    np.negative(lw, out=lw)  # -expm1(-lw) in place
-    np.expm1(lw, out=lw)
-    return np.negative(lw, out=lw)
+    with _quiet():
+        lw = _log_wall_per_work(T_, C_, M_, R_, W_, s_)
+        if not (isinstance(lw, np.ndarray) and lw.ndim):
+            out = -np.expm1(-lw)
+        else:
+            np.negative(lw, out=lw)  # -expm1(-lw) in place
+            np.expm1(lw, out=lw)
+            out = np.negative(lw, out=lw)
+    check_finite_result("M", out, "the waste fraction cannot be computed: (T + C + W + R)/M is out of range",
+                        {"T": T_, "C": C_, "M": M_, "R": R_, "W": W_})
+    return out
 
 
 # Lambert-W series of 1 + W0(z) near the branch point z = -1/e in p = sqrt(2 (1 + e z)):
@@ -293,7 +328,10 @@ def exact_optimal_interval(C, M, W=0.0, slowdown=0.0):
 
 
 def _exact_interval(C_, M_, W_, s_):
-    return np.maximum(M_ * _exact_x((C_ + W_ * s_) / M_), W_ * (1.0 - s_))
+    with _quiet():
+        out = np.maximum(M_ * _exact_x((C_ + W_ * s_) / M_), W_ * (1.0 - s_))
+    check_finite_result("M", out, "the exact optimum interval cannot be computed", {"C": C_, "M": M_, "W": W_})
+    return out
 
 
 def time_breakdown(work, T, C, M, R=0.0, W=0.0, slowdown=0.0):
@@ -326,6 +364,19 @@ def time_breakdown(work, T, C, M, R=0.0, W=0.0, slowdown=0.0):
 def _breakdown(work_, T_, C_, M_, R_, W_, s_):
     """:func:`time_breakdown` on validated arrays: a dict of float arrays."""
     total = _expected_wall(work_, T_, C_, M_, R_, W_, s_)
+    with _quiet():
+        parts = _breakdown_parts(work_, T_, C_, M_, R_, W_, s_)
+    failures, save, rework, restart = parts
+    named = {"M": M_, "T": T_, "C": C_, "W": W_, "work": work_}
+    check_finite_result("M", failures, "the expected number of failures overflows: (T + C + W)/M is too large", named)
+    check_finite_result("T", save, "the save time (work/T) * (C + W*slowdown) overflows", named)
+    check_finite_result("M", rework, "the rework time overflows", named)
+    check_finite_result("R", restart, "the restart time overflows", {"R": R_, **named})
+    return {"useful": work_, "save": save, "rework": rework, "restart": restart, "total": total, "failures": failures}
+
+
+def _breakdown_parts(work_, T_, C_, M_, R_, W_, s_):
+    """(failures, save, rework, restart) of :func:`_breakdown`."""
     segments = work_ / T_
     if _same_shape(work_, T_, C_, M_, R_, W_, s_):  # the expressions below, in place (the same bits)
         period = T_ + C_
@@ -351,5 +402,4 @@ def _breakdown(work_, T_, C_, M_, R_, W_, s_):
         restart = failures * M_ * np.expm1(R_ / M_)
         save = segments * (C_ + W_ * s_)
         rework = np.maximum(failures * M_ - segments * (T_ + C_ + W_ * s_), 0.0)
-    check_finite_result("M", failures, "the expected number of failures overflows: (T + C + W)/M is too large")
-    return {"useful": work_, "save": save, "rework": rework, "restart": restart, "total": total, "failures": failures}
+    return failures, save, rework, restart

@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 
 from . import cost, reliability, wall_distribution, waste
+from ._frames import result_frame as _result_frame
+from ._inputs import FLOAT_MAX
 from .errors import InputError
 from .fields import DOMAIN_FIELDS, FIELDS, RULES, TEXT_FIELDS, Field
 from .reliability import FailureDomain
@@ -188,6 +190,13 @@ class RowProblems:
         return m
 
 
+def _to_float(v: Any) -> float:
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
 def _as_numbers(values: pd.Series) -> tuple[np.ndarray, np.ndarray | None]:
     """(float64 array, NaN where absent or not a number; mask of cells holding a non-number).
 
@@ -216,7 +225,10 @@ def _as_numbers(values: pd.Series) -> tuple[np.ndarray, np.ndarray | None]:
     codes = np.frompyfunc(kind, 1, 1)(obj).astype(np.int8)
     numbers_ = codes == 1
     if numbers_.any():
-        arr[numbers_] = obj[numbers_].astype(np.float64)
+        try:
+            arr[numbers_] = obj[numbers_].astype(np.float64)
+        except OverflowError:  # a Python int beyond float range: infinite, refused by the finiteness rule
+            arr[numbers_] = [_to_float(v) for v in obj[numbers_]]
     np.equal(codes, 2, out=bad)
     return arr, bad
 
@@ -323,6 +335,29 @@ def _all(n: int, value: bool) -> np.ndarray:
     return np.broadcast_to(np.bool_(value), (n,))
 
 
+def _cross_field_rules(eff: dict[str, np.ndarray], ok: dict[str, np.ndarray], problems: RowProblems) -> None:
+    """The rules across fields of one row (see :func:`table_problems`), on rows whose cells passed."""
+    both = _mask_if_any(lambda a, b: np.isnan(a) & np.isnan(b), eff["node_mtbf_h"], eff["job_mtbf_h"])
+    if both is not None:
+        both &= ok["node_mtbf_h"] & ok["job_mtbf_h"]
+        problems.add(np.flatnonzero(both),
+                     lambda p: InputError("node_mtbf_h", None, "give node_mtbf_h (with nodes) or job_mtbf_h"))
+    C, W, s, T = eff["checkpoint_stall_min"], eff["async_write_min"], eff["async_slowdown_fraction"], eff["interval_min"]
+    free = _mask_if_any(lambda c, w: (c + w) <= 0, C, W)
+    if free is not None:
+        free &= ok["checkpoint_stall_min"] & ok["async_write_min"]
+        problems.add(np.flatnonzero(free), lambda p: InputError(
+            "checkpoint_stall_min", float(C[p]),
+            "checkpoint_stall_min + async_write_min must be > 0: no save is free (measure it)"))
+    late = _mask_if_any(lambda w, s_, t: w * (1 - s_) > t, W, s, T)
+    if late is not None:
+        late &= ok["async_write_min"] & ok["async_slowdown_fraction"] & ok["interval_min"]
+        behind = W * (1 - s)
+        problems.add(np.flatnonzero(late), lambda p: InputError(
+            "interval_min", float(T[p]), f"must be >= async_write_min * (1 - async_slowdown_fraction) = {behind[p]:.6g} "
+            "(the write must be durable before the next save)"))
+
+
 def table_problems(table: pd.DataFrame, flagged: dict[str, np.ndarray] | None = None,
                    problems: RowProblems | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], RowProblems]:
     """Every rule of a scenario table, row by row: (given, effective, problems).
@@ -361,25 +396,8 @@ def table_problems(table: pd.DataFrame, flagged: dict[str, np.ndarray] | None = 
             eff["node_mtbf_h"] = np.where(use, from_fleet, eff["node_mtbf_h"])
             ok["node_mtbf_h"] = ok["node_mtbf_h"] | use
     # each cross-field rule: its condition first (block by block), the cells' own checks only where it holds
-    both = _mask_if_any(lambda a, b: np.isnan(a) & np.isnan(b), eff["node_mtbf_h"], eff["job_mtbf_h"])
-    if both is not None:
-        both &= ok["node_mtbf_h"] & ok["job_mtbf_h"]
-        problems.add(np.flatnonzero(both),
-                     lambda p: InputError("node_mtbf_h", None, "give node_mtbf_h (with nodes) or job_mtbf_h"))
-    C, W, s, T = eff["checkpoint_stall_min"], eff["async_write_min"], eff["async_slowdown_fraction"], eff["interval_min"]
-    free = _mask_if_any(lambda c, w: (c + w) <= 0, C, W)
-    if free is not None:
-        free &= ok["checkpoint_stall_min"] & ok["async_write_min"]
-        problems.add(np.flatnonzero(free), lambda p: InputError(
-            "checkpoint_stall_min", float(C[p]),
-            "checkpoint_stall_min + async_write_min must be > 0: no save is free (measure it)"))
-    late = _mask_if_any(lambda w, s_, t: w * (1 - s_) > t, W, s, T)
-    if late is not None:
-        late &= ok["async_write_min"] & ok["async_slowdown_fraction"] & ok["interval_min"]
-        behind = W * (1 - s)
-        problems.add(np.flatnonzero(late), lambda p: InputError(
-            "interval_min", float(T[p]), f"must be >= async_write_min * (1 - async_slowdown_fraction) = {behind[p]:.6g} "
-            "(the write must be durable before the next save)"))
+    with np.errstate(over="ignore", invalid="ignore"):  # huge cells are refused by their own rule, quietly
+        _cross_field_rules(eff, ok, problems)
     for i in domain_indices(table.columns):
         for part in DOMAIN_FIELDS:
             column(f"domain{i}_{part.name}", part.rule, False, None)
@@ -486,10 +504,18 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
                          "no failure can stop the job (infinite MTBF or every failure non-fatal): give a finite MTBF")
     with np.errstate(divide="ignore"):
         job_mtbf_h = np.where(override, cols["job_mtbf_h"], 1.0 / rate)
-    M = job_mtbf_h * 60.0
+    with np.errstate(over="ignore"):
+        M = job_mtbf_h * 60.0
+        work = cols["useful_training_h"] * 60.0
+        deadline_min = cols["deadline_h"] * 60.0
+    for name, minutes, hours in (("job_mtbf_h", M, job_mtbf_h), ("useful_training_h", work, cols["useful_training_h"]),
+                                 ("deadline_h", deadline_min, cols["deadline_h"])):
+        if np.isinf(minutes).any():
+            p = int(np.flatnonzero(np.isinf(minutes))[0])
+            raise InputError(f"row {table.index[p]}: {name}", float(hours[p]),
+                             f"must be at most {FLOAT_MAX / 60:.4g} h (in minutes it overflows the float64 range)")
     C, W, s = cols["checkpoint_stall_min"], cols["async_write_min"], cols["async_slowdown_fraction"]
     R = cols["restart_min"]
-    work = cols["useful_training_h"] * 60.0
     c_eff = waste._effective(C, W, s)
     young = waste._young(c_eff, M)
     daly = waste._daly(c_eff, M)
@@ -525,46 +551,20 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
         new[f"{cat}_gpu_hours"] = cost._gpu_hours(new[f"{cat}_h"], gpus)
         new[f"{cat}_cost"] = cost._money(new[f"{cat}_gpu_hours"], price)
     new["goodput"] = cost._goodput(new["useful_h"], new["wall_h"])
-    new["cost_per_useful_gpu_hour"] = new["total_cost"] / new["useful_gpu_hours"]
+    with np.errstate(over="ignore", invalid="ignore"):
+        new["cost_per_useful_gpu_hour"] = new["total_cost"] / new["useful_gpu_hours"]
+    if not np.isfinite(new["cost_per_useful_gpu_hour"]).all():
+        p = int(np.flatnonzero(~np.isfinite(new["cost_per_useful_gpu_hour"]))[0])
+        raise InputError(f"row {table.index[p]}: price_per_gpu_hour", float(price[p]),
+                         "the cost per useful GPU-hour overflows the float64 range: a smaller price or more "
+                         "useful training")
     # the finite job's wall-time distribution (exponential failures, no final save): analytic deadline answer
-    deadline = wall_distribution._answers(work, chosen, C, M, R, W, s, cols["deadline_h"] * 60.0)
+    deadline = wall_distribution._answers(work, chosen, C, M, R, W, s, deadline_min)
     new["p_finish_by_deadline"] = deadline["p_finish_by_deadline"]
     for q in ("p50", "p90", "p99"):
         new[f"wall_h_{q}"] = deadline[f"wall_{q}"] / 60.0
     new["deadline_approximation_ok"] = deadline["ok"]
     return _result_frame(table, new)
-
-
-def _result_frame(table: pd.DataFrame, new: dict[str, np.ndarray]) -> pd.DataFrame:
-    """The table with the derived columns appended (replacing a column of the same name in place).
-
-    Built once from the arrays: each derived array becomes a column as it is (no copy, no
-    consolidation into one 2-D block, which cost more than the formulas on 10^6 rows). With
-    copy-on-write (always in pandas >= 3) the table's own columns are shared, not copied: writing
-    to either frame copies first. An array that is a view, or listed twice, is copied so that no
-    two columns, and no column and the caller's table, share a buffer pandas does not know about.
-    """
-    cow = _copy_on_write()
-    seen: set[int] = set()
-    for name, arr in new.items():
-        if arr.base is not None or id(arr) in seen:
-            new[name] = arr = arr.copy()
-        seen.add(id(arr))
-    out = table.copy(deep=not cow)
-    for name in [k for k in new if k in out.columns]:  # e.g. a job_mtbf_h override: replaced in place
-        out[name] = new.pop(name)
-    derived = pd.DataFrame(new, index=table.index, copy=False)
-    return pd.concat([out, derived], axis=1) if cow else pd.concat([out, derived], axis=1, copy=False)
-
-
-def _copy_on_write() -> bool:
-    """pandas copies on write: always from pandas 3, by option in pandas 2."""
-    if int(pd.__version__.split(".")[0]) >= 3:
-        return True
-    try:
-        return pd.get_option("mode.copy_on_write") is True
-    except KeyError:  # pragma: no cover - pandas without the option
-        return False
 
 
 @functools.cache

@@ -211,6 +211,9 @@ def _lines(data: bytes) -> tuple[np.ndarray, np.ndarray]:
 
 def _read_bytes(path: Path) -> bytes:
     """The file's bytes, refusing it as soon as it holds more than MAX_LOG_ROWS non-empty data lines."""
+    from .untrusted import check_regular_file
+
+    check_regular_file(path, "log")  # a pipe would wait for a writer, a device (/dev/zero) never ends
     chunks: list[bytes] = []
     lines = size = 0
     try:

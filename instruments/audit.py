@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,6 +153,11 @@ def audit_checkpoint(path: str | Path) -> AuditReport:
         raise InputError("checkpoint", str(path), "does not exist")
     if path.is_dir():
         return _audit_dcp(path)
+    mode = path.stat().st_mode
+    if not stat.S_ISREG(mode):  # a pipe would wait for a writer, a device never ends: neither is a checkpoint
+        kind = ("a named pipe" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "something else")
+        raise InputError("checkpoint", str(path), f"is {kind}, not a regular file: not a checkpoint")
     size = path.stat().st_size
     if size == 0:
         raise InputError("checkpoint", str(path), "is empty (0 bytes): a save that never wrote, or a truncated file")

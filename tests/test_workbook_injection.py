@@ -69,3 +69,15 @@ def test_cli_workbook_and_from_with_a_hostile_file_name(tmp_path):
     assert res.exit_code == 0, res.output
     assert not [f for f in _formulas(again) if "evil" in f[2]]
     assert "=evil()+1" in _texts(again).values()
+
+
+def test_excel_setup_with_a_hostile_template_writes_text(tmp_path):
+    toml = tmp_path / "hostile.toml"
+    toml.write_text(f"[scenario]\nname = '{EVIL}'\ncurrency = '=1+1'\ncheckpoint_stall_min = 2\nnodes = 16\n"
+                    "node_mtbf_h = 5000\nuseful_training_h = 100\nprice_per_gpu_hour = 2\n")
+    folder = tmp_path / "addin"
+    res = runner.invoke(app, ["excel-setup", str(folder), "-t", str(toml)])
+    assert res.exit_code == 0, res.output
+    book = next(folder.glob("*.xlsx"))
+    assert not [f for f in _formulas(book) if "evil" in f[2] or f[2] == "=1+1"]
+    assert EVIL in _texts(book).values()

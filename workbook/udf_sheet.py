@@ -215,6 +215,7 @@ def add_udf_sheet(wb: Workbook, sheet_name: str = "Add-in check",
     S.print_setup(ws)
     if all(n in wb.defined_names for n in _setup_names()):   # a workbook with the Storage & recovery sheet
         add_setup_udf_sheet(wb, function_prefix=function_prefix, host=host)
+    S.keep_text_literal(wb, [currency])  # a currency such as "=1+1" labels cells as text, never as a formula
     return triples
 
 

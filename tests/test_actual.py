@@ -115,3 +115,13 @@ def test_workbook_gets_a_plan_vs_actual_sheet(tmp_path):
     ws = load_workbook(out)["Plan vs actual"]
     labels = [ws.cell(row=r, column=1).value for r in range(1, ws.max_row + 1)]
     assert "productive" in labels and "Waste (everything but productive)" in labels
+
+
+def test_the_shipped_example_log_says_what_the_readme_quotes():
+    from pathlib import Path
+
+    _, v = compare_log(files.template_path("example-step-log.csv"), SEED)
+    text = next(e["text"] for e in v.explanations if e["input"] == "restart_min")
+    assert text == "restarts took 2x the planned 10 min: +779 GPU-hours, +1,949 USD"
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert f'"{text}"' in readme.replace("\n", " ").replace("  ", " ")

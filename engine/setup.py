@@ -64,7 +64,10 @@ def _check_number(name: str, value: Any, rule: str) -> float | int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise InputError(name, value, "must be a number")
-    v = float(value)
+    try:
+        v = float(value)
+    except OverflowError:  # a Python int beyond float range
+        raise InputError(name, value, "must be a finite number (within the float64 range)") from None
     if not math.isfinite(v):
         raise InputError(name, value, "must be a finite number")
     if not bool(RULES[rule].predicate(np.float64(v))):

@@ -80,7 +80,7 @@ import pandas as pd
 from . import cost
 from . import montecarlo as _mc
 from ._inputs import InputError, as_float_array
-from .fields import DEFAULT_RUNS, DEFAULT_SEED, FIELD_BY_NAME, FIELDS, TEXT_FIELDS
+from .fields import DEFAULT_RUNS, DEFAULT_SEED, FIELD_BY_NAME, FIELDS, SETUP_FIELD_BY_NAME, TEXT_FIELDS
 from .scenario import DOMAIN_COL as _DOMAIN_COL
 from .scenario import RowProblems, Scenario, check_columns
 from .scenario import is_absent as _is_absent
@@ -133,7 +133,7 @@ def column_kind(name: Any) -> Optional[str]:
     """'number', 'text' or None (not a scenario column)."""
     if not isinstance(name, str):
         return None
-    if name in FIELD_BY_NAME:
+    if name in FIELD_BY_NAME or name in SETUP_FIELD_BY_NAME:
         return "number"
     if name in TEXT_FIELDS:
         return "text"
@@ -148,7 +148,8 @@ def is_integer_column(name: Any) -> bool:
     or a whole-number result (:data:`INTEGER_RESULT_COLUMNS`)."""
     if not isinstance(name, str):
         return False
-    if name in INTEGER_RESULT_COLUMNS or (name in FIELD_BY_NAME and FIELD_BY_NAME[name].integer):
+    if name in INTEGER_RESULT_COLUMNS or (name in FIELD_BY_NAME and FIELD_BY_NAME[name].integer) or (
+            name in SETUP_FIELD_BY_NAME and SETUP_FIELD_BY_NAME[name].integer):
         return True
     m = _DOMAIN_COL.match(name)
     return bool(m) and m.group(2) == "nodes_per_domain"
@@ -514,13 +515,20 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
         table = to_table(table)
     if cell_errors is None:
         cell_errors = table.attrs.get("cell_errors", {})
+    setup_problems = None
+    if any(c in SETUP_FIELD_BY_NAME for c in table.columns):  # the design as the input: derive C, W, R first
+        from .setup_table import fill_from_setup
+
+        table, setup_problems = fill_from_setup(table)
     _check_columns(table, extra_columns)
     n = len(table)
     given, eff, problems, bad_cells = _validate(table, cell_errors)
+    for p, errs in (setup_problems.by_row.items() if setup_problems is not None else ()):
+        problems.add([p], lambda _p, e=errs[0]: e)
 
     # one engine call over every row that passed the masks; bisection only if the engine disagrees
     candidates = np.flatnonzero(~problems.mask())
-    number_cols = [c for c in table.columns if column_kind(c) == "number"]
+    number_cols = [c for c in table.columns if column_kind(c) == "number" and c in given]
     derived = derived_columns()
     res = {c: np.full(n, np.nan) for c in derived}
     if len(candidates):
@@ -548,7 +556,10 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     }
     for c in table.columns:
         kind = column_kind(c)
-        if kind == "number":
+        if kind == "number" and c not in given:  # a setup column: its cells as numbers (checked by the setup)
+            out[c] = _number_output(c, table[c], pd.to_numeric(coerce_numeric_text(table[c]), errors="coerce")
+                                    .to_numpy(dtype=float), None)
+        elif kind == "number":
             vals = given[c]
             if c == "job_mtbf_h":
                 vals = np.where(np.isnan(res["job_mtbf_h"]), vals, res["job_mtbf_h"])
@@ -557,8 +568,13 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
             out[c] = _text_series(table[c])
         else:
             out[c] = table[c]
+    if setup_problems is not None:
+        from .setup_table import SETUP_RESULT_COLUMNS, setup_figures
+
+        res.update(setup_figures(table, res, bad))
     extra = dict(zip(MONTE_CARLO_COLUMNS, [mc[c] for c in MONTE_CARLO_COLUMNS])) if mc is not None else {}
-    for c, values in [*((c, res[c]) for c in derived if c not in out), *extra.items()]:
+    setup_out = [c for c in SETUP_RESULT_COLUMNS if c in res] if setup_problems is not None else []
+    for c, values in [*((c, res[c]) for c in list(derived) + setup_out if c not in out), *extra.items()]:
         out[c] = _int_series(values, table.index) if c in INTEGER_RESULT_COLUMNS else pd.Series(
             values, index=table.index, copy=False)
     return pd.DataFrame(out, index=table.index, copy=False)

@@ -51,3 +51,14 @@ def test_fit_prints_hostile_causes_literally(tmp_path):
 def test_errors_print_values_literally():
     res = runner.invoke(app, ["plan", "--scenario", "/nonexistent/[red]x\x1b.toml"])
     assert res.exit_code == 2 and "\x1b" not in res.output and "[red]x" in res.output
+
+
+def test_audit_prints_a_hostile_checkpoints_keys_literally(tmp_path):
+    import pickle
+
+    ckpt = tmp_path / "hostile.pt"
+    ckpt.write_bytes(pickle.dumps({"\x1b[2J\x1b[1;1Hcomplete: restorable [link=https://evil.example]x[/link]": 1,
+                                   "optimizer": {"step": 3}}, protocol=2))
+    res = runner.invoke(app, ["audit", str(ckpt)])
+    assert "Traceback" not in res.output and "\x1b" not in res.output
+    assert "\\x1b[2J" in res.output and "[link=https://evil.example]" in res.output.replace("\n", "")

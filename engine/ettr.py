@@ -75,7 +75,7 @@ import numpy as np
 import pandas as pd
 
 from . import waste
-from ._inputs import prepare
+from ._inputs import check_finite_result, prepare
 
 __all__ = ["AGREEMENT_LOADS", "AGREEMENT_RESTART_RATIOS", "AGREEMENT_STALL_RATIOS", "ettr_agreement_grid",
            "ettr_agreement_summary", "ettr_exact", "ettr_first_order"]
@@ -97,11 +97,21 @@ def ettr_first_order(interval, checkpoint_stall, restart, job_mtbf):
     (T_, C_, R_, M_), wrap = prepare(("interval", interval, "positive"),
                                      ("checkpoint_stall", checkpoint_stall, "nonnegative"),
                                      ("restart", restart, "nonnegative"), ("job_mtbf", job_mtbf, "positive"))
-    return wrap(_first_order(T_, C_, R_, M_))
+    out = _first_order(T_, C_, R_, M_)
+    check_finite_result("job_mtbf", out, "(restart + interval/2)/job_mtbf overflows: the first-order ETTR is out "
+                        "of range",
+                        {"interval": T_, "checkpoint_stall": C_, "restart": R_, "job_mtbf": M_})
+    return wrap(out)
+
+
+def _quiet():
+    """numpy's floating-point warnings off: each result is checked (check_finite_result) right after."""
+    return np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
 
 
 def _first_order(T_, C_, R_, M_):
-    return (1.0 - (R_ + T_ / 2.0) / M_) / (1.0 + C_ / T_)
+    with _quiet():
+        return (1.0 - (R_ + T_ / 2.0) / M_) / (1.0 + C_ / T_)
 
 
 def ettr_exact(interval, checkpoint_stall, restart, job_mtbf, async_write=0.0, slowdown=0.0):
@@ -118,12 +128,18 @@ def ettr_exact(interval, checkpoint_stall, restart, job_mtbf, async_write=0.0, s
         ("async_write", async_write, "nonnegative"), ("slowdown", slowdown, "fraction"),
     )
     waste._validate_async(T_, W_, s_)
-    return wrap(_exact(T_, C_, R_, M_, W_, s_))
+    out = _exact(T_, C_, R_, M_, W_, s_)
+    check_finite_result("job_mtbf", out, "the exact ETTR cannot be computed: (interval + checkpoint_stall + "
+                        "async_write + restart)/job_mtbf is out of range",
+                        {"interval": T_, "checkpoint_stall": C_, "restart": R_, "job_mtbf": M_, "async_write": W_})
+    return wrap(out)
 
 
 def _exact(T_, C_, R_, M_, W_, s_):
-    # exp(-log(wall per work)) = work / wall, computed in log space (finite where the wall overflows)
-    return np.exp(-waste._log_wall_per_work(T_, C_, M_, R_, W_, s_))
+    # exp(-log(wall per work)) = work / wall, computed in log space (finite where the wall overflows; a
+    # subnormal job_mtbf gives log = inf and ETTR 0, the limit, as waste_fraction gives 1)
+    with _quiet():
+        return np.exp(-waste._log_wall_per_work(T_, C_, M_, R_, W_, s_))
 
 
 #: loads ``(interval + checkpoint_stall + restart) / job_mtbf`` of the default agreement grid
@@ -154,15 +170,21 @@ def ettr_agreement_grid(loads=AGREEMENT_LOADS, stall_ratios=AGREEMENT_STALL_RATI
     load, sr, rr = (np.array(col, dtype=np.float64) for col in zip(*combos))
     (load_, sr_, rr_, M_), _ = prepare(("loads", load, "positive"), ("stall_ratios", sr, "nonnegative"),
                                        ("restart_ratios", rr, "nonnegative"), ("job_mtbf", job_mtbf, "positive"))
-    T = load_ * M_ / (1.0 + sr_ + rr_)
-    C, R = sr_ * T, rr_ * T
+    with _quiet():
+        T = load_ * M_ / (1.0 + sr_ + rr_)
+        C, R = sr_ * T, rr_ * T
     first = _first_order(T, C, R, M_)
     zero = np.zeros_like(T)
     exact = _exact(T, C, R, M_, zero, zero)
+    with _quiet():
+        difference = first - exact
+        relative = difference / exact
+    check_finite_result("job_mtbf", relative, "the agreement grid cannot be computed at this job_mtbf (an interval "
+                        "underflows or overflows)", {"loads": load_, "job_mtbf": M_, "interval": T})
     return pd.DataFrame({"load": load_, "stall_ratio": sr_, "restart_ratio": rr_, "interval": T,
                          "checkpoint_stall": C, "restart": R, "job_mtbf": M_.astype(np.float64),
-                         "first_order": first, "exact": exact, "difference": first - exact,
-                         "relative_difference": (first - exact) / exact}, columns=_GRID_COLUMNS)
+                         "first_order": first, "exact": exact, "difference": difference,
+                         "relative_difference": relative}, columns=_GRID_COLUMNS)
 
 
 def ettr_agreement_summary(grid: pd.DataFrame | None = None, bands=(0.05, 0.1, 0.2, 0.5, 1.0)) -> pd.DataFrame:

@@ -79,12 +79,14 @@ References
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ._inputs import FLOAT_TINY, _ndim, as_float_array, check_finite_result
 from .errors import InputError
 
 __all__ = ["ALL_EVENTS", "DETAIL_EVENTS", "EVENTS", "EVENTS_TABLE_COLUMNS", "LogFit", "MIN_FAILURES_FOR_SHAPE",
@@ -113,6 +115,7 @@ likelihood-ratio interval for ``k`` typically spans from well below to well abov
 asymptotic chi-square calibration of the test is poor (Meeker & Escobar 1998, ch. 8)."""
 
 _SHAPE_SEARCH = (0.01, 100.0)  # bracket for the shape MLE and its interval
+_MAX_FAILURES = 1e15  # most failures mtbf_estimate takes: whole numbers stay exact in float64 below 2**53
 
 
 # ------------------------------------------------------------------------------------- segments
@@ -198,12 +201,29 @@ def _checkpoint_gaps_min(events: pd.DataFrame) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------ estimators
 
+def _number(name: str, value: Any, rule: str) -> float:
+    """``value`` as a float: one finite real number (no bool, text, date, time span, array, or int beyond the
+    float64 range), else :class:`InputError` ``(name, value, rule)``."""
+    if isinstance(value, (np.datetime64, np.timedelta64)) or _ndim(value) != 0:
+        raise InputError(name, value, rule)
+    try:
+        return float(as_float_array(name, value))
+    except InputError as err:
+        raise InputError(name, err.value, rule) from None
+
+
+def _quiet():
+    """numpy's floating-point warnings off: each result is checked (check_finite_result) right after."""
+    return np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
+
+
 def check_confidence(confidence: Any) -> float:
     """``confidence`` as a float in (0, 1); :class:`InputError` otherwise."""
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.integer, np.floating)) \
-            or not (0 < float(confidence) < 1):
-        raise InputError("confidence", confidence, "must be a number in (0, 1), e.g. 0.9")
-    return float(confidence)
+    rule = "must be a number in (0, 1), e.g. 0.9"
+    c = _number("confidence", confidence, rule)
+    if not 0 < c < 1:
+        raise InputError("confidence", confidence, rule)
+    return c
 
 
 @dataclass(frozen=True)
@@ -238,23 +258,29 @@ def mtbf_estimate(running_h: float, failures: int, confidence: float = 0.9) -> M
     References: NIST/SEMATECH e-Handbook ch. 8 (HPP/exponential MTBF bounds); Meeker & Escobar
     (1998) ch. 7.
     """
-    if isinstance(running_h, bool) or not isinstance(running_h, (int, float, np.integer, np.floating)) \
-            or not (math.isfinite(running_h) and running_h > 0):
+    T = _number("running_h", running_h, "must be a finite number of hours > 0")
+    if not T > 0:
         raise InputError("running_h", running_h, "must be a finite number of hours > 0")
-    if isinstance(failures, bool) or not isinstance(failures, (int, np.integer, float, np.floating)) \
-            or not (math.isfinite(failures) and failures >= 0 and failures == math.floor(failures)):
-        raise InputError("failures", failures, "must be a whole number >= 0")
+    whole = f"must be a whole number >= 0 and <= {_MAX_FAILURES:.0e}"
+    nf = _number("failures", failures, whole)
+    if not (0 <= nf <= _MAX_FAILURES and nf == math.floor(nf)):
+        raise InputError("failures", failures, whole)
     from scipy import stats  # here, not at import: the command line starts without scipy
 
     c = check_confidence(confidence)
-    n, T = int(failures), float(running_h)
+    n = int(nf)
+    named = {"running_h": np.asarray(T), "failures": np.asarray(float(n))}
     if n == 0:
-        lower = 2 * T / stats.chi2.ppf(c, 2)
+        with _quiet():
+            lower = 2 * np.float64(T) / stats.chi2.ppf(c, 2)
+        check_finite_result("running_h", lower, "the lower MTBF bound 2T/chi2 overflows", named)
         return MtbfEstimate(0, T, c, None, float(lower), None,
                             f"no unplanned failures in {T:.4g} running hours: only a one-sided lower bound "
                             f"exists (M >= {lower:.4g} h with {c:.0%} confidence)")
-    lower = 2 * T / stats.chi2.ppf((1 + c) / 2, 2 * n + 2)
-    upper = 2 * T / stats.chi2.ppf((1 - c) / 2, 2 * n)
+    with _quiet():
+        lower = 2 * np.float64(T) / stats.chi2.ppf((1 + c) / 2, 2 * n + 2)
+        upper = 2 * np.float64(T) / stats.chi2.ppf((1 - c) / 2, 2 * n)
+    check_finite_result("running_h", np.array([lower, upper]), "the MTBF bounds 2T/chi2 overflow", named)
     return MtbfEstimate(n, T, c, T / n, float(lower), float(upper),
                         f"exponential MLE T/n; two-sided {c:.0%} chi-square bounds, time-terminated")
 
@@ -310,13 +336,18 @@ def weibull_fit(running_h: Any, failed: Any, confidence: float = 0.9,
     from scipy import optimize, special, stats  # here, not at import: the command line starts without scipy
 
     c = check_confidence(confidence)
-    t = np.asarray(running_h, dtype=float).reshape(-1) if np.ndim(running_h) else None
-    f = np.asarray(failed).reshape(-1) if np.ndim(failed) else None
-    if t is None or t.size == 0:
+    if _ndim(running_h) == 0:
         raise InputError("running_h", running_h, "must be a non-empty 1-D array of durations (h)")
+    t = as_float_array("running_h", running_h).reshape(-1)
+    if t.size == 0:
+        raise InputError("running_h", running_h, "must be a non-empty 1-D array of durations (h)")
+    try:
+        f = np.asarray(failed).reshape(-1) if _ndim(failed) else None
+    except (ValueError, TypeError, OverflowError, RecursionError):
+        f = None
     if f is None or f.shape != t.shape or f.dtype.kind != "b":
         raise InputError("failed", failed, f"must be a boolean array with the same length as running_h ({t.size})")
-    bad = ~(np.isfinite(t) & (t >= 0))
+    bad = t < 0
     if bad.any():
         i = int(np.argmax(bad))
         raise InputError("running_h", float(t[i]), "must be finite and >= 0", (i,))
@@ -337,8 +368,14 @@ def weibull_fit(running_h: Any, failed: Any, confidence: float = 0.9,
                             "restart before it): the Weibull likelihood is degenerate; log finer timestamps")
     keep = f | (t > 0)  # a censored duration of 0 adds nothing to the likelihood
     unit = float(t[keep].max())  # fit in units of the longest duration: x <= 1, no overflow of x**k
-    x, fx = t[keep] / unit, f[keep]
+    with _quiet():
+        x, fx = t[keep] / unit, f[keep]
     xf, xc = x[fx], x[~fx]
+    if xf.min() < FLOAT_TINY:
+        i = int(np.flatnonzero(f & (t == t[f].min()))[0])
+        raise InputError("running_h", float(t[i]), f"the shortest failure time over the longest duration ({unit:.6g} h) "
+                         f"must be >= {FLOAT_TINY:.6g} (the smallest normal float64): the durations span too wide a "
+                         "range to fit", (i,))
 
     def profile(k: float) -> float:
         lam = (np.sum(x ** k) / d) ** (1.0 / k)
@@ -369,8 +406,13 @@ def weibull_fit(running_h: Any, failed: Any, confidence: float = 0.9,
         k_hi = float(optimize.brentq(excess, k_hat, _SHAPE_SEARCH[1], xtol=1e-10))
     else:
         notes.append(f"upper end of the shape interval above {_SHAPE_SEARCH[1]}")
-    scale_h = unit * (np.sum(x ** k_hat) / d) ** (1.0 / k_hat)
-    mean_h = scale_h * special.gamma(1.0 + 1.0 / k_hat)
+    with _quiet():
+        scale_h = unit * (np.sum(x ** k_hat) / d) ** (1.0 / k_hat)
+        mean_h = scale_h * special.gamma(1.0 + 1.0 / k_hat)
+    if not (np.isfinite(scale_h) and np.isfinite(mean_h)):
+        raise InputError("running_h", unit, f"the Weibull scale and mean at the fitted shape {k_hat:.3g} (longest "
+                         f"duration {unit:.6g} h) overflow: results must stay within the float64 range "
+                         f"(|x| <= {sys.float_info.max:.6g})")
     significant = p < 1.0 - c
     clustered = bool(significant and k_hat < 1.0)
     if clustered:
@@ -398,11 +440,17 @@ class MinutesSummary:
 
 def summarize_minutes(values_min: Any) -> MinutesSummary | None:
     """:class:`MinutesSummary` of an array of minutes; ``None`` for an empty array."""
-    v = np.asarray(values_min, dtype=float).reshape(-1)
+    v = as_float_array("values_min", values_min).reshape(-1)
     if v.size == 0:
         return None
-    return MinutesSummary(int(v.size), float(v.mean()), float(np.median(v)), float(np.percentile(v, 90)),
-                          float(v.max()))
+    with _quiet():
+        figures = np.array([v.mean(), np.median(v), np.percentile(v, 90), v.max()])
+        if not np.isfinite(figures).all():  # a sum or difference overflowed: the figures of v / max|v|, scaled back
+            scale = np.abs(v).max()
+            u = v / scale
+            figures = np.array([u.mean(), np.median(u), np.percentile(u, 90), u.max()]) * scale
+    check_finite_result("values_min", figures, "the summary (mean, median, 90th percentile) overflows")
+    return MinutesSummary(int(v.size), *(float(x) for x in figures))
 
 
 # ------------------------------------------------------------------------------------------- fit

@@ -44,7 +44,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ._inputs import InputError, prepare
+import numpy as np
+
+from ._inputs import FLOAT_MAX, FLOAT_TINY, InputError, check_finite_result, prepare
 
 __all__ = ["FleetRate", "HOURS_PER_1000_NODE_DAYS", "fleet_node_mtbf", "fleet_rate", "fleet_rates", "job_mtbf_h_from_fleet",
            "node_mtbf_h_from_rate"]
@@ -142,7 +144,23 @@ def node_mtbf_h_from_rate(failures_per_1000_node_days):
     6.50 (Meta RSC-1) gives 3,692 h; exponential failures assumed (a rate is then a mean time).
     """
     (r,), wrap = prepare(("failures_per_1000_node_days", failures_per_1000_node_days, "positive"))
-    return wrap(HOURS_PER_1000_NODE_DAYS / r)
+    with np.errstate(over="ignore", under="ignore"):
+        out = HOURS_PER_1000_NODE_DAYS / r
+    _check_mtbf(out, {"failures_per_1000_node_days": r}, "failures_per_1000_node_days", "24,000 / rate")
+    return wrap(out)
+
+
+def _check_mtbf(out: np.ndarray, inputs: dict[str, np.ndarray], name: str, what: str) -> None:
+    """Refuse an MTBF beyond the float64 range or below the smallest normal float (lost precision, or 0)."""
+    check_finite_result("failures_per_1000_node_days", out, f"{what} overflows: the rate must be >= "
+                        f"{HOURS_PER_1000_NODE_DAYS / FLOAT_MAX:.6g}", inputs)
+    bad = ~(out >= FLOAT_TINY)
+    if np.any(bad):
+        idx = tuple(int(i) for i in np.argwhere(bad)[0]) if np.ndim(bad) else None
+        at = {k: float(np.broadcast_to(v, np.shape(out))[idx or ()]) for k, v in inputs.items()}
+        raise InputError(name, at[name], f"{what} = {float(np.asarray(out)[idx or ()]):.6g} underflows at "
+                         + ", ".join(f"{k} = {v:.6g}" for k, v in at.items())
+                         + f": an MTBF must stay >= {FLOAT_TINY:.6g} (the smallest normal float64)", idx)
 
 
 def job_mtbf_h_from_fleet(name_or_rate, nodes):
@@ -161,7 +179,12 @@ def job_mtbf_h_from_fleet(name_or_rate, nodes):
     else:
         rate = name_or_rate
     (r, n), wrap = prepare(("failures_per_1000_node_days", rate, "positive"), ("nodes", nodes, "count"))
-    return wrap(HOURS_PER_1000_NODE_DAYS / (r * n))
+    with np.errstate(over="ignore", under="ignore"):
+        rn = r * n
+        # where rate * nodes overflows, divide in two steps (the MTBF itself may still be a normal float)
+        out = np.where(np.isfinite(rn), HOURS_PER_1000_NODE_DAYS / rn, HOURS_PER_1000_NODE_DAYS / r / n)
+    _check_mtbf(out, {"failures_per_1000_node_days": r, "nodes": n}, "nodes", "24,000 / (rate * nodes)")
+    return wrap(out)
 
 
 def fleet_node_mtbf(sources: Any, node_mtbf_h: Any) -> tuple[Any, list[tuple[int, InputError]]]:

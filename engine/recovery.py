@@ -92,6 +92,11 @@ _BUDGET = 2_000_000  # array cells evaluated at a time
 _MAX_TABLE_ROWS = 1_000_000
 
 
+def _quiet():
+    """numpy's floating-point warnings off: each result is checked (check_finite_result) right after."""
+    return np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
+
+
 # ------------------------------------------------------------------------------ restart pipeline
 
 def communicator_init_min(nodes, init_fixed_min, init_per_1000_nodes_min=0.0):
@@ -104,7 +109,8 @@ def communicator_init_min(nodes, init_fixed_min, init_per_1000_nodes_min=0.0):
     """
     (n, f, k), wrap = prepare(("nodes", nodes, "count"), ("init_fixed_min", init_fixed_min, "nonnegative"),
                               ("init_per_1000_nodes_min", init_per_1000_nodes_min, "nonnegative"))
-    out = f + k * n / 1000.0
+    with _quiet():
+        out = f + k * n / 1000.0
     check_finite_result("init_per_1000_nodes_min", out, "the initialisation time overflows")
     return wrap(out)
 
@@ -121,8 +127,9 @@ def restart_pipeline(**parts: Any) -> dict[str, Any]:
             raise InputError(name, value, f"is not a restart phase: the phases are {', '.join(RESTART_PHASES)}")
     arrays, wrap = prepare(*((p, parts.get(p, 0.0), "nonnegative") for p in RESTART_PHASES))
     total = np.zeros(np.shape(arrays[0]))
-    for a in arrays:
-        total = total + a
+    with _quiet():
+        for a in arrays:
+            total = total + a
     check_finite_result("restart_min", total, "the sum of the restart phases overflows")
     out = {p: wrap(np.array(a), p) for p, a in zip(RESTART_PHASES, arrays)}
     out["restart_min"] = wrap(total, "restart_min")
@@ -191,7 +198,8 @@ def expected_reallocation_min(node_replacement_rate_per_h, repair_h, spares, swa
     (lam, r, S, swap), wrap = prepare(*_pool_inputs(node_replacement_rate_per_h, repair_h, spares),
                                       ("swap_min", swap_min, "nonnegative"))
     mu = _mean_in_repair(lam, r)
-    out = _reallocation(np.asarray(mu, dtype=np.float64), r, S, swap)
+    with _quiet():
+        out = _reallocation(np.asarray(mu, dtype=np.float64), r, S, swap)
     check_finite_result("repair_h", out, "the expected reallocation overflows")
     return wrap(out)
 
@@ -307,9 +315,13 @@ def spares_table(*, nodes, gpus_per_node, spares_max, node_replacement_rate_per_
         wall_h = expected_wall_time(work_h * 60.0, T, C, M, R, W, s) / 60.0
     except InputError as err:  # name the table's argument, not the model's symbol
         raise InputError(_WASTE_NAMES.get(err.field, err.field), err.value, err.rule) from err
-    gpu_hours = (n + S) * g * wall_h
-    cost = gpu_hours * price
+    with _quiet():
+        gpu_hours = (n + S) * g * wall_h
+        cost = gpu_hours * price
+        per_useful = cost / (n * g * work_h)
     check_finite_result("price_per_gpu_hour", cost, "the cost overflows")
+    check_finite_result("useful_training_h", per_useful, "the cost per useful GPU-hour overflows",
+                        {"useful_training_h": np.asarray(work_h), "price_per_gpu_hour": np.asarray(price)})
     return pd.DataFrame({
         "spares": S.astype(np.int64),
         "spare_free_probability": free,
@@ -320,7 +332,7 @@ def spares_table(*, nodes, gpus_per_node, spares_max, node_replacement_rate_per_
         "gpu_hours": gpu_hours,
         "spare_gpu_hours": S * g * wall_h,
         "cost": cost,
-        "cost_per_useful_gpu_hour": cost / (n * g * work_h),
+        "cost_per_useful_gpu_hour": per_useful,
     })
 
 

@@ -114,7 +114,8 @@ def checkpoint_size_gb(parameters_b, bytes_per_parameter=14.0, extra_state_gb=0.
     bpp = _resolve_bpp(bytes_per_parameter)
     (p, b, e), wrap = prepare(("parameters_b", parameters_b, "positive"), ("bytes_per_parameter", bpp, "positive"),
                               ("extra_state_gb", extra_state_gb, "nonnegative"))
-    size = p * b + e
+    with _quiet():
+        size = p * b + e
     check_finite_result("parameters_b", size, "the checkpoint size overflows")
     return wrap(size)
 
@@ -131,8 +132,14 @@ def _prepare_inf(*specs: tuple[str, Any, str, bool]):
     return broadcast(**arrays), wrap
 
 
+def _quiet():
+    """numpy's floating-point warnings off: each result is checked (check_finite_result) right after."""
+    return np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
+
+
 def _bandwidth(per, n, agg, per_name):
-    bw = np.minimum(per * n, agg)
+    with _quiet():
+        bw = np.minimum(per * n, agg)
     check_finite_result(per_name, bw, "per-writer bandwidth x writers overflows")
     return bw
 
@@ -153,7 +160,8 @@ def effective_bandwidth_gb_s(per_writer_gb_s, writers, aggregate_gb_s=np.inf):
 
 
 def _minutes(size, bw, name):
-    t = size / bw / 60.0
+    with _quiet():
+        t = size / bw / 60.0
     check_finite_result(name, t, "the transfer time overflows")
     return t
 
@@ -228,7 +236,8 @@ def storage_cost(size_gb, retention, price_per_gb_month, months, copies=1):
     (size, k, price, m, c), wrap = prepare(("size_gb", size_gb, "nonnegative"), ("retention", retention, "count"),
                                            ("price_per_gb_month", price_per_gb_month, "nonnegative"),
                                            ("months", months, "nonnegative"), ("copies", copies, "count"))
-    cost = size * k * c * m * price
+    with _quiet():
+        cost = size * k * c * m * price
     check_finite_result("size_gb", cost, "the storage cost overflows")
     return wrap(cost)
 

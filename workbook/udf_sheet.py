@@ -22,6 +22,7 @@ import re
 from openpyxl import Workbook
 from openpyxl.styles import Font
 from openpyxl.worksheet.formula import ArrayFormula
+from openpyxl.worksheet.worksheet import Worksheet
 
 from . import formulas as F
 from . import style as S
@@ -108,6 +109,20 @@ def _diff(a: str, b: str) -> str:
     return f'=IF(AND(ISNUMBER({a}),ISNUMBER({b})),{a}-{b},"n/a")'
 
 
+def _check_row(ws: Worksheet, row: int, label: str, call: str, plain: str, fmt: str, agree: str, unit: str,
+               func: str) -> None:
+    """One row of a check sheet: the add-in call (B), the workbook's formula (C), their difference, the verdict."""
+    ws.cell(row=row, column=1, value=label)
+    b = ws.cell(row=row, column=2, value=f"={call}")
+    c = ws.cell(row=row, column=3, value=f"={plain}")
+    b.number_format = c.number_format = fmt
+    b.fill = S.KEY_FILL
+    ws.cell(row=row, column=4, value=_diff(f"B{row}", f"C{row}")).number_format = "0.00E+00"
+    ws.cell(row=row, column=5, value=agree)
+    ws.cell(row=row, column=6, value=unit)
+    ws.cell(row=row, column=7, value=func).font = S.NOTE_FONT
+
+
 def add_udf_sheet(wb: Workbook, sheet_name: str = "Add-in check",
                   function_prefix: str = "", host: str = "desktop") -> list[tuple[str, str, str]]:
     """Add the check sheet to a workbook made by :func:`workbook.build_workbook`.
@@ -149,17 +164,9 @@ def add_udf_sheet(wb: Workbook, sheet_name: str = "Add-in check",
     triples: list[tuple[str, str, str]] = []
     row = 6
     for key, label, func, args, plain, unit, fmt in CHECKS:
-        ws.cell(row=row, column=1, value=label)
-        b = ws.cell(row=row, column=2, value=f"={fn}{func}({args})")
-        c = ws.cell(row=row, column=3, value=f"={plain}")
-        b.number_format = c.number_format = fmt
-        b.fill = S.KEY_FILL
-        ws.cell(row=row, column=4, value=_diff(f"B{row}", f"C{row}")).number_format = "0.00E+00"
-        ws.cell(row=row, column=5, value=(
-            f'=IF(ISNUMBER(D{row}),IF(ABS(D{row})<=$B$3*MAX(1,ABS(C{row})),"yes","NO"),'
-            f'"no value in B: add-in not loaded, or see the message in B")'))
-        ws.cell(row=row, column=6, value=currency if unit == "money" else unit)
-        ws.cell(row=row, column=7, value=func).font = S.NOTE_FONT
+        agree = (f'=IF(ISNUMBER(D{row}),IF(ABS(D{row})<=$B$3*MAX(1,ABS(C{row})),"yes","NO"),'
+                 f'"no value in B: add-in not loaded, or see the message in B")')
+        _check_row(ws, row, label, f"{fn}{func}({args})", plain, fmt, agree, currency if unit == "money" else unit, func)
         triples.append((f"B{row}", f"C{row}", key))
         row += 1
 
@@ -298,18 +305,11 @@ def add_setup_udf_sheet(wb: Workbook, sheet_name: str = SETUP_SHEET, function_pr
     currency = _currency(wb)
     triples = []
     for row, (key, label, func, args, plain, unit, fmt) in enumerate(SETUP_CHECKS, start=6):
-        ws.cell(row=row, column=1, value=label)
-        b = ws.cell(row=row, column=2, value=f"={function_prefix}{func}({args})")
-        c = ws.cell(row=row, column=3, value=f"={plain}")
-        b.number_format = c.number_format = fmt
-        b.fill = S.KEY_FILL
-        ws.cell(row=row, column=4, value=_diff(f"B{row}", f"C{row}")).number_format = "0.00E+00"
-        ws.cell(row=row, column=5, value=(
-            f'=IF(C{row}="","not given: the setup has no such figure",IF(ISNUMBER(D{row}),'
-            f'IF(ABS(D{row})<=$B$3*MAX(1,ABS(C{row})),"yes","NO"),'
-            f'"no value in B: add-in not loaded, or see the message in B"))'))
-        ws.cell(row=row, column=6, value=currency if unit == "money" else unit)
-        ws.cell(row=row, column=7, value=func).font = S.NOTE_FONT
+        agree = (f'=IF(C{row}="","not given: the setup has no such figure",IF(ISNUMBER(D{row}),'
+                 f'IF(ABS(D{row})<=$B$3*MAX(1,ABS(C{row})),"yes","NO"),'
+                 f'"no value in B: add-in not loaded, or see the message in B"))')
+        _check_row(ws, row, label, f"{function_prefix}{func}({args})", plain, fmt, agree,
+                   currency if unit == "money" else unit, func)
         triples.append((f"B{row}", f"C{row}", key))
     S.note(ws, 6 + len(SETUP_CHECKS), "Single-level figures: with checkpoint tiers the Storage & recovery sheet's "
            "total is the tiered engine's, which CKPT_DESIGN_COST does not model.", 7)

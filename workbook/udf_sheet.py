@@ -109,6 +109,16 @@ def _diff(a: str, b: str) -> str:
     return f'=IF(AND(ISNUMBER({a}),ISNUMBER({b})),{a}-{b},"n/a")'
 
 
+def _sheet_head(ws: Worksheet) -> None:
+    """A check sheet's tolerance cell (B3) and column headers (row 5)."""
+    ws["A3"] = "Agreement tolerance (relative)"
+    tol = ws["B3"]
+    tol.value = TOLERANCE
+    tol.font, tol.fill, tol.number_format = S.INPUT_FONT, S.INPUT_FILL, "0.0E+00"
+    S.header(ws, 5, ["Quantity", "Add-in (CKPT_ function)", "Workbook formula", "Difference (B - C)", "Agree?",
+                    "Unit", "Function"])
+
+
 def _check_row(ws: Worksheet, row: int, label: str, call: str, plain: str, fmt: str, agree: str, unit: str,
                func: str) -> None:
     """One row of a check sheet: the add-in call (B), the workbook's formula (C), their difference, the verdict."""
@@ -155,12 +165,7 @@ def add_udf_sheet(wb: Workbook, sheet_name: str = "Add-in check",
     currency = _currency(wb)
     fn = function_prefix
     S.title(ws, SHEET_TITLE, HOSTS[host], 7)
-    ws["A3"] = "Agreement tolerance (relative)"
-    tol = ws["B3"]
-    tol.value = TOLERANCE
-    tol.font, tol.fill, tol.number_format = S.INPUT_FONT, S.INPUT_FILL, "0.0E+00"
-    S.header(ws, 5, ["Quantity", "Add-in (CKPT_ function)", "Workbook formula", "Difference (B - C)", "Agree?",
-                    "Unit", "Function"])
+    _sheet_head(ws)
     triples: list[tuple[str, str, str]] = []
     row = 6
     for key, label, func, args, plain, unit, fmt in CHECKS:
@@ -296,12 +301,7 @@ def add_setup_udf_sheet(wb: Workbook, sheet_name: str = SETUP_SHEET, function_pr
     ws = wb.create_sheet(sheet_name, index)
     S.title(ws, SETUP_SHEET_TITLE, HOSTS[host].replace("this workbook's own live formula",
                                                        "the Storage & recovery sheet's live formula"), 7)
-    ws["A3"] = "Agreement tolerance (relative)"
-    tol = ws["B3"]
-    tol.value = TOLERANCE
-    tol.font, tol.fill, tol.number_format = S.INPUT_FONT, S.INPUT_FILL, "0.0E+00"
-    S.header(ws, 5, ["Quantity", "Add-in (CKPT_ function)", "Workbook formula", "Difference (B - C)", "Agree?",
-                    "Unit", "Function"])
+    _sheet_head(ws)
     currency = _currency(wb)
     triples = []
     for row, (key, label, func, args, plain, unit, fmt) in enumerate(SETUP_CHECKS, start=6):

@@ -174,70 +174,45 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
-def _sizes(sc: Scenario, st: Any) -> dict[str, Any]:
-    """Checkpoint size and the single-level save and restore times derived from the setup."""
-    from . import storage
+def _derived(sc: Scenario, st: Any, job_mtbf_h: float | None) -> dict[str, Any]:
+    """What the setup derives for this scenario, through :mod:`engine.setup_table` (one row): the
+    single-level derivation is written once, on columns. None for a figure the setup does not give.
 
-    out: dict[str, Any] = {"checkpoint_size_gb": None, "derived_checkpoint_stall_min": None,
-                           "derived_async_write_min": None, "derived_restore_min": None}
-    if st.parameters_b is None:
-        for name in ("write_gb_s_per_writer", "aggregate_write_gb_s", "d2h_gb_s_per_writer"):
-            if getattr(st, name) is not None:
-                raise InputError(name, getattr(st, name), "needs the checkpoint size: give parameters_b")
-        return out
-    size = float(storage.checkpoint_size_gb(st.parameters_b, st.bytes_per_parameter, st.extra_state_gb))
-    out["checkpoint_size_gb"] = size
-    writers = st.writers or sc.nodes
-    if st.write_gb_s_per_writer is None and st.aggregate_write_gb_s is None:
-        return out
-    per, agg = _bandwidths(st.write_gb_s_per_writer, st.aggregate_write_gb_s, writers)
-    times = storage.save_times(size, writers, per, agg, async_save=st.d2h_gb_s_per_writer is not None,
-                               d2h_gb_s_per_writer=st.d2h_gb_s_per_writer)
-    out["derived_checkpoint_stall_min"], out["derived_async_write_min"] = float(times[0]), float(times[1])
-    rper, ragg = _bandwidths(st.read_gb_s_per_writer if st.read_gb_s_per_writer is not None else st.write_gb_s_per_writer,
-                             st.aggregate_read_gb_s if st.aggregate_read_gb_s is not None else st.aggregate_write_gb_s,
-                             writers)
-    out["derived_restore_min"] = float(storage.restore_time_min(size, writers, rper, ragg))
-    return out
+    A bad setup value raises the first problem, naming the field (not a table row).
+    """
+    import pandas as pd
+
+    from .scenario import RowProblems
+    from .setup_table import setup_columns
+
+    row = {"nodes": sc.nodes, "gpus_per_node": sc.gpus_per_node}
+    row.update({f.name: getattr(st, f.name) for f in SETUP_FIELDS if getattr(st, f.name) is not None})
+    problems = RowProblems(1)
+    cols = setup_columns(pd.DataFrame([row]), job_mtbf_h, problems=problems)
+    if problems.by_row:
+        raise problems.by_row[0][0]
+    return {k: (None if np.isnan(v[0]) else float(v[0])) for k, v in cols.items()}
 
 
 def _bandwidths(per_writer: float | None, aggregate: float | None, writers: int) -> tuple[float, float]:
-    """(per-writer, aggregate) GB/s for :mod:`engine.storage`: a blank aggregate is no shared limit; a
-    blank per-writer figure leaves the aggregate as the only limit (each writer gets its share)."""
-    agg = aggregate if aggregate is not None else math.inf
-    per = per_writer if per_writer is not None else agg / writers
-    return per, agg
+    """(per-writer, aggregate) GB/s of a tier (:func:`engine.setup_table.bandwidth_columns` on one value)."""
+    from .setup_table import bandwidth_columns
+
+    per, agg = bandwidth_columns(np.nan if per_writer is None else per_writer,
+                                 np.nan if aggregate is None else aggregate, writers)
+    return float(per), float(agg)
 
 
-def _restart_parts(sc: Scenario, st: Any, job_mtbf_h: float, derived_restore: float | None,
-                   notes: list[str]) -> tuple[dict[str, float], dict[str, Any]]:
+def _restart_parts(st: Any, derived: dict[str, Any], notes: list[str]) -> tuple[dict[str, float], dict[str, Any]]:
     """The restart pipeline's parts (minutes) and the spare pool's figures; empty if no part is given."""
-    from . import recovery
-
-    spare: dict[str, Any] = {"spares": st.spares or 0, "spare_free_probability": None}
-    given = [p for p in ("detection_min", "reallocation_min", "startup_min", "init_min", "init_per_1000_nodes_min",
-                         "load_min", "warmup_min") if getattr(st, p) is not None]
-    if st.repair_h is None and st.spares:
-        raise InputError("spares", st.spares, "needs repair_h: how long a failed node takes to come back")
-    if not given and st.repair_h is None:
+    spare: dict[str, Any] = {"spares": st.spares or 0, "spare_free_probability": derived["spare_free_probability"]}
+    if derived["restart_pipeline_min"] is None:
         return {}, spare
-    parts = {p: float(getattr(st, p) or 0.0) for p in PARTS}
-    parts["init_min"] = float(recovery.communicator_init_min(sc.nodes, st.init_min or 0.0,
-                                                             st.init_per_1000_nodes_min or 0.0))
-    if st.load_min is None and derived_restore is not None:
-        parts["load_min"] = derived_restore
-    if st.repair_h is not None:
+    parts = {p: derived[f"part_{p}"] or 0.0 for p in PARTS}
+    if st.reallocation_min is not None and derived["pool_reallocation_min"] is not None:
         share = st.replacement_share if st.replacement_share is not None else 1.0
-        rate = share / job_mtbf_h
-        spares = st.spares or 0
-        spare["spare_free_probability"] = float(recovery.spare_free_probability(rate, st.repair_h, spares))
-        # a failure waits for a node only when it needs one replaced: the mean per failure is the share of those
-        from_pool = share * float(recovery.expected_reallocation_min(rate, st.repair_h, spares, st.swap_min or 0.0))
-        if st.reallocation_min is not None:
-            notes.append(f"reallocation_min = {st.reallocation_min:g} is stated: it overrides the spare pool's "
-                         f"expected {from_pool:.3g} min")
-        else:
-            parts["reallocation_min"] = from_pool
+        notes.append(f"reallocation_min = {st.reallocation_min:g} is stated: it overrides the spare pool's "
+                     f"expected {share * derived['pool_reallocation_min']:.3g} min")
     return parts, spare
 
 
@@ -264,7 +239,9 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
     if not isinstance(st, RecoverySetup):
         raise InputError("setup", type(st).__name__, "must be a RecoverySetup")
     notes: list[str] = []
-    sizes = _sizes(scenario, st)
+    # the spare pool needs the job's failure rate (the stall and restart do not change it)
+    job_mtbf_h = float(evaluate(scenario).iloc[0]["job_mtbf_h"]) if st.repair_h is not None else None
+    sizes = _derived(scenario, st, job_mtbf_h)
     changes: dict[str, Any] = {}
     for name, key in (("checkpoint_stall_min", "derived_checkpoint_stall_min"),
                       ("async_write_min", "derived_async_write_min")):
@@ -278,7 +255,7 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
             changes[name] = derived
     base = scenario.replace(**changes) if changes else scenario
     row = evaluate(base).iloc[0]
-    parts, spare = _restart_parts(base, st, float(row["job_mtbf_h"]), sizes["derived_restore_min"], notes)
+    parts, spare = _restart_parts(st, sizes, notes)
     if parts:
         pipeline = sum(parts.values())
         if "restart_min" in st.stated:

@@ -151,12 +151,14 @@ class SetupPlan:
     tiers: tuple[dict[str, Any], ...] = ()
     restart_parts_min: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()   # where the plan leaves its model's range (engine.validity)
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.figures)
         out["tiers"] = [dict(t) for t in self.tiers]
         out["restart_parts_min"] = dict(self.restart_parts_min)
         out["notes"] = list(self.notes)
+        out["warnings"] = list(self.warnings)
         return _finite(out)
 
 
@@ -192,15 +194,6 @@ def _derived(sc: Scenario, st: Any, job_mtbf_h: float | None) -> dict[str, Any]:
     if problems.by_row:
         raise problems.by_row[0][0]
     return {k: (None if np.isnan(v[0]) else float(v[0])) for k, v in cols.items()}
-
-
-def _bandwidths(per_writer: float | None, aggregate: float | None, writers: int) -> tuple[float, float]:
-    """(per-writer, aggregate) GB/s of a tier (:func:`engine.setup_table.bandwidth_columns` on one value)."""
-    from .setup_table import bandwidth_columns
-
-    per, agg = bandwidth_columns(np.nan if per_writer is None else per_writer,
-                                 np.nan if aggregate is None else aggregate, writers)
-    return float(per), float(agg)
 
 
 def _restart_parts(st: Any, derived: dict[str, Any], notes: list[str]) -> tuple[dict[str, float], dict[str, Any]]:
@@ -272,7 +265,7 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
     wall_h = figures["wall_h"]
     price = base.price_per_gpu_hour
     months = float(months_from_hours(wall_h))
-    for t in tiers:
+    for t in (tiers if not st.tiers else ()):   # a tiered plan's bills come with its tiers
         size = sizes["checkpoint_size_gb"]
         if t["price_per_gb_month"] and size is None:
             raise InputError(f"tiers ({t['name']}).price_per_gb_month", t["price_per_gb_month"],
@@ -299,7 +292,26 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
         "cost_per_useful_gpu_hour": total / useful_gpu_h, "currency": base.currency,
     })
     figures.update(_best_spares(base, st, parts, figures, notes, tiered=bool(st.tiers)))
-    return SetupPlan(base, row, figures, tuple(tiers), parts, tuple(notes))
+    row = row.copy()   # a stall derived from the real checkpoint size was not measured on a small model
+    row["stall_derived"] = float("checkpoint_stall_min" in changes if not st.tiers else (
+        sizes["checkpoint_size_gb"] is not None and st.tiers[0].get("checkpoint_stall_min") is None))
+    return SetupPlan(base, row, figures, tuple(tiers), parts, tuple(notes), _warnings(row, figures, bool(st.tiers)))
+
+
+def _warnings(row: Any, figures: dict[str, Any], tiered: bool) -> tuple[str, ...]:
+    """:func:`engine.validity.model_warnings` of the plan: a tiered plan's checks see its tiered figures
+    (the first tier's interval and stall, the tiered waste and failures), as a tiered batch row does."""
+    from .tiers_table import SINGLE_LEVEL_ONLY
+    from .validity import model_warnings
+
+    check = row.copy()
+    if tiered:
+        for c in SINGLE_LEVEL_ONLY:
+            check[c] = math.nan
+        check["chosen_interval_min"] = figures["interval_min"]
+        for c in ("waste_fraction", "expected_failures", "checkpoint_stall_min"):
+            check[c] = figures[c]
+    return tuple(model_warnings(check.to_frame().T)[0])
 
 
 def _best_spares(base: Scenario, st: Any, parts: dict[str, float], figures: dict[str, Any],
@@ -350,56 +362,15 @@ def _single(base: Scenario, st: Any, row: Any, sizes: dict[str, Any],
     return figures, [tier]
 
 
-def _tier_times(t: dict, size: float | None, writers: int, name: str) -> tuple[float, float]:
-    from . import storage
-
-    def need(key: str) -> Any:
-        if size is None:
-            raise InputError(f"tiers ({name}).{key}", None, "give it, or give parameters_b and the tier's bandwidths "
-                             "so that it can be derived")
-        return size
-
-    if t.get("checkpoint_stall_min") is not None:
-        stall = t["checkpoint_stall_min"]
-    elif t.get("write_gb_s_per_writer") is not None or t.get("aggregate_write_gb_s") is not None:
-        per, agg = _bandwidths(t.get("write_gb_s_per_writer"), t.get("aggregate_write_gb_s"), writers)
-        stall = float(storage.save_times(need("checkpoint_stall_min"), writers, per, agg)[0])
-    else:
-        need("checkpoint_stall_min")
-        raise InputError(f"tiers ({name}).checkpoint_stall_min", None, "give it, or the tier's write bandwidth")
-    if t.get("restore_min") is not None:
-        restore = t["restore_min"]
-    else:
-        rper = t.get("read_gb_s_per_writer", t.get("write_gb_s_per_writer"))
-        ragg = t.get("aggregate_read_gb_s", t.get("aggregate_write_gb_s"))
-        if rper is None and ragg is None:
-            raise InputError(f"tiers ({name}).restore_min", None, "give it, or the tier's read or write bandwidth")
-        per, agg = _bandwidths(rper, ragg, writers)
-        restore = float(storage.restore_time_min(need("restore_min"), writers, per, agg))
-    return stall, restore
-
-
 def _tiered(base: Scenario, st: Any, row: Any, parts: dict[str, float], sizes: dict[str, Any],
             notes: list[str]) -> tuple[dict[str, Any], list[dict]]:
-    """A multi-level plan: the tiers' exact expectation at the numeric optimum (engine.tiers)."""
+    """A multi-level plan: the tiers' exact expectation at the numeric optimum, through
+    :func:`engine.tiers_table.tiered_columns` on one row (the batch's tiered columns are the same code)."""
     from . import tiers as tiers_mod
+    from .tiers_table import tier_design, tiered_columns
 
-    writers = st.writers or base.nodes
+    design = tier_design(st.tiers, st.failure_classes)
     size = sizes["checkpoint_size_gb"]
-    resolved = []
-    for i, t in enumerate(st.tiers):
-        name = str(t.get("name", f"tier {i + 1}"))
-        stall, restore = _tier_times(t, size, writers, name)
-        resolved.append({"name": name, "checkpoint_stall_min": stall, "restore_min": restore,
-                         "every": t.get("every", 1), "survives": tuple(t.get("survives", ())),
-                         "retention": t.get("retention", 1), "price_per_gb_month": t.get("price_per_gb_month", 0.0),
-                         "copies": t.get("copies", 1)})
-    for i, t in enumerate(resolved):
-        _check_number(f"tiers ({t['name']}).copies", t["copies"], "count")
-    tier_objs = tiers_mod.tiers_from_dicts([{k: v for k, v in t.items() if k != "copies"} for t in resolved])
-    classes = st.failure_classes
-    tiers_mod.check_design(tier_objs, classes)
-    M = float(row["job_mtbf_h"]) * 60.0
     # the restart without its load: each class adds the load from the tier it restores from
     other = (sum(v for k, v in parts.items() if k != "load_min") if parts else float(base.restart_min))
     if not parts:
@@ -408,56 +379,34 @@ def _tiered(base: Scenario, st: Any, row: Any, parts: dict[str, float], sizes: d
     if "restart_min" in st.stated and parts:
         other = float(base.restart_min)
     W, s = float(base.async_write_min), float(base.async_slowdown_fraction)
-    if base.interval_min is not None:
-        T = float(base.interval_min)
-    else:
-        T = _best_interval(M, other, W, s, tier_objs, classes)
-    wpw = float(tiers_mod.tiered_wall_per_work(T, M, other, W, s, tiers=tier_objs, classes=classes))
-    useful = float(base.useful_training_h)
-    split = tiers_mod.tiered_breakdown(useful * 60.0, T, M, other, W, s, tiers=tier_objs, classes=classes)
-    wall_h = useful * wpw
-    gpus = float(row["gpus"])
-    shares = {c: float(v) for c, v in classes.items()}
-    rec = tiers_mod.recovery_tier(tier_objs, classes)
-    mean_restart = sum(shares[c] * (other + next(t["restore_min"] for t in resolved if t["name"] == rec[c]))
-                       for c in shares)
+    cols = tiered_columns(design, size_gb=math.nan if size is None else size, writers=st.writers or base.nodes,
+                          job_mtbf_h=float(row["job_mtbf_h"]), restart_other_min=other, async_write_min=W,
+                          async_slowdown_fraction=s,
+                          interval_min=math.nan if base.interval_min is None else float(base.interval_min),
+                          useful_training_h=float(base.useful_training_h), gpus=float(row["gpus"]),
+                          price_per_gpu_hour=float(base.price_per_gpu_hour))
+    v = {k: float(a[0]) for k, a in cols.items()}
+    T = v["chosen_interval_min"]
     figures = {
-        "name": base.name, "job_mtbf_h": float(row["job_mtbf_h"]), "checkpoint_stall_min": resolved[0]["checkpoint_stall_min"],
-        "async_write_min": W, "interval_min": T, "waste_fraction": 1.0 - 1.0 / wpw, "wall_h": wall_h,
-        "useful_h": useful, "save_h": float(split["save"]) / 60.0, "rework_h": float(split["rework"]) / 60.0,
-        "restart_h": float(split["restart"]) / 60.0, "gpus": gpus, "goodput": 1.0 / wpw,
-        "expected_failures": float(split["failures"]), "restart_min": mean_restart,
-        "p_finish_by_deadline": _tiered_deadline(base, T, M, other, W, s, tier_objs, classes),
+        "name": base.name, "job_mtbf_h": float(row["job_mtbf_h"]), "checkpoint_stall_min": v["tier1_checkpoint_stall_min"],
+        "async_write_min": W, "interval_min": T, "waste_fraction": v["waste_fraction"], "wall_h": v["wall_h"],
+        "useful_h": v["useful_h"], "save_h": v["save_h"], "rework_h": v["rework_h"], "restart_h": v["restart_h"],
+        "gpus": v["gpus"], "goodput": v["goodput"], "expected_failures": v["expected_failures"],
+        "restart_min": v["mean_restart_min"],
     }
-    for t, obj in zip(resolved, tier_objs):
-        t["every"] = int(obj.every)
-        t["interval_min"] = T * int(obj.every)
-        t["restart_min"] = other + t["restore_min"]
-        t["survives"] = list(t["survives"])
-    return figures, resolved
-
-
-def _best_interval(M: float, R: float, W: float, s: float, tier_objs: Any, classes: Mapping[str, float]) -> float:
-    """The first tier's compute interval minimising the tiered expectation for the tiers' own ``every``.
-
-    A bounded search in log T (scipy's Brent) between the largest of the write constraint and
-    1e-6 M and 10 M, started from the first tier's first-order interval.
-    """
-    from scipy.optimize import minimize_scalar
-
-    from . import tiers as tiers_mod
-
-    lo = max(M * 1e-6, W * (1.0 - s) * (1.0 + 1e-9))
-    hi = max(M * 10.0, lo * 10.0)
-
-    def f(log_t: float) -> float:
-        try:
-            return float(tiers_mod.tiered_wall_per_work(math.exp(log_t), M, R, W, s, tiers=tier_objs, classes=classes))
-        except InputError:  # the expectation overflows this far out: never the optimum
-            return math.inf
-
-    res = minimize_scalar(f, bounds=(math.log(lo), math.log(hi)), method="bounded", options={"xatol": 1e-10})
-    return float(math.exp(res.x))
+    tiers = []
+    for i, t in enumerate(design.tiers):
+        k = f"tier{i + 1}_"
+        tiers.append({"name": t["name"], "checkpoint_stall_min": v[k + "checkpoint_stall_min"],
+                      "restore_min": v[k + "restore_min"], "every": int(t["every"]), "survives": list(t["survives"]),
+                      "retention": t["retention"], "price_per_gb_month": t["price_per_gb_month"], "copies": t["copies"],
+                      "interval_min": v[k + "interval_min"], "restart_min": v[k + "restart_min"],
+                      "storage_cost": v[k + "storage_cost"]})
+    tier_objs = [tiers_mod.Tier(t["name"], t["checkpoint_stall_min"], t["restore_min"], t["every"], tuple(t["survives"]))
+                 for t in tiers]
+    figures["p_finish_by_deadline"] = _tiered_deadline(base, T, float(row["job_mtbf_h"]) * 60.0, other, W, s, tier_objs,
+                                                       design.classes)
+    return figures, tiers
 
 
 def _tiered_deadline(base: Scenario, T: float, M: float, R: float, W: float, s: float, tier_objs: Any,

@@ -66,9 +66,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ._inputs import InputError
-from .tiers import _label, _log_wpw, _prepare, _raise_overflow, _Rows
+from .tiers import _label, _log_wpw, _prepare, _raise_overflow, _ratios, _Rows
 
-__all__ = ["MAX_EVERY", "first_order_tier_intervals", "optimal_tier_intervals"]
+__all__ = ["MAX_EVERY", "best_first_interval", "first_order_tier_intervals", "optimal_tier_intervals"]
 
 #: the largest ``every`` a designed tier gets (a tier no failure is restored from gets exactly this)
 MAX_EVERY = 1000
@@ -330,3 +330,46 @@ def optimal_tier_intervals(M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any
     out["first_order_waste_fraction"] = wrap(-np.expm1(-st["f_fo"]).reshape(shape))
     return out
 
+
+
+def _polish(rows: _Rows, ratios: list, x, fx):
+    """The search's best log T polished to a 1e-9 bracket, and the write constraint tried exactly: (T, objective)."""
+    with np.errstate(divide="ignore"):
+        floor = np.log(rows.W * (1.0 - rows.s))
+        lo = np.maximum(x - _POLISH_HALF, floor)
+        px, pf = _golden(_objective(rows, ratios), lo, np.maximum(x + _POLISH_HALF, lo), _POLISH_ITERS)
+    better = pf < fx
+    x, fx = np.where(better, px, x), np.where(better, pf, fx)
+    T = np.exp(x)
+    near = np.flatnonzero(x - floor < 1e-6)
+    if near.size:   # an optimum at the write constraint: the search only approaches it
+        f_floor = _log_wpw(rows.W[near] * (1.0 - rows.s[near]), rows.take(near), [r[near] for r in ratios])
+        win = f_floor <= fx[near]
+        T[near[win]], fx[near[win]] = rows.W[near[win]] * (1.0 - rows.s[near[win]]), f_floor[win]
+    return T, fx
+
+
+def best_first_interval(M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any], classes: Mapping[str, Any]):
+    """The first tier's compute interval ``T`` minimising the exact expected wall time, the tiers' own ``every`` kept.
+
+    What a plan whose tiers state their ``every`` uses (:func:`engine.setup.plan_setup`, the tiered batch
+    columns of :mod:`engine.tiers_table`): the search of :func:`optimal_tier_intervals` over ``log T``
+    only (bracket around the first-order ``T`` for these everies, widened at an edge, polished to a
+    1e-9 bracket; an optimum at the write constraint returned exactly at ``W (1 - slowdown)``).
+    Vectorised over rows (every numeric input, the tiers' stalls and restores included). Returns ``T``
+    (the caller's kind). Raises :class:`InputError` on ``M`` when even the optimum's wall time overflows.
+    """
+    tiers, _, f, rows, shape, wrap = _prepare(tiers, classes, [("M", M, "positive"), ("R", R, "nonnegative"),
+                                                              ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction")])
+    ratios = _ratios(rows.every)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        zero = (_guess(rows, ratios) <= 0) & (rows.W * (1.0 - rows.s) <= 0)
+    if np.any(zero):
+        k = int(np.argmax(zero))
+        raise InputError(f"{_label(0, tiers[0])}.checkpoint_stall_min", float(rows.stalls[0][k]),
+                         "the tiers cost nothing per save (no stall, no asynchronous write): the best interval is 0, "
+                         "i.e. save continuously, which cannot be planned; give the measured stalls")
+    x, fx = _search(rows, ratios)
+    T, fx = _polish(rows, ratios, x, fx)
+    _raise_overflow(fx, f["M"], shape, "wall time per unit of work at the optimum")
+    return wrap(T.reshape(shape))

@@ -25,6 +25,10 @@ Thresholds (module constants) are judgement calls, stated with each check:
 * ``stall_from_a_small_model``: a blocking stall under :data:`TINY_STALL_MIN` min (0.6 s) for a
   job of :data:`TINY_STALL_GPUS` GPUs or more: no real checkpoint of a model that needs that many
   GPUs saves that fast; the figure was probably measured on a small model (``ckptplan probe``).
+  Not raised for a stall derived from the real checkpoint size and bandwidth (a ``stall_derived``
+  column > 0, as :func:`engine.setup.plan_setup` and a batch with setup columns give it): that one
+  was not measured at all. The workbook's Plan sheet states its stall, so its Excel form has no
+  such cell.
 """
 
 from __future__ import annotations
@@ -94,7 +98,8 @@ CHECKS: tuple[ValidityCheck, ...] = (
         "each write is durable before the next save"),
     ValidityCheck(
         "stall_from_a_small_model",
-        lambda r: (r["checkpoint_stall_min"] + r["async_write_min"] < TINY_STALL_MIN) & (r["gpus"] >= TINY_STALL_GPUS),
+        lambda r: (r["checkpoint_stall_min"] + r["async_write_min"] < TINY_STALL_MIN) & (r["gpus"] >= TINY_STALL_GPUS)
+        & ~(r["stall_derived"] > 0),
         f"AND({{checkpoint_stall_min}}+{{async_write_min}}<{TINY_STALL_MIN},{{gpus}}>={TINY_STALL_GPUS})",
         f"a save under {TINY_STALL_MIN * 60:g} s for a job of {TINY_STALL_GPUS}+ GPUs: was the stall measured on a "
         "small model (ckptplan probe)? Measure it on the real checkpoint size"),
@@ -131,7 +136,7 @@ def warnings_text(results: pd.DataFrame | Mapping[str, Any], keys: bool = False)
 def _needed() -> tuple[str, ...]:
     return ("chosen_interval_min", "job_mtbf_h", "expected_failures", "useful_training_h", "waste_fraction",
             "effective_stall_min", "async_write_min", "async_slowdown_fraction", "exact_interval_min",
-            "checkpoint_stall_min", "gpus", "deadline_h", "deadline_approximation_ok")
+            "checkpoint_stall_min", "gpus", "deadline_h", "deadline_approximation_ok", "stall_derived")
 
 
 def _column(results: Any, key: str) -> np.ndarray:

@@ -22,7 +22,7 @@ from ckptplan.engine import setup_table as T
 from ckptplan.engine.errors import InputError
 from ckptplan.engine.fields import FIELD_BY_NAME, SETUP_FIELDS
 from ckptplan.engine.scenario import RowProblems, Scenario
-from ckptplan.engine.setup import DERIVED, PARTS, RecoverySetup, _bandwidths, plan_setup
+from ckptplan.engine.setup import DERIVED, PARTS, RecoverySetup, plan_setup
 
 REL = 1e-12
 SCENARIO_KEYS = ("checkpoint_stall_min", "async_write_min", "async_slowdown_fraction", "restart_min", "node_mtbf_h",
@@ -205,7 +205,9 @@ def test_bandwidth_columns_is_plan_setups_rule(per, agg):
     if per is None and agg is None:
         assert np.isnan(per_c)
         return
-    assert (float(per_c), float(agg_c)) == _bandwidths(per, agg, 16)
+    # the rule written out: no aggregate is no shared limit; no per-writer figure shares the aggregate
+    want = {(None, 50.0): (50.0 / 16, 50.0), (2.0, None): (2.0, math.inf), (2.0, 50.0): (2.0, 50.0)}[(per, agg)]
+    assert (float(per_c), float(agg_c)) == want
 
 
 def test_a_table_of_100000_rows_runs_on_whole_columns():

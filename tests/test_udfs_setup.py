@@ -28,7 +28,7 @@ from ckptplan import engine, files, workbook
 from ckptplan.engine import recovery, storage
 from ckptplan.engine.fields import lookup
 from ckptplan.engine.scenario import Scenario
-from ckptplan.engine.setup import RecoverySetup, _bandwidths, plan_setup
+from ckptplan.engine.setup import RecoverySetup, plan_setup
 from ckptplan.engine.tiers import Tier
 from ckptplan.engine.tiers_optimum import first_order_tier_intervals
 from ckptplan.workbook import lite as L
@@ -56,7 +56,8 @@ def test_save_and_restore_times_are_the_engines(per, agg, d2h):
                                                  "needs a bandwidth) (got a blank cell)")
         assert S.CKPT_RESTORE_MIN(size, n, per, agg).startswith("#CKPT! read_gb_s_per_writer: give it or aggregate")
         return
-    p, a = _bandwidths(per, agg, n)
+    p = per if per is not None else agg / n          # no per-writer figure: the writers share the aggregate
+    a = agg if agg is not None else math.inf          # no aggregate: no shared limit
     want = storage.save_times(size, n, p, a, async_save=d2h is not None, d2h_gb_s_per_writer=d2h)
     assert S.CKPT_SAVE_STALL_MIN(size, n, per, agg, d2h) == want[0]
     assert S.CKPT_ASYNC_WRITE_MIN(size, n, per, agg, d2h) == want[1]

@@ -1,0 +1,346 @@
+"""Checkpoint tiers on table rows: the tiered plan of :func:`engine.setup.plan_setup` for many scenarios at once.
+
+A tier design (``[[tiers]]`` and ``[failure_classes]``, :mod:`engine.tiers`) is a pair of tables, not
+columns: it applies to every row of a scenario table (``ckptplan batch --template`` takes it from
+the base scenario; :func:`engine.batch.evaluate_rows` as ``tiers=`` and ``failure_classes=``). Each
+row keeps its own numbers: a tier's save and restore times are the ones the tier states, or derived
+per row from the row's checkpoint size and writers with the tier's bandwidths
+(:func:`engine.setup_table.save_columns`, :func:`~engine.setup_table.restore_column`), so "host
+memory at 25 GB/s per node" stalls a 1,024-node row longer than a 2,048-node one.
+
+Per row, the rules of ``plan_setup`` (which plans its one scenario through this module):
+
+* the restart without the checkpoint load, ``R'``: the restart pipeline's other parts (detection,
+  reallocation, start-up, initialisation, warm-up) when the row's setup gives a pipeline and the
+  row does not state ``restart_min``; else ``restart_min`` (then taken as the restart without the
+  load). A failure of class ``j`` restarts in ``R' + restore_min`` of the first tier surviving it;
+* the first tier's compute interval ``T``: the row's ``interval_min`` when given, else the exact
+  model's optimum for the tiers' own ``every`` (:func:`engine.tiers_optimum.best_first_interval`);
+* the wall time ``useful x`` :func:`engine.tiers.tiered_wall_per_work`, its split
+  (:func:`engine.tiers.tiered_breakdown`), the compute money by category at the row's GPUs and
+  price, and each tier's storage bill ``size x retention x copies x months x price per GB-month``
+  over the wall time's months (:func:`engine.storage.storage_cost`; 0 without a checkpoint size).
+
+Output (:func:`tiered_columns`; minutes, hours, GPU-hours, money in the row's currency):
+``chosen_interval_min`` (= ``T``), ``waste_fraction``, ``expected_failures``, ``wall_h``,
+``useful_h``, ``save_h``, ``rework_h``, ``restart_h``, ``goodput``, ``gpus``, the GPU-hours and
+compute money by category as :func:`engine.evaluate` names them (``total_cost`` is the compute
+money), ``cost_per_useful_gpu_hour`` (compute money per useful GPU-hour), ``mean_restart_min``
+(per failure, over the classes), ``storage_cost`` (all tiers) and per tier ``i`` (1-based, in the
+design's order) :data:`TIER_COLUMNS`: ``tier{i}_every``, ``tier{i}_interval_min``,
+``tier{i}_checkpoint_stall_min``, ``tier{i}_restore_min``, ``tier{i}_restart_min``,
+``tier{i}_storage_cost``. Tier names are in :attr:`TierDesign.names` (and the batch's ``tier{i}_name``).
+
+Validity: :mod:`engine.tiers`' assumptions (nested tiers, Poisson failures split into independent
+classes, tiers that do not fail on their own); the single-level models' other figures (Young's and
+Daly's intervals, the analytic deadline answer) describe a plan the job does not follow and are not
+given for tiered rows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from .errors import InputError
+
+__all__ = ["SINGLE_LEVEL_ONLY", "TIER_COLUMNS", "TIERED_COLUMNS", "TierDesign", "tier_columns", "tier_design", "tier_times",
+           "tiered_columns"]
+
+#: per-tier output columns, ``tier{i}_<name>`` (i = 1, 2, ...)
+TIER_COLUMNS = ("every", "interval_min", "checkpoint_stall_min", "restore_min", "restart_min", "storage_cost")
+#: the plan's columns of a tiered row, besides the per-tier ones
+TIERED_COLUMNS = ("chosen_interval_min", "waste_fraction", "expected_failures", "wall_h", "useful_h", "save_h",
+                  "rework_h", "restart_h", "gpus", "total_gpu_hours", "total_cost", "useful_gpu_hours", "useful_cost",
+                  "save_gpu_hours", "save_cost", "rework_gpu_hours", "rework_cost", "restart_gpu_hours",
+                  "restart_cost", "goodput", "cost_per_useful_gpu_hour", "mean_restart_min", "storage_cost")
+#: single-level figures a tiered row does not have: they describe a plan its job does not follow
+SINGLE_LEVEL_ONLY = ("effective_stall_min", "young_interval_min", "daly_interval_min", "exact_interval_min",
+                     "first_order_waste", "young_min_waste", "waste_fraction_at_optimum", "waste_fraction_at_young",
+                     "waste_fraction_at_daly", "p_finish_by_deadline", "wall_h_p50", "wall_h_p90", "wall_h_p99",
+                     "deadline_approximation_ok")
+_CATEGORIES = ("useful", "save", "rework", "restart")
+_BANDWIDTHS = ("write_gb_s_per_writer", "aggregate_write_gb_s", "read_gb_s_per_writer", "aggregate_read_gb_s")
+
+
+@dataclass(frozen=True)
+class TierDesign:
+    """A validated tier design: ``tiers`` (dicts with every key of :data:`engine.setup.TIER_KEYS`, absent
+    ones None, defaults applied to ``every``/``retention``/``copies``/``price_per_gb_month``) and
+    ``classes`` (failure class -> share of job failures)."""
+
+    tiers: tuple
+    classes: dict
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(t["name"] for t in self.tiers)
+
+    def label(self, i: int) -> str:
+        return f"tiers ({self.tiers[i]['name']})"
+
+
+def tier_columns(m: int) -> tuple[str, ...]:
+    """The per-tier column names of a design of ``m`` tiers, tier by tier."""
+    return tuple(f"tier{i + 1}_{c}" for i in range(m) for c in TIER_COLUMNS)
+
+
+def _number(label: str, value: Any, rule: str) -> Any:
+    from .setup import _check_number
+
+    return _check_number(label, value, rule)
+
+
+def tier_design(tiers: Any, failure_classes: Any) -> TierDesign:
+    """Validate a design once, for every row: raises :class:`InputError` naming the tier and field.
+
+    Each tier needs ``name``, ``every`` and ``survives``, and for its save (restore) time either the
+    time or a write (read or write) bandwidth to derive it from; bandwidths must be > 0, ``every``
+    and ``retention`` and ``copies`` whole and >= 1, prices >= 0; then the rules of
+    :func:`engine.tiers.check_design` (nested everies, every class survived by some tier, shares
+    summing to 1, ...).
+    """
+    from .setup import TIER_KEYS
+    from .tiers import check_design
+
+    if tiers is None or failure_classes is None:
+        raise InputError("failure_classes" if tiers is not None else "tiers", None,
+                         "tiers and failure classes come together: give both, or neither")
+    if isinstance(tiers, (str, bytes, Mapping)) or not hasattr(tiers, "__iter__"):
+        raise InputError("tiers", tiers, "must be a list of tier tables")
+    out = []
+    for i, t in enumerate(tiers):
+        if not isinstance(t, Mapping):
+            raise InputError(f"tiers[{i}]", t, "must be a table with name, every and survives")
+        label = f"tiers ({t.get('name', i + 1)})"
+        unknown = sorted(str(k) for k in set(t) - set(TIER_KEYS))
+        if unknown:
+            raise InputError(label, ", ".join(unknown), f"unknown key; a tier holds {', '.join(TIER_KEYS)}")
+        missing = [k for k in ("name", "every", "survives") if k not in t]
+        if missing:
+            raise InputError(label, ", ".join(missing), "missing: a tier needs name, every and survives")
+        d = {k: t.get(k) for k in TIER_KEYS}
+        for k in ("checkpoint_stall_min", "restore_min"):
+            d[k] = _number(f"{label}.{k}", d[k], "nonnegative")
+        for k in _BANDWIDTHS:
+            d[k] = _number(f"{label}.{k}", d[k], "positive")
+        d["every"] = _number(f"{label}.every", d["every"], "count")
+        d["retention"] = _number(f"{label}.retention", 1 if d["retention"] is None else d["retention"], "count")
+        d["copies"] = _number(f"{label}.copies", 1 if d["copies"] is None else d["copies"], "count")
+        d["price_per_gb_month"] = _number(f"{label}.price_per_gb_month", d["price_per_gb_month"] or 0.0, "nonnegative")
+        if d["checkpoint_stall_min"] is None and d["write_gb_s_per_writer"] is None and d["aggregate_write_gb_s"] is None:
+            raise InputError(f"{label}.checkpoint_stall_min", None, "give it, or the tier's write bandwidth "
+                             "(write_gb_s_per_writer or aggregate_write_gb_s) with parameters_b")
+        if d["restore_min"] is None and not any(d[k] is not None for k in _BANDWIDTHS):
+            raise InputError(f"{label}.restore_min", None, "give it, or the tier's read or write bandwidth "
+                             "with parameters_b")
+        survives = d["survives"]
+        d["survives"] = (survives,) if isinstance(survives, str) else tuple(survives) if isinstance(
+            survives, (list, tuple)) else survives
+        out.append(d)
+    # the structure (names, nested everies, classes): the times are per row, checked there
+    check_design([{**_structure(d), "checkpoint_stall_min": 0.0, "restore_min": 0.0} for d in out], failure_classes)
+    return TierDesign(tuple(out), {str(c): float(v) for c, v in failure_classes.items()})
+
+
+def _structure(d: Mapping[str, Any]) -> dict[str, Any]:
+    return {"name": d["name"], "every": d["every"], "survives": d["survives"], "retention": d["retention"],
+            "price_per_gb_month": d["price_per_gb_month"]}
+
+
+def tier_times(design: TierDesign, size_gb: Any, writers: Any, *, problems: Any = None,
+               rows: Any = None) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Each tier's save stall and restore time in minutes per row: (stalls, restores), lists of arrays.
+
+    A stated time is that time; else :func:`engine.setup_table.save_columns` (a synchronous write: the
+    tiers' stalls) and :func:`~engine.setup_table.restore_column` of the row's ``size_gb`` with the
+    tier's bandwidths (reads default to the tier's write bandwidths). A row without a checkpoint size
+    (NaN) cannot derive them: NaN, and with ``problems`` (an :class:`engine.scenario.RowProblems` over
+    the positions ``rows``, default all) a problem naming the tier and field.
+    """
+    from .setup_table import _isolated, restore_column, save_columns
+
+    size, n_writers = (a.reshape(-1) for a in np.broadcast_arrays(np.atleast_1d(np.asarray(size_gb, dtype=np.float64)),
+                                                                   np.atleast_1d(np.asarray(writers, dtype=np.float64))))
+    n = size.size
+    at = np.arange(n) if rows is None else np.asarray(rows)
+    nan = np.full(n, np.nan)
+    stalls, restores = [], []
+    for i, t in enumerate(design.tiers):
+        label = design.label(i)
+        for key, out in (("checkpoint_stall_min", stalls), ("restore_min", restores)):
+            if t[key] is not None:
+                out.append(np.full(n, float(t[key])))
+                continue
+            if key == "checkpoint_stall_min":
+                per, agg = t["write_gb_s_per_writer"], t["aggregate_write_gb_s"]
+            else:
+                per = t["read_gb_s_per_writer"] if t["read_gb_s_per_writer"] is not None else t["write_gb_s_per_writer"]
+                agg = t["aggregate_read_gb_s"] if t["aggregate_read_gb_s"] is not None else t["aggregate_write_gb_s"]
+            per_, agg_ = (np.nan if per is None else per), (np.nan if agg is None else agg)
+            sized = np.flatnonzero(~np.isnan(size))
+            values = nan.copy()
+            if problems is not None:
+                lonely = np.flatnonzero(np.isnan(size))
+                if lonely.size:
+                    problems.add(at[lonely], lambda _p, lab=label, k=key: InputError(
+                        f"{lab}.{k}", None, "give it in the tier, or give parameters_b (the checkpoint size) so that "
+                        "it is derived from the tier's bandwidths"))
+            if sized.size:
+                if key == "checkpoint_stall_min":
+                    def compute(r: np.ndarray, per_=per_, agg_=agg_) -> tuple:
+                        return (save_columns(size[r], n_writers[r], per_, agg_, np.nan)[0],)
+                else:
+                    def compute(r: np.ndarray, per_=per_, agg_=agg_) -> tuple:
+                        return (restore_column(size[r], n_writers[r], per_, agg_),)
+                sink = problems if problems is not None else _Sink()
+                (got,) = _isolated(_Shifted(sink, at), sized, compute, 1)
+                values[sized] = got
+            out.append(values)
+    return stalls, restores
+
+
+class _Sink:
+    """Problems nobody asked for: the first one is raised."""
+
+    def add(self, rows: Any, make: Any) -> None:
+        err = make(int(rows[0]))
+        raise err if isinstance(err, Exception) else InputError("tiers", None, str(err))
+
+
+class _Shifted:
+    """A problems recorder seen through a map of positions (local position -> the recorder's position)."""
+
+    def __init__(self, problems: Any, at: np.ndarray):
+        self.problems, self.at = problems, at
+
+    def add(self, rows: Any, make: Any) -> None:
+        self.problems.add(self.at[np.asarray(rows, dtype=np.int64)], make)
+
+
+def tiered_columns(design: TierDesign, *, size_gb: Any, writers: Any, job_mtbf_h: Any, restart_other_min: Any,
+                   async_write_min: Any, async_slowdown_fraction: Any, interval_min: Any, useful_training_h: Any,
+                   gpus: Any, price_per_gpu_hour: Any, problems: Any = None) -> dict[str, np.ndarray]:
+    """The tiered plan of every row (module notes): column name -> float array, NaN on refused rows.
+
+    Inputs per row (arrays of one length, or scalars): ``size_gb`` (NaN: no checkpoint size),
+    ``writers``, ``job_mtbf_h``, ``restart_other_min`` (``R'``), ``async_write_min``,
+    ``async_slowdown_fraction``, ``interval_min`` (NaN: choose the optimum), ``useful_training_h``,
+    ``gpus``, ``price_per_gpu_hour``. ``problems``: an :class:`engine.scenario.RowProblems` that
+    records each refused row (field named: ``tiers (remote).checkpoint_stall_min``, ``M`` ...);
+    without it the first problem is raised.
+    """
+    from . import storage
+    from . import tiers as tm
+    from .setup_table import _isolated
+    from .tiers_optimum import best_first_interval
+
+    args = [np.atleast_1d(np.asarray(a, dtype=np.float64)) for a in (size_gb, writers, job_mtbf_h, restart_other_min, async_write_min,
+                                                      async_slowdown_fraction, interval_min, useful_training_h, gpus,
+                                                      price_per_gpu_hour)]
+    size, n_writers, mtbf_h, R, W, s, given_T, useful, gpus_, price = (a.reshape(-1) for a in np.broadcast_arrays(*args))
+    n = size.size
+    sink = problems if problems is not None else _Sink()
+    m = len(design.tiers)
+    names = list(design.classes)
+    out = {c: np.full(n, np.nan) for c in TIERED_COLUMNS + tier_columns(m)}
+    before = _mask(sink, n)
+    stalls, restores = tier_times(design, size, n_writers, problems=sink)
+    for i, t in enumerate(design.tiers):   # a storage price needs the size (as plan_setup says)
+        if t["price_per_gb_month"]:
+            lonely = np.flatnonzero(np.isnan(size))
+            if lonely.size:
+                sink.add(lonely, lambda _p, lab=design.label(i), v=t["price_per_gb_month"]: InputError(
+                    f"{lab}.price_per_gb_month", v, "needs the checkpoint size: give parameters_b"))
+    ok = ~_mask(sink, n) & ~before
+    rec = tm._recovery_index(tm.check_design([{**_structure(d), "checkpoint_stall_min": 0.0, "restore_min": 0.0}
+                                               for d in design.tiers], design.classes), design.classes)
+
+    def design_at(r: np.ndarray) -> list:
+        return [tm.Tier(t["name"], stalls[i][r], restores[i][r], t["every"], t["survives"], t["retention"],
+                        t["price_per_gb_month"]) for i, t in enumerate(design.tiers)]
+
+    def plan(r: np.ndarray) -> tuple:
+        ts, M = design_at(r), mtbf_h[r] * 60.0
+        T = given_T[r].copy()
+        free = np.isnan(T)
+        if free.any():
+            T[free] = best_first_interval(M[free], R[r][free], W[r][free], s[r][free], classes=design.classes,
+                                          tiers=[tm.Tier(x.name, x.checkpoint_stall_min[free], x.restore_min[free],
+                                                         x.every, x.survives) for x in ts])
+        wpw = np.asarray(tm.tiered_wall_per_work(T, M, R[r], W[r], s[r], tiers=ts, classes=design.classes))
+        split = tm.tiered_breakdown(useful[r] * 60.0, T, M, R[r], W[r], s[r], tiers=ts, classes=design.classes)
+        # failures outside restarts, as engine.evaluate counts them (an interrupted restart is restart time)
+        return T, wpw, split["save"], split["rework"], split["restart"], split["rollbacks"]
+
+    rows = np.flatnonzero(ok)
+    T, wpw, save, rework, restart, failures = _isolated(_named(sink), rows, plan, 6)
+    rows_ok = ~np.isnan(wpw)
+    rows, T, wpw, save, rework, restart, failures = (a[rows_ok] for a in (rows, T, wpw, save, rework, restart, failures))
+    wall_h = useful[rows] * wpw
+    o = {"chosen_interval_min": T, "waste_fraction": 1.0 - 1.0 / wpw, "expected_failures": failures,
+         "wall_h": wall_h, "useful_h": useful[rows], "save_h": save / 60.0, "rework_h": rework / 60.0,
+         "restart_h": restart / 60.0, "gpus": gpus_[rows], "goodput": 1.0 / wpw}
+    g, p = gpus_[rows], price[rows]
+    compute = 0.0
+    for k in _CATEGORIES:
+        o[f"{k}_gpu_hours"] = o[f"{k}_h"] * g
+        o[f"{k}_cost"] = o[f"{k}_h"] * g * p
+        compute = compute + o[f"{k}_cost"]
+    o["total_gpu_hours"] = g * wall_h
+    o["total_cost"] = compute
+    o["cost_per_useful_gpu_hour"] = compute / (g * useful[rows])
+    mean_restart = 0.0
+    for j, c in enumerate(names):
+        mean_restart = mean_restart + design.classes[c] * (R[rows] + restores[rec[j]][rows])
+    o["mean_restart_min"] = mean_restart
+    months = np.asarray(storage.months_from_hours(wall_h), dtype=np.float64)
+    sized = ~np.isnan(size[rows])
+    storage_total = 0.0
+    for i, t in enumerate(design.tiers):
+        every = float(t["every"])
+        o[f"tier{i + 1}_every"] = np.full(rows.size, every)
+        o[f"tier{i + 1}_interval_min"] = T * int(t["every"])
+        o[f"tier{i + 1}_checkpoint_stall_min"] = stalls[i][rows]
+        o[f"tier{i + 1}_restore_min"] = restores[i][rows]
+        o[f"tier{i + 1}_restart_min"] = R[rows] + restores[i][rows]
+        bill = np.zeros(rows.size)
+        if sized.any():
+            bill[sized] = storage.storage_cost(size[rows][sized], t["retention"], t["price_per_gb_month"],
+                                               months[sized], t["copies"])
+        o[f"tier{i + 1}_storage_cost"] = bill
+        storage_total = storage_total + bill
+    o["storage_cost"] = np.broadcast_to(np.asarray(storage_total, dtype=np.float64), (rows.size,))
+    with np.errstate(invalid="ignore"):
+        broken = ~np.all([np.isfinite(v) for v in o.values()], axis=0)
+    if broken.any():
+        sink.add(rows[broken], lambda _p: InputError("price_per_gpu_hour", float(price[_p]),
+                                                     "the plan's money overflows (results must stay within the "
+                                                     "float64 range)"))
+    keep = ~broken
+    for k, v in o.items():
+        out[k][rows[keep]] = np.asarray(v, dtype=np.float64)[keep]
+    return out
+
+
+def _mask(problems: Any, n: int) -> np.ndarray:
+    return problems.mask() if hasattr(problems, "mask") else np.zeros(n, dtype=bool)
+
+
+class _named:
+    """The engine's refusals named as a table's fields: ``M`` is the job MTBF (minutes) the row gives."""
+
+    def __init__(self, problems: Any):
+        self.problems = problems
+
+    def add(self, rows: Any, make: Any) -> None:
+        def renamed(p: int, make=make) -> Any:
+            err = make(p)
+            if isinstance(err, InputError) and err.field == "M":
+                v = err.value / 60.0 if isinstance(err.value, (int, float)) and math.isfinite(err.value) else err.value
+                return InputError("job_mtbf_h", v, err.rule)
+            return err
+        self.problems.add(rows, renamed)

@@ -165,6 +165,8 @@ def plan(
             console.print(f"{int(row['nodes']):,} nodes, job MTBF {row['job_mtbf_h']:,.2f} h, {int(row['gpus']):,} GPUs"
                           "  |  multi-level checkpoints: the tiers' exact expectation (single-level figures left out)",
                           highlight=False)
+            for warning in planned.warnings:
+                console.print(f"[bold yellow]warning:[/] {literal(warning)}", highlight=False)
         if plan_file.setup.given():
             print_setup(planned)
 

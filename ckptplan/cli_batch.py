@@ -12,7 +12,7 @@ omitted column gets the template's value on every row, and the summary (printed,
 template: ``name``, ``description``, ``source``; its job MTBF override when the file gives
 ``node_mtbf_h`` or failure-domain columns; its domains when the file gives domain columns; its
 currency when the file gives prices; its deadline when the file gives ``useful_training_h``
-(:func:`ckptplan.engine.sweep.fill_from_template`). A blank cell is not filled: it means the
+(:func:`ckptplan.engine.template_fill.fill_from_template`). A blank cell is not filled: it means the
 field's default, as everywhere.
 
 Input files are read as untrusted (:mod:`ckptplan.files.tables`, :mod:`ckptplan.files.untrusted`): a
@@ -167,7 +167,8 @@ def _fail(message: str, code: int = EXIT_FILE_ERROR) -> None:
 
 
 def _say(text: str) -> None:
-    _cli.console.print(text, markup=False, emoji=False, highlight=False, soft_wrap=True)
+    """One line of the summary, printed as written (names from files: control characters shown as codes)."""
+    _cli.console.print(_cli.literal(text), emoji=False, highlight=False, soft_wrap=True)
 
 
 def _print_summary(summary: "BatchSummary", output: Path, elapsed: float, as_json: bool) -> None:
@@ -187,12 +188,18 @@ def _print_summary(summary: "BatchSummary", output: Path, elapsed: float, as_jso
              f"omits (same value on every row): {shown}" if filled else "nothing filled (the file gives every column)"))
         for column, why in summary.template["not_taken"].items():
             _say(f"  not taken from it: {column} ({why})")
+        if summary.template.get("tiers"):
+            _say("Every row follows the template's checkpoint tiers: " + ", ".join(summary.template["tiers"])
+                 + " (each tier's interval, times and storage bill in the tier{i}_ columns; design_cost adds "
+                 "storage and spares)")
     if summary.best:
-        _say("Ranked by cost per useful GPU-hour (total cost / useful GPU-hours, in the row's currency; "
-             "saves, rework and restarts included):")
+        design = summary.metric == "design_cost_per_useful_gpu_hour"
+        _say("Ranked by cost per useful GPU-hour (" + ("design cost: GPU time + storage + spares" if design else
+             "total cost") + " / useful GPU-hours, in the row's currency; saves, rework and restarts included):")
+        what = "design cost" if design else "total cost"
         for label, store in (("best ", summary.best), ("worst", summary.worst)):
             for cur, rec in store.items():
-                _say(f"  {label} {rec['value']:,.4f} {cur} per useful GPU-h (total cost {rec['total_cost']:,.0f} {cur}, "
+                _say(f"  {label} {rec['value']:,.4f} {cur} per useful GPU-h ({what} {rec['total_cost']:,.0f} {cur}, "
                      f"goodput {rec['goodput']:.2%}): row {rec['row']}, {summary.describe_record(rec)}")
     if summary.warned:
         _say(f"Model warnings on {summary.warned:,} ok row(s) (warnings column):")
@@ -228,6 +235,8 @@ def batch(
                                            "omits: preset name or TOML file; default: seed"),
     no_template: bool = _cli.flag("--no-template", help="Fill nothing: refuse a file that omits a required "
                                      "column (all missing columns are named)"),
+    design: Optional[str] = typer.Option(None, "--design", help="Apply this [[designs]] entry of the template to "
+                                         "the base first (e.g. \"in-memory tier\": every row gets its tiers)"),
     force: bool = _cli.flag("--force", help="Overwrite the output file if it exists"),
     deadline: bool = _cli.flag("--deadline", help="Also simulate each row (Monte Carlo): P(finish by "
                                                             "deadline_h), wall-time percentiles, cost spread"),
@@ -256,15 +265,18 @@ def batch(
 
     Columns the file omits come from the base scenario (--template, default seed) and the summary
     says which; e.g. a file of name, checkpoint_stall_min, node_mtbf_h, nodes and restart_min takes
-    the run length, price, deadline and the rest from the template. The results' row column is the
-    data row of the file: 1 = the first row under the header (blank rows count). A warnings column
-    says when an ok row's answer leaves its model's range.
+    the run length, price, deadline and the rest from the template. A template's storage and recovery
+    setup fills its fields as columns (each row derives its own stall and restart), and its checkpoint
+    tiers (or those of --design) plan every row: tier{i}_ columns give each tier's interval, times
+    and storage bill. The results' row column is the data row of the file: 1 = the first row under
+    the header (blank rows count). A warnings column says when an ok row's answer leaves its model's range.
     """
     started = time.perf_counter()
     try:
         with terminate_on_signals():  # SIGTERM/SIGHUP clean up like Ctrl-C: no temporary file is left
             summary = _batch(scenarios, output, template, no_template, force, deadline, runs, seed, weibull_shape,
-                             scheduler, dask_address, chunk_rows, keep_extra, sheet, delimiter, decimal, max_rows)
+                             scheduler, dask_address, chunk_rows, keep_extra, sheet, delimiter, decimal, max_rows,
+                             design)
     except Terminated as exc:
         _stopped(exc, output)
     except (FileExistsError, FileNotFoundError, ValueError, OSError) as exc:
@@ -275,30 +287,36 @@ def batch(
 def _batch(scenarios: Path, output: Path, template: Optional[str], no_template: bool, force: bool, deadline: bool,
            runs: int, seed: int, weibull_shape: Optional[float], scheduler: str, dask_address: Optional[str],
            chunk_rows: Optional[int], keep_extra: bool, sheet: Optional[str], delimiter: Optional[str],
-           decimal: Optional[str], max_rows: int) -> "BatchSummary":
+           decimal: Optional[str], max_rows: int, design: Optional[str] = None) -> "BatchSummary":
     if scheduler not in ("local", "dask"):
         raise InputError("--scheduler", scheduler, "must be 'local' or 'dask'")
     if no_template and template is not None:
         raise InputError("--no-template", True, "cannot be combined with --template")
+    if no_template and design is not None:
+        raise InputError("--design", design, "needs a template (its [[designs]]); drop --no-template")
     if max_rows < 1:
         raise InputError("--max-rows", max_rows, "must be a whole number >= 1")
     delimiter = {"tab": "\t", "\\t": "\t"}.get(delimiter, delimiter) if delimiter is not None else None
     _check_output(output, force)
     from .engine.batch import evaluate_rows
     from .engine.sweep import fill_from_template, iter_results
-    from .files import load_scenario
+    from .files import load_plan
     from .files.tables import read_scenarios
     from .files.untrusted import FileInputError
     from .workbook.results import write_results
 
-    base = None if no_template else load_scenario(template or _cli.DEFAULT_TEMPLATE)
+    base = None if no_template else load_plan(template or _cli.DEFAULT_TEMPLATE)
+    if design is not None:
+        base = base.with_design(design)
     table = read_scenarios(scenarios, sheet=sheet, delimiter=delimiter, decimal=decimal, max_rows=max_rows)
     fill = None
     if base is not None:
-        table, fill = fill_from_template(table, base, template or _cli.DEFAULT_TEMPLATE)
+        table, fill = fill_from_template(table, base.scenario, template or _cli.DEFAULT_TEMPLATE, setup=base.setup)
     _check_output(output, force, rows=len(table))
     options = dict(deadline=deadline, runs=runs, seed=seed, failures=_failure_law(weibull_shape),
                    extra_columns="keep" if keep_extra else "error")
+    if fill is not None and fill.tiers:
+        options.update(tiers=fill.tiers, failure_classes=fill.failure_classes)
     try:
         evaluate_rows(table.iloc[:0], **options)  # file-level problems, before any work
     except InputError as exc:
@@ -307,6 +325,7 @@ def _batch(scenarios: Path, output: Path, template: Optional[str], no_template: 
         raise FileInputError("scenario file", scenarios, str(exc)) from None  # name the file too
     step = chunk_rows or (DEADLINE_CHUNK_ROWS if deadline else DEFAULT_CHUNK_ROWS)
     source = (f"ckptplan batch {scenarios}" + (f" --template {fill.template}" if fill else " --no-template")
+              + (f" --design {design!r}" if design is not None else "")
               + (f" --deadline --runs {runs} --seed {seed}" if deadline else ""))
     with _progress(len(table), "evaluating", deadline) as advance:
         if scheduler == "dask":
@@ -356,6 +375,8 @@ def sweep(
                                    "field options, in the order given)"),
     same_work: bool = _cli.flag("--same-work", help="Keep the useful GPU-hours fixed: useful hours scale by "
                                    "template nodes / nodes (perfect scaling)"),
+    design: Optional[str] = typer.Option(None, "--design", help="Apply this [[designs]] entry of the template to "
+                                         "the base first (e.g. \"in-memory tier\": every row gets its tiers)"),
     force: bool = _cli.flag("--force", help="Overwrite the output file if it exists"),
     deadline: bool = _cli.flag("--deadline", help="Also simulate each row (Monte Carlo)"),
     runs: int = typer.Option(DEFAULT_RUNS, "--runs", help="Simulated runs per row (with --deadline)"),
@@ -380,13 +401,16 @@ def sweep(
 
     The axes nest in the field registry's order, the order of the field options below (from
     --checkpoint-stall-min on): the first given varies slowest; then each --axis, in the order given.
-    Sweeping --node-mtbf-h drops a job MTBF override of the template.
+    Sweeping --node-mtbf-h drops a job MTBF override and a published failure rate of the template.
+    A template's storage and recovery setup is derived per row (setup fields are --axis columns too,
+    e.g. --axis aggregate_write_gb_s=1000,2000,4000) and its checkpoint tiers (or those of --design)
+    plan every row.
     """
     started = time.perf_counter()
     try:
         with terminate_on_signals():  # SIGTERM/SIGHUP clean up like Ctrl-C: no temporary file is left
             summary = _sweep(output, template, axis, same_work, force, deadline, runs, seed, weibull_shape, scheduler,
-                             dask_address, chunk_rows, max_rows, overrides or {})
+                             dask_address, chunk_rows, max_rows, overrides or {}, design)
     except Terminated as exc:
         _stopped(exc, output)
     except (FileExistsError, FileNotFoundError, ValueError, OSError) as exc:
@@ -396,7 +420,7 @@ def sweep(
 
 def _sweep(output: Path, template: Optional[str], axis: list[str], same_work: bool, force: bool, deadline: bool,
            runs: int, seed: int, weibull_shape: Optional[float], scheduler: str, dask_address: Optional[str],
-           chunk_rows: Optional[int], max_rows: int, overrides: dict) -> "BatchSummary":
+           chunk_rows: Optional[int], max_rows: int, overrides: dict, design: Optional[str] = None) -> "BatchSummary":
     if scheduler not in ("local", "dask"):
         raise InputError("--scheduler", scheduler, "must be 'local' or 'dask'")
     if max_rows < 1:
@@ -410,23 +434,28 @@ def _sweep(output: Path, template: Optional[str], axis: list[str], same_work: bo
                          "--max-rows")
     from .engine.batch import evaluate_rows
     from .engine.sweep import iter_results, sweep_dask, sweep_grid
-    from .files import load_scenario
+    from .files import load_plan
     from .workbook.results import write_results
 
-    base = load_scenario(template or _cli.DEFAULT_TEMPLATE)
-    grid = sweep_grid(base, same_work=same_work, **axes)
+    plan = load_plan(template or _cli.DEFAULT_TEMPLATE)
+    if design is not None:
+        plan = plan.with_design(design)
+    base = plan.scenario
+    grid = sweep_grid(base, same_work=same_work, setup=plan.setup, **axes)
     _check_output(output, force, rows=grid.rows)
     options = dict(deadline=deadline, runs=runs, seed=seed, failures=_failure_law(weibull_shape))
-    evaluate_rows(grid.chunk(0, 0), **options)  # option problems, before any work
+    evaluate_rows(grid.chunk(0, 0), **options, **grid.design_options())  # option problems, before any work
     step = chunk_rows or (DEADLINE_CHUNK_ROWS if deadline else DEFAULT_CHUNK_ROWS)
     describe = tuple(axes)
-    source = "ckptplan sweep" + (f" --template {template}" if template else "") + " " + " ".join(
+    source = "ckptplan sweep" + (f" --template {template}" if template else "") + (
+        f" --design {design!r}" if design is not None else "") + " " + " ".join(
         f"{k}=[{', '.join(f'{x:g}' for x in v)}]" if len(v) <= 8 else f"{k}=[{len(v)} values, {v.min():g}..{v.max():g}]"
         for k, v in axes.items())
     with _progress(grid.rows, "sweeping", deadline) as advance:
         if scheduler == "dask":
             with _dask_client(dask_address):
-                results = sweep_dask(base, partition_rows=step, same_work=same_work, **options, **axes)
+                results = sweep_dask(base, partition_rows=step, same_work=same_work, setup=plan.setup, **options,
+                                     **axes)
                 return write_results(results, output, force=force, describe=describe, source=source,
                                      progress=advance, expected_rows=grid.rows)
         return write_results(iter_results(grid, chunk_rows=step, **options), output, force=force,

@@ -67,7 +67,6 @@ from __future__ import annotations
 
 import collections
 import difflib
-import hashlib
 import math
 import re
 import sys
@@ -77,16 +76,18 @@ from typing import Any, Hashable, Iterable, Mapping, Optional, Union
 import numpy as np
 import pandas as pd
 
-from . import cost
 from . import montecarlo as _mc
-from ._inputs import InputError, as_float_array
+from ._inputs import InputError
 from .fields import DEFAULT_RUNS, DEFAULT_SEED, FIELD_BY_NAME, FIELDS, SETUP_FIELD_BY_NAME, TEXT_FIELDS
 from .scenario import DOMAIN_COL as _DOMAIN_COL
 from .scenario import RowProblems, Scenario, check_columns
 from .scenario import is_absent as _is_absent
 from .scenario import is_number as _is_number
 from .scenario import derived_columns, evaluate_each, table_problems, to_table
-from .validity import CHECKS, warnings_text
+from .validity import CHECKS
+
+# the per-row Monte Carlo lives in its own module (line budget); its public names are the batch's too
+from .batch_mc import MONTE_CARLO_COLUMNS, _check_mc_options, _monte_carlo, scenario_seeds  # noqa: E402
 
 __all__ = [
     "STATUS_OK",
@@ -114,11 +115,6 @@ RANKING_METRIC = "cost_per_useful_gpu_hour"
 #: words a cell may hold to mean "not given" (case-insensitive), besides blank
 NA_WORDS = ("nan", "na", "n/a", "null", "none")
 
-MONTE_CARLO_COLUMNS = (
-    "deadline_seed", "mc_runs", "p_finish", "p_finish_low", "p_finish_high", "mc_wall_h_mean",
-    "mc_wall_h_mean_se", "mc_wall_h_p50", "mc_wall_h_p90", "mc_wall_h_p99", "mc_failures_mean",
-    "mc_gpu_hours_mean", "mc_gpu_hours_p90", "mc_cost_mean", "mc_cost_p90",
-)
 #: derived columns that hold whole numbers: pandas ``Int64`` in results, int64 in Parquet
 INTEGER_RESULT_COLUMNS = ("gpus", "deadline_seed", "mc_runs")
 _LEAD = ("status", "error", "warnings")
@@ -143,12 +139,15 @@ def column_kind(name: Any) -> Optional[str]:
     return None
 
 
+_TIER_EVERY = re.compile(r"^tier\d+_every$")
+
+
 def is_integer_column(name: Any) -> bool:
     """A column of whole numbers: a count field (``nodes``, ``gpus_per_node``, ``domain{i}_nodes_per_domain``)
     or a whole-number result (:data:`INTEGER_RESULT_COLUMNS`)."""
     if not isinstance(name, str):
         return False
-    if name in INTEGER_RESULT_COLUMNS or (name in FIELD_BY_NAME and FIELD_BY_NAME[name].integer) or (
+    if name in INTEGER_RESULT_COLUMNS or _TIER_EVERY.match(name) or (name in FIELD_BY_NAME and FIELD_BY_NAME[name].integer) or (
             name in SETUP_FIELD_BY_NAME and SETUP_FIELD_BY_NAME[name].integer):
         return True
     m = _DOMAIN_COL.match(name)
@@ -328,125 +327,24 @@ def _refusal_message(exc: ValueError) -> str:
     return _POSITION.sub(r"\1=", _ROW_PREFIX.sub("", str(exc)), count=1)
 
 
-def _check_mc_options(runs: Any, seed: Any, failures: Any) -> tuple[int, int, Any]:
-    r = as_float_array("runs", runs, "count")
-    if r.ndim or r < 2:
-        raise InputError("runs", runs, "must be a single whole number >= 2")
-    _mc.check_simulation_size(r)
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InputError("seed", seed, "must be a whole number >= 0 (the base seed of every row's own seed)")
-    if not (failures == "exponential" or isinstance(failures, _mc.FailureLaw)):
-        raise InputError("failures", failures, "must be 'exponential' or an engine.deadline.FailureLaw")
-    return int(r), int(seed), failures
-
-
-#: what a row's simulation uses, in the order hashed for its seed (besides the failure law and final save)
-_SIMULATION_INPUTS = ("checkpoint_stall_min", "async_write_min", "async_slowdown_fraction", "restart_min",
-                      "job_mtbf_h", "useful_training_h", "chosen_interval_min")
-
-
-def _law_bytes(failures: Any, final_save: bool) -> bytes:
-    """The failure law and the final-save flag as bytes (an exponential law spelt either way hashes the same)."""
-    law = failures if isinstance(failures, _mc.FailureLaw) else _mc.FailureLaw.exponential()
-    head = f"{law.kind}|{law.shape!r}|{bool(final_save)}|".encode()
-    return head + np.asarray(law.samples or (), dtype="<f8").tobytes()
-
-
-def _seeds_from(sim_inputs: Mapping[str, np.ndarray], positions: np.ndarray, seed: int, failures: Any,
-                final_save: bool) -> np.ndarray:
-    """``SeedSequence([seed, blake2b-128(simulation inputs)])`` -> a 49-bit seed per row position."""
-    rows = np.column_stack([np.asarray(sim_inputs[c], dtype=float)[positions] for c in _SIMULATION_INPUTS])
-    rows = rows.astype("<f8") + 0.0  # -0.0 -> 0.0
-    law = _law_bytes(failures, final_save)
-    out = np.empty(len(positions), dtype=np.int64)
-    for k in range(len(positions)):
-        words = np.frombuffer(hashlib.blake2b(rows[k].tobytes() + law, digest_size=16).digest(), dtype="<u4").tolist()
-        state = np.random.SeedSequence([seed, *words]).generate_state(1, np.uint64)[0]
-        out[k] = int(state) >> 15  # 49 bits: exact in float64 and in Excel's 15 digits
-    return out
-
-
-def scenario_seeds(table: Any, seed: int = DEFAULT_SEED, failures: Union[str, "_mc.FailureLaw"] = "exponential",
-                   final_save: bool = False) -> np.ndarray:
-    """The per-row Monte Carlo seed :func:`evaluate_rows` uses (``deadline_seed``), for every row.
-
-    ``SeedSequence([seed, blake2b-128(x)])`` -> a 49-bit integer, where ``x`` is what the row's
-    simulation uses: ``checkpoint_stall_min``, ``async_write_min``, ``async_slowdown_fraction``,
-    ``restart_min`` (defaults applied), the job MTBF the row uses (the override, else derived from
-    nodes, node MTBF, non-fatal share and domains), ``useful_training_h`` and the chosen interval
-    (float64, fixed order), plus the failure law and ``final_save``. Price, currency, name, text,
-    GPUs, ``runs_per_month``, ``deadline_h``, other rows, the row's position and the number of runs
-    do not enter: rows that simulate the same job get the same seed. Invalid rows get -1.
-    """
-    _check_mc_options(2, seed, failures)
-    results = evaluate_rows(table, extra_columns="keep")
-    table = table if isinstance(table, pd.DataFrame) else to_table([table] if isinstance(table, Scenario) else table)
-    _, eff, _, _ = _validate(table, table.attrs.get("cell_errors", {}))
-    sim = {**eff, **{c: results[c].to_numpy(dtype=float) for c in ("job_mtbf_h", "chosen_interval_min")}}
-    out = np.full(len(results), -1, dtype=np.int64)
-    good = np.flatnonzero(results["status"].to_numpy(dtype=object) == STATUS_OK)
-    out[good] = _seeds_from(sim, good, int(seed), failures, final_save)
-    return out
-
-
-def _monte_carlo(n: int, eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray], positions: np.ndarray,
-                 runs: int, seed: int, failures: Any, final_save: bool, problems: RowProblems) -> dict[str, np.ndarray]:
-    out = {c: np.full(n, np.nan) for c in MONTE_CARLO_COLUMNS}
-    if not len(positions):
-        return out
-    seeds = _seeds_from({**eff, **res}, positions, seed, failures, final_save)
-    useful_h, deadline_h = eff["useful_training_h"], eff["deadline_h"]
-    for p, row_seed in zip(positions.tolist(), seeds.tolist()):
-        dl_h = deadline_h[p]
-        if not np.isnan(dl_h) and dl_h < useful_h[p]:
-            problems.add([p], lambda _p: str(InputError(
-                "deadline_h", float(dl_h), f"must be >= useful_training_h = {useful_h[_p]:g} h: the job needs that "
-                "much compute even with no saves and no failures")))
-            continue
-        try:
-            sim = _mc.simulate(useful_h[p] * 60.0, res["chosen_interval_min"][p], eff["checkpoint_stall_min"][p],
-                               res["job_mtbf_h"][p] * 60.0, eff["restart_min"][p], eff["async_write_min"][p],
-                               eff["async_slowdown_fraction"][p], runs, row_seed, failures, final_save)
-        except ValueError as exc:
-            problems.add([p], lambda _p, m=str(exc): f"Monte Carlo: {m}")
-            continue
-        wall_h = sim.wall / 60.0
-        gpu_h = np.asarray(cost.gpu_hours(wall_h, res["gpus"][p]))
-        money = np.asarray(cost.money(gpu_h, eff["price_per_gpu_hour"][p]))
-        q50, q90, q99 = np.quantile(wall_h, [0.5, 0.9, 0.99])
-        out["deadline_seed"][p] = row_seed
-        out["mc_runs"][p] = runs
-        if not np.isnan(dl_h):
-            hits = int(np.count_nonzero(sim.wall <= dl_h * 60.0))
-            out["p_finish"][p] = hits / runs
-            out["p_finish_low"][p], out["p_finish_high"][p] = _mc.wilson_interval(hits, runs)
-        out["mc_wall_h_mean"][p] = float(wall_h.mean())
-        out["mc_wall_h_mean_se"][p] = _mc.standard_error(wall_h)
-        out["mc_wall_h_p50"][p], out["mc_wall_h_p90"][p], out["mc_wall_h_p99"][p] = q50, q90, q99
-        out["mc_failures_mean"][p] = float(sim.failures.mean())
-        out["mc_gpu_hours_mean"][p] = float(gpu_h.mean())
-        out["mc_gpu_hours_p90"][p] = float(np.quantile(gpu_h, 0.9))
-        out["mc_cost_mean"][p] = float(money.mean())
-        out["mc_cost_p90"][p] = float(np.quantile(money, 0.9))
-    return out
-
-
 def _row_warnings(n: int, eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray],
                   positions: np.ndarray) -> np.ndarray:
     """:func:`engine.validity.warnings_text` of the rows at ``positions`` ("" elsewhere).
 
-    The checks' masks are computed once over all rows; the text comes from ``warnings_text`` on one
-    row per distinct set of checks that fire (a batch of 10^6 rows holds a handful of such sets).
+    The checks' masks are computed once over all rows; the text (the reasons of the checks that fire,
+    "; "-joined, as :func:`engine.validity.warnings_text`) is built once per distinct set of checks (a
+    batch of 10^6 rows holds a handful of such sets).
     """
     out = np.full(n, "", dtype=object)
     if len(positions):
         cols = {**{k: v[positions] for k, v in eff.items()}, **{k: v[positions] for k, v in res.items()}}
+        cols.setdefault("stall_derived", np.zeros(len(positions)))   # no setup columns: every stall is stated
         with np.errstate(invalid="ignore"):
             masks = np.column_stack([np.broadcast_to(np.asarray(c.test(cols), dtype=bool), (len(positions),))
                                      for c in CHECKS])
         codes = masks.astype(np.int64) @ (np.int64(1) << np.arange(len(CHECKS), dtype=np.int64))
         _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-        texts = [warnings_text({k: v[[i]] for k, v in cols.items()})[0] for i in first.tolist()]
+        texts = ["; ".join(c.reason for c, hit in zip(CHECKS, masks[i]) if hit) for i in first.tolist()]
         out[positions] = np.array(texts, dtype=object)[inverse.reshape(-1)]
     return out
 
@@ -472,7 +370,8 @@ def is_dask(obj: Any) -> bool:
 def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUNS, seed: int = DEFAULT_SEED,
                   failures: Union[str, "_mc.FailureLaw"] = "exponential", final_save: bool = False,
                   extra_columns: str = "error",
-                  cell_errors: Optional[Mapping[tuple[Hashable, str], str]] = None) -> Any:
+                  cell_errors: Optional[Mapping[tuple[Hashable, str], str]] = None,
+                  tiers: Any = None, failure_classes: Any = None) -> Any:
     """Evaluate every row of a scenario table; bad rows become ``status="error"`` rows, never exceptions.
 
     ``table``: a pandas DataFrame (see the module notes for its columns), a :class:`Scenario` or an
@@ -494,17 +393,37 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     of cells a reader already refused (e.g. formulas in an .xlsx); defaults to
     ``table.attrs["cell_errors"]`` as set by :func:`ckptplan.files.tables.read_scenarios`.
 
+    ``tiers`` and ``failure_classes``: a checkpoint tier design (``[[tiers]]`` tables and class ->
+    share, as in a scenario file) that every row follows: each row is planned as
+    :func:`engine.setup.plan_setup` plans a tiered scenario (:mod:`engine.tiers_table`; a tier's
+    times derived from the row's own checkpoint size and writers where the tier gives bandwidths).
+    The single-level columns that describe a plan the job does not follow (Young's, Daly's and the
+    exact single-level intervals and wastes, ``effective_stall_min``, the analytic deadline figures)
+    are left out; the plan's columns hold the tiered figures (``chosen_interval_min`` is the first
+    tier's interval); ``mean_restart_min`` and per tier ``tier{i}_name`` and
+    :data:`engine.tiers_table.TIER_COLUMNS` are added; with ``deadline`` the Monte Carlo is the tiered
+    one (:func:`engine.montecarlo_tiers.simulate_tiers`, exponential failures only).
+
     Returns a DataFrame with the table's index: ``status``, ``error``, ``warnings``, the input
     columns, the derived columns of :func:`engine.evaluate`, and with ``deadline`` the
     :data:`MONTE_CARLO_COLUMNS`. Raises :class:`InputError` only for problems of the whole table
     (missing required columns, unknown columns, half a domain's columns, duplicate header, bad
-    ``runs``/``seed``).
+    ``runs``/``seed``, a bad tier design).
     """
+    design = None
+    if tiers is not None or failure_classes is not None:
+        from .tiers_table import tier_design
+
+        design = tier_design(tiers, failure_classes)
     if deadline:
         runs, seed, failures = _check_mc_options(runs, seed, failures)
+        if design is not None and failures != "exponential":
+            raise InputError("failures", getattr(failures, "kind", failures), "the tiered Monte Carlo draws "
+                             "exponential (Poisson) failures only: drop the failure law (--weibull-shape) or the tiers")
     if is_dask(table):
         kwargs = dict(deadline=deadline, runs=runs, seed=seed, failures=failures, final_save=final_save,
-                      extra_columns=extra_columns, cell_errors=dict(cell_errors or {}))
+                      extra_columns=extra_columns, cell_errors=dict(cell_errors or {}), tiers=tiers,
+                      failure_classes=failure_classes)
         meta = evaluate_rows(table._meta, **kwargs)
         return table.map_partitions(evaluate_rows, meta=meta, **kwargs)
     if isinstance(table, Scenario):
@@ -515,11 +434,11 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
         table = to_table(table)
     if cell_errors is None:
         cell_errors = table.attrs.get("cell_errors", {})
-    setup_problems = None
-    if any(c in SETUP_FIELD_BY_NAME for c in table.columns):  # the design as the input: derive C, W, R first
-        from .setup_table import fill_from_setup
+    setup_problems = setup_info = None
+    if design is not None or any(c in SETUP_FIELD_BY_NAME for c in table.columns):  # the design as the input
+        from .batch_setup import fill_from_setup
 
-        table, setup_problems = fill_from_setup(table)
+        table, setup_problems, setup_info = fill_from_setup(table, design)
     _check_columns(table, extra_columns)
     n = len(table)
     given, eff, problems, bad_cells = _validate(table, cell_errors)
@@ -540,10 +459,16 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
             pos = candidates[part.index.to_numpy()]
             for c in derived:
                 res[c][pos] = part[c].to_numpy(dtype=float)
+    if setup_info is not None:   # a stall derived from the real size was not measured on a small model
+        res["stall_derived"] = setup_info["stall_derived"].astype(np.float64)
+    if design is not None:
+        from .batch_setup import tiered_pass
+
+        tiered_pass(design, eff, res, setup_info, problems)
     evaluated = np.flatnonzero(~problems.mask())
     mc = None
     if deadline:
-        mc = _monte_carlo(n, eff, res, evaluated, runs, seed, failures, final_save, problems)
+        mc = _monte_carlo(n, eff, res, evaluated, runs, seed, failures, final_save, problems, design)
 
     bad = problems.mask()
     errors = np.full(n, "", dtype=object)
@@ -569,14 +494,22 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
         else:
             out[c] = table[c]
     if setup_problems is not None:
-        from .setup_table import SETUP_RESULT_COLUMNS, setup_figures
+        from .batch_setup import SETUP_RESULT_COLUMNS, setup_figures
 
-        res.update(setup_figures(table, res, bad))
+        res.update(setup_figures(table, res, bad, tiered=design is not None))
     extra = dict(zip(MONTE_CARLO_COLUMNS, [mc[c] for c in MONTE_CARLO_COLUMNS])) if mc is not None else {}
     setup_out = [c for c in SETUP_RESULT_COLUMNS if c in res] if setup_problems is not None else []
-    for c, values in [*((c, res[c]) for c in list(derived) + setup_out if c not in out), *extra.items()]:
-        out[c] = _int_series(values, table.index) if c in INTEGER_RESULT_COLUMNS else pd.Series(
-            values, index=table.index, copy=False)
+    plan_out = list(derived)
+    if design is not None:
+        from .tiers_table import SINGLE_LEVEL_ONLY, TIER_COLUMNS
+
+        plan_out = [c for c in derived if c not in SINGLE_LEVEL_ONLY] + ["mean_restart_min"]
+        for i, name in enumerate(design.names):
+            out[f"tier{i + 1}_name"] = pd.Series(np.full(n, name, dtype=object), index=table.index, dtype=TEXT_DTYPE)
+            plan_out += [f"tier{i + 1}_{c}" for c in TIER_COLUMNS]
+    for c, values in [*((c, res[c]) for c in plan_out + setup_out if c not in out), *extra.items()]:
+        whole = c in INTEGER_RESULT_COLUMNS or _TIER_EVERY.match(c)
+        out[c] = _int_series(values, table.index) if whole else pd.Series(values, index=table.index, copy=False)
     return pd.DataFrame(out, index=table.index, copy=False)
 
 

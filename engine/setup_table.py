@@ -40,15 +40,15 @@ whether or not a stated ``reallocation_min`` overrides it), ``storage_cost``, ``
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .fields import FIELD_BY_NAME, RULES, SETUP_FIELDS, SETUP_FIELD_BY_NAME
+from .fields import FIELD_BY_NAME, RULES, SETUP_FIELDS
 
-__all__ = ["SETUP_RESULT_COLUMNS", "fill_from_setup", "setup_figures", "FILLED", "MONEY_COLUMNS", "SETUP_COLUMNS", "bandwidth_columns", "fill_scenario_columns", "plan_columns",
+__all__ = ["FILLED", "MONEY_COLUMNS", "SETUP_COLUMNS", "bandwidth_columns", "fill_scenario_columns", "plan_columns",
            "restore_column", "save_columns", "setup_columns"]
 
 #: the restart phases in pipeline order (engine.recovery.RESTART_PHASES)
@@ -74,7 +74,7 @@ _NAMES = {"size_gb": "parameters_b", "readers": "writers", "read_gb_s_per_reader
 def bandwidth_columns(per_writer: Any, aggregate: Any, writers: Any) -> tuple[np.ndarray, np.ndarray]:
     """(per-writer, aggregate) GB/s for :mod:`engine.storage`, element-wise, NaN standing for a blank.
 
-    The rule of ``engine.setup._bandwidths`` on arrays: a blank aggregate is no shared limit
+    The rule of plan_setup on arrays: a blank aggregate is no shared limit
     (``inf``); a blank per-writer figure leaves the aggregate as the only limit, each of the
     ``writers`` getting ``aggregate / writers``. Both blank gives NaN (nothing to derive).
     """
@@ -529,53 +529,3 @@ def _with_money(result: pd.DataFrame, problems: Any) -> pd.DataFrame:
     extra = {k: v for k, v in cols.items() if k not in money}
     out = result.drop(columns=[c for c in list(extra) + list(money) if c in result.columns])
     return pd.concat([out, pd.DataFrame({**extra, **money}, index=result.index)], axis=1)
-
-
-#: what a table with storage-and-recovery setup columns adds (:mod:`engine.setup_table`); ``design_cost``
-#: is the total with storage and spares (``total_cost`` stays the GPU-time cost), as ``CKPT_DESIGN_COST``
-SETUP_RESULT_COLUMNS = ("checkpoint_size_gb", "derived_checkpoint_stall_min", "derived_async_write_min",
-                        "derived_restore_min", "restart_pipeline_min", "spare_free_probability", "pool_reallocation_min",
-                        "storage_cost", "spare_gpu_hours", "spare_cost", "design_cost")
-
-
-def fill_from_setup(table: pd.DataFrame) -> tuple[pd.DataFrame, Any]:
-    """The table with the stall, write and restart its setup columns derive (stated cells win), and the
-    rows whose setup cells break a rule (:func:`engine.setup_table.fill_scenario_columns`)."""
-    from .batch import coerce_numeric_text
-    from .scenario import RowProblems
-
-    numeric = table.copy(deep=False)
-    for c in numeric.columns:
-        if c in SETUP_FIELD_BY_NAME or c in FIELD_BY_NAME:
-            numeric[c] = coerce_numeric_text(table[c])
-    problems = RowProblems(len(table))
-    filled = fill_scenario_columns(numeric.reset_index(drop=True), problems=problems)
-    filled.index = table.index
-    out = table.copy(deep=False)
-    for c in ("checkpoint_stall_min", "async_write_min", "restart_min"):
-        if c in filled.columns:
-            out[c] = filled[c].to_numpy()
-    return out, problems
-
-
-def setup_figures(table: pd.DataFrame, res: Mapping[str, np.ndarray], bad: np.ndarray) -> dict[str, np.ndarray]:
-    """The setup's figures of every evaluated row (NaN for refused rows) and ``design_cost``."""
-    from .batch import coerce_numeric_text
-    from .scenario import RowProblems
-
-    n = len(table)
-    out = {c: np.full(n, np.nan) for c in SETUP_RESULT_COLUMNS}
-    good = np.flatnonzero(~bad)
-    if not len(good):
-        return out
-    sub = table.iloc[good].reset_index(drop=True)
-    for c in sub.columns:
-        if c in SETUP_FIELD_BY_NAME or c in FIELD_BY_NAME:
-            sub[c] = pd.to_numeric(coerce_numeric_text(sub[c]), errors="coerce")
-    figures = setup_columns(sub, res["job_mtbf_h"][good], res["wall_h"][good], problems=RowProblems(len(good)))
-    for c in SETUP_RESULT_COLUMNS[:-1]:
-        if c in figures:
-            out[c][good] = figures[c]
-    extra = np.nan_to_num(out["storage_cost"][good]) + np.nan_to_num(out["spare_cost"][good])
-    out["design_cost"][good] = res["total_cost"][good] + extra
-    return out

@@ -10,24 +10,8 @@ Rule violations inside the grid (a negative stall, an interval too short for the
 errors like any other (:func:`.batch.evaluate_rows`). Range syntax for the command line:
 :func:`parse_axis`.
 
-Tables completed from a base scenario (:func:`fill_from_template`)
-------------------------------------------------------------------
-A scenario table may omit columns; :func:`fill_from_template` adds each omitted column with the
-base scenario's value on every row (``ckptplan batch --template``, default the seed preset) and
-says which it filled (:class:`TemplateFill`). Only whole columns are filled: a blank cell in a
-column the file gives means "not given" (the field's default, or "is required"), as everywhere;
-a base value equal to the field's default is not filled (the default applies anyway).
-Not taken from the base: ``name``, ``description`` and ``source`` (they describe the base, not the
-rows), and values that belong with a column the file gives:
-
-* the base's ``job_mtbf_h`` override when the file gives ``node_mtbf_h`` or any ``domain{i}_*``
-  column (the override would hide them: the rule of ``ckptplan plan --node-mtbf-h``);
-* the base's failure domains when the file gives any ``domain{i}_*`` column (the file's domains
-  replace the base's, they are not added to them);
-* the base's ``currency`` when the file gives ``price_per_gpu_hour`` (rows then use the file's
-  ``currency`` column, else the default, USD);
-* the base's ``deadline_h`` when the file gives ``useful_training_h`` (a deadline belongs with its
-  run length; rows then have no deadline unless the file gives one).
+Tables completed from a base scenario: :mod:`engine.template_fill` (:func:`fill_from_template`,
+:class:`TemplateFill`, re-exported here).
 
 Streaming (:func:`iter_results`)
 --------------------------------
@@ -57,10 +41,10 @@ import pandas as pd
 
 from . import montecarlo as _mc
 from ._inputs import InputError, as_float_array
-from .batch import (RANKING_METRIC, STATUS_OK, TEXT_DTYPE, _check_columns, _int_series, column_kind, evaluate_rows,
+from .batch import (RANKING_METRIC, STATUS_OK, TEXT_DTYPE, _int_series, column_kind, evaluate_rows,
                     is_dask, is_integer_column, plain_value)
-from .fields import DEFAULT_CHUNK_ROWS, DEFAULT_RUNS, DEFAULT_SEED, FIELD_BY_NAME, FIELDS, MAX_SWEEP_ROWS, TEXT_FIELDS
-from .scenario import DOMAIN_COL, Scenario, to_table
+from .fields import (DEFAULT_CHUNK_ROWS, DEFAULT_RUNS, DEFAULT_SEED, FIELDS, MAX_SWEEP_ROWS, SETUP_FIELDS)
+from .scenario import Scenario, to_table
 from .scenario import is_absent as _is_absent
 from .scenario import is_number as _is_number
 
@@ -70,6 +54,9 @@ __all__ = ["MAX_AXIS_VALUES", "BatchSummary", "SweepGrid", "TemplateFill", "fill
 #: largest axis :func:`parse_axis` expands
 MAX_AXIS_VALUES = 1_000_000
 
+
+# tables completed from a base (own module: line budget), re-exported where callers look for them
+from .template_fill import TemplateFill, _base_scenario, fill_from_template  # noqa: E402
 
 # ========================================================================================= sweeps
 
@@ -174,6 +161,12 @@ class SweepGrid:
     base: dict
     axes: dict
     same_work: bool = False
+    tiers: tuple = ()                                   # a tier design every row follows (from the base's setup)
+    failure_classes: dict = field(default_factory=dict)
+
+    def design_options(self) -> dict:
+        """``tiers`` and ``failure_classes`` for :func:`evaluate_rows` (empty without tiers)."""
+        return {"tiers": self.tiers, "failure_classes": self.failure_classes} if self.tiers else {}
 
     @property
     def rows(self) -> int:
@@ -207,19 +200,15 @@ class SweepGrid:
         return all(v is None or (math.isfinite(float(v)) and float(v) % 1 == 0) for v in values)
 
 
-def _base_scenario(base: Scenario) -> Scenario:
-    if isinstance(base, Scenario):
-        return base
-    shown = str(base) if isinstance(base, (str, bytes)) or hasattr(base, "__fspath__") else type(base).__name__
-    raise InputError("base", shown, "must be a Scenario: the engine reads no file, load a template or TOML file "
-                     "first (ckptplan.files.load_scenario)")
-
-
-def sweep_grid(base: Scenario, *, same_work: bool = False, **axes: Sequence[float]) -> SweepGrid:
+def sweep_grid(base: Scenario, *, same_work: bool = False, setup: Any = None, **axes: Sequence[float]) -> SweepGrid:
     """The grid of ``axes`` over the scenario ``base``, not yet evaluated.
 
-    Axis names: numeric scenario fields (:data:`~engine.scenario.FIELDS`) or the base's
-    ``domain{i}_mtbf_h``/``domain{i}_nodes_per_domain``. Values: finite numbers, no repeats.
+    Axis names: numeric scenario fields (:data:`~engine.scenario.FIELDS`), setup fields
+    (:data:`~engine.fields.SETUP_FIELDS`) or the base's ``domain{i}_mtbf_h``/``domain{i}_nodes_per_domain``.
+    Values: finite numbers, no repeats. ``setup``: the base's storage and recovery setup
+    (:class:`engine.setup.RecoverySetup`): its fields are columns of every row, the stall, write and
+    restart it derives are derived per row (from the row's nodes, bandwidths ...), and its tiers
+    apply to every row (:meth:`SweepGrid.design_options`).
     Sweeping ``node_mtbf_h`` drops a ``job_mtbf_h`` override of the base (else the override would
     win on every row), as ``ckptplan plan --node-mtbf-h`` does. ``same_work=True``: the job needs
     the same useful GPU-hours on every row (``useful_training_h`` scales by base nodes / nodes).
@@ -257,14 +246,30 @@ def sweep_grid(base: Scenario, *, same_work: bool = False, **axes: Sequence[floa
         clean[name] = arr
     if "node_mtbf_h" in clean and "job_mtbf_h" not in clean:
         row["job_mtbf_h"] = None
+        if "failure_rate_source" in row:   # a published rate would contradict the swept node MTBF
+            row["failure_rate_source"] = None
     if same_work and not isinstance(same_work, bool):
         raise InputError("same_work", same_work, "must be True or False")
-    return SweepGrid(base=row, axes=clean, same_work=bool(same_work))
+    tiers, classes = (), {}
+    if setup is not None:
+        from .setup import DERIVED
+
+        for f in SETUP_FIELDS:
+            v = getattr(setup, f.name)
+            if f.name not in clean and v is not None and v != f.default:
+                row[f.name] = v
+        if setup.given():   # derived per row, not the base's one value
+            for c in DERIVED:
+                if c not in setup.stated and c not in clean:
+                    row[c] = None
+        tiers, classes = tuple(setup.tiers), dict(setup.failure_classes)
+    return SweepGrid(base=row, axes=clean, same_work=bool(same_work), tiers=tiers, failure_classes=classes)
 
 
 def sweep(base: Scenario, *, deadline: bool = False, runs: int = DEFAULT_RUNS,
           seed: int = DEFAULT_SEED, failures: Union[str, "_mc.FailureLaw"] = "exponential", final_save: bool = False,
-          same_work: bool = False, max_rows: int = MAX_SWEEP_ROWS, **axes: Sequence[float]) -> pd.DataFrame:
+          same_work: bool = False, max_rows: int = MAX_SWEEP_ROWS, setup: Any = None,
+          **axes: Sequence[float]) -> pd.DataFrame:
     """Evaluate the cartesian grid of ``axes`` over ``base``: one row per combination.
 
     ``sweep(base, checkpoint_stall_min=[0.5, 1, 2], nodes=[64, 128, 256], price_per_gpu_hour=[2, 2.5])``
@@ -276,18 +281,18 @@ def sweep(base: Scenario, *, deadline: bool = False, runs: int = DEFAULT_RUNS,
     """
     if isinstance(max_rows, (bool, np.bool_)) or not isinstance(max_rows, (int, np.integer)) or max_rows < 1:
         raise InputError("max_rows", max_rows, "must be a whole number >= 1")
-    grid = sweep_grid(base, same_work=same_work, **axes)
+    grid = sweep_grid(base, same_work=same_work, setup=setup, **axes)
     if grid.rows > max_rows:
         raise InputError("rows", grid.rows, f"exceeds max_rows = {max_rows:,} for an in-memory sweep: stream it to a "
                          "file (ckptplan sweep -o, ckptplan.workbook.results.write_results) or use sweep_dask")
     return evaluate_rows(grid.chunk(), deadline=deadline, runs=runs, seed=seed, failures=failures,
-                         final_save=final_save)
+                         final_save=final_save, **grid.design_options())
 
 
 def sweep_dask(base: Scenario, *, partition_rows: int = DEFAULT_CHUNK_ROWS,
                deadline: bool = False, runs: int = DEFAULT_RUNS, seed: int = DEFAULT_SEED,
                failures: Union[str, "_mc.FailureLaw"] = "exponential", final_save: bool = False,
-               same_work: bool = False, **axes: Sequence[float]):
+               same_work: bool = False, setup: Any = None, **axes: Sequence[float]):
     """:func:`sweep` as a lazy ``dask.dataframe.DataFrame``: the grid is built on the workers.
 
     Partition ``k`` holds grid rows ``k*partition_rows ..``; each is built by
@@ -297,88 +302,18 @@ def sweep_dask(base: Scenario, *, partition_rows: int = DEFAULT_CHUNK_ROWS,
     """
     import dask.dataframe as dd
 
-    grid = sweep_grid(base, same_work=same_work, **axes)
+    grid = sweep_grid(base, same_work=same_work, setup=setup, **axes)
     step = int(as_float_array("partition_rows", partition_rows, "count"))
     bounds = [(a, min(a + step, grid.rows)) for a in range(0, grid.rows, step)]
     table = dd.from_map(_grid_part, bounds, grid=grid, meta=grid.chunk(0, 0),
                         divisions=[a + 1 for a, _ in bounds] + [grid.rows], label="ckptplan-sweep-grid",
                         enforce_metadata=False)
-    return evaluate_rows(table, deadline=deadline, runs=runs, seed=seed, failures=failures, final_save=final_save)
+    return evaluate_rows(table, deadline=deadline, runs=runs, seed=seed, failures=failures, final_save=final_save,
+                         **grid.design_options())
 
 
 def _grid_part(bounds: tuple[int, int], grid: SweepGrid) -> pd.DataFrame:
     return grid.chunk(*bounds)
-
-
-# ======================================================================= tables over a base
-
-@dataclass(frozen=True)
-class TemplateFill:
-    """What :func:`fill_from_template` took from a base scenario.
-
-    ``template``: the base's label (``--template`` as given, else the scenario's name); ``filled``:
-    ``{column: value}`` added to every row; ``not_taken``: ``{column: why}`` for the base's values
-    left out because they belong with a column the file gives (see the module notes).
-    """
-
-    template: str
-    filled: dict = field(default_factory=dict)
-    not_taken: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return {"template": self.template, "filled": dict(self.filled), "not_taken": dict(self.not_taken)}
-
-
-def fill_from_template(table: pd.DataFrame, base: Scenario, template: Optional[str] = None
-                       ) -> tuple[pd.DataFrame, TemplateFill]:
-    """The table with every column it omits filled from ``base`` (same value on every row), and what was filled.
-
-    See the module notes for what is never taken from the base and why. Columns the table gives
-    are never touched (a blank cell stays blank). Filled columns come after the table's own, in
-    the registry's order; the index and ``attrs`` (e.g. the reader's ``cell_errors``) are kept.
-    """
-    sc = _base_scenario(base)
-    if not isinstance(table, pd.DataFrame):
-        raise InputError("table", type(table).__name__, "must be a pandas DataFrame")
-    row = {c: plain_value(v) for c, v in to_table([sc]).iloc[0].items()}
-    cols = set(table.columns)
-    file_domains = any(isinstance(c, str) and DOMAIN_COL.match(c) for c in cols)
-    kept_out = {
-        "job_mtbf_h": ("the file gives " + ("node_mtbf_h" if "node_mtbf_h" in cols else "failure-domain columns")
-                       + ": the template's job MTBF override would hide the file's own failure figures")
-        if "node_mtbf_h" in cols or file_domains else None,
-        "currency": "the file gives price_per_gpu_hour: its prices are in the file's currency column, else USD"
-        if "price_per_gpu_hour" in cols else None,
-        "deadline_h": "the file gives useful_training_h: the template's deadline belongs with its run length"
-        if "useful_training_h" in cols else None,
-    }
-    filled: dict[str, Any] = {}
-    not_taken: dict[str, str] = {}
-    domain_cols = [c for c in row if DOMAIN_COL.match(c)]
-    candidates = [f.name for f in FIELDS] + [t for t in TEXT_FIELDS if t not in ("name", "description", "source")]
-    for c in candidates + (domain_cols if not file_domains else []):
-        v = row.get(c)
-        default = FIELD_BY_NAME[c].default if c in FIELD_BY_NAME else TEXT_FIELDS[c][1] if c in TEXT_FIELDS else None
-        if c in cols or v is None or v == default:  # the field's default applies anyway: nothing to fill or say
-            continue
-        if kept_out.get(c):
-            not_taken[c] = kept_out[c]
-            continue
-        filled[c] = v
-    if file_domains and sc.domains:
-        not_taken["domains"] = (f"the file gives its own failure-domain columns: the template's "
-                                f"{len(sc.domains)} domain(s) are not added")
-    out = table.copy(deep=False)
-    n = len(out)
-    for c, v in filled.items():
-        if column_kind(c) == "text":
-            out[c] = pd.Series(np.full(n, v, dtype=object), index=out.index, dtype=object)
-        elif is_integer_column(c) and float(v) % 1 == 0:
-            out[c] = _int_series(np.full(n, float(v)), out.index)
-        else:
-            out[c] = np.full(n, float(v))
-    out.attrs = dict(table.attrs)
-    return out, TemplateFill(template or sc.name, filled, not_taken)
 
 
 # ================================================================================== streaming
@@ -398,11 +333,12 @@ def iter_results(source: Any, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, window: O
     """
     step = int(as_float_array("chunk_rows", chunk_rows, "count"))
     if isinstance(source, SweepGrid):
+        options = {**source.design_options(), **options}
         for a in range(0, source.rows, step):
             yield evaluate_rows(source.chunk(a, a + step), **options)
     elif isinstance(source, pd.DataFrame):
         cell_errors = options.pop("cell_errors", source.attrs.get("cell_errors", {}))
-        _check_columns(source, options.get("extra_columns", "error"))
+        evaluate_rows(source.iloc[:0], **options)   # the table's own problems (after its setup fills it), at once
         if len(source) == 0:
             yield evaluate_rows(source, cell_errors=cell_errors, **options)
         for a in range(0, len(source), step):
@@ -442,6 +378,10 @@ def _iter_dask(ddf: Any, window: Optional[int]) -> Iterator[pd.DataFrame]:
 
 # ===================================================================================== summary
 
+#: the ranking of a batch whose rows carry a design's bill (``design_cost``: GPU time + storage + spares)
+DESIGN_RANKING_METRIC = "design_cost_per_useful_gpu_hour"
+
+
 @dataclass
 class BatchSummary:
     """Counts and the extremes of a batch; ``best``/``worst`` per currency, ranked by :data:`RANKING_METRIC`.
@@ -449,7 +389,9 @@ class BatchSummary:
     ``best[currency]`` / ``worst[currency]``: ``{"row", "value", "total_cost", "goodput", "describe"}``
     where ``value`` is the cost per useful GPU-hour (total cost / useful GPU-hours: what one hour of
     useful training really costs once saves, rework and restarts are paid) and ``describe`` the
-    row's values of the ``describe`` columns. Ties keep the first row. ``first_errors``: up to
+    row's values of the ``describe`` columns. A batch whose rows carry ``design_cost`` (a storage and
+    recovery setup) is ranked by the whole bill instead, :data:`DESIGN_RANKING_METRIC` = design cost /
+    useful GPU-hours, and ``total_cost`` is then the design cost. Ties keep the first row. ``first_errors``: up to
     ``max_errors`` ``(row, message)`` pairs in input order; ``warned``: ok rows with a model
     warning (``warnings`` column), the first ``max_errors`` of them in ``first_warnings``.
     ``template``: what the table took from a base scenario (:meth:`TemplateFill.to_dict`),
@@ -488,9 +430,15 @@ class BatchSummary:
             self.warned += int(warned.sum())
             self._first(part, warned, "warnings", self.first_warnings)
         good = np.flatnonzero(~bad)
-        if not len(good) or self.metric not in part.columns:
+        if "design_cost" in part.columns and "useful_gpu_hours" in part.columns:   # the design's whole bill
+            self.metric = DESIGN_RANKING_METRIC
+        if not len(good) or (self.metric not in part.columns and self.metric != DESIGN_RANKING_METRIC):
             return
-        metric = part[self.metric].to_numpy(dtype=float)[good]
+        if self.metric == DESIGN_RANKING_METRIC:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                metric = (part["design_cost"].to_numpy(dtype=float) / part["useful_gpu_hours"].to_numpy(dtype=float))[good]
+        else:
+            metric = part[self.metric].to_numpy(dtype=float)[good]
         keep = np.isfinite(metric)
         good, metric = good[keep], metric[keep]
         if "currency" in part.columns:
@@ -518,8 +466,9 @@ class BatchSummary:
 
     def _record(self, part: pd.DataFrame, p: int, value: float) -> dict:
         row = part.iloc[p]
+        cost = "design_cost" if self.metric == DESIGN_RANKING_METRIC else "total_cost"
         return {"row": plain_value(part.index[p]), "value": value,
-                "total_cost": float(row.get("total_cost", np.nan)), "goodput": float(row.get("goodput", np.nan)),
+                "total_cost": float(row.get(cost, np.nan)), "goodput": float(row.get("goodput", np.nan)),
                 "describe": {c: plain_value(row[c]) for c in self.describe if c in part.columns}}
 
     def to_dict(self) -> dict:

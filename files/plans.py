@@ -40,6 +40,21 @@ class PlanFile:
     designs: tuple     # engine.designs.Design, in file order
     origin: str
 
+    def with_design(self, name: str) -> "PlanFile":
+        """The baseline with its ``[[designs]]`` entry ``name`` applied (scenario and setup), as its own plan.
+
+        What ``ckptplan batch``/``sweep --design NAME`` use as the base of every row. Raises
+        :class:`InputError` naming the file's designs when none is called ``name``.
+        """
+        from dataclasses import replace
+
+        found = [d for d in self.designs if d.name == name]
+        if not found:
+            names = ", ".join(repr(d.name) for d in self.designs) or "none"
+            raise InputError(f"{self.origin}: design", name, f"is not one of the file's [[designs]] ({names})")
+        design = found[0]
+        return replace(self, scenario=design.apply(self.scenario), setup=design.apply_setup(self.setup), designs=())
+
     def planned_scenario(self) -> Any:
         """The scenario with the stall, write and restart the setup derives (what single-level surfaces use)."""
         from ..engine.setup import plan_setup

@@ -317,7 +317,7 @@ def write_results(results: Any, path: Union[str, Path], *, force: bool = False, 
     ``progress(rows)`` is called after each chunk with the rows it wrote. ``expected_rows``, when
     known, lets a sink refuse a row count it cannot hold before any work (``check_rows``).
     ``template``: what the table took from a base scenario (a
-    :class:`~ckptplan.engine.sweep.TemplateFill` or its ``to_dict()``), kept in the summary.
+    :class:`~ckptplan.engine.template_fill.TemplateFill` or its ``to_dict()``), kept in the summary.
     ``sinks``: ``{kind: factory}`` for further output kinds (see the module notes); use
     :func:`ckptplan.workbook.results.write_results` for any kind, .xlsx included.
 

@@ -283,11 +283,16 @@ class _XlsxSink(Sink):
                                                              or "nothing: the file gives every column")])
             for k, why in s.template.get("not_taken", {}).items():
                 ws.append([text(f"not taken from the template: {k}"), text(why)])
+            if s.template.get("tiers"):
+                ws.append([text("checkpoint tiers (every row)"), text(", ".join(s.template["tiers"]))])
         ws.append([])
+        design = s.metric == "design_cost_per_useful_gpu_hour"
+        what = "design cost" if design else "total cost"
         ws.append([text("Ranked by cost per useful GPU-hour", bold=True),
-                   text("total cost / useful GPU-hours, in each row's currency (saves, rework and restarts included)")])
+                   text(("design cost (GPU time + storage + spares)" if design else "total cost") + " / useful "
+                        "GPU-hours, in each row's currency (saves, rework and restarts included)")])
         ws.append([text("", bold=True), text("scenario", bold=True), text("cost per useful GPU-h", bold=True),
-                   text("total cost", bold=True), text("goodput", bold=True)])
+                   text(what, bold=True), text("goodput", bold=True)])
         for label, store in (("best", s.best), ("worst", s.worst)):
             for cur, rec in store.items():
                 ws.append([text(f"{label} ({cur})"), text(f"row {rec['row']}: {BatchSummary.describe_record(rec)}"),
@@ -313,8 +318,12 @@ class _XlsxSink(Sink):
             "warnings: why an ok row's answer leaves its model's range (engine.validity); empty when none.",
             "Units are in the column names: _min minutes, _h hours, _gpu_hours GPU-hours, _cost money in the row's "
             "currency; fractions are formatted as percentages.",
-            "Long-run figures: Daly's model for exponential failures (engine.evaluate). mc_* and p_finish columns: "
-            "Monte Carlo of the finite job (engine.deadline), seeded per row (deadline_seed).",
+            ("Long-run figures: the exact multi-level model of the template's checkpoint tiers for exponential "
+             "failures split into classes (engine.tiers_table); tier{i}_ columns per tier. mc_* and p_finish columns: "
+             "the tiered Monte Carlo (engine.montecarlo_tiers), seeded per row (deadline_seed)."
+             if s.template and s.template.get("tiers") else
+             "Long-run figures: Daly's model for exponential failures (engine.evaluate). mc_* and p_finish columns: "
+             "Monte Carlo of the finite job (engine.deadline), seeded per row (deadline_seed)."),
         ):
             ws.append([text(note)])
 

@@ -1,0 +1,187 @@
+"""The per-row Monte Carlo of a batch (``evaluate_rows(..., deadline=True)``) and its seeds.
+
+Each row that evaluated is simulated on its own (:func:`engine.deadline.simulate`; with a tier design
+:func:`engine.montecarlo_tiers.simulate_tiers`), ``runs`` runs seeded by :func:`scenario_seeds`: a
+hash of what the row's simulation uses and nothing else, so a row's answer does not depend on the
+other rows, their order, chunking or Dask partitions (see :mod:`engine.batch` for the columns).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Mapping, Union
+
+import numpy as np
+import pandas as pd
+
+from . import cost
+from . import montecarlo as _mc
+from ._inputs import InputError, as_float_array
+from .fields import DEFAULT_SEED, SETUP_FIELD_BY_NAME
+from .scenario import RowProblems, Scenario, to_table
+
+__all__ = ["MONTE_CARLO_COLUMNS", "scenario_seeds"]
+
+MONTE_CARLO_COLUMNS = (
+    "deadline_seed", "mc_runs", "p_finish", "p_finish_low", "p_finish_high", "mc_wall_h_mean",
+    "mc_wall_h_mean_se", "mc_wall_h_p50", "mc_wall_h_p90", "mc_wall_h_p99", "mc_failures_mean",
+    "mc_gpu_hours_mean", "mc_gpu_hours_p90", "mc_cost_mean", "mc_cost_p90",
+)
+
+
+def _check_mc_options(runs: Any, seed: Any, failures: Any) -> tuple[int, int, Any]:
+    r = as_float_array("runs", runs, "count")
+    if r.ndim or r < 2:
+        raise InputError("runs", runs, "must be a single whole number >= 2")
+    _mc.check_simulation_size(r)
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError("seed", seed, "must be a whole number >= 0 (the base seed of every row's own seed)")
+    if not (failures == "exponential" or isinstance(failures, _mc.FailureLaw)):
+        raise InputError("failures", failures, "must be 'exponential' or an engine.deadline.FailureLaw")
+    return int(r), int(seed), failures
+
+
+#: what a row's simulation uses, in the order hashed for its seed (besides the failure law and final save)
+_SIMULATION_INPUTS = ("checkpoint_stall_min", "async_write_min", "async_slowdown_fraction", "restart_min",
+                      "job_mtbf_h", "useful_training_h", "chosen_interval_min")
+
+
+def _law_bytes(failures: Any, final_save: bool) -> bytes:
+    """The failure law and the final-save flag as bytes (an exponential law spelt either way hashes the same)."""
+    law = failures if isinstance(failures, _mc.FailureLaw) else _mc.FailureLaw.exponential()
+    head = f"{law.kind}|{law.shape!r}|{bool(final_save)}|".encode()
+    return head + np.asarray(law.samples or (), dtype="<f8").tobytes()
+
+
+def _design_bytes(design: Any) -> bytes:
+    """A tier design as bytes: its names, everies, survived classes and the class shares, in order."""
+    if design is None:
+        return b""
+    text = repr([(t["name"], int(t["every"]), list(t["survives"])) for t in design.tiers]
+                + sorted((str(c), float(v).hex()) for c, v in design.classes.items()))
+    return b"tiers|" + text.encode()
+
+
+def _simulation_columns(design: Any) -> tuple[str, ...]:
+    """The columns a row's simulation uses: :data:`_SIMULATION_INPUTS`, and each tier's times with tiers
+    (whose ``restart_min`` is the restart without the load, ``restart_other_min``)."""
+    if design is None:
+        return _SIMULATION_INPUTS
+    cols = tuple("restart_other_min" if c == "restart_min" else c for c in _SIMULATION_INPUTS)
+    return cols + tuple(f"tier{i + 1}_{k}" for i in range(len(design.tiers))
+                        for k in ("checkpoint_stall_min", "restore_min"))
+
+
+def _seeds_from(sim_inputs: Mapping[str, np.ndarray], positions: np.ndarray, seed: int, failures: Any,
+                final_save: bool, design: Any = None) -> np.ndarray:
+    """``SeedSequence([seed, blake2b-128(simulation inputs)])`` -> a 49-bit seed per row position."""
+    rows = np.column_stack([np.asarray(sim_inputs[c], dtype=float)[positions] for c in _simulation_columns(design)])
+    rows = rows.astype("<f8") + 0.0  # -0.0 -> 0.0
+    law = _law_bytes(failures, final_save) + _design_bytes(design)
+    out = np.empty(len(positions), dtype=np.int64)
+    for k in range(len(positions)):
+        words = np.frombuffer(hashlib.blake2b(rows[k].tobytes() + law, digest_size=16).digest(), dtype="<u4").tolist()
+        state = np.random.SeedSequence([seed, *words]).generate_state(1, np.uint64)[0]
+        out[k] = int(state) >> 15  # 49 bits: exact in float64 and in Excel's 15 digits
+    return out
+
+
+def scenario_seeds(table: Any, seed: int = DEFAULT_SEED, failures: Union[str, "_mc.FailureLaw"] = "exponential",
+                   final_save: bool = False, tiers: Any = None, failure_classes: Any = None) -> np.ndarray:
+    """The per-row Monte Carlo seed :func:`evaluate_rows` uses (``deadline_seed``), for every row.
+
+    ``SeedSequence([seed, blake2b-128(x)])`` -> a 49-bit integer, where ``x`` is what the row's
+    simulation uses: ``checkpoint_stall_min``, ``async_write_min``, ``async_slowdown_fraction``,
+    ``restart_min`` (defaults applied), the job MTBF the row uses (the override, else derived from
+    nodes, node MTBF, non-fatal share and domains), ``useful_training_h`` and the chosen interval
+    (float64, fixed order), plus the failure law and ``final_save``. Price, currency, name, text,
+    GPUs, ``runs_per_month``, ``deadline_h``, other rows, the row's position and the number of runs
+    do not enter: rows that simulate the same job get the same seed. Invalid rows get -1. The stall,
+    write and restart are the ones the row's setup columns fill in; with a tier design (``tiers``,
+    ``failure_classes``) the restart is the one without the load and each tier's times and the
+    design itself enter too.
+    """
+    from .batch import STATUS_OK, _validate, evaluate_rows
+    from .tiers_table import tier_design
+
+    _check_mc_options(2, seed, failures)
+    design = tier_design(tiers, failure_classes) if tiers is not None or failure_classes is not None else None
+    results = evaluate_rows(table, extra_columns="keep", tiers=tiers, failure_classes=failure_classes)
+    table = table if isinstance(table, pd.DataFrame) else to_table([table] if isinstance(table, Scenario) else table)
+    cell_errors = table.attrs.get("cell_errors", {})
+    info = None
+    if design is not None or any(c in SETUP_FIELD_BY_NAME for c in table.columns):
+        from .batch_setup import fill_from_setup
+
+        table, _, info = fill_from_setup(table, design)
+    _, eff, _, _ = _validate(table, cell_errors)
+    taken = ("job_mtbf_h", "chosen_interval_min") + (tuple(
+        f"tier{i + 1}_{k}" for i in range(len(design.tiers)) for k in ("checkpoint_stall_min", "restore_min"))
+        if design is not None else ())
+    sim = {**eff, **{c: results[c].to_numpy(dtype=float) for c in taken}}
+    if design is not None:
+        other = info["restart_other_min"]
+        sim["restart_other_min"] = np.where(np.isnan(other), eff["restart_min"], other)
+    out = np.full(len(results), -1, dtype=np.int64)
+    good = np.flatnonzero(results["status"].to_numpy(dtype=object) == STATUS_OK)
+    out[good] = _seeds_from(sim, good, int(seed), failures, final_save, design)
+    return out
+
+
+def _simulate_row(p: int, eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray], runs: int, row_seed: int,
+                  failures: Any, final_save: bool, design: Any) -> Any:
+    """The row's Monte Carlo: :func:`engine.deadline.simulate`, or the tiered one for a tier design."""
+    if design is None:
+        return _mc.simulate(eff["useful_training_h"][p] * 60.0, res["chosen_interval_min"][p],
+                            eff["checkpoint_stall_min"][p], res["job_mtbf_h"][p] * 60.0, eff["restart_min"][p],
+                            eff["async_write_min"][p], eff["async_slowdown_fraction"][p], runs, row_seed, failures,
+                            final_save)
+    from .montecarlo_tiers import simulate_tiers
+    from .tiers import Tier
+
+    tiers = [Tier(t["name"], res[f"tier{i + 1}_checkpoint_stall_min"][p], res[f"tier{i + 1}_restore_min"][p],
+                  t["every"], t["survives"]) for i, t in enumerate(design.tiers)]
+    return simulate_tiers(eff["useful_training_h"][p] * 60.0, res["chosen_interval_min"][p], res["job_mtbf_h"][p] * 60.0,
+                          res["restart_other_min"][p], eff["async_write_min"][p], eff["async_slowdown_fraction"][p],
+                          tiers=tiers, classes=design.classes, runs=runs, seed=row_seed, final_save=final_save)
+
+
+def _monte_carlo(n: int, eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray], positions: np.ndarray,
+                 runs: int, seed: int, failures: Any, final_save: bool, problems: RowProblems,
+                 design: Any = None) -> dict[str, np.ndarray]:
+    out = {c: np.full(n, np.nan) for c in MONTE_CARLO_COLUMNS}
+    if not len(positions):
+        return out
+    seeds = _seeds_from({**eff, **res}, positions, seed, failures, final_save, design)
+    useful_h, deadline_h = eff["useful_training_h"], eff["deadline_h"]
+    for p, row_seed in zip(positions.tolist(), seeds.tolist()):
+        dl_h = deadline_h[p]
+        if not np.isnan(dl_h) and dl_h < useful_h[p]:
+            problems.add([p], lambda _p: str(InputError(
+                "deadline_h", float(dl_h), f"must be >= useful_training_h = {useful_h[_p]:g} h: the job needs that "
+                "much compute even with no saves and no failures")))
+            continue
+        try:
+            sim = _simulate_row(p, eff, res, runs, row_seed, failures, final_save, design)
+        except ValueError as exc:
+            problems.add([p], lambda _p, m=str(exc): f"Monte Carlo: {m}")
+            continue
+        wall_h = sim.wall / 60.0
+        gpu_h = np.asarray(cost.gpu_hours(wall_h, res["gpus"][p]))
+        money = np.asarray(cost.money(gpu_h, eff["price_per_gpu_hour"][p]))
+        q50, q90, q99 = np.quantile(wall_h, [0.5, 0.9, 0.99])
+        out["deadline_seed"][p] = row_seed
+        out["mc_runs"][p] = runs
+        if not np.isnan(dl_h):
+            hits = int(np.count_nonzero(sim.wall <= dl_h * 60.0))
+            out["p_finish"][p] = hits / runs
+            out["p_finish_low"][p], out["p_finish_high"][p] = _mc.wilson_interval(hits, runs)
+        out["mc_wall_h_mean"][p] = float(wall_h.mean())
+        out["mc_wall_h_mean_se"][p] = _mc.standard_error(wall_h)
+        out["mc_wall_h_p50"][p], out["mc_wall_h_p90"][p], out["mc_wall_h_p99"][p] = q50, q90, q99
+        out["mc_failures_mean"][p] = float(sim.failures.mean())
+        out["mc_gpu_hours_mean"][p] = float(gpu_h.mean())
+        out["mc_gpu_hours_p90"][p] = float(np.quantile(gpu_h, 0.9))
+        out["mc_cost_mean"][p] = float(money.mean())
+        out["mc_cost_p90"][p] = float(np.quantile(money, 0.9))
+    return out

@@ -144,7 +144,7 @@ _TIER_EVERY = re.compile(r"^tier\d+_every$")
 
 def is_integer_column(name: Any) -> bool:
     """A column of whole numbers: a count field (``nodes``, ``gpus_per_node``, ``domain{i}_nodes_per_domain``)
-    or a whole-number result (:data:`INTEGER_RESULT_COLUMNS`)."""
+    or a whole-number result (:data:`INTEGER_RESULT_COLUMNS`, a tier's ``tier{i}_every``)."""
     if not isinstance(name, str):
         return False
     if name in INTEGER_RESULT_COLUMNS or _TIER_EVERY.match(name) or (name in FIELD_BY_NAME and FIELD_BY_NAME[name].integer) or (
@@ -417,7 +417,7 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
         design = tier_design(tiers, failure_classes)
     if deadline:
         runs, seed, failures = _check_mc_options(runs, seed, failures)
-        if design is not None and failures != "exponential":
+        if design is not None and isinstance(failures, _mc.FailureLaw) and failures.kind != "exponential":
             raise InputError("failures", getattr(failures, "kind", failures), "the tiered Monte Carlo draws "
                              "exponential (Poisson) failures only: drop the failure law (--weibull-shape) or the tiers")
     if is_dask(table):

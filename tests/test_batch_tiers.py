@@ -231,6 +231,9 @@ def test_tiers_refuse_a_non_exponential_failure_law():
     with pytest.raises(InputError, match="exponential"):
         evaluate_rows(_table(ROWS[:1]), tiers=TIERS, failure_classes=CLASSES, deadline=True,
                       failures=FailureLaw.weibull(0.7))
+    spelt_out = evaluate_rows(_table(ROWS[3:4]), tiers=TIERS, failure_classes=CLASSES, deadline=True, runs=50,
+                              failures=FailureLaw.exponential())
+    assert spelt_out["status"].iloc[0] == "ok", spelt_out["error"].iloc[0]
 
 
 def test_chunks_and_dask_give_the_same_rows(results):

@@ -441,6 +441,10 @@ def _read_toml(path: Path, max_rows: int) -> tuple[pd.DataFrame, dict]:
         for key, value in row.items():
             check_text(key, path, f"scenario {k}, a key")
             check_text(value, path, f"scenario {k}, {key}")
+            if isinstance(value, (dict, list)) and key in ("tiers", "failure_classes", "designs"):
+                raise FileInputError(_FIELD, path, f"{key} is a design every row of a batch follows, not a column: "
+                                     "give the file as the template (ckptplan batch ROWS --template FILE; "
+                                     "--design NAME for one of its [[designs]])", f"scenario {k}")
             if isinstance(value, (dict, list)):
                 raise FileInputError(_FIELD, path, f"{key} must be a single value, not a "
                                      f"{'table' if isinstance(value, dict) else 'list'}", f"scenario {k}")

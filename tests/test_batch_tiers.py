@@ -433,3 +433,11 @@ def test_a_derived_stall_gives_no_small_model_warning_in_plan_either():
     stated = plan_from_data({"scenario": {"name": "stated", "nodes": 512, "node_mtbf_h": 5000.0, "useful_training_h": 100.0,
                                           "price_per_gpu_hour": 2.0, "checkpoint_stall_min": 0.001}})
     assert any("small model" in w for w in plan_setup(stated.scenario, stated.setup).warnings)
+
+
+def test_a_rows_file_with_tiers_is_told_to_give_them_as_the_template(tmp_path):
+    template = _tiered_template(tmp_path)
+    res = CliRunner().invoke(app, ["batch", str(template), "--no-template", "-o", str(tmp_path / "o.csv")])
+    assert res.exit_code == 2, res.output
+    assert "tiers is a design every row of a batch follows, not a column" in res.output
+    assert "--template FILE" in res.output and not (tmp_path / "o.csv").exists()

@@ -101,6 +101,7 @@ __all__ = [
     "scenario_seeds",
     "column_kind",
     "coerce_numeric_text",
+    "real_numbers",
     "integer_typed",
     "is_integer_column",
     "text_values",
@@ -166,8 +167,10 @@ def integer_typed(values: pd.Series) -> pd.Series:
 
 
 def _int_series(arr: np.ndarray, index: Any, name: Any = None) -> pd.Series:
-    """Float values (whole, NaN = missing) as an ``Int64`` Series."""
+    """Float values (whole, NaN = missing) as an ``Int64`` Series; float64 if one is beyond int64's range."""
     mask = np.isnan(arr)
+    if np.any(np.abs(arr[~mask]) >= 2.0**63):   # e.g. nodes x GPUs per node of 10^19 GPUs: no int64 holds it
+        return pd.Series(arr, index=index, name=name, dtype=np.float64)
     ints = np.where(mask, 0.0, arr).astype(np.int64)
     return pd.Series(pd.arrays.IntegerArray(ints, mask), index=index, name=name, copy=False)
 
@@ -251,6 +254,19 @@ def coerce_numeric_text(values: pd.Series) -> pd.Series:
                                                        for v in out[~is_str]):
         return pd.Series(out.astype(float), index=values.index, name=values.name)
     return pd.Series(out, index=values.index, name=values.name, dtype=object)
+
+
+def real_numbers(values: pd.Series) -> np.ndarray:
+    """A column as float64: numbers (and numbers written as text) as floats, anything else NaN.
+
+    For columns checked elsewhere (their own rule reports a bad cell): a complex, a boolean, a date or
+    an int beyond float range becomes NaN here instead of a numpy cast warning or an OverflowError.
+    """
+    coerced = coerce_numeric_text(values)
+    if coerced.dtype.kind in "iuf":
+        return coerced.to_numpy(dtype=np.float64)
+    obj = coerced.to_numpy(dtype=object)
+    return np.array([float(v) if _is_number(v) and _in_float_range(v) else np.nan for v in obj], dtype=np.float64)
 
 
 def _in_float_range(v: Any) -> bool:
@@ -465,6 +481,10 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
         from .batch_setup import tiered_pass
 
         tiered_pass(design, eff, res, setup_info, problems)
+    if setup_problems is not None:   # the setup's figures at each row's wall hours, and its whole bill
+        from .batch_setup import setup_figures
+
+        res.update(setup_figures(table, res, problems, tiered=design is not None))
     evaluated = np.flatnonzero(~problems.mask())
     mc = None
     if deadline:
@@ -482,8 +502,7 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     for c in table.columns:
         kind = column_kind(c)
         if kind == "number" and c not in given:  # a setup column: its cells as numbers (checked by the setup)
-            out[c] = _number_output(c, table[c], pd.to_numeric(coerce_numeric_text(table[c]), errors="coerce")
-                                    .to_numpy(dtype=float), None)
+            out[c] = _number_output(c, table[c], real_numbers(table[c]), None)
         elif kind == "number":
             vals = given[c]
             if c == "job_mtbf_h":
@@ -494,9 +513,7 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
         else:
             out[c] = table[c]
     if setup_problems is not None:
-        from .batch_setup import SETUP_RESULT_COLUMNS, setup_figures
-
-        res.update(setup_figures(table, res, bad, tiered=design is not None))
+        from .batch_setup import SETUP_RESULT_COLUMNS
     extra = dict(zip(MONTE_CARLO_COLUMNS, [mc[c] for c in MONTE_CARLO_COLUMNS])) if mc is not None else {}
     setup_out = [c for c in SETUP_RESULT_COLUMNS if c in res] if setup_problems is not None else []
     plan_out = list(derived)

@@ -46,7 +46,7 @@ def fill_from_setup(table: pd.DataFrame, design: Any = None) -> tuple[pd.DataFra
     without the load), as ``plan_setup``'s tiered plan takes them, and ``stall_derived`` (the stall the
     row's plan uses comes from the checkpoint size and a bandwidth, not from a measurement).
     """
-    from .batch import coerce_numeric_text
+    from .batch import coerce_numeric_text, real_numbers
 
     numeric = table.copy(deep=False)
     for c in numeric.columns:
@@ -59,10 +59,8 @@ def fill_from_setup(table: pd.DataFrame, design: Any = None) -> tuple[pd.DataFra
     filled = _filled(numeric, cols)
     stated_restart = ~_absent(numeric["restart_min"]) if "restart_min" in numeric.columns else np.zeros(len(table), bool)
     other = sum((np.nan_to_num(cols[f"part_{p}"], nan=0.0) for p in _PHASES if p != "load_min"), np.zeros(len(table)))
-    nodes = pd.to_numeric(numeric["nodes"], errors="coerce").to_numpy(dtype=np.float64) if "nodes" in numeric.columns \
-        else np.full(len(table), np.nan)
-    writers = pd.to_numeric(numeric["writers"], errors="coerce").to_numpy(dtype=np.float64) \
-        if "writers" in numeric.columns else np.full(len(table), np.nan)
+    nodes, writers = (real_numbers(numeric[c]) if c in numeric.columns else np.full(len(table), np.nan)
+                      for c in ("nodes", "writers"))
     info = {"checkpoint_size_gb": cols["checkpoint_size_gb"], "writers": np.where(np.isnan(writers), nodes, writers),
             "restart_other_min": np.where(~np.isnan(cols["restart_pipeline_min"]) & ~stated_restart, other, np.nan)}
     stated_stall = ~_absent(numeric["checkpoint_stall_min"]) if "checkpoint_stall_min" in numeric.columns \
@@ -102,32 +100,47 @@ def _filled_first_tier(filled: pd.DataFrame, numeric: pd.DataFrame, stall: np.nd
         filled[name] = pd.Series(cells, index=filled.index, dtype=object)
 
 
-def setup_figures(table: pd.DataFrame, res: Mapping[str, np.ndarray], bad: np.ndarray,
+def setup_figures(table: pd.DataFrame, res: Mapping[str, np.ndarray], problems: RowProblems,
                   tiered: bool = False) -> dict[str, np.ndarray]:
-    """The setup's figures of every evaluated row (NaN for refused rows) and ``design_cost``.
+    """The setup's figures of every row ``problems`` has not refused (NaN elsewhere) and ``design_cost``.
 
     ``tiered``: the rows follow a tier design: their storage bill is the tiers' (``res["storage_cost"]``,
-    :mod:`engine.tiers_table`), not the single-level one of the setup's own price and retention.
+    :mod:`engine.tiers_table`), not the single-level one of the setup's own price and retention. A row
+    whose spare money or design cost leaves the float64 range becomes a problem (its figure NaN).
     """
     from .batch import coerce_numeric_text
+    from .errors import InputError
 
     n = len(table)
     out = {c: np.full(n, np.nan) for c in SETUP_RESULT_COLUMNS}
-    good = np.flatnonzero(~bad)
+    good = np.flatnonzero(~problems.mask())
     if not len(good):
         return out
     sub = table.iloc[good].reset_index(drop=True)
     for c in sub.columns:
         if c in SETUP_FIELD_BY_NAME or c in FIELD_BY_NAME:
             sub[c] = pd.to_numeric(coerce_numeric_text(sub[c]), errors="coerce")
-    figures = setup_columns(sub, res["job_mtbf_h"][good], res["wall_h"][good], problems=RowProblems(len(good)))
+    found = RowProblems(len(good))
+    figures = setup_columns(sub, res["job_mtbf_h"][good], res["wall_h"][good], problems=found)
+    for p, errs in found.by_row.items():
+        problems.add([good[p]], lambda _p, err=errs[0]: err)
     for c in SETUP_RESULT_COLUMNS[:-1]:
         if c in figures:
             out[c][good] = figures[c]
     if tiered:
         out["storage_cost"][good] = res["storage_cost"][good]
-    extra = np.nan_to_num(out["storage_cost"][good]) + np.nan_to_num(out["spare_cost"][good])
-    out["design_cost"][good] = res["total_cost"][good] + extra
+    with np.errstate(over="ignore", invalid="ignore"):
+        extra = np.nan_to_num(out["storage_cost"][good], nan=0.0) + np.nan_to_num(out["spare_cost"][good], nan=0.0)
+        total = res["total_cost"][good] + extra
+    broken = np.flatnonzero(~np.isfinite(total) & np.isfinite(res["total_cost"][good])
+                            & ~np.isin(np.arange(len(good)), list(found.by_row)))
+    price = sub["price_per_gpu_hour"].to_numpy(dtype=np.float64) if "price_per_gpu_hour" in sub.columns \
+        else np.full(len(good), np.nan)
+    for k in broken:
+        problems.add([good[k]], lambda _p, v=float(price[k]), h=float(res["wall_h"][good[k]]): InputError(
+            "price_per_gpu_hour", v, f"the design cost (GPU time + storage + spares) at {h:.3g} wall hours overflows "
+            "the float64 range"))
+    out["design_cost"][good] = np.where(np.isfinite(total), total, np.nan)
     return out
 
 

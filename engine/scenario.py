@@ -23,7 +23,7 @@ import pandas as pd
 
 from . import cost, reliability, wall_distribution, waste
 from ._frames import result_frame as _result_frame
-from ._inputs import FLOAT_MAX
+from ._inputs import FLOAT_MAX, check_finite_result
 from .errors import InputError
 from .fields import DOMAIN_FIELDS, FIELDS, RULES, TEXT_FIELDS, Field
 from .reliability import FailureDomain
@@ -523,7 +523,10 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
     chosen = np.where(np.isnan(cols["interval_min"]), exact, cols["interval_min"])
     floor = W * (1 - s)  # Young/Daly ignore the write; never evaluate them below the durability floor
     parts = waste._breakdown(work, chosen, C, M, R, W, s)
-    gpus = cols["nodes"] * cols["gpus_per_node"]
+    with np.errstate(over="ignore"):
+        gpus = cols["nodes"] * cols["gpus_per_node"]
+    check_finite_result("gpus_per_node", gpus, "nodes x GPUs per node overflows",
+                        {"nodes": cols["nodes"], "gpus_per_node": cols["gpus_per_node"]})
     price = cols["price_per_gpu_hour"]
 
     new: dict[str, np.ndarray] = {

@@ -294,10 +294,15 @@ def _cross_field_rules(c: _Cols, problems: Any) -> None:
     with np.errstate(invalid="ignore"):
         lonely = (e["spares"] > 0) & ~c.stated("repair_h")
         unpriced = (e["price_per_gb_month"] > 0) & ~sized
-    _problem(problems, lonely, lambda p: InputError("spares", int(e["spares"][p]),
+    _problem(problems, lonely, lambda p: InputError("spares", _whole_or_float(e["spares"][p]),
                                                     "needs repair_h: how long a failed node takes to come back"))
     _problem(problems, unpriced, lambda p: InputError("price_per_gb_month", float(e["price_per_gb_month"][p]),
                                                       "needs the checkpoint size: give parameters_b"))
+
+
+def _whole_or_float(v: float) -> int | float:
+    """A count as a message shows it: whole and finite as an int, anything else (inf, 2.5) as it is."""
+    return int(v) if np.isfinite(v) and float(v).is_integer() else float(v)
 
 
 def _restart(out: dict, c: _Cols, problems: Any, ok: Callable[[], np.ndarray], pool: np.ndarray, M: np.ndarray,

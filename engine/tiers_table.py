@@ -309,13 +309,12 @@ def tiered_columns(design: TierDesign, *, size_gb: Any, writers: Any, job_mtbf_h
         o[f"tier{i + 1}_restart_min"] = R[rows] + restores[i][rows]
         bill = np.zeros(rows.size)
         if sized.any():
-            bill[sized] = storage.storage_cost(size[rows][sized], t["retention"], t["price_per_gb_month"],
-                                               months[sized], t["copies"])
+            bill[sized] = _bill(design, i, size[rows], months, np.flatnonzero(sized), _Shifted(sink, rows))
         o[f"tier{i + 1}_storage_cost"] = bill
         storage_total = storage_total + bill
     o["storage_cost"] = np.broadcast_to(np.asarray(storage_total, dtype=np.float64), (rows.size,))
     with np.errstate(invalid="ignore"):
-        broken = ~np.all([np.isfinite(v) for v in o.values()], axis=0)
+        broken = ~np.all([np.isfinite(v) for v in o.values()], axis=0) & ~_mask(sink, n)[rows]
     if broken.any():
         sink.add(rows[broken], lambda _p: InputError("price_per_gpu_hour", float(price[_p]),
                                                      "the plan's money overflows (results must stay within the "
@@ -324,6 +323,35 @@ def tiered_columns(design: TierDesign, *, size_gb: Any, writers: Any, job_mtbf_h
     for k, v in o.items():
         out[k][rows[keep]] = np.asarray(v, dtype=np.float64)[keep]
     return out
+
+
+def _bill(design: TierDesign, i: int, size: np.ndarray, months: np.ndarray, at: np.ndarray, problems: Any) -> np.ndarray:
+    """Tier ``i``'s storage bill at the positions ``at`` (:func:`engine.storage.storage_cost`); a bill beyond
+    the float64 range is the row's problem, naming the tier's largest factor (NaN there)."""
+    from . import storage
+    from .setup_table import _isolated
+
+    t = design.tiers[i]
+    factors = {k: t[k] for k in ("retention", "copies", "price_per_gb_month")}
+    culprit = max(factors, key=lambda k: abs(float(factors[k])))
+    err = InputError(f"{design.label(i)}.{culprit}", factors[culprit], "the tier's storage bill (size x retention x "
+                     "copies x months x price per GB-month) overflows the float64 range")
+
+    def compute(r: np.ndarray) -> tuple:
+        return (storage.storage_cost(size[r], t["retention"], t["price_per_gb_month"], months[r], t["copies"]),)
+
+    (got,) = _isolated(_Renamed(problems, err), at, compute, 1)
+    return got
+
+
+class _Renamed:
+    """A problems recorder that records ``err`` instead of the engine's own message."""
+
+    def __init__(self, problems: Any, err: InputError):
+        self.problems, self.err = problems, err
+
+    def add(self, rows: Any, make: Any) -> None:
+        self.problems.add(rows, lambda _p: self.err)
 
 
 def _mask(problems: Any, n: int) -> np.ndarray:

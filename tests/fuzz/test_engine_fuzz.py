@@ -323,17 +323,70 @@ def test_batches_answer_every_row_or_name_its_problem(data):
     n = data.draw(st.integers(1, 4))
     cols = {"checkpoint_stall_min": [2.0] * n, "node_mtbf_h": [2560.0] * n, "nodes": [128] * n,
             "useful_training_h": [720.0] * n, "price_per_gpu_hour": [2.5] * n}
-    for name in data.draw(st.lists(st.sampled_from([f.name for f in engine.FIELDS]), max_size=3, unique=True)):
+    names = [f.name for f in engine.FIELDS] + [f.name for f in engine.fields.SETUP_FIELDS]   # the setup's too
+    for name in data.draw(st.lists(st.sampled_from(names), max_size=3, unique=True)):
         cols[name] = [data.draw(st.one_of(_FIELD_VALUES, st.sampled_from(corpus.HOSTILE_NUMBERS[:40]))) for _ in range(n)]
     table = pd.DataFrame({k: pd.Series(v, dtype=object) for k, v in cols.items()})
     corpus.count("engine", n)
-    out = evaluate_rows(table)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = evaluate_rows(table)
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in caught]
     assert list(out.index) == list(table.index) and set(out["status"]) <= {"ok", "error"}
     ok = out["status"].to_numpy() == "ok"
     assert all(out["error"][~ok].str.len() > 0)
     derived = [c for c in engine.scenario.derived_columns()]
     check_evaluated(out.loc[ok, derived].astype(float).assign(
         deadline_approximation_ok=out.loc[ok, "deadline_approximation_ok"].astype(bool)))
+
+
+_TIERS = ({"name": "host-memory", "every": 1, "write_gb_s_per_writer": 25.0, "survives": ["process", "node"]},
+          {"name": "remote", "every": 10, "write_gb_s_per_writer": 1.0, "aggregate_write_gb_s": 2000.0,
+           "survives": ["process", "node", "correlated"], "retention": 3, "price_per_gb_month": 0.02})
+_CLASSES = {"process": 0.22, "node": 0.76, "correlated": 0.02}
+_TIER_KEYS = ("every", "checkpoint_stall_min", "restore_min", "write_gb_s_per_writer", "aggregate_write_gb_s",
+              "read_gb_s_per_writer", "retention", "copies", "price_per_gb_month", "survives", "name", "bogus")
+_ROW_KEYS = ("nodes", "parameters_b", "node_mtbf_h", "restart_min", "interval_min", "async_write_min", "writers",
+             "detection_min", "repair_h", "spares", "useful_training_h", "price_per_gpu_hour")
+#: a tiered row's columns that hold a figure whenever the row is ok
+_TIERED_FIGURES = ("chosen_interval_min", "waste_fraction", "wall_h", "save_h", "rework_h", "restart_h",
+                   "total_cost", "design_cost", "mean_restart_min", "storage_cost")
+
+
+@FUZZ
+@given(data=st.data())
+def test_tiered_batches_answer_every_row_or_name_the_tier_or_field(data):
+    """Hostile tier designs refuse the batch naming the tier and field; hostile rows are row errors; every ok
+    row's tiered figures are finite; no numpy warning."""
+    tiers = [dict(t) for t in _TIERS]
+    classes = dict(_CLASSES)
+    for _ in range(data.draw(st.integers(0, 2))):
+        i, key = data.draw(st.integers(0, 1)), data.draw(st.sampled_from(_TIER_KEYS))
+        tiers[i][key] = data.draw(st.one_of(_FIELD_VALUES, st.sampled_from([[], ["nope"], "node", {"a": 1}, ""])))
+    if data.draw(st.booleans()):
+        classes[data.draw(st.sampled_from(list(classes)))] = data.draw(_FIELD_VALUES)
+    n = data.draw(st.integers(1, 3))
+    cols = {"nodes": [2048] * n, "node_mtbf_h": [6334.0] * n, "useful_training_h": [1166.4] * n,
+            "price_per_gpu_hour": [2.5] * n, "parameters_b": [405.0] * n, "restart_min": [10.0] * n}
+    for name in data.draw(st.lists(st.sampled_from(_ROW_KEYS), max_size=3, unique=True)):
+        cols[name] = [data.draw(st.one_of(_FIELD_VALUES, st.sampled_from(corpus.HOSTILE_NUMBERS[:40])))
+                      for _ in range(n)]
+    table = pd.DataFrame({k: pd.Series(v, dtype=object) for k, v in cols.items()})
+    corpus.count("engine", n)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out = evaluate_rows(table, tiers=tiers, failure_classes=classes)
+        except InputError as err:
+            assert re.match(r"(tiers|failure_classes|classes)", str(err.field)), err
+            return
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in caught]
+    assert list(out.index) == list(table.index) and set(out["status"]) <= {"ok", "error"}
+    ok = out["status"].to_numpy() == "ok"
+    assert all(out["error"][~ok].str.len() > 0)
+    figures = list(_TIERED_FIGURES) + [c for c in out.columns if re.match(r"tier\d+_(?!name)", c)]
+    bad = corpus.finite_frame(out.loc[ok, figures].astype(float))
+    assert not bad, f"non-finite tiered figures {bad}:\n{out.loc[ok, bad].T}"
 
 
 # -------------------------------------------------------------------- plans compared

@@ -334,7 +334,8 @@ def _bill(design: TierDesign, i: int, size: np.ndarray, months: np.ndarray, at: 
     t = design.tiers[i]
     factors = {k: t[k] for k in ("retention", "copies", "price_per_gb_month")}
     culprit = max(factors, key=lambda k: abs(float(factors[k])))
-    err = InputError(f"{design.label(i)}.{culprit}", factors[culprit], "the tier's storage bill (size x retention x "
+    shown = factors[culprit] if abs(float(factors[culprit])) < 2.0**53 else float(factors[culprit])
+    err = InputError(f"{design.label(i)}.{culprit}", shown, "the tier's storage bill (size x retention x "
                      "copies x months x price per GB-month) overflows the float64 range")
 
     def compute(r: np.ndarray) -> tuple:

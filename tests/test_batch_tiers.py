@@ -441,3 +441,48 @@ def test_a_rows_file_with_tiers_is_told_to_give_them_as_the_template(tmp_path):
     assert res.exit_code == 2, res.output
     assert "tiers is a design every row of a batch follows, not a column" in res.output
     assert "--template FILE" in res.output and not (tmp_path / "o.csv").exists()
+
+
+# ------------------------------------------------------------------------------ what the fuzz found (kept as cases)
+
+_SETUP_ROW = {"nodes": 2048, "node_mtbf_h": 6334.0, "useful_training_h": 1166.4, "price_per_gpu_hour": 2.5,
+              "parameters_b": 405.0, "restart_min": 10.0, "aggregate_write_gb_s": 2000.0}
+
+
+@pytest.mark.parametrize("changes, tiered, field", [
+    ({"nodes": 1 + 2j}, True, "nodes"),
+    ({"writers": 1 + 2j}, True, "writers"),
+    ({"gpus_per_node": 1.7e308}, False, "gpus_per_node"),
+    ({"spares": math.inf}, False, "spares"),
+    ({"async_write_min": 1.7540108213897048e307, "node_mtbf_h": 9.427649718873695e306}, True, "price_per_gpu_hour"),
+])
+def test_hostile_cells_are_row_errors_without_numpy_warnings(changes, tiered, field):
+    import warnings
+
+    rows = [dict(_SETUP_ROW), {**_SETUP_ROW, **changes}]
+    table = pd.DataFrame({k: pd.Series([r.get(k) for r in rows], dtype=object) for k in dict.fromkeys(
+        k for r in rows for k in r)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = evaluate_rows(table, **({"tiers": TIERS, "failure_classes": CLASSES} if tiered else {}))
+    assert list(out["status"]) == ["ok", "error"], out["error"].tolist()
+    assert out.loc[1, "error"].startswith(field) or f"; {field}" in out.loc[1, "error"], out.loc[1, "error"]
+
+
+def test_gpus_beyond_int64_stay_a_float_column():
+    import warnings
+
+    table = pd.DataFrame({"checkpoint_stall_min": [2.0], "node_mtbf_h": [1e300], "nodes": [128],
+                          "useful_training_h": [1.0], "price_per_gpu_hour": [1e-300], "gpus_per_node": [8e16]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = evaluate_rows(table)
+    assert out["status"].iloc[0] == "ok", out["error"].iloc[0]
+    assert out["gpus"].dtype == np.float64 and out["gpus"].iloc[0] == 128 * 8e16   # beyond 2^63
+
+
+def test_a_tier_storage_bill_beyond_float64_is_a_row_error_naming_the_tier():
+    tiers = [TIERS[0], {**TIERS[1], "retention": 1.7e308}]
+    out = evaluate_rows(_table(ROWS[:2]), tiers=tiers, failure_classes=CLASSES)
+    assert (out["status"] == "error").all()
+    assert out.loc[0, "error"].startswith("tiers (remote).retention=1.7e+308: the tier's storage bill")

@@ -63,11 +63,12 @@ def _design_bytes(design: Any) -> bytes:
 
 
 def _simulation_columns(design: Any) -> tuple[str, ...]:
-    """The columns a row's simulation uses: :data:`_SIMULATION_INPUTS`, and each tier's times with tiers
-    (whose ``restart_min`` is the restart without the load, ``restart_other_min``)."""
+    """The columns a row's simulation uses: :data:`_SIMULATION_INPUTS`, and with tiers each tier's times in
+    place of the row's stall (its ``restart_min`` being the restart without the load, ``restart_other_min``)."""
     if design is None:
         return _SIMULATION_INPUTS
-    cols = tuple("restart_other_min" if c == "restart_min" else c for c in _SIMULATION_INPUTS)
+    cols = tuple("restart_other_min" if c == "restart_min" else c for c in _SIMULATION_INPUTS
+                 if c != "checkpoint_stall_min")
     return cols + tuple(f"tier{i + 1}_{k}" for i in range(len(design.tiers))
                         for k in ("checkpoint_stall_min", "restore_min"))
 

@@ -173,5 +173,8 @@ def tiered_pass(design: Any, eff: Mapping[str, np.ndarray], res: dict[str, np.nd
         res[c][good] = cols[c]
     res["restart_other_min"] = np.full(n, np.nan)
     res["restart_other_min"][good] = np.where(np.isnan(other), eff["restart_min"][good], other)
+    # the stall the model checks read is the first tier's, as plan_setup's tiered figures give it
+    res["checkpoint_stall_min"] = np.where(np.isnan(res["tier1_checkpoint_stall_min"]), eff["checkpoint_stall_min"],
+                                           res["tier1_checkpoint_stall_min"])
     for c in SINGLE_LEVEL_ONLY:
         res[c] = np.full(n, np.nan)

@@ -486,3 +486,14 @@ def test_a_tier_storage_bill_beyond_float64_is_a_row_error_naming_the_tier():
     out = evaluate_rows(_table(ROWS[:2]), tiers=tiers, failure_classes=CLASSES)
     assert (out["status"] == "error").all()
     assert out.loc[0, "error"].startswith("tiers (remote).retention=1.7e+308: the tier's storage bill")
+
+
+def test_a_measured_first_tier_stall_is_what_the_checks_read_in_plan_and_batch():
+    tiers = [{**TIERS[0], "checkpoint_stall_min": 0.001}, TIERS[1]]     # measured on a small model
+    row = {"name": "measured", "nodes": 2048, "restart_min": 4.0, "aggregate_write_gb_s": 2000.0}
+    out = evaluate_rows(_table([row]), tiers=tiers, failure_classes=CLASSES)
+    data = {"scenario": {**BASE, **row, "tiers": tiers, "failure_classes": CLASSES}}
+    plan = plan_from_data(data)
+    p = plan_setup(plan.scenario, plan.setup)
+    assert any("small model" in w for w in p.warnings)
+    assert out.loc[0, "warnings"] == "; ".join(p.warnings)

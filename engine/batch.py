@@ -525,8 +525,8 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
             out[f"tier{i + 1}_name"] = pd.Series(np.full(n, name, dtype=object), index=table.index, dtype=TEXT_DTYPE)
             plan_out += [f"tier{i + 1}_{c}" for c in TIER_COLUMNS]
     for c, values in [*((c, res[c]) for c in plan_out + setup_out if c not in out), *extra.items()]:
-        whole = c in INTEGER_RESULT_COLUMNS or _TIER_EVERY.match(c)
-        out[c] = _int_series(values, table.index) if whole else pd.Series(values, index=table.index, copy=False)
+        out[c] = _int_series(values, table.index) if is_integer_column(c) else pd.Series(values, index=table.index,
+                                                                                           copy=False)
     return pd.DataFrame(out, index=table.index, copy=False)
 
 

@@ -88,12 +88,6 @@ def tier_columns(m: int) -> tuple[str, ...]:
     return tuple(f"tier{i + 1}_{c}" for i in range(m) for c in TIER_COLUMNS)
 
 
-def _number(label: str, value: Any, rule: str) -> Any:
-    from .setup import _check_number
-
-    return _check_number(label, value, rule)
-
-
 def tier_design(tiers: Any, failure_classes: Any) -> TierDesign:
     """Validate a design once, for every row: raises :class:`InputError` naming the tier and field.
 
@@ -103,7 +97,7 @@ def tier_design(tiers: Any, failure_classes: Any) -> TierDesign:
     :func:`engine.tiers.check_design` (nested everies, every class survived by some tier, shares
     summing to 1, ...).
     """
-    from .setup import TIER_KEYS
+    from .setup import TIER_KEYS, _check_number
     from .tiers import check_design
 
     if tiers is None or failure_classes is None:
@@ -124,13 +118,13 @@ def tier_design(tiers: Any, failure_classes: Any) -> TierDesign:
             raise InputError(label, ", ".join(missing), "missing: a tier needs name, every and survives")
         d = {k: t.get(k) for k in TIER_KEYS}
         for k in ("checkpoint_stall_min", "restore_min"):
-            d[k] = _number(f"{label}.{k}", d[k], "nonnegative")
+            d[k] = _check_number(f"{label}.{k}", d[k], "nonnegative")
         for k in _BANDWIDTHS:
-            d[k] = _number(f"{label}.{k}", d[k], "positive")
-        d["every"] = _number(f"{label}.every", d["every"], "count")
-        d["retention"] = _number(f"{label}.retention", 1 if d["retention"] is None else d["retention"], "count")
-        d["copies"] = _number(f"{label}.copies", 1 if d["copies"] is None else d["copies"], "count")
-        d["price_per_gb_month"] = _number(f"{label}.price_per_gb_month", d["price_per_gb_month"] or 0.0, "nonnegative")
+            d[k] = _check_number(f"{label}.{k}", d[k], "positive")
+        d["every"] = _check_number(f"{label}.every", d["every"], "count")
+        d["retention"] = _check_number(f"{label}.retention", 1 if d["retention"] is None else d["retention"], "count")
+        d["copies"] = _check_number(f"{label}.copies", 1 if d["copies"] is None else d["copies"], "count")
+        d["price_per_gb_month"] = _check_number(f"{label}.price_per_gb_month", d["price_per_gb_month"] or 0.0, "nonnegative")
         if d["checkpoint_stall_min"] is None and d["write_gb_s_per_writer"] is None and d["aggregate_write_gb_s"] is None:
             raise InputError(f"{label}.checkpoint_stall_min", None, "give it, or the tier's write bandwidth "
                              "(write_gb_s_per_writer or aggregate_write_gb_s) with parameters_b")
@@ -197,7 +191,7 @@ def tier_times(design: TierDesign, size_gb: Any, writers: Any, *, problems: Any 
                     def compute(r: np.ndarray, per_=per_, agg_=agg_) -> tuple:
                         return (restore_column(size[r], n_writers[r], per_, agg_),)
                 sink = problems if problems is not None else _Sink()
-                (got,) = _isolated(_Shifted(sink, at), sized, compute, 1)
+                (got,) = _isolated(_Through(sink, at), sized, compute, 1)
                 values[sized] = got
             out.append(values)
     return stalls, restores
@@ -211,14 +205,25 @@ class _Sink:
         raise err if isinstance(err, Exception) else InputError("tiers", None, str(err))
 
 
-class _Shifted:
-    """A problems recorder seen through a map of positions (local position -> the recorder's position)."""
+class _Through:
+    """A problems recorder seen through a map of positions (``at``: local position -> the recorder's) and a
+    rewrite of what is recorded (``rewrite``: the engine's error -> the one the caller's fields name)."""
 
-    def __init__(self, problems: Any, at: np.ndarray):
-        self.problems, self.at = problems, at
+    def __init__(self, problems: Any, at: Any = None, rewrite: Any = None):
+        self.problems, self.at, self.rewrite = problems, at, rewrite
 
     def add(self, rows: Any, make: Any) -> None:
-        self.problems.add(self.at[np.asarray(rows, dtype=np.int64)], make)
+        rows = np.asarray(rows, dtype=np.int64)
+        self.problems.add(rows if self.at is None else self.at[rows],
+                          make if self.rewrite is None else (lambda p: self.rewrite(make(p))))
+
+
+def _job_mtbf_named(err: Any) -> Any:
+    """The engine's ``M`` (job MTBF, minutes) as the table's ``job_mtbf_h``."""
+    if isinstance(err, InputError) and err.field == "M":
+        v = err.value / 60.0 if isinstance(err.value, (int, float)) and math.isfinite(err.value) else err.value
+        return InputError("job_mtbf_h", v, err.rule)
+    return err
 
 
 def tiered_columns(design: TierDesign, *, size_gb: Any, writers: Any, job_mtbf_h: Any, restart_other_min: Any,
@@ -277,7 +282,7 @@ def tiered_columns(design: TierDesign, *, size_gb: Any, writers: Any, job_mtbf_h
         return T, wpw, split["save"], split["rework"], split["restart"], split["rollbacks"]
 
     rows = np.flatnonzero(ok)
-    T, wpw, save, rework, restart, failures = _isolated(_named(sink), rows, plan, 6)
+    T, wpw, save, rework, restart, failures = _isolated(_Through(sink, rewrite=_job_mtbf_named), rows, plan, 6)
     rows_ok = ~np.isnan(wpw)
     rows, T, wpw, save, rework, restart, failures = (a[rows_ok] for a in (rows, T, wpw, save, rework, restart, failures))
     wall_h = useful[rows] * wpw
@@ -309,7 +314,7 @@ def tiered_columns(design: TierDesign, *, size_gb: Any, writers: Any, job_mtbf_h
         o[f"tier{i + 1}_restart_min"] = R[rows] + restores[i][rows]
         bill = np.zeros(rows.size)
         if sized.any():
-            bill[sized] = _bill(design, i, size[rows], months, np.flatnonzero(sized), _Shifted(sink, rows))
+            bill[sized] = _bill(design, i, size[rows], months, np.flatnonzero(sized), _Through(sink, rows))
         o[f"tier{i + 1}_storage_cost"] = bill
         storage_total = storage_total + bill
     o["storage_cost"] = np.broadcast_to(np.asarray(storage_total, dtype=np.float64), (rows.size,))
@@ -341,35 +346,9 @@ def _bill(design: TierDesign, i: int, size: np.ndarray, months: np.ndarray, at: 
     def compute(r: np.ndarray) -> tuple:
         return (storage.storage_cost(size[r], t["retention"], t["price_per_gb_month"], months[r], t["copies"]),)
 
-    (got,) = _isolated(_Renamed(problems, err), at, compute, 1)
+    (got,) = _isolated(_Through(problems, rewrite=lambda _engine_err: err), at, compute, 1)
     return got
-
-
-class _Renamed:
-    """A problems recorder that records ``err`` instead of the engine's own message."""
-
-    def __init__(self, problems: Any, err: InputError):
-        self.problems, self.err = problems, err
-
-    def add(self, rows: Any, make: Any) -> None:
-        self.problems.add(rows, lambda _p: self.err)
 
 
 def _mask(problems: Any, n: int) -> np.ndarray:
     return problems.mask() if hasattr(problems, "mask") else np.zeros(n, dtype=bool)
-
-
-class _named:
-    """The engine's refusals named as a table's fields: ``M`` is the job MTBF (minutes) the row gives."""
-
-    def __init__(self, problems: Any):
-        self.problems = problems
-
-    def add(self, rows: Any, make: Any) -> None:
-        def renamed(p: int, make=make) -> Any:
-            err = make(p)
-            if isinstance(err, InputError) and err.field == "M":
-                v = err.value / 60.0 if isinstance(err.value, (int, float)) and math.isfinite(err.value) else err.value
-                return InputError("job_mtbf_h", v, err.rule)
-            return err
-        self.problems.add(rows, renamed)

@@ -115,8 +115,19 @@ def _setup_class() -> type:
     return make_dataclass("RecoverySetup", spec, frozen=True, namespace={
         "__post_init__": _post_init, "__doc__": doc, "__module__": __name__,
         "replace": lambda self, **changes: replace(self, **changes),
-        "given": lambda self: any(getattr(self, f.name) not in (None, f.default) for f in SETUP_FIELDS)
-        or bool(self.tiers)})
+        "given": lambda self: bool(self.columns()) or bool(self.tiers), "columns": _columns, "derives": _derives})
+
+
+def _columns(self: Any) -> dict[str, Any]:
+    """The setup's fields as table columns: each one given and not its default -> its value (what a batch
+    or sweep over this setup fills on every row)."""
+    return {f.name: getattr(self, f.name) for f in SETUP_FIELDS if getattr(self, f.name) not in (None, f.default)}
+
+
+def _derives(self: Any) -> frozenset[str]:
+    """The scenario fields (of :data:`DERIVED`) this setup derives per row: a table over it takes them from
+    each row's own setup, not from the base's one value (none when the setup gives nothing)."""
+    return frozenset(c for c in DERIVED if c not in self.stated) if self.given() else frozenset()
 
 
 RecoverySetup = _setup_class()

@@ -43,7 +43,7 @@ from . import montecarlo as _mc
 from ._inputs import InputError, as_float_array
 from .batch import (RANKING_METRIC, STATUS_OK, TEXT_DTYPE, _int_series, column_kind, evaluate_rows,
                     is_dask, is_integer_column, plain_value)
-from .fields import (DEFAULT_CHUNK_ROWS, DEFAULT_RUNS, DEFAULT_SEED, FIELDS, MAX_SWEEP_ROWS, SETUP_FIELDS)
+from .fields import (DEFAULT_CHUNK_ROWS, DEFAULT_RUNS, DEFAULT_SEED, FIELDS, MAX_SWEEP_ROWS)
 from .scenario import Scenario, to_table
 from .scenario import is_absent as _is_absent
 from .scenario import is_number as _is_number
@@ -252,16 +252,8 @@ def sweep_grid(base: Scenario, *, same_work: bool = False, setup: Any = None, **
         raise InputError("same_work", same_work, "must be True or False")
     tiers, classes = (), {}
     if setup is not None:
-        from .setup import DERIVED
-
-        for f in SETUP_FIELDS:
-            v = getattr(setup, f.name)
-            if f.name not in clean and v is not None and v != f.default:
-                row[f.name] = v
-        if setup.given():   # derived per row, not the base's one value
-            for c in DERIVED:
-                if c not in setup.stated and c not in clean:
-                    row[c] = None
+        row.update({c: v for c, v in setup.columns().items() if c not in clean})
+        row.update({c: None for c in setup.derives() if c not in clean})   # derived per row, not the base's value
         tiers, classes = tuple(setup.tiers), dict(setup.failure_classes)
     return SweepGrid(base=row, axes=clean, same_work=bool(same_work), tiers=tiers, failure_classes=classes)
 

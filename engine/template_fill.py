@@ -34,7 +34,7 @@ import pandas as pd
 
 from ._inputs import InputError
 from .batch import _int_series, column_kind, is_integer_column, plain_value
-from .fields import FIELD_BY_NAME, FIELDS, SETUP_FIELDS, TEXT_FIELDS
+from .fields import FIELD_BY_NAME, FIELDS, TEXT_FIELDS
 from .scenario import DOMAIN_COL, Scenario, to_table
 
 __all__ = ["TemplateFill", "fill_from_template"]
@@ -104,11 +104,7 @@ def fill_from_template(table: pd.DataFrame, base: Scenario, template: Optional[s
                                 + ": the template's published failure rate would contradict the file's own")
         if {"node_mtbf_h", "job_mtbf_h"} & cols or file_domains else None,
     }
-    derived: set[str] = set()
-    if setup is not None and setup.given():   # the setup derives these per row: not the base's one value
-        from .setup import DERIVED
-
-        derived = {c for c in DERIVED if c not in setup.stated}
+    derived = setup.derives() if setup is not None else frozenset()   # per row, not the base's one value
     filled: dict[str, Any] = {}
     not_taken: dict[str, str] = {}
     domain_cols = [c for c in row if DOMAIN_COL.match(c)]
@@ -125,10 +121,7 @@ def fill_from_template(table: pd.DataFrame, base: Scenario, template: Optional[s
     if file_domains and sc.domains:
         not_taken["domains"] = (f"the file gives its own failure-domain columns: the template's "
                                 f"{len(sc.domains)} domain(s) are not added")
-    for f in (SETUP_FIELDS if setup is not None else ()):
-        v = getattr(setup, f.name)
-        if f.name not in cols and v is not None and v != f.default:
-            filled[f.name] = v
+    filled.update({c: v for c, v in (setup.columns() if setup is not None else {}).items() if c not in cols})
     out = table.copy(deep=False)
     n = len(out)
     for c, v in filled.items():

@@ -47,6 +47,7 @@ def fill_from_setup(table: pd.DataFrame, design: Any = None) -> tuple[pd.DataFra
     row's plan uses comes from the checkpoint size and a bandwidth, not from a measurement).
     """
     from .batch import coerce_numeric_text, real_numbers
+    from .tiers_table import stall_derived
 
     numeric = table.copy(deep=False)
     for c in numeric.columns:
@@ -71,10 +72,8 @@ def fill_from_setup(table: pd.DataFrame, design: Any = None) -> tuple[pd.DataFra
         # a row that cannot derive a tier's time is refused here, naming the tier (before "stall is required")
         stalls, _ = tier_times(design, info["checkpoint_size_gb"], info["writers"], problems=problems)
         _filled_first_tier(filled, numeric, stalls[0])
-        # a tiered row's stalls are its tiers': derived unless the first tier states its own
-        info["stall_derived"] = ~np.isnan(info["checkpoint_size_gb"]) & (design.tiers[0]["checkpoint_stall_min"] is None)
-    else:
-        info["stall_derived"] = ~stated_stall & ~np.isnan(cols["derived_checkpoint_stall_min"])
+    info["stall_derived"] = stall_derived(info["checkpoint_size_gb"], cols["derived_checkpoint_stall_min"],
+                                          stated_stall, design.tiers if design is not None else ())
     out = table.copy(deep=False)
     for c in ("checkpoint_stall_min", "async_write_min", "restart_min"):
         if c in filled.columns:
@@ -152,7 +151,7 @@ def tiered_pass(design: Any, eff: Mapping[str, np.ndarray], res: dict[str, np.nd
     The restart without the load is the pipeline's other parts (``info``), else the row's
     ``restart_min``; the spare pool and the setup's figures stay the single-level derivation's.
     """
-    from .tiers_table import SINGLE_LEVEL_ONLY, TIERED_COLUMNS, tier_columns, tiered_columns
+    from .tiers_table import TIERED_COLUMNS, checked_figures, tier_columns, tiered_columns
 
     n = len(res["wall_h"])
     good = np.flatnonzero(~problems.mask())
@@ -173,8 +172,4 @@ def tiered_pass(design: Any, eff: Mapping[str, np.ndarray], res: dict[str, np.nd
         res[c][good] = cols[c]
     res["restart_other_min"] = np.full(n, np.nan)
     res["restart_other_min"][good] = np.where(np.isnan(other), eff["restart_min"][good], other)
-    # the stall the model checks read is the first tier's, as plan_setup's tiered figures give it
-    res["checkpoint_stall_min"] = np.where(np.isnan(res["tier1_checkpoint_stall_min"]), eff["checkpoint_stall_min"],
-                                           res["tier1_checkpoint_stall_min"])
-    for c in SINGLE_LEVEL_ONLY:
-        res[c] = np.full(n, np.nan)
+    res.update(checked_figures(res))   # what the model checks read, as plan_setup's tiered plan gives them

@@ -268,9 +268,10 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
             base = base.replace(restart_min=pipeline)
             row = evaluate(base).iloc[0]
     if st.tiers:
-        figures, tiers = _tiered(base, st, row, parts, sizes, notes)
+        figures, tiers, checked = _tiered(base, st, row, parts, sizes, notes)
     else:
         figures, tiers = _single(base, st, row, sizes, parts)
+        checked = {}
     gpn = base.gpus_per_node
     spares = spare["spares"]
     wall_h = figures["wall_h"]
@@ -303,25 +304,23 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
         "cost_per_useful_gpu_hour": total / useful_gpu_h, "currency": base.currency,
     })
     figures.update(_best_spares(base, st, parts, figures, notes, tiered=bool(st.tiers)))
+    from .tiers_table import stall_derived
+
     row = row.copy()   # a stall derived from the real checkpoint size was not measured on a small model
-    row["stall_derived"] = float("checkpoint_stall_min" in changes if not st.tiers else (
-        sizes["checkpoint_size_gb"] is not None and st.tiers[0].get("checkpoint_stall_min") is None))
-    return SetupPlan(base, row, figures, tuple(tiers), parts, tuple(notes), _warnings(row, figures, bool(st.tiers)))
+    size, derived = (math.nan if sizes[k] is None else sizes[k] for k in ("checkpoint_size_gb",
+                                                                          "derived_checkpoint_stall_min"))
+    row["stall_derived"] = float(stall_derived(size, derived, "checkpoint_stall_min" in st.stated, st.tiers))
+    return SetupPlan(base, row, figures, tuple(tiers), parts, tuple(notes), _warnings(row, checked))
 
 
-def _warnings(row: Any, figures: dict[str, Any], tiered: bool) -> tuple[str, ...]:
-    """:func:`engine.validity.model_warnings` of the plan: a tiered plan's checks see its tiered figures
-    (the first tier's interval and stall, the tiered waste and failures), as a tiered batch row does."""
-    from .tiers_table import SINGLE_LEVEL_ONLY
+def _warnings(row: Any, checked: dict[str, Any]) -> tuple[str, ...]:
+    """:func:`engine.validity.model_warnings` of the plan; ``checked``: what a tiered plan's checks read instead
+    of the single-level row (:func:`engine.tiers_table.checked_figures`), as a tiered batch row's do."""
     from .validity import model_warnings
 
     check = row.copy()
-    if tiered:
-        for c in SINGLE_LEVEL_ONLY:
-            check[c] = math.nan
-        check["chosen_interval_min"] = figures["interval_min"]
-        for c in ("waste_fraction", "expected_failures", "checkpoint_stall_min"):
-            check[c] = figures[c]
+    for c, v in checked.items():
+        check[c] = float(np.asarray(v).reshape(-1)[0])
     return tuple(model_warnings(check.to_frame().T)[0])
 
 
@@ -374,11 +373,11 @@ def _single(base: Scenario, st: Any, row: Any, sizes: dict[str, Any],
 
 
 def _tiered(base: Scenario, st: Any, row: Any, parts: dict[str, float], sizes: dict[str, Any],
-            notes: list[str]) -> tuple[dict[str, Any], list[dict]]:
+            notes: list[str]) -> tuple[dict[str, Any], list[dict], dict[str, Any]]:
     """A multi-level plan: the tiers' exact expectation at the numeric optimum, through
     :func:`engine.tiers_table.tiered_columns` on one row (the batch's tiered columns are the same code)."""
     from . import tiers as tiers_mod
-    from .tiers_table import tier_design, tiered_columns
+    from .tiers_table import checked_figures, tier_design, tiered_columns
 
     design = tier_design(st.tiers, st.failure_classes)
     size = sizes["checkpoint_size_gb"]
@@ -417,7 +416,7 @@ def _tiered(base: Scenario, st: Any, row: Any, parts: dict[str, float], sizes: d
                  for t in tiers]
     figures["p_finish_by_deadline"] = _tiered_deadline(base, T, float(row["job_mtbf_h"]) * 60.0, other, W, s, tier_objs,
                                                        design.classes)
-    return figures, tiers
+    return figures, tiers, checked_figures(cols)
 
 
 def _tiered_deadline(base: Scenario, T: float, M: float, R: float, W: float, s: float, tier_objs: Any,

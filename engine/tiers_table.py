@@ -47,8 +47,8 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["SINGLE_LEVEL_ONLY", "TIER_COLUMNS", "TIERED_COLUMNS", "TierDesign", "tier_columns", "tier_design", "tier_times",
-           "tiered_columns"]
+__all__ = ["SINGLE_LEVEL_ONLY", "TIER_COLUMNS", "TIERED_COLUMNS", "TierDesign", "checked_figures", "stall_derived",
+           "tier_columns", "tier_design", "tier_times", "tiered_columns"]
 
 #: per-tier output columns, ``tier{i}_<name>`` (i = 1, 2, ...)
 TIER_COLUMNS = ("every", "interval_min", "checkpoint_stall_min", "restore_min", "restart_min", "storage_cost")
@@ -81,6 +81,31 @@ class TierDesign:
 
     def label(self, i: int) -> str:
         return f"tiers ({self.tiers[i]['name']})"
+
+
+def checked_figures(cols: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """What the model checks (:mod:`engine.validity`) read of a tiered plan (:func:`tiered_columns`' output):
+    its first interval, waste and failures, the first tier's stall, and NaN for the single-level-only
+    figures (:data:`SINGLE_LEVEL_ONLY`, a plan the job does not follow). ``plan_setup`` and a tiered
+    batch row check the same figures, so they give the same warnings."""
+    out = {c: np.asarray(cols[c], dtype=np.float64) for c in ("chosen_interval_min", "waste_fraction",
+                                                               "expected_failures")}
+    out["checkpoint_stall_min"] = np.asarray(cols["tier1_checkpoint_stall_min"], dtype=np.float64)
+    n = out["checkpoint_stall_min"].shape
+    out.update({c: np.full(n, np.nan) for c in SINGLE_LEVEL_ONLY})
+    return out
+
+
+def stall_derived(size_gb: Any, derived_stall: Any, stated_stall: Any, tiers: Any = ()) -> np.ndarray:
+    """Whether the stall a plan uses comes from the real checkpoint size and a bandwidth, not a measurement
+    (the check for a stall measured on a small model then does not apply), per row.
+
+    With tiers: the first tier's stall, derived when the row has a size and the tier states none. Without:
+    the setup's derived stall (NaN: none) where the row states no stall of its own (``stated_stall``).
+    """
+    if len(tiers):
+        return ~np.isnan(np.asarray(size_gb, dtype=np.float64)) & (tiers[0].get("checkpoint_stall_min") is None)
+    return ~np.asarray(stated_stall, dtype=bool) & ~np.isnan(np.asarray(derived_stall, dtype=np.float64))
 
 
 def tier_columns(m: int) -> tuple[str, ...]:

@@ -27,6 +27,7 @@ What these tests show:
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import inspect
 import json
@@ -39,8 +40,10 @@ import sys
 import zipfile
 from pathlib import Path
 
+import cellwise
 import numpy as np
 import pytest
+from cellwise import cells_of
 from openpyxl import load_workbook
 from typer.testing import CliRunner
 
@@ -192,21 +195,8 @@ def run_calls(tmp_path: Path, call_list, *, pyodide_rules=False, site=None, main
     return json.loads(done.stdout)
 
 
-def same(a, b) -> bool:
-    """Cell-by-cell equality of two results (floats exactly: the same code on the same numbers)."""
-    if isinstance(a, list) or isinstance(b, list):
-        return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and all(map(same, a, b))
-    if isinstance(a, float) and isinstance(b, float):
-        return a == b or (math.isnan(a) and math.isnan(b))
-    return type(a) is type(b) and a == b
-
-
-def cells_of(value):
-    if isinstance(value, list):
-        for item in value:
-            yield from cells_of(item)
-    else:
-        yield value
+#: cell-by-cell equality of two results (floats exactly: the same code on the same numbers; NaN equals NaN)
+same = functools.partial(cellwise.same, nan_equal=True)
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cellwise import cells_of, same
 
 from ckptplan import engine, files, workbook
 from ckptplan.engine import recovery, storage
@@ -195,20 +196,6 @@ def calls() -> list[tuple[str, list]]:
             column = [[good[i]], [OTHER[n]]] + [[v] for v in ODD]
             out.append((name, good[:i] + [column] + good[i + 1:]))
     return out
-
-
-def cells_of(value):
-    if isinstance(value, list):
-        for item in value:
-            yield from cells_of(item)
-    else:
-        yield value
-
-
-def same(a, b) -> bool:
-    if isinstance(a, list) or isinstance(b, list):
-        return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and all(map(same, a, b))
-    return type(a) is type(b) and a == b
 
 
 @pytest.fixture(scope="module")

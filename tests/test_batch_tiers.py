@@ -497,3 +497,13 @@ def test_a_measured_first_tier_stall_is_what_the_checks_read_in_plan_and_batch()
     p = plan_setup(plan.scenario, plan.setup)
     assert any("small model" in w for w in p.warnings)
     assert out.loc[0, "warnings"] == "; ".join(p.warnings)
+
+
+def test_the_glossary_names_every_tier_column():
+    from pathlib import Path
+
+    from ckptplan.engine.tiers_table import TIER_COLUMNS
+
+    glossary = (Path(__file__).resolve().parents[1] / "README.md").read_text().split("## Glossary")[1]
+    for c in ("name",) + TIER_COLUMNS:
+        assert f"`tier{{i}}_{c}`" in glossary, c

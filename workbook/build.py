@@ -26,9 +26,11 @@ from .. import engine
 from ..engine.designs import default_designs, design_from_scenario, scenario_values
 from ..files.atomic import atomic_write
 from ..engine.fields import DOMAIN_SLOTS, Field
+from ..engine.setup import RecoverySetup
 
 from . import flags
 from . import formulas as F
+from . import design_formulas as D
 from .compare_sheet import compare_sheet
 from .storage_sheet import storage_sheet
 from .evaluate import cached_values, store_cached_values
@@ -56,8 +58,9 @@ def scenario_inputs(sc: engine.Scenario) -> dict[str, Any]:
 
 def _validation(field: Field, ref: str) -> DataValidation:
     """The registry's data validation of the field's rule over a cell ``ref``, with its prompt and alert."""
-    text = field.check.noun + ("" if field.required else " (or empty)")
-    return DataValidation(**field.check.data_validation(ref), allow_blank=not field.required, showInputMessage=True,
+    optional = not field.required or field.name in D.DERIVED   # a derived field may be left to the design
+    text = field.check.noun + ("" if not optional else " (or empty)")
+    return DataValidation(**field.check.data_validation(ref), allow_blank=optional, showInputMessage=True,
                           showErrorMessage=True, promptTitle=field.defined_name[:32],
                           prompt=f"{field.label[:200]}: {text}"[:255], errorTitle="Invalid input",
                           error=f"{field.defined_name} must be {text}."[:225], errorStyle="stop")
@@ -69,23 +72,33 @@ def _unit(field: Field, currency: str) -> str:
 
 # ------------------------------------------------------------------------------------- sheets
 
-def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> None:
+def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built, derived: frozenset[str] = frozenset()) -> None:
+    """The Inputs sheet; ``derived``: the fields the design derives (written blank: a value typed there is
+    stated and wins), each with the value the plan uses beside it."""
     ws = wb.active
     ws.title = "Inputs"
     S.title(ws, "Inputs: every assumption in one place",
             f"Scenario: {sc.name}. {sc.description} Source: {sc.source or 'user input'}", 5)
-    S.note(ws, 3, "Blue cells on a light fill are inputs; change them and every sheet recalculates.", 5)
-    S.header(ws, 5, ["Input", "Value", "Unit", "Defined name", "Rule"])
+    S.note(ws, 3, "Blue cells on a light fill are inputs; change them and every sheet recalculates. Save stall, "
+                  "background write and restart: empty = derived from the design (Storage & recovery); a value "
+                  "typed there is stated and wins.", 6)
+    S.header(ws, 5, ["Input", "Value", "Unit", "Defined name", "Rule", "The plan uses"])
     values = scenario_inputs(sc)
     row = 6
     for key, field in F.INPUTS.items():
         ws.cell(row=row, column=1, value=field.label)
-        cell = ws.cell(row=row, column=2, value=values[key])
+        cell = ws.cell(row=row, column=2, value=None if field.name in derived else values[key])
         cell.font, cell.fill = S.INPUT_FONT, S.INPUT_FILL
         cell.number_format = S.INPUT_NUMBER if not field.integer else S.INPUT_WHOLE
         ws.cell(row=row, column=3, value=_unit(field, sc.currency))
         ws.cell(row=row, column=4, value=key).font = S.NOTE_FONT
-        ws.cell(row=row, column=5, value=field.check.noun + ("" if field.required else " or empty")).font = S.NOTE_FONT
+        rule = field.check.noun + ("" if field.required and field.name not in D.DERIVED else " or empty")
+        ws.cell(row=row, column=5, value=rule + (", empty = from the design" if field.name in D.DERIVED else "")
+                ).font = S.NOTE_FONT
+        if field.name in D.DERIVED:
+            used = ws.cell(row=row, column=6, value=f'=IF(ISNUMBER(used_{key}),used_{key},"")')
+            used.number_format = S.INPUT_NUMBER
+            built.checks.append(Check("Inputs", f"F{row}", ("plan",), f"used:{key}"))
         dv = _validation(field, f"B{row}")
         ws.add_data_validation(dv)
         dv.add(cell)
@@ -104,16 +117,44 @@ def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> None:
     S.name(wb, "scenario_name", "Inputs", f"B{row}")
     S.note(ws, row + 3, "Job MTBF comes from node MTBF / nodes (independent failures, any node stops the job), plus the "
           "correlated domains; a Job MTBF override (e.g. from `ckptplan fit LOG.csv`) replaces it.", 5)
-    for col, width in zip("ABCDE", (70, 14, 16, 26, 30)):
+    for col, width in zip("ABCDEF", (70, 14, 16, 26, 34, 14)):
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "A6"
 
 
-def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> dict[str, str]:
+#: Plan-sheet rows shown (the rest of the design's steps are grouped and collapsed, as the solver steps)
+_PLAN_VISIBLE_DESIGN = {"checkpoint_size_gb", "derived_checkpoint_stall_min", "derived_restore_min",
+                        "spare_free_probability", "pool_reallocation_min", "restart_pipeline_min",
+                        "used_checkpoint_stall_min", "used_async_write_min", "used_restart_min"}
+_PLAN_HIDDEN = {c.key for c in D.DESIGN_CALCS} - _PLAN_VISIBLE_DESIGN | {"billing_months"}
+
+
+def plan_refs(terms: int, correction: str) -> dict[str, str]:
+    """References of the plan's inputs as the Plan sheet reads them: the Inputs names, the design's
+    ``setup_<field>`` names and the spare pool's sum (``correction``: its last cell)."""
+    refs = {key: key for key in F.INPUT_KEYS}
+    refs.update(D.setup_refs(lambda name: f"setup_{name}"))
+    refs.update(pool_terms=str(terms), pool_correction=correction)
+    return refs
+
+
+def _pool_chain_down(ws, col: int, first_row: int, terms: int, refs: dict[str, str]) -> None:
+    """The spare pool's finite sum (:func:`design_formulas.pool_chain_cell`) down a hidden column."""
+    letter = get_column_letter(col)
+    for n in range(terms):
+        prev = f"{letter}{first_row + n - 1}" if n else None
+        ws.cell(row=first_row + n, column=col, value="=" + D.pool_chain_cell(n, prev, refs))
+    ws.column_dimensions[letter].hidden = True
+
+
+def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int) -> dict[str, str]:
     ws = wb.create_sheet("Plan")
     S.title(ws, "Plan: how often to save, and what it costs",
-           "Live formulas over the Inputs sheet (exact model: Daly 2006 with async saves; see Notes).")
-    refs: dict[str, str] = {key: key for key in F.INPUT_KEYS}
+           "Live formulas over the Inputs sheet and the design (exact model: Daly 2006 with async saves; see Notes).")
+    chain_col, first = 7, 5
+    refs = plan_refs(terms, f"$G${first + terms - 1}")
+    for key in D.DERIVED:   # the input check reads what the plan uses: a stall is required, stated or derived
+        refs[key] = f"used_{key}"
     ws["A3"] = "Input check"
     ws["A3"].font = Font(bold=True)
     ws["B3"] = '=IF(input_problems="","OK",input_problems)'
@@ -125,15 +166,16 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> dict[str, st
     S.name(wb, "input_problems", "Plan", "F3")
     ws["C3"] = "Model check"
     ws["C3"].font = Font(bold=True)
-    ws["D3"] = "=" + flags.model_check({key: key for key in F.INPUT_KEYS} | {c.key: c.key for c in F.CALCS})
+    ws["D3"] = "=" + flags.model_check(refs | {c.key: c.key for c in D.PLAN_CALCS})
     ws["D3"].alignment = Alignment(wrap_text=True, vertical="top")
     flags.highlight(ws, "D3")
     flags.highlight(ws, "B3")
     S.name(wb, "model_check", "Plan", "D3")
     built.flags.append(Check("Plan", "D3", ("plan",), "warnings"))
     S.header(ws, 4, ["Quantity", "Value", "Unit", "Defined name"])
-    row = 5
-    for calc in F.CALCS:
+    refs = plan_refs(terms, f"$G${first + terms - 1}")
+    row = first
+    for calc in D.PLAN_CALCS:
         cell = ws.cell(row=row, column=2, value="=" + calc.expr(refs))
         cell.number_format = calc.fmt
         ws.cell(row=row, column=1, value=calc.label)
@@ -143,16 +185,17 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> dict[str, st
             for c in range(1, 4):
                 ws.cell(row=row, column=c).fill = S.KEY_FILL
             ws.cell(row=row, column=1).font = Font(bold=True)
-        if calc.helper:
+        if calc.helper or calc.key in _PLAN_HIDDEN:
             ws.row_dimensions[row].outlineLevel = 1
             ws.row_dimensions[row].hidden = True
         S.name(wb, calc.key, "Plan", f"B{row}")
-        refs[calc.key] = calc.key
+        D.bind(refs, calc.key, calc.key)
         if calc.engine_key:
             built.checks.append(Check("Plan", f"B{row}", ("plan",), calc.engine_key))
         row += 1
-    S.note(ws, row + 1, "Rows grouped under 'c = effective stall / job MTBF' (expand with +) solve the exact optimum "
-          "by Newton steps; Excel has no Lambert W.", 4)
+    _pool_chain_down(ws, chain_col, first, terms, refs)
+    S.note(ws, row + 1, "Rows grouped under the design and 'c = effective stall / job MTBF' (expand with +) derive "
+          "the stall and restart from the design and solve the exact optimum by Newton steps; Excel has no Lambert W.", 4)
     S.note(ws, row + 2, "Long-run averages for exponential failures; P(finish by the deadline) and the wall-time "
           "percentiles are the finite job's analytic answer (Model check says when it leaves its range). For clustered "
           "failures or as a check, see the Deadline sheet (Monte Carlo).", 4)
@@ -214,8 +257,12 @@ def _curve_sheet(wb: Workbook, refs: dict[str, str], built: Built) -> None:
 
 def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], dict[str, str]], calcs,
                    first_col: int, checks: list[Check], context: Callable[[int], tuple], sheet: str,
-                   visible: set[str] | None, currency: str, flag_checks: list[Check] | None = None) -> dict[str, int]:
-    """Write calcs as columns, one row per scenario, then a model-check column; return key -> column index."""
+                   visible: set[str] | None, currency: str, flag_checks: list[Check] | None = None,
+                   terms: int = 0) -> dict[str, int]:
+    """Write calcs as columns, one row per scenario, then a model-check column; return key -> column index.
+
+    ``terms``: the spare pool's finite sum, written along each row in hidden columns after the model check
+    (its last cell is the row's ``pool_correction``); 0 = the rows have no design (their refs give it)."""
     cols: dict[str, int] = {}
     for j, calc in enumerate(calcs):
         col = first_col + j
@@ -236,17 +283,24 @@ def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], di
     for i in range(n_rows):
         r = first_row + i
         refs = row_refs(r)
+        if terms:
+            refs.update(pool_terms=str(terms), pool_correction=f"{get_column_letter(flag_col + terms)}{r}")
         for calc in calcs:
             letter = get_column_letter(cols[calc.key])
             cell = ws.cell(row=r, column=cols[calc.key], value="=" + calc.expr(refs))
             cell.number_format = calc.fmt
-            refs[calc.key] = f"{letter}{r}"
+            D.bind(refs, calc.key, f"{letter}{r}")
             if calc.engine_key:
                 checks.append(Check(sheet, f"{letter}{r}", context(i), calc.engine_key))
+        for n in range(terms):
+            prev = f"{get_column_letter(flag_col + n)}{r}" if n else None
+            ws.cell(row=r, column=flag_col + 1 + n, value="=" + D.pool_chain_cell(n, prev, refs))
         flag = ws.cell(row=r, column=flag_col, value="=" + flags.model_check(refs, keys=True))
         flag.alignment = Alignment(wrap_text=True, vertical="top")
         if flag_checks is not None:
             flag_checks.append(Check(sheet, flag.coordinate, context(i), "warnings"))
+    for n in range(terms):
+        ws.column_dimensions[get_column_letter(flag_col + 1 + n)].hidden = True
     if n_rows:
         letter = get_column_letter(flag_col)
         flags.highlight(ws, f"{letter}{first_row}:{letter}{first_row + n_rows - 1}")
@@ -272,11 +326,12 @@ def scaling_nodes(nodes: int) -> list[int]:
     return out
 
 
-def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> None:
+def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int) -> None:
     ws = wb.create_sheet("Scaling")
     S.title(ws, "Scaling: the same training on more or fewer nodes",
            "Assumes perfect scaling (useful GPU-hours constant, useful hours = Inputs hours x Inputs nodes / nodes), "
-           "independent node failures (job MTBF = node MTBF / nodes, plus domains) and the exact optimum interval per row.", 0)
+           "independent node failures (job MTBF = node MTBF / nodes, plus domains) and the exact optimum interval per row; "
+           "the design is re-derived at each node count (writers, communicator set-up, the spare pool's load).", 0)
     S.note(ws, 3, "The node -> job division is wrong for correlated failures (shared racks or power domains): "
           "enter those as domains on the Inputs sheet.", 0)
     nodes_list = scaling_nodes(sc.nodes)
@@ -288,13 +343,15 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built) -> None:
         built.checks.append(Check("Scaling", f"B{first + i}", ("scaling", n), "useful_training_h"))
 
     def refs(r: int) -> dict[str, str]:
-        base = {key: key for key in F.INPUT_KEYS}
+        base = plan_refs(terms, "")
         base.update(nodes=f"A{r}", useful_training_h=f"B{r}", interval_min='""')
         return base
 
-    visible = {"job_mtbf_h", "exact_interval_min", "waste_fraction", "wall_h", "total_gpu_hours", "total_cost", "goodput"}
-    cols = _table_columns(ws, first, len(nodes_list), refs, F.CALCS, 3, built.checks,
-                          lambda i: ("scaling", nodes_list[i]), "Scaling", visible, sc.currency, built.flags)
+    visible = {"job_mtbf_h", "used_checkpoint_stall_min", "used_restart_min", "exact_interval_min", "waste_fraction",
+               "wall_h", "total_gpu_hours", "total_cost", "goodput"}
+    cols = _table_columns(ws, first, len(nodes_list), refs, D.PLAN_CALCS, 3, built.checks,
+                          lambda i: ("scaling", nodes_list[i]), "Scaling", visible, sc.currency, built.flags,
+                          terms=terms)
     ws.sheet_properties.outlinePr.summaryRight = False
     ws.row_dimensions[head_row].height = 80
     last = first + len(nodes_list) - 1
@@ -344,10 +401,11 @@ def _scenarios_sheet(wb: Workbook, table: pd.DataFrame, built: Built, currency: 
         for j, key in enumerate(F.INPUT_KEYS):
             ws.cell(row=r, column=2 + j, value=values[key]).style = input_style
 
-    def refs(r: int) -> dict[str, str]:
-        return {key: f"{get_column_letter(2 + j)}{r}" for j, key in enumerate(F.INPUT_KEYS)}
+    def refs(r: int) -> dict[str, str]:   # a table of scenarios without a design: blank setup
+        return {key: f"{get_column_letter(2 + j)}{r}" for j, key in enumerate(F.INPUT_KEYS)} | D.blank_setup_refs() | {
+            "pool_terms": "0"}
 
-    _table_columns(ws, first, len(scenarios), refs, F.CALCS, 2 + len(F.INPUT_KEYS), built.checks,
+    _table_columns(ws, first, len(scenarios), refs, D.PLAN_CALCS, 2 + len(F.INPUT_KEYS), built.checks,
                    lambda i: ("scenarios", i), "Scenarios", None, currency, built.flags)
     _legend(ws, first + len(scenarios) + 1)
     ws.freeze_panes = ws.cell(row=first, column=2)
@@ -469,21 +527,24 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     given) for the Storage & recovery sheet, which shows ``designs`` when they are given.
     """
     given = tuple(designs) if designs is not None else ()
-    # the Compare sheet shows the designs that change scenario inputs; setup-only ones (storage, tiers,
+    # the Compare sheet shows the designs that change scenario inputs only; the others (storage, tiers,
     # spares) are on the Storage & recovery sheet, which gets every design given
     designs = tuple(d for d in given if _changes_scenario(d)) or tuple(default_designs(scenario))
     if alternative is not None:
         designs = (design_from_scenario(scenario, alternative),) + tuple(designs[1:])
+    st = setup if setup is not None else RecoverySetup()
+    scenario, derived = _planned(scenario, st)
     # one evaluation of all (refuses designs the models cannot evaluate); kept for the caller
     results = engine.evaluate([scenario] + [d.apply(scenario) for d in designs])
+    terms = D.pool_terms(max([st.spares or 0] + [d.apply_setup(st).spares or 0 for d in given]))
     wb = Workbook()
     built = Built(wb, results=results, designs=designs)
-    _inputs_sheet(wb, scenario, built)
-    refs = _plan_sheet(wb, scenario, built)
+    _inputs_sheet(wb, scenario, built, derived)
+    refs = _plan_sheet(wb, scenario, built, terms)
     _curve_sheet(wb, refs, built)
-    _scaling_sheet(wb, scenario, built)
-    compare_sheet(wb, scenario, designs, built)
-    storage_sheet(wb, scenario, setup, given, built)
+    _scaling_sheet(wb, scenario, built, terms)
+    compare_sheet(wb, scenario, designs, built, terms)
+    storage_sheet(wb, scenario, setup, given, built, terms)
     if scenarios is not None:
         _scenarios_sheet(wb, scenarios, built, scenario.currency)
     _deadline_sheet(wb, deadline, scenario)
@@ -496,11 +557,29 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     return built
 
 
+def _planned(scenario: engine.Scenario, st: Any) -> tuple[engine.Scenario, frozenset[str]]:
+    """The scenario with the stall, write and restart its design gives (a tiered design: its single-level
+    view, as the Plan sheet shows it), and the fields the design derives (not stated, derivable)."""
+    if not st.given():
+        return scenario, frozenset()
+    from ..engine.setup import plan_setup
+
+    plan = plan_setup(scenario, st.replace(tiers=(), failure_classes={}))
+    f = plan.figures
+    can = {"checkpoint_stall_min": f["derived_checkpoint_stall_min"] is not None,
+           "async_write_min": f["derived_async_write_min"] is not None, "restart_min": bool(plan.restart_parts_min)}
+    return plan.scenario, frozenset(k for k in D.DERIVED if can[k] and k not in st.stated)
+
+
 def _changes_scenario(design: Any) -> bool:
-    """Whether a design changes a scenario input (the Compare sheet's columns), not only the setup."""
+    """Whether a design changes scenario inputs only (the Compare sheet's columns plan the baseline's design at
+    their own inputs); one that changes the design itself (storage, restart parts, spares, tiers) is a column of
+    the Storage & recovery sheet, which holds the design's inputs."""
     from ..engine.fields import FIELD_BY_NAME
 
-    return any(k in FIELD_BY_NAME or k.startswith("domain") for k in list(design.set) + list(design.times))
+    keys = list(design.set) + list(design.times)
+    return bool(keys) and design.tiers is None and not getattr(design, "failure_classes", None) and all(
+        k in FIELD_BY_NAME or k.startswith("domain") for k in keys)
 
 
 def _user_texts(scenario: engine.Scenario, designs: tuple, scenarios: pd.DataFrame | None,

@@ -20,6 +20,7 @@ from openpyxl.worksheet.datavalidation import DataValidation
 
 from ..engine.cost import HOURS_PER_MONTH
 from ..engine.fields import RULES
+from . import design_formulas as D
 from . import flags
 from . import formulas as F
 from . import style as S
@@ -32,6 +33,11 @@ if TYPE_CHECKING:
 __all__ = ["FIRST_INPUT_ROW", "SHEET", "compare_sheet", "value_column"]
 
 SHEET = "Compare"
+_SAVINGS_ROWS = 16   # rows from the model check to the end of the savings (the pool's sums start below)
+#: figures shown; the design's steps and the solver's are grouped and collapsed (expand with +)
+_VISIBLE = {c.key for c in F.CALCS} | {"used_checkpoint_stall_min", "used_async_write_min", "used_restart_min",
+                                       "checkpoint_size_gb", "pool_reallocation_min", "storage_cost", "spare_cost",
+                                       "total_cost", "cost_per_useful_gpu_hour"}
 FIRST_INPUT_ROW = 7
 _COLS_PER_DESIGN = 3   # set to | x baseline | value
 
@@ -51,8 +57,12 @@ def _change_validation(kind: str, field, ref: str) -> DataValidation:
                           error=f"{field.defined_name}: {what}, or leave it blank."[:225], errorStyle="stop")
 
 
-def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]", built: Built) -> None:
-    """Write the Compare sheet for ``designs`` on top of the live baseline (see the module notes)."""
+def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]", built: Built, terms: int = 0) -> None:
+    """Write the Compare sheet for ``designs`` on top of the live baseline (see the module notes).
+
+    Every column plans the baseline's design (the ``setup_<field>`` names) at its own inputs: a blank stall,
+    write or restart is derived from the design at that column's nodes and failure rate (``terms``: the
+    spare pool's finite sum, in hidden rows below the sheet)."""
     ws = wb.create_sheet(SHEET)
     S.title(ws, "Compare: the baseline and alternatives, each a set of changes to it",
             "Every alternative follows the Inputs sheet except where its blue cells say otherwise: 'set to' a value, "
@@ -123,17 +133,22 @@ def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]",
     row += 1
     columns = [(3, refs_b, ("compare", "base"))] + [(value_column(k), refs_a[k - 1], ("compare", k))
                                                       for k in range(1, len(designs) + 1)]
-    for calc in F.CALCS:
+    chain = row + len(D.PLAN_CALCS) + _SAVINGS_ROWS   # the spare pool's sums, hidden below the savings
+    for col, refs, _ in columns:
+        refs.update(D.setup_refs(lambda name: f"setup_{name}"))
+        refs.update(pool_terms=str(terms), pool_correction=f"${get_column_letter(col)}${chain + terms - 1}"
+                    if terms else "0")
+    for calc in D.PLAN_CALCS:
         ws.cell(row=row, column=1, value=calc.label)
         ws.cell(row=row, column=2, value=S.fmt_unit(calc.unit, base.currency))
         for col, refs, ctx in columns:
             letter = get_column_letter(col)
             cell = ws.cell(row=row, column=col, value="=" + calc.expr(refs))
             cell.number_format = calc.fmt
-            refs[calc.key] = f"${letter}${row}"
+            D.bind(refs, calc.key, f"${letter}${row}")
             if calc.engine_key:
                 built.checks.append(Check(SHEET, f"{letter}{row}", ctx, calc.engine_key))
-        if calc.helper:
+        if calc.helper or calc.key not in _VISIBLE:
             ws.row_dimensions[row].outlineLevel = 1
             ws.row_dimensions[row].hidden = True
         row += 1
@@ -145,6 +160,12 @@ def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]",
         built.flags.append(Check(SHEET, cell.coordinate, ctx, "warnings"))
     ws.row_dimensions[row].height = 45
     row = _savings(ws, row + 2, refs_b, refs_a, base.currency, built)
+    assert row <= chain, (row, chain)
+    for n in range(terms):
+        for col, refs, _ in columns:
+            prev = f"{get_column_letter(col)}{chain + n - 1}" if n else None
+            ws.cell(row=chain + n, column=col, value="=" + D.pool_chain_cell(n, prev, refs))
+        ws.row_dimensions[chain + n].hidden = True
     widths = {"A": 58, "B": 14, "C": 16}
     for k in range(1, len(designs) + 1):
         vcol = value_column(k)

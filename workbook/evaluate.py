@@ -177,7 +177,35 @@ def _normsinv(p: Any) -> float:
 
 
 #: the functions the evaluator knows (everything else leaves a cell uncached): name -> (eager function)
+def _poisson(x: Any, mean: Any, cumulative: Any) -> float:
+    """POISSON.DIST: ``x`` truncated to a whole number; the mass at ``x`` or the sum up to it (Excel's rules)."""
+    n, mu = math.floor(_number(x)), _number(mean)
+    if n < 0 or mu < 0:
+        raise _ExcelError("#NUM!")
+    if n > 1_000_000:   # a sum that long is left to the spreadsheet
+        raise _ExcelError("#NUM! too many terms to cache")
+
+    def mass(k: int) -> float:
+        if mu == 0:
+            return 1.0 if k == 0 else 0.0
+        return math.exp(k * math.log(mu) - mu - math.lgamma(k + 1))
+
+    if not bool(_number(cumulative)):
+        return mass(n)
+    return min(1.0, math.fsum(mass(k) for k in range(n + 1)))
+
+
+def _find(needle: Any, hay: Any, start: Any = 1.0) -> float:
+    """FIND: 1-based position of ``needle`` in ``hay`` from ``start`` (case-sensitive), else #VALUE!."""
+    i = _text(hay).find(_text(needle), int(_number(start)) - 1)
+    if i < 0 or _number(start) < 1:
+        raise _ExcelError("#VALUE!")
+    return float(i + 1)
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "_XLFN.POISSON.DIST": _poisson, "POISSON": _poisson, "FIND": _find,
+    "SUBSTITUTE": lambda text, old, new: _text(text).replace(_text(old), _text(new)) if _text(old) else _text(text),
     "EXP": _exp, "LN": _ln, "SQRT": _sqrt, "INT": lambda x: float(math.floor(_number(x))),
     "ABS": lambda x: abs(_number(x)), "CEILING": _ceiling, "MID": _mid, "LEFT": _left,
     "LEN": lambda s: float(len(_text(s))), "ISNUMBER": lambda x: isinstance(x, (int, float)) and not isinstance(x, bool),

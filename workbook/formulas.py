@@ -19,7 +19,9 @@ Formulas mirror (see the engine docstrings for assumptions and references):
   ``c`` in [1e-14, 600];
 * exact expected wall time, waste, failures and breakdown: :func:`engine.waste.expected_wall_time`,
   :func:`engine.waste.waste_fraction`, :func:`engine.waste.time_breakdown`;
-* GPU-hours, money, goodput: :mod:`engine.cost`.
+* GPU-hours, the job's compute money, goodput: :mod:`engine.cost`. The design before the plan and
+  the money after it (storage, spares, the total) are :mod:`workbook.design_formulas`, whose
+  ``PLAN_CALCS`` is what the sheets write.
 """
 
 from __future__ import annotations
@@ -178,15 +180,13 @@ CALCS: tuple[Calc, ...] = (
     *[Calc(f"{cat}_gpu_hours", f"  GPU-hours, {cat}", "GPU-h", GPU_HOURS,
            (lambda cat: lambda r: _guard(f"{r[f'{cat}_h']}*{r['gpus']}", r))(cat), f"{cat}_gpu_hours")
       for cat in ("useful", "save", "rework", "restart")],
-    Calc("total_cost", "Cost, total", "money", MONEY,
-         lambda r: _guard(f"{r['total_gpu_hours']}*{r['price_per_gpu_hour']}", r), "total_cost"),
+    Calc("compute_cost", "Cost of the job's GPU time", "money", MONEY,
+         lambda r: _guard(f"{r['total_gpu_hours']}*{r['price_per_gpu_hour']}", r), "compute_cost"),
     *[Calc(f"{cat}_cost", f"  cost, {cat}", "money", MONEY,
            (lambda cat: lambda r: _guard(f"{r[f'{cat}_gpu_hours']}*{r['price_per_gpu_hour']}", r))(cat), f"{cat}_cost")
       for cat in ("useful", "save", "rework", "restart")],
     Calc("goodput", "Goodput (useful share of GPU-hours)", "share", PERCENT,
          lambda r: _guard(f"{r['useful_h']}/{r['wall_h']}", r), "goodput"),
-    Calc("cost_per_useful_gpu_hour", "Cost per useful GPU-hour", "money/GPU-h", "#,##0.0000",
-         lambda r: _guard(f"{r['total_cost']}/{r['useful_gpu_hours']}", r), "cost_per_useful_gpu_hour"),
     # ---- the analytic deadline answer (engine.wall_distribution; text in workbook/wall_formulas.py): keep last
     Calc("dl_in_range", "Deadline answer: model in range, (R + T + C + W)/M <= 200", "", "General",
          lambda r: f"AND({r['model_ok']},({r['restart_min']}+{r['chosen_interval_min']}+{r['checkpoint_stall_min']}"

@@ -1,17 +1,17 @@
-"""The "Storage & recovery" sheet: where the stall and the restart come from, and what storage and spares cost.
+"""The "Storage & recovery" sheet: the design, where the stall and the restart come from, and what it costs.
 
-Columns: A label, B unit, C the defined name or the engine function a row mirrors, D the baseline, then
-per design "set to", "x baseline", value (blank = the baseline's, as on the Compare sheet). Blocks:
-the setup inputs (one row per :data:`ckptplan.engine.fields.SETUP_FIELDS` field with its rule as data
-validation, named ``setup_<field>``), the scenario inputs as links to the Inputs sheet and
-``setup_stated_<field>`` (the Inputs stall, write or restart wins over the derived one); the derived
-figures, live and each the engine's formula (size, bandwidths, stall, write, restore, spare pool,
-restart pipeline), the single-level plan at them (:data:`workbook.formulas.CALCS`: the exact optimum
-by the Plan sheet's Newton steps, or the Inputs interval) and the money, baseline figures named
-``setup_<figure>``; tiered plans' engine values (build time, with an "up to date" check); the
-baseline's tiers (``tier<i>_<key>``) and failure classes (``class<j>_name``/``_share``) with the
-first-order intervals of Benoit et al. (IEEE TC 66(7), 2017); hidden columns from P: the spare pool's
-``POISSON.DIST(n, mu, FALSE)`` and waits for ``n = 0..N`` (:func:`poisson_rows`), summed by SUMPRODUCT.
+Columns: A label, B unit, C where a row comes from, D the baseline, then per design "set to",
+"x baseline", value (blank = the baseline's, as on the Compare sheet). Blocks: the setup inputs (one
+row per :data:`ckptplan.engine.fields.SETUP_FIELDS` field with its rule as data validation, named
+``setup_<field>``), the scenario inputs as links to the Inputs sheet (a blank stall, write or restart
+is derived; a value there, or one a design sets, is stated and wins); the design's derived figures,
+the plan at them and the money, all :data:`workbook.design_formulas.PLAN_CALCS`: the baseline
+column shows the Plan sheet's own cells (one computation, one answer), each design column computes
+its own; a column with checkpoint tiers shows the engine's tiered figures (build time, with an "up to
+date" check) instead of single-level ones; the baseline's tiers (``tier<i>_<key>``) and failure
+classes (``class<j>_name``/``_share``) with the first-order intervals of Benoit et al. (IEEE TC
+66(7), 2017); hidden columns to the right: each design column's spare-pool sum
+(:func:`workbook.design_formulas.pool_chain_cell`).
 
 User text is written as text, never as a formula. Checks: ``("setup", "base"|k)`` = ``plan_setup`` of
 design ``k`` without tiers; ``("setup_tier", i)``, ``("setup_class", j)``, ``("setup_first_order",)`` =
@@ -32,26 +32,22 @@ from openpyxl.worksheet.datavalidation import DataValidation
 from ..engine.designs import default_designs, scenario_values
 from ..engine.errors import InputError
 from ..engine.fields import RULES, SETUP_FIELDS
-from ..engine.setup import DERIVED, TIER_KEYS, RecoverySetup, plan_setup
+from ..engine.setup import TIER_KEYS, RecoverySetup, plan_setup
 from ..engine.storage import HOURS_PER_BILLING_MONTH
-from . import flags, formulas as F, style as S
+from . import design_formulas as D, flags, formulas as F, style as S
 from .manifest import Built, Check
 
-__all__ = ["CLASS_SLOTS", "DESIGN_SLOTS", "MIN_POISSON_ROWS", "SHEET", "TIER_SLOTS", "poisson_rows", "sheet_checks",
+__all__ = ["CLASS_SLOTS", "DESIGN_SLOTS", "SHEET", "TIER_SLOTS", "sheet_checks",
            "storage_sheet"]
 
-SHEET, MIN_POISSON_ROWS = "Storage & recovery", 100
+SHEET = "Storage & recovery"
 TIER_SLOTS, CLASS_SLOTS, DESIGN_SLOTS = 3, 4, 4  # the helper columns start after the last design's
-_TAIL_LOG = 2.0 * math.log(1e16)   # the engine's window: each Poisson tail outside it holds < 1e-16
 # helper columns to the right of every design column (4 + 3 per design), with one spare column; rows (n = 0) from 8
 _HELPER_COL, _FIRST, _WIDTH_A = 4 + 3 * 4 + 2, 8, 72
 _REGISTRY: "WeakKeyDictionary[Workbook, tuple[list[Check], list[Check]]]" = WeakKeyDictionary()
 _VISIBLE = {"effective_stall_min", "exact_interval_min", "chosen_interval_min", "waste_fraction", "expected_failures",
-            "wall_h", "useful_h", "save_h", "restart_h", "rework_h", "gpus", "total_gpu_hours", "total_cost", "goodput",
-            "p_finish_by_deadline"}
-_CALC_NAMES = {"total_cost": ("Compute cost (job GPU-hours x price)", "setup_compute_cost"), "total_gpu_hours": (
-    "GPU-hours of the job (spares below)", "setup_job_gpu_hours")}
-_PARTS = ("detection_min", "reallocation_min", "startup_min", "init_min", "load_min", "warmup_min")
+            "wall_h", "useful_h", "save_h", "restart_h", "rework_h", "gpus", "total_gpu_hours", "compute_cost",
+            "goodput", "p_finish_by_deadline"}
 #: the tier table's columns (TIER_KEYS order): header, rule (None: text)
 _TIER = dict(zip(TIER_KEYS, (
     ("Tier name", None), ("Every k-th save", "count"), ("Survives (classes, comma-separated)", None),
@@ -64,13 +60,6 @@ _TIER = dict(zip(TIER_KEYS, (
 def sheet_checks(wb: Workbook) -> tuple[list[Check], list[Check]]:
     """(checks, model-check flags) of the Storage & recovery sheet of ``wb`` (built in this process)."""
     return _REGISTRY.get(wb, ([], []))
-
-
-def poisson_rows(mu_max: float) -> int:
-    """Rows ``n = 0..N`` of the spare pool's helper: ``N`` = the engine's window end for ``4 mu_max`` (>= 100)."""
-    mu = 4.0 * max(mu_max, 0.0)
-    hi = math.ceil(mu + (_TAIL_LOG / 3.0 + math.sqrt(_TAIL_LOG ** 2 / 9.0 + 4.0 * _TAIL_LOG * mu)) / 2.0)
-    return max(MIN_POISSON_ROWS, hi) + 1
 
 
 def _put(ws, row: int, col: int, value: Any, fmt: str | None = None, font=None, fill=None, wrap: bool = False):
@@ -140,14 +129,20 @@ class _Grid:
         self.row += 3 if note else 2
 
     def figure(self, key: str, label: str, unit: str, fmt: str, expr: Callable[[dict], str], cite: str = "",
-               check: str | None = None, hidden: bool = False, base: str | None = None, dn: str | None = None) -> None:
-        """One derived row: ``expr(refs)`` in every column (``base``: the baseline's formula instead)."""
+               check: str | None = None, hidden: bool = False, base: str | None = None, dn: str | None = None,
+               single: bool = False) -> None:
+        """One derived row: ``expr(refs)`` in every column (``base``: the baseline's formula instead, the Plan
+        sheet's cell); ``single``: a single-level figure, which a tiered column states in words instead."""
         r = self.row
         self.head(label, unit, cite)
         for k in range(self.n + 1):
             letter = col_letter(self.col(k))
+            if single and self.tiered[k]:
+                _put(self.ws, r, self.col(k), "tiered plan: see the engine's figures below", wrap=False)
+                D.bind(self.refs[k], key, '""')
+                continue
             _fx(self.ws, r, self.col(k), base if k == 0 and base else expr(self.refs[k]), fmt)
-            self.refs[k][key] = f"${letter}${r}"
+            D.bind(self.refs[k], key, f"${letter}${r}")
             if check:
                 self.checks.append(Check(SHEET, f"{letter}{r}", ("setup", k or "base"), check))
         if hidden:
@@ -157,8 +152,9 @@ class _Grid:
         self.row += 1
 
 
-def storage_sheet(wb: Workbook, scenario, setup, designs, built: Built) -> None:
-    """Write the sheet for ``setup`` (None = none given) and ``designs`` (the Compare defaults = none)."""
+def storage_sheet(wb: Workbook, scenario, setup, designs, built: Built, terms: int = D.POOL_TERMS) -> None:
+    """Write the sheet for ``setup`` (None = none given) and ``designs`` (the Compare defaults = none);
+    ``terms``: the spare pool's finite sum per design column (hidden columns to the right)."""
     st = setup if setup is not None else RecoverySetup()
     if not isinstance(st, RecoverySetup):
         raise InputError("setup", type(st).__name__, "must be a RecoverySetup")
@@ -173,21 +169,20 @@ def storage_sheet(wb: Workbook, scenario, setup, designs, built: Built) -> None:
                          "workbook cannot hold a comma (a tier's survives cell lists class names separated by commas)")
     columns = [(scenario, st)] + [(d.apply(scenario), d.apply_setup(st)) for d in designs]
     plans = [plan_setup(sc, su) for sc, su in columns]   # refuses what the engine refuses, naming the field
-    mu_max = max([0.0] + [(1.0 if su.replacement_share is None else su.replacement_share) / p.figures["job_mtbf_h"]
-                          * su.repair_h for (_, su), p in zip(columns, plans) if su.repair_h is not None])
-    n_rows = poisson_rows(mu_max)
     ws = wb.create_sheet(SHEET)
     g = _Grid(wb, ws, len(designs), scenario.currency)
+    g.tiered = [bool(su.tiers) for _, su in columns]
+    g.terms = terms
     S.title(ws, "Storage & recovery: where the stall and the restart come from, and what they cost",
             "Checkpoint size and bandwidths give the save stall, background write and restore; the restart parts "
             "and the spare pool give the restart; the plan, storage and spare money follow "
             "(engine.setup.plan_setup). Blue cells are inputs; blank = not given.", 7)
     _inputs(g, st, designs)
-    _derived(g, n_rows)
+    _derived(g)
     _plan(g)
     _engine_values(g, columns, plans, designs)
     _tiers(g, st, plans[0])
-    for i, text in enumerate([t.format(N=n_rows - 1, mu=mu_max) for t in _NOTES] + flags.legend()):
+    for i, text in enumerate([t.format(N=terms) for t in _NOTES] + flags.legend()):
         S.note(ws, g.row + 1 + i, text, 7)
     for col, width in zip("ABCDEFGHIJKLMNOP", (_WIDTH_A, 16, 30, 16, 10, 10, 16, 10, 10, 16, 10, 10, 16, 10, 10, 16)):
         ws.column_dimensions[col].width = width
@@ -248,19 +243,6 @@ def _inputs(g: _Grid, st, designs) -> None:
     for key, field in F.INPUTS.items():
         change_row(key, field.name, field.label, field.unit.replace("per GPU", "money per GPU"), field.rule,
                    field.integer, link=True)
-    for name in DERIVED:
-        r = g.row
-        g.head(f"{name} on Inputs is stated (measured): it wins over the derived one", "yes/no",
-               f"setup_stated_{name}")
-        _put(ws, r, 4, "yes" if name in st.stated else "no", None, S.INPUT_FONT, S.INPUT_FILL)
-        _validate(ws, f"D{r}", None, f"setup_stated_{name}")
-        g.name(f"setup_stated_{name}", f"D{r}")
-        g.refs[0][f"stated_{name}"] = f"$D${r}"
-        for k in range(1, g.n + 1):   # a design that changes it states it (Design.apply_setup)
-            v, src = g.col(k), rows[name]
-            _fx(ws, r, v, f'IF(OR({col_letter(v - 2)}{src}<>"",{col_letter(v - 1)}{src}<>""),"yes",$D${r})')
-            g.refs[k][f"stated_{name}"] = f"${col_letter(v)}${r}"
-        g.row += 1
     for k, d in enumerate(designs, start=1):   # what changes: the change cells, and tiers a design replaces
         s_, t_ = col_letter(g.col(k) - 2), col_letter(g.col(k) - 1)
         _fx(ws, 6, g.col(k) - 2, "&".join(['"; tiers replaced"'] * (d.tiers is not None) + [
@@ -282,146 +264,72 @@ def _problems(x: dict[str, str], k: int) -> str:
     """Text naming every setup input that breaks its rule, and the rules between inputs ("" when none)."""
     parts = [f'IF({x[f.name]}="","",IF(ISNUMBER({x[f.name]}),IF({f.check.excel_condition(x[f.name])},"",'
              f'"{f.name} must be {f.check.noun}; "),"{f.name} must be {f.check.noun}; "))' for f in SETUP_FIELDS]
-    parts += [f'IF(OR({x[f"stated_{n}"]}="yes",{x[f"stated_{n}"]}="no"),"","stated_{n} must be yes or no; ")'
-              for n in DERIVED]
     parts += [f'IF(AND({x["spares_d"]}>0,{x["repair_h"]}=""),"spares needs repair_h; ","")',
               f'IF(AND({x["parameters_b"]}="",OR({x["write_gb_s_per_writer"]}<>"",{x["aggregate_write_gb_s"]}<>"",'
               f'{x["d2h_gb_s_per_writer"]}<>"")),"a bandwidth needs parameters_b; ","")']
     return "&".join(parts + (["setup_tier_problems"] if k == 0 else []))
 
 
-_READ = _bw(_either("{read_gb_s_per_writer}", "{write_gb_s_per_writer}"),
-            _either("{aggregate_read_gb_s}", "{aggregate_write_gb_s}"), "{writers_used}")
-#: derived rows: key, label, unit, format, formula ({ref} = this column's cell), engine function, Check key
-_DERIVED = (
-    ("checkpoint_size_gb", "Checkpoint size = parameters x bytes per parameter + extra state", "GB", "#,##0.0",
-     'IF({parameters_b}="","",{parameters_b}*{bytes_per_parameter_d}+{extra_state_gb_d})',
-     "storage.checkpoint_size_gb", "checkpoint_size_gb"),
-    ("writers_used", "Writers (empty = one per node)", "writers", "#,##0", _either("{writers}", "{nodes}"),
-     "setup: writers or nodes", "writers"),
-    ("write_bandwidth_gb_s", "Write bandwidth = MIN(per writer x writers, aggregate)", "GB/s", "#,##0.00",
-     'IF(OR({checkpoint_size_gb}="",AND({write_gb_s_per_writer}="",{aggregate_write_gb_s}="")),"",'
-     + _bw("{write_gb_s_per_writer}", "{aggregate_write_gb_s}", "{writers_used}") + ")",
-     "storage.effective_bandwidth_gb_s", "write_bandwidth_gb_s"),
-    ("derived_checkpoint_stall_min", "Derived stall: size / bandwidth; async: size / (device-to-host x writers)",
-     "min", F.MINUTES, 'IF({write_bandwidth_gb_s}="","",IF({d2h_gb_s_per_writer}="",{checkpoint_size_gb}/'
-     '{write_bandwidth_gb_s}/60,{checkpoint_size_gb}/({d2h_gb_s_per_writer}*{writers_used})/60))',
-     "storage.save_times", "derived_checkpoint_stall_min"),
-    ("derived_async_write_min", "Derived background write: async size / bandwidth, sync 0", "min", F.MINUTES,
-     'IF({write_bandwidth_gb_s}="","",IF({d2h_gb_s_per_writer}="",0,{checkpoint_size_gb}/{write_bandwidth_gb_s}/60))',
-     "storage.save_times", "derived_async_write_min"),
-    ("read_bandwidth_gb_s", "Read bandwidth (blank read figures = the write figures)", "GB/s", "#,##0.00",
-     'IF({write_bandwidth_gb_s}="","",' + _READ + ")", "storage.restore_time_min", "read_bandwidth_gb_s"),
-    ("derived_restore_min", "Derived restore = size / read bandwidth", "min", F.MINUTES,
-     'IF({read_bandwidth_gb_s}="","",{checkpoint_size_gb}/{read_bandwidth_gb_s}/60)', "storage.restore_time_min",
-     "derived_restore_min"),
-    ("parts_given", "Restart parts given (any part, or repair_h)", "yes/no", "General",
-     "IF(OR(" + ",".join(f'{{{p}}}<>""' for p in _PARTS + ("init_per_1000_nodes_min", "repair_h")) + '),"yes","no")',
-     "setup._restart_parts", None),
-    ("mean_in_repair", "Spare pool: nodes in repair mu = replacement share / job MTBF x repair_h", "nodes", "0.0000",
-     'IF({repair_h}="","",{replacement_share_d}/{job_mtbf_h}*{repair_h})', "recovery (Palm's theorem)",
-     "mean_in_repair"),
-    ("spare_free_probability", "P(a spare is free) = POISSON.DIST(S - 1, mu, TRUE); 0 without spares", "share",
-     "0.000000", 'IF({repair_h}="","",IF({spares_d}=0,0,IF({mean_in_repair}=0,1,'
-     '_xlfn.POISSON.DIST({spares_d}-1,{mean_in_repair},TRUE))))', "recovery.spare_free_probability",
-     "spare_free_probability"),
-    ("pool_reallocation_min", "Reallocation from the pool = SUMPRODUCT(P(N = n), wait(n)) over n = 0..N", "min",
-     F.MINUTES, 'IF({repair_h}="","",SUMPRODUCT({pmf},{wait})/SUM({pmf}))', "recovery.expected_reallocation_min",
-     "pool_reallocation_min"),
-    ("poisson_tail", "Poisson mass beyond N (must stay below 1e-12, else regenerate)", "share", "0.0E+00",
-     'IF({repair_h}="","",IF({mean_in_repair}=0,0,1-_xlfn.POISSON.DIST({N},{mean_in_repair},TRUE)))',
-     "helper columns P on", None),
-    *((f"part_{p}", f"Restart part: {label}", "min", F.MINUTES, f'IF({{parts_given}}="yes",{expr},"")',
-       "recovery.communicator_init_min" if p == "init_min" else "recovery.RESTART_PHASES", f"part:{p}")
-      for p, label, expr in (
-          ("detection_min", "detection", "{detection_min_d}"),
-          ("reallocation_min", "reallocation (stated, else replacement share x the pool's, else 0)",
-           _either("{reallocation_min}", 'IF({repair_h}<>"",{replacement_share_d}*{pool_reallocation_min},0)')),
-          ("startup_min", "start-up", "{startup_min_d}"),
-          ("init_min", "communicator init = fixed + per 1,000 nodes x nodes / 1,000",
-           "{init_min_d}+{init_per_1000_nodes_min_d}*{nodes}/1000"),
-          ("load_min", "checkpoint load (stated, else the derived restore)",
-           _either("{load_min}", _either("{derived_restore_min}", "0"))),
-          ("warmup_min", "warm-up", "{warmup_min_d}"))),
-    ("restart_pipeline_min", "Restart pipeline = the sum of the parts", "min", F.MINUTES,
-     'IF({parts_given}="yes",' + "+".join(f"{{part_{p}}}" for p in _PARTS) + ',"")', "recovery.restart_pipeline_min",
-     "pipeline_min"),
-    *((f"used_{n}", f"{label} the plan uses: stated, else derived, else the Inputs sheet's", "min", F.MINUTES,
-       f'IF(AND({{stated_{n}}}<>"yes",{{{src}}}<>""),{{{src}}},{{{n}}})', "setup.plan_setup", f"used:{n}")
-      for n, src, label in (("checkpoint_stall_min", "derived_checkpoint_stall_min", "Stall"),
-                            ("async_write_min", "derived_async_write_min", "Background write"),
-                            ("restart_min", "restart_pipeline_min", "Restart"))))
+#: design rows shown (the other steps are grouped and collapsed, expand with +)
+_DESIGN_VISIBLE = {"checkpoint_size_gb", "write_bandwidth_gb_s", "derived_checkpoint_stall_min",
+                   "derived_async_write_min", "read_bandwidth_gb_s", "derived_restore_min", "mean_in_repair",
+                   "spare_free_probability", "pool_reallocation_min", *(f"part_{p}" for p in D.PARTS),
+                   "restart_pipeline_min", "used_checkpoint_stall_min", "used_async_write_min", "used_restart_min"}
+#: names of the baseline's figures on this sheet (``setup_<key>`` unless listed)
+_NAMES = {"total_gpu_hours": "setup_job_gpu_hours", "all_gpu_hours": "setup_total_gpu_hours",
+          "pool_reallocation_min": "setup_pool_reallocation_min"}
 
 
-def _derived(g: _Grid, n_rows: int) -> None:
-    g.band("Derived from the setup (live formulas)",
-           "Blank = not given or not derivable. A stated Inputs value wins over the derived one.")
-    rate, last = F.CALC_BY_KEY["job_failure_rate_per_h"], _FIRST + n_rows - 1
-    g.figure("job_failure_rate_per_h", rate.label, rate.unit, rate.fmt, rate.expr, "Plan: job_failure_rate_per_h",
-             hidden=True, base="job_failure_rate_per_h")
-    g.figure("job_mtbf_h", "Job MTBF (the Plan sheet's; a design's own)", "h", F.HOURS,
-             F.CALC_BY_KEY["job_mtbf_h"].expr, "Plan: job_mtbf_h", "row:job_mtbf_h", base="job_mtbf_h")
-    for k in range(g.n + 1):   # this column's helper (below)
-        p, w = col_letter(_HELPER_COL + 1 + 2 * k), col_letter(_HELPER_COL + 2 + 2 * k)
-        g.refs[k].update(pmf=f"${p}${_FIRST}:${p}${last}", wait=f"${w}${_FIRST}:${w}${last}", N=str(n_rows - 1))
-    for key, label, unit, fmt, template, cite, check in _DERIVED:
-        g.figure(key, label, unit, fmt, (lambda t: lambda x: t.format_map(x))(template), cite, check)
-    ws = g.ws   # the helper, columns P on (grouped, hidden): n = 0..N; per column P(N = n) and the wait given n
-    S.header(ws, 7, ["n"] + [h for k in range(g.n + 1) for h in (f"P(N=n), {col_letter(g.col(k))}", "wait(n), min")],
-             col=_HELPER_COL)
-    for i in range(n_rows):
-        r, n = _FIRST + i, f"${col_letter(_HELPER_COL)}{_FIRST + i}"
-        _put(ws, r, _HELPER_COL, i)
-        for k, x in enumerate(g.refs):
-            wait = f'60*{x["repair_h"]}/({n}+1)'
-            _fx(ws, r, _HELPER_COL + 1 + 2 * k, f'IF({x["repair_h"]}="","",IF({x["mean_in_repair"]}=0,IF({n}=0,1,0),'
-                                                f'_xlfn.POISSON.DIST({n},{x["mean_in_repair"]},FALSE)))', "0.0E+00")
-            _fx(ws, r, _HELPER_COL + 2 + 2 * k, f'IF({x["repair_h"]}="","",IF({n}<{x["spares_d"]},'
-                                                f'MIN({x["swap_min_d"]},{wait}),{wait}))', F.MINUTES)
-    for c in range(_HELPER_COL, _HELPER_COL + 3 + 2 * g.n):
-        ws.column_dimensions[col_letter(c)].outlineLevel, ws.column_dimensions[col_letter(c)].hidden = 1, True
+def _derived(g: _Grid) -> None:
+    """The design's rows (:data:`workbook.design_formulas.DESIGN_CALCS`): the baseline column shows the Plan
+    sheet's cells, each design column computes its own, with its spare pool's sum in hidden helper columns."""
+    g.band("Derived from the design (live formulas)",
+           "Blank = not given or not derivable. A stall, write or restart typed on Inputs (or set by a design) wins.")
+    for key in ("job_failure_rate_per_h", "job_mtbf_h", "job_mtbf_min"):
+        calc = F.CALC_BY_KEY[key]
+        g.figure(key, calc.label + ("" if key != "job_mtbf_h" else " (a design's own)"), calc.unit, calc.fmt, calc.expr,
+                 "Plan", "row:job_mtbf_h" if key == "job_mtbf_h" else None, hidden=key != "job_mtbf_h", base=key)
+    ws, first = g.ws, _FIRST
+    for k in range(g.n + 1):   # the pool's finite sum of this column, down a hidden helper column
+        g.refs[k].update(pool_terms=str(g.terms),
+                         pool_correction=f"${col_letter(_HELPER_COL + k)}${first + g.terms - 1}" if k else '""')
+    for calc in D.DESIGN_CALCS:
+        g.figure(calc.key, calc.label, calc.unit, calc.fmt, calc.expr, "Plan: " + calc.key, calc.engine_key,
+                 hidden=calc.key not in _DESIGN_VISIBLE, base=calc.key,
+                 dn=_NAMES.get(calc.key, f"setup_{calc.key.replace('used_', 'used_')}"))
+    S.header(ws, 7, [f"Spare pool sum, {col_letter(g.col(k))}" for k in range(1, g.n + 1)], col=_HELPER_COL + 1)
+    for k in range(1, g.n + 1):
+        col = _HELPER_COL + k
+        for n in range(g.terms):
+            prev = f"{col_letter(col)}{first + n - 1}" if n else None
+            _fx(ws, first + n, col, D.pool_chain_cell(n, prev, g.refs[k]), "0.0000")
+        ws.column_dimensions[col_letter(col)].outlineLevel, ws.column_dimensions[col_letter(col)].hidden = 1, True
 
 
 def _plan(g: _Grid) -> None:
-    g.band("Single-level plan at the stall and restart above (the Plan sheet's formulas)",
-           "With checkpoint tiers, the engine's tiered figures (values, below) replace these.")
-    for k in range(g.n + 1):
-        g.refs[k].update({name: g.refs[k][f"used_{name}"] for name in DERIVED})
-    for calc in F.CALCS:
-        if calc.key not in g.refs[0]:
-            label, dn = _CALC_NAMES.get(calc.key, (calc.label, None))
-            g.figure(calc.key, label, calc.unit, calc.fmt, calc.expr, "formulas.CALCS",
-                     f"row:{calc.engine_key}" if calc.engine_key else None, calc.key not in _VISIBLE, dn=dn)
+    g.band("The plan at the stall, write and restart above (the Plan sheet's formulas)",
+           "A column with checkpoint tiers is planned by the engine's tiered model: its figures are below.")
+    design = {c.key for c in D.DESIGN_CALCS} | {"job_failure_rate_per_h", "job_mtbf_h", "job_mtbf_min"}
+    money = {c.key for c in D.MONEY_CALCS}
+    for calc in D.PLAN_CALCS:
+        if calc.key in design or calc.key in money:
+            continue
+        g.figure(calc.key, calc.label, calc.unit, calc.fmt, calc.expr, "Plan: " + calc.key,
+                 f"row:{calc.engine_key}" if calc.engine_key else None, calc.key not in _VISIBLE or calc.helper,
+                 base=calc.key, dn=_NAMES.get(calc.key), single=True)
     g.head("Model check (keys: see the legend at the bottom)", bold=True)
     for k in range(g.n + 1):
+        if g.tiered[k]:
+            continue
         c = _fx(g.ws, g.row, g.col(k), flags.model_check(g.refs[k], keys=True), wrap=True)
         flags.highlight(g.ws, c.coordinate)
         g.flags.append(Check(SHEET, c.coordinate, ("setup", k or "base"), "warnings"))
     g.ws.row_dimensions[g.row].height = 30
     g.row += 1
-    g.band("Storage, spares and the total (setup.plan_setup)")
-    for key, label, unit, fmt, template, cite, check in _MONEY:
-        g.figure(key, label, unit, fmt, (lambda t: lambda x: f'IF(ISNUMBER({x["wall_h"]}),{t.format_map(x)},'
-                                         f'{F.NEVER})')(template), cite, check, dn=f"setup_{check or key}")
-
-
-_MONEY = (
-    ("billing_months", "Billing months = wall hours / 730", "months", "0.000",
-     f"{{wall_h}}/{HOURS_PER_BILLING_MONTH!r}", "storage.months_from_hours", None),
-    ("storage_cost", "Storage = size x retention x months x price per GB-month", "money", F.MONEY,
-     'IF({checkpoint_size_gb}="",0,{checkpoint_size_gb}*{retention_d}*1*{billing_months}*{price_per_gb_month_d})',
-     "storage.storage_cost", "storage_cost"),
-    ("spare_gpu_hours", "Spare GPU-hours = spares x GPUs per node x wall hours", "GPU-h", F.GPU_HOURS,
-     "{spares_d}*{gpus_per_node}*{wall_h}", "setup.plan_setup", "spare_gpu_hours"),
-    ("all_gpu_hours", "GPU-hours, job and spares", "GPU-h", F.GPU_HOURS, "{total_gpu_hours}+{spare_gpu_hours}",
-     "setup.plan_setup", "total_gpu_hours"),
-    ("spare_cost", "Spare cost = spare GPU-hours x price", "money", F.MONEY, "{spare_gpu_hours}*{price_per_gpu_hour}",
-     "setup.plan_setup", "spare_cost"),
-    ("all_cost", "Total cost = compute + storage + spares", "money", F.MONEY,
-     "{useful_cost}+{save_cost}+{rework_cost}+{restart_cost}+{storage_cost}+{spare_cost}", "setup.plan_setup",
-     "total_cost"),
-    ("all_cost_per_useful_gpu_hour", "Cost per useful GPU-hour = total / (GPUs x useful hours)", "money/GPU-h",
-     "#,##0.0000", "{all_cost}/({gpus}*{useful_training_h})", "setup.plan_setup", "cost_per_useful_gpu_hour"))
+    g.band("Storage, spares and the total")
+    for calc in D.MONEY_CALCS:
+        g.figure(calc.key, calc.label, calc.unit, calc.fmt, calc.expr, "Plan: " + calc.key, calc.engine_key,
+                 base=calc.key, dn=_NAMES.get(calc.key), single=True)
 
 
 _ENGINE_ROWS = (
@@ -471,11 +379,17 @@ def _engine_values(g: _Grid, columns, plans, designs) -> None:
     sc, st = columns[0]
     values, classes = scenario_values(sc), list(st.failure_classes.values())
     pairs = [(f.name, g.refs[0][f.name], getattr(st, f.name)) for f in SETUP_FIELDS]
-    pairs += [(key, key, values.get(f.name)) for key, f in F.INPUTS.items()]
+    pairs += [(key, f"used_{key}" if key in D.DERIVED else key, values.get(f.name)) for key, f in F.INPUTS.items()]
     pairs += [(f"tier{i + 1}_{key}",) * 2 + ((st.tiers[i] if i < len(st.tiers) else {}).get(key),)
               for i in range(TIER_SLOTS) for key in TIER_KEYS if _TIER[key][1]]
     pairs += [(f"class{j + 1}_share",) * 2 + (classes[j] if j < len(classes) else None,) for j in range(CLASS_SLOTS)]
-    same = lambda ref, v: f'AND(ISNUMBER({ref}),{ref}={float(v)!r})' if v is not None else f'{ref}=""'  # noqa: E731
+    def same(ref: str, v: Any) -> str:   # a derived value (used_*) is computed: equal to 1e-9, not to the last bit
+        if v is None:
+            return f'{ref}=""'
+        if ref.startswith("used_"):
+            return f'AND(ISNUMBER({ref}),ABS({ref}-{float(v)!r})<=1E-9*ABS({float(v)!r}))'
+        return f'AND(ISNUMBER({ref}),{ref}={float(v)!r})'
+
     g.head("Engine values: status (the baseline's inputs against those the engine used)", bold=True)
     _put(ws, g.row + 1, 1, "Engine values status, helper", font=S.NOTE_FONT)
     ws.row_dimensions[g.row + 1].hidden = True
@@ -585,14 +499,14 @@ def _tiers(g: _Grid, st, plan) -> None:
 
 
 _NOTES = (
-        "Names: setup_<field> (setup inputs), setup_stated_<field>, setup_<figure> (baseline figures: "
+        "Names: setup_<field> (the design's inputs), setup_<figure> (the baseline's figures, the Plan sheet's: "
         "setup_checkpoint_size_gb, setup_restart_pipeline_min, setup_wall_h, setup_total_cost ...), tier<i>_<key>, "
         "class<j>_name, class<j>_share.",
-        "Designs: blank = the baseline's value, 'set to' a value, 'x baseline' a factor (engine.designs.Design); a "
-        "design that changes a stall, write or restart states it. Designs that replace the tiers are named in the "
-        "'Checkpoint tiers' row: the tier table is the baseline's.",
-        "Spare pool helper (hidden columns P on; expand with +): n = 0..{N}, enough for mu up to 4x the largest at "
-        "build time ({mu:.3g}). It and the tier matching are computed on open (no cached value).",
+        "Designs: blank = the baseline's value, 'set to' a value, 'x baseline' a factor; a design that sets a stall, "
+        "write or restart states it. Designs that replace the tiers are named in the 'Checkpoint tiers' row: the "
+        "tier table is the baseline's.",
+        "Spare pool: the wait for a node = 60 x repair h x (1 - EXP(-mu)) / mu (no spares) minus what the spares "
+        "save, a sum over up to {N} busy spares in hidden columns to the right (expand with +).",
         "First-order tier intervals (Benoit et al., IEEE TC 66(7), 2017): T_l = SQRT(2 C_l / lambda_l), C_1 = "
         "stall_1 + W x slowdown, C_l = stall_l; lambda_l = (share of the classes whose first surviving tier, in "
         "order, is l) / job MTBF. Tier storage cost uses the engine's tiered wall hours (build time).",

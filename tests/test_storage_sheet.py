@@ -15,7 +15,6 @@ import pytest
 from openpyxl import load_workbook
 
 from ckptplan import engine, files, workbook
-from ckptplan.engine import recovery, storage
 from ckptplan.engine.designs import Design
 from ckptplan.engine.setup import RecoverySetup, plan_setup
 from ckptplan.engine.validity import warnings_text

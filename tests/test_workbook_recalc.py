@@ -62,11 +62,18 @@ def expected(context: tuple, key: str, sc: engine.Scenario, alt: tuple, table_ro
     if kind == "compare":  # the baseline, or design k applied to the (edited) baseline
         return figure(key, sc if context[1] == "base" else alt[context[1] - 1].apply(sc), st)
     if kind == "compare_savings":
-        b, a = engine.evaluate(sc).iloc[0], engine.evaluate(alt[context[1] - 1].apply(sc)).iloc[0]
+        def row(x):   # the plan's row with its one total (job GPU time + storage + spares)
+            p = single_plan(x, st)
+            out = p.row.copy()
+            out["total_cost"] = p.figures["total_cost"]
+            return out
+
+        b, a = row(sc), row(alt[context[1] - 1].apply(sc))
         return engine.compare_plans(b, a, sc.runs_per_month)[key]
     if kind == "scaling":
         return figure(key, sc.with_nodes(context[1]).replace(interval_min=None), st)
     if kind == "curve":
+        sc = single_plan(sc, st).scenario   # the stall and restart the design gives
         row = engine.evaluate(sc).iloc[0]
         floor = sc.async_write_min * (1 - sc.async_slowdown_fraction)
         T = max(CURVE_FACTORS[context[1]] * row["exact_interval_min"], floor)

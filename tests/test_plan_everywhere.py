@@ -80,6 +80,11 @@ def test_the_plan_sheet_equals_ckptplan_plan(books, which):
     assert math.isclose(_named(got, "compute_cost") + _named(got, "storage_cost") + _named(got, "spare_cost"),
                         want["total_cost"], rel_tol=1e-12)
     assert _named(got, "input_check") == "OK"
+    compare = got["Compare"]
+    check = next(r for r in range(1, compare.max_row + 1) if str(compare.cell(row=r, column=1).value).startswith(
+        "Input check"))
+    assert all(compare.cell(row=check, column=c).value == "OK" for c in range(3, compare.max_column + 1, 3)
+               if compare.cell(row=check, column=c).value is not None)
     assert error_cells(outs[which]) == []
 
 
@@ -141,7 +146,7 @@ def test_cached_values_on_every_sheet_equal_libreoffice(books):
                 if isinstance(theirs, (int, float)) and not isinstance(theirs, bool):
                     ok = isinstance(mine, (int, float)) and math.isclose(mine, theirs, rel_tol=1e-9, abs_tol=1e-12)
                 else:
-                    ok = (mine or "") == (theirs or "")
+                    ok = mine is theirs if isinstance(theirs, bool) else (mine or "").rstrip() == (theirs or "").rstrip()
                 per_sheet[ws.title] = per_sheet.get(ws.title, 0) + 1
                 if not ok:
                     wrong.append((ws.title, c.coordinate, mine, theirs))

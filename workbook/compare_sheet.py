@@ -124,10 +124,7 @@ def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]",
     ws.cell(row=row, column=1, value="Input check (each alternative's inputs against their rules)").font = Font(bold=True)
     ws.cell(row=row, column=3, value='=IF(input_problems="","OK",input_problems)')
     flags.highlight(ws, f"C{row}")
-    for k in range(1, len(designs) + 1):
-        problems = F.input_problems(refs_a[k - 1])
-        c = ws.cell(row=row, column=value_column(k), value=f'=IF(({problems})="","OK",{problems})')
-        flags.highlight(ws, c.coordinate)
+    check_row = row   # written once the plan's rows are: a stall is required, stated or derived from the design
     row += 2
     S.header(ws, row, ["Figure", "Unit", "Baseline"] + [x for k in designs for x in ("", "", "value")])
     row += 1
@@ -152,6 +149,10 @@ def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]",
             ws.row_dimensions[row].outlineLevel = 1
             ws.row_dimensions[row].hidden = True
         row += 1
+    for k in range(1, len(designs) + 1):
+        problems = F.input_problems(refs_a[k - 1])
+        c = ws.cell(row=check_row, column=value_column(k), value=f'=IF(({problems})="","OK",{problems})')
+        flags.highlight(ws, c.coordinate)
     ws.cell(row=row, column=1, value="Model check (where the answer leaves the models' range)").font = Font(bold=True)
     for col, refs, ctx in columns:
         cell = ws.cell(row=row, column=col, value="=" + flags.model_check(refs))

@@ -73,7 +73,11 @@ def _setup_figure(key: str, sc, st, plan):
     f = plan.figures
     writers = st.writers or sc.nodes
     if key.startswith("row:"):
-        return plan.row[key[4:]]
+        # the sheet's single-level block (the Plan sheet's formulas) still prices the job's GPU time alone under
+        # total_cost: the engine's name for that is compute_cost (total_cost adds storage and spares)
+        row = plan.row
+        return {"total_cost": row["compute_cost"], "cost_per_useful_gpu_hour": row["compute_cost"]
+                / row["useful_gpu_hours"]}.get(key[4:], row[key[4:]])
     if key.startswith("used:"):
         return getattr(plan.scenario, key[5:])
     if key.startswith("part:"):

@@ -106,7 +106,9 @@ def lean(table: pd.DataFrame) -> dict[str, np.ndarray]:
     out.update({f"{k}_h": v for k, v in hours.items()})
     out["gpus"] = gpus
     out["total_gpu_hours"] = wall_h * gpus
-    out["total_cost"] = out["total_gpu_hours"] * price
+    out["compute_cost"] = out["total_gpu_hours"] * price
+    out["storage_cost"] = out["spare_cost"] = np.zeros(len(work))   # no setup: no storage, no spares
+    out["total_cost"] = out["compute_cost"] + out["storage_cost"] + out["spare_cost"]
     for k, v in hours.items():
         out[f"{k}_gpu_hours"] = v * gpus
         out[f"{k}_cost"] = out[f"{k}_gpu_hours"] * price

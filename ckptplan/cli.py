@@ -41,8 +41,8 @@ def headline(row: "pd.Series") -> dict[str, Any]:
             "exact_interval_min", "chosen_interval_min", "first_order_waste", "young_min_waste", "waste_fraction",
             "waste_fraction_at_optimum", "expected_failures", "wall_h", "useful_h", "save_h", "rework_h", "restart_h",
             "gpus", "total_gpu_hours", "useful_gpu_hours", "save_gpu_hours", "rework_gpu_hours", "restart_gpu_hours",
-            "total_cost", "useful_cost", "save_cost", "rework_cost", "restart_cost", "goodput",
-            "cost_per_useful_gpu_hour", "currency"]
+            "compute_cost", "storage_cost", "spare_cost", "total_cost", "useful_cost", "save_cost", "rework_cost",
+            "restart_cost", "goodput", "cost_per_useful_gpu_hour", "currency"]
     keys += [k for k in DEADLINE_KEYS if k in row.index]
     out: dict[str, Any] = {}
     for k in keys:
@@ -107,9 +107,12 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None) -> Non
     for cat in ("useful", "save", "rework", "restart"):
         c.add_row(cat, f"{row[f'{cat}_h']:,.1f}", f"{row[f'{cat}_gpu_hours']:,.0f}",
                   f"{row[f'{cat}_cost']:,.0f}", f"{row[f'{cat}_h'] / row['wall_h']:.2%}")
-    c.add_row("[bold]total[/]", f"{row['wall_h']:,.1f}", f"{row['total_gpu_hours']:,.0f}",
-              f"{row['total_cost']:,.0f}", "100.00%")
+    c.add_row("[bold]compute[/]", f"{row['wall_h']:,.1f}", f"{row['total_gpu_hours']:,.0f}",
+              f"{row['compute_cost']:,.0f}", "100.00%")
     console.print(c)
+    from .cli_setup import money_line
+
+    console.print(money_line(row), highlight=False)
     if row["async_write_min"] > 0:
         naive = engine.waste_fraction(row["chosen_interval_min"], 1e-9, row["job_mtbf_h"] * 60, row["restart_min"])
         console.print(f"async is not free: treating these saves as C = 0 would predict {naive:.2%} waste at this "
@@ -156,7 +159,8 @@ def plan(
     if as_json:
         typer.echo(json.dumps(setup_json(planned, headline(row)), indent=2, allow_nan=False))
     else:
-        if len(planned.tiers) == 1 and planned.tiers[0]["name"] == "checkpoint":
+        single = len(planned.tiers) == 1 and planned.tiers[0]["name"] == "checkpoint"
+        if single:
             print_plan(row, overrides)
         else:
 
@@ -168,7 +172,7 @@ def plan(
             for warning in planned.warnings:
                 console.print(f"[bold yellow]warning:[/] {literal(warning)}", highlight=False)
         if plan_file.setup.given():
-            print_setup(planned)
+            print_setup(planned, money=not single)
 
 
 @app.command("failure-rates")
@@ -223,6 +227,7 @@ def workbook_cmd(
     from .files.atomic import atomic_write
     from .files.signals import Terminated, terminate_on_signals
 
+    single = None   # the setup's single-level plan: the scenario the sheets show and what it pays
     try:
         if from_workbook is not None:
             if template or scenario_file:
@@ -232,12 +237,12 @@ def workbook_cmd(
             setup = None
         else:
             plan = files.load_plan(scenario_file or template or DEFAULT_TEMPLATE)
-            if plan.setup.tiers:  # the Inputs and Plan sheets show the single-level view of a tiered setup
+            sc = plan.scenario
+            if plan.setup.given():  # the Inputs and Plan sheets show the single-level view of a tiered setup
                 from .engine.setup import plan_setup
 
-                sc = plan_setup(plan.scenario, plan.setup.replace(tiers=(), failure_classes={})).scenario
-            else:
-                sc = plan.planned_scenario()
+                single = plan_setup(plan.scenario, plan.setup.replace(tiers=(), failure_classes={}))
+                sc = single.scenario
             setup, designs, readiness = plan.setup, (plan.designs or None), None
         alt = files.load_scenario(alternative) if alternative is not None else None
         if alt is not None:
@@ -258,7 +263,7 @@ def workbook_cmd(
 
         with terminate_on_signals():  # SIGTERM/SIGHUP: the temporary file is removed, as on Ctrl-C
             atomic_write(output, lambda tmp: save(built.workbook, tmp), force=force)
-        row = built.results.iloc[0]
+        row = built.results.iloc[0] if single is None else single.row   # with the setup's storage and spares
     except Terminated as exc:
         fail(f"{exc}: {output} was not written", int(exc.code))
     except FileExistsError as exc:

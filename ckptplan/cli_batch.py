@@ -190,16 +190,14 @@ def _print_summary(summary: "BatchSummary", output: Path, elapsed: float, as_jso
             _say(f"  not taken from it: {column} ({why})")
         if summary.template.get("tiers"):
             _say("Every row follows the template's checkpoint tiers: " + ", ".join(summary.template["tiers"])
-                 + " (each tier's interval, times and storage bill in the tier{i}_ columns; design_cost adds "
-                 "storage and spares)")
+                 + " (each tier's interval, times and storage bill in the tier{i}_ columns; total_cost is "
+                 "compute_cost + storage_cost + spare_cost)")
     if summary.best:
-        design = summary.metric == "design_cost_per_useful_gpu_hour"
-        _say("Ranked by cost per useful GPU-hour (" + ("design cost: GPU time + storage + spares" if design else
-             "total cost") + " / useful GPU-hours, in the row's currency; saves, rework and restarts included):")
-        what = "design cost" if design else "total cost"
+        _say("Ranked by cost per useful GPU-hour (total cost = GPU time + storage + spares, over useful GPU-hours, "
+             "in the row's currency; saves, rework and restarts included):")
         for label, store in (("best ", summary.best), ("worst", summary.worst)):
             for cur, rec in store.items():
-                _say(f"  {label} {rec['value']:,.4f} {cur} per useful GPU-h ({what} {rec['total_cost']:,.0f} {cur}, "
+                _say(f"  {label} {rec['value']:,.4f} {cur} per useful GPU-h (total cost {rec['total_cost']:,.0f} {cur}, "
                      f"goodput {rec['goodput']:.2%}): row {rec['row']}, {summary.describe_record(rec)}")
     if summary.warned:
         _say(f"Model warnings on {summary.warned:,} ok row(s) (warnings column):")

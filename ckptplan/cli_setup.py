@@ -16,7 +16,7 @@ import typer
 from .common import DEFAULT_TEMPLATE, console, fail, field_options, flag, literal, plan_from_options
 from .engine.fields import FIELDS, SETUP_FIELDS
 
-__all__ = ["compare", "print_setup", "register", "setup_json"]
+__all__ = ["compare", "money_line", "print_setup", "register", "setup_json"]
 
 
 def setup_json(plan: Any, headline: dict[str, Any]) -> dict[str, Any]:
@@ -37,12 +37,20 @@ def setup_json(plan: Any, headline: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def money_line(figures: Any) -> str:
+    """What a plan pays, its parts adding up: ``total cost T USD = compute C + storage S + spares P``."""
+    cur = literal(str(figures["currency"]))
+    return (f"[bold]total cost {figures['total_cost']:,.0f} {cur}[/] = compute {figures['compute_cost']:,.0f} "
+            f"+ storage {figures['storage_cost']:,.0f} + spares {figures['spare_cost']:,.0f}")
+
+
 def _num(v: Any, fmt: str) -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
 
 
-def print_setup(plan: Any) -> None:
-    """The storage and recovery part of a plan as tables (text from files printed literally)."""
+def print_setup(plan: Any, money: bool = True) -> None:
+    """The storage and recovery part of a plan as tables (text from files printed literally); ``money``: end with
+    what the plan pays (``ckptplan plan`` says it above the setup for a single-level plan)."""
     from rich.table import Table
 
     f = plan.figures
@@ -74,11 +82,10 @@ def print_setup(plan: Any) -> None:
                   f"{tier['storage_cost']:,.0f}")
     console.print(t)
     console.print(f"waste {f['waste_fraction']:.2%}  |  wall {f['wall_h']:,.1f} h  |  GPU-hours {f['job_gpu_hours']:,.0f}"
-                  f" job + {f['spare_gpu_hours']:,.0f} spares  |  compute "
-                  f"{sum(f[k + '_cost'] for k in ('useful', 'save', 'rework', 'restart')):,.0f} + storage "
-                  f"{f['storage_cost']:,.0f} + spares {f['spare_cost']:,.0f} = [bold]{f['total_cost']:,.0f} {cur}[/]"
-                  f"  |  {f['cost_per_useful_gpu_hour']:,.3f} {cur} per useful GPU-hour with storage and spares",
-                  highlight=False)
+                  f" job + {f['spare_gpu_hours']:,.0f} spares", highlight=False)
+    if money:
+        console.print(f"{money_line(f)}  |  {f['cost_per_useful_gpu_hour']:,.3f} {cur} per useful GPU-hour",
+                      highlight=False)
     for note in plan.notes:
         console.print(f"note: {literal(note)}", highlight=False)
 

@@ -8,8 +8,9 @@
   tiered plan needs of each row;
 * :func:`tiered_pass` after the single-level evaluation: every row planned with the tier design
   (:func:`engine.tiers_table.tiered_columns`), the single-level-only figures withdrawn;
-* :func:`setup_figures` for the output: the setup's figures at each row's wall hours and
-  ``design_cost`` (GPU time + storage + spares).
+* :func:`setup_figures` for the output: the setup's figures at each row's wall hours, ``total_cost``
+  (everything the row's plan pays: its ``compute_cost``, the job's GPU time, + storage + spares) and
+  ``cost_per_useful_gpu_hour`` (total / useful GPU-hours), as :func:`engine.setup.plan_setup` gives them.
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ from .setup_table import _PHASES, _absent, _compute, _filled, _table_job_mtbf_h,
 __all__ = ["SETUP_RESULT_COLUMNS", "fill_from_setup", "setup_figures", "tiered_pass"]
 
 
-#: what a table with storage-and-recovery setup columns adds (:mod:`engine.setup_table`); ``design_cost``
-#: is the total with storage and spares (``total_cost`` stays the GPU-time cost), as ``CKPT_DESIGN_COST``
+#: what a table with storage-and-recovery setup columns adds (:mod:`engine.setup_table`), and the money it sets
+#: again: ``total_cost`` (compute + storage + spares, :data:`engine.fields.COST_PARTS`) and its cost per useful
+#: GPU-hour, as ``plan_setup`` and ``CKPT_TOTAL_COST`` give them (the last two: :data:`_BILL`)
 SETUP_RESULT_COLUMNS = ("checkpoint_size_gb", "derived_checkpoint_stall_min", "derived_async_write_min",
                         "derived_restore_min", "restart_pipeline_min", "spare_free_probability", "pool_reallocation_min",
-                        "storage_cost", "spare_gpu_hours", "spare_cost", "design_cost")
+                        "storage_cost", "spare_gpu_hours", "spare_cost", "total_cost", "cost_per_useful_gpu_hour")
+_BILL = ("total_cost", "cost_per_useful_gpu_hour")
 
 
 def fill_from_setup(table: pd.DataFrame, design: Any = None) -> tuple[pd.DataFrame, Any, dict[str, np.ndarray]]:
@@ -101,11 +104,12 @@ def _filled_first_tier(filled: pd.DataFrame, numeric: pd.DataFrame, stall: np.nd
 
 def setup_figures(table: pd.DataFrame, res: Mapping[str, np.ndarray], problems: RowProblems,
                   tiered: bool = False) -> dict[str, np.ndarray]:
-    """The setup's figures of every row ``problems`` has not refused (NaN elsewhere) and ``design_cost``.
+    """The setup's figures of every row ``problems`` has not refused (NaN elsewhere), ``total_cost`` (the row's
+    ``compute_cost`` + storage + spares) and ``cost_per_useful_gpu_hour``.
 
     ``tiered``: the rows follow a tier design: their storage bill is the tiers' (``res["storage_cost"]``,
     :mod:`engine.tiers_table`), not the single-level one of the setup's own price and retention. A row
-    whose spare money or design cost leaves the float64 range becomes a problem (its figure NaN).
+    whose spare money or total cost leaves the float64 range becomes a problem (its figure NaN).
     """
     from .batch import coerce_numeric_text
     from .errors import InputError
@@ -123,23 +127,26 @@ def setup_figures(table: pd.DataFrame, res: Mapping[str, np.ndarray], problems: 
     figures = setup_columns(sub, res["job_mtbf_h"][good], res["wall_h"][good], problems=found)
     for p, errs in found.by_row.items():
         problems.add([good[p]], lambda _p, err=errs[0]: err)
-    for c in SETUP_RESULT_COLUMNS[:-1]:
-        if c in figures:
+    for c in SETUP_RESULT_COLUMNS:
+        if c in figures and c not in _BILL:
             out[c][good] = figures[c]
     if tiered:
         out["storage_cost"][good] = res["storage_cost"][good]
+    compute = res["compute_cost"][good]
     with np.errstate(over="ignore", invalid="ignore"):
-        extra = np.nan_to_num(out["storage_cost"][good], nan=0.0) + np.nan_to_num(out["spare_cost"][good], nan=0.0)
-        total = res["total_cost"][good] + extra
-    broken = np.flatnonzero(~np.isfinite(total) & np.isfinite(res["total_cost"][good])
+        total = compute + np.nan_to_num(out["storage_cost"][good], nan=0.0) + np.nan_to_num(out["spare_cost"][good], nan=0.0)
+        per_useful = total / res["useful_gpu_hours"][good]
+    broken = np.flatnonzero(~(np.isfinite(total) & np.isfinite(per_useful)) & np.isfinite(compute)
                             & ~np.isin(np.arange(len(good)), list(found.by_row)))
     price = sub["price_per_gpu_hour"].to_numpy(dtype=np.float64) if "price_per_gpu_hour" in sub.columns \
         else np.full(len(good), np.nan)
     for k in broken:
         problems.add([good[k]], lambda _p, v=float(price[k]), h=float(res["wall_h"][good[k]]): InputError(
-            "price_per_gpu_hour", v, f"the design cost (GPU time + storage + spares) at {h:.3g} wall hours overflows "
+            "price_per_gpu_hour", v, f"the total cost (GPU time + storage + spares) at {h:.3g} wall hours overflows "
             "the float64 range"))
-    out["design_cost"][good] = np.where(np.isfinite(total), total, np.nan)
+    ok = np.isfinite(total) & np.isfinite(per_useful)
+    out["total_cost"][good] = np.where(ok, total, np.nan)
+    out["cost_per_useful_gpu_hour"][good] = np.where(ok, per_useful, np.nan)
     return out
 
 

@@ -63,6 +63,24 @@ def _goodput(u, t):
     return out
 
 
+def _plan_money(hours: dict[str, Any], wall_h: Any, gpus: Any, price: Any) -> dict[str, Any]:
+    """GPU-hours and money of a plan without a storage and recovery setup, as :func:`engine.evaluate` adds
+    them (in its column order): ``total_gpu_hours``; ``compute_cost`` (the job's GPU time x price);
+    ``storage_cost`` and ``spare_cost``, 0 (no setup pays for storage or spares); ``total_cost``, their sum
+    (:data:`engine.fields.COST_PARTS`); per category of ``hours`` (:data:`CATEGORIES`) its GPU-hours and cost."""
+    from .fields import COST_PARTS
+
+    out = {"total_gpu_hours": _gpu_hours(wall_h, gpus)}
+    out["compute_cost"] = _money(out["total_gpu_hours"], price)
+    out["storage_cost"] = np.zeros(np.shape(out["compute_cost"]))
+    out["spare_cost"] = np.zeros(np.shape(out["compute_cost"]))
+    out["total_cost"] = sum((out[k] for k in COST_PARTS["total_cost"][1:]), out["compute_cost"])
+    for cat in CATEGORIES:
+        out[f"{cat}_gpu_hours"] = _gpu_hours(hours[cat], gpus)
+        out[f"{cat}_cost"] = _money(out[f"{cat}_gpu_hours"], price)
+    return out
+
+
 #: the columns of an evaluated row that :func:`compare_plans` reads
 PLAN_COLUMNS = ("wall_h", "total_gpu_hours", "total_cost", "waste_fraction", "goodput",
                 *(f"{cat}_gpu_hours" for cat in CATEGORIES))

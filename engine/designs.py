@@ -191,7 +191,8 @@ def compare_designs(scenario: Scenario, setup: Any = None, designs: Any = None) 
     :meth:`Design.apply_setup`) and planned by :func:`ckptplan.engine.setup.plan_setup`. Columns
     (:data:`COMPARE_COLUMNS`): the plan's interval (the first tier's), every tier's interval as text
     (``host-memory 12.0 min, remote 120.0 min``), waste, wall hours, GPU-hours (job and spares),
-    compute, storage and spare cost, the total, the cost per useful GPU-hour, P(finish by the
+    compute (the job's GPU time), storage and spare cost, their sum ``total_cost`` (everything the plan
+    pays), the cost per useful GPU-hour (total / useful GPU-hours), P(finish by the
     deadline) (NaN without a deadline), and the change of total cost and wall hours against the
     baseline (``baseline`` marks its row). ``designs`` None: :func:`default_designs`.
     """
@@ -217,9 +218,7 @@ def compare_designs(scenario: Scenario, setup: Any = None, designs: Any = None) 
             "interval_min": f["interval_min"],
             "tier_intervals": ", ".join(f"{t['name']} {t['interval_min']:.1f} min" for t in plan.tiers),
             "waste_fraction": f["waste_fraction"], "wall_h": f["wall_h"], "total_gpu_hours": f["total_gpu_hours"],
-            "compute_cost": sum(f[f"{k}_cost"] for k in ("useful", "save", "rework", "restart")),
-            "storage_cost": f["storage_cost"], "spare_cost": f["spare_cost"], "total_cost": f["total_cost"],
-            "cost_per_useful_gpu_hour": f["cost_per_useful_gpu_hour"],
+            **{k: f[k] for k in ("compute_cost", "storage_cost", "spare_cost", "total_cost", "cost_per_useful_gpu_hour")},
             "p_finish_by_deadline": f["p_finish_by_deadline"], "baseline": design is None,
         })
     table = pd.DataFrame(rows)

@@ -243,6 +243,31 @@ QUANTITIES: tuple[Field, ...] = (
 )
 
 
+#: The money of a plan (outputs, in the scenario's currency), one meaning per name on every surface: the
+#: engine's tables (``evaluate``, a batch or sweep row, ``plan_setup``), ``ckptplan plan``/``compare``/
+#: ``batch``/``sweep`` and the Excel functions. Each sum is its :data:`COST_PARTS`; a scenario without a
+#: storage and recovery setup pays no storage and no spares (both 0), so its total is its compute cost.
+COST_FIELDS: tuple[Field, ...] = (
+    Field("useful_cost", "money", "GPU time of the useful training x price", "nonnegative"),
+    Field("save_cost", "money", "GPU time stalled by saves (and slowed by background writes) x price", "nonnegative"),
+    Field("rework_cost", "money", "GPU time redoing the work failures lost x price", "nonnegative"),
+    Field("restart_cost", "money", "GPU time spent restarting after failures x price", "nonnegative"),
+    Field("compute_cost", "money", "The job's GPU time x price: useful + save + rework + restart", "nonnegative"),
+    Field("storage_cost", "money", "Checkpoint storage: copies kept x size x months x price per GB-month (0 without a "
+          "setup)", "nonnegative"),
+    Field("spare_cost", "money", "Hot spare nodes held beside the job: their GPU-hours x price (0 without a setup)",
+          "nonnegative"),
+    Field("total_cost", "money", "Everything the plan pays: compute + storage + spares", "nonnegative"),
+    Field("cost_per_useful_gpu_hour", "money/GPU-h", "Total cost per useful GPU-hour: total_cost / (GPUs x useful "
+          "hours)", "nonnegative"),
+)
+#: what each money sum is made of (every name a :data:`COST_FIELDS` entry)
+COST_PARTS: dict[str, tuple[str, ...]] = {
+    "compute_cost": ("useful_cost", "save_cost", "rework_cost", "restart_cost"),
+    "total_cost": ("compute_cost", "storage_cost", "spare_cost"),
+}
+
+
 def lookup(name: str) -> Field:
     """The registry entry of a field, a domain column or a named quantity; ``KeyError`` if none."""
     if name in FIELD_BY_NAME:
@@ -259,6 +284,7 @@ def lookup(name: str) -> Field:
     raise KeyError(name)
 
 
-__all__ = ["DEFAULT_CHUNK_ROWS", "DEFAULT_RUNS", "DEFAULT_SEED", "DOMAIN_FIELDS", "DOMAIN_SLOTS", "EXCEL_MAX_DATA_ROWS",
-           "FIELDS", "FIELD_BY_NAME", "Field", "MAX_RUNS_PER_CELL", "MAX_SWEEP_ROWS", "QUANTITIES", "RULES", "Rule",
-           "SETUP_FIELDS", "SETUP_FIELD_BY_NAME", "TEXT_FIELDS", "domain_field", "lookup"]
+__all__ = ["COST_FIELDS", "COST_PARTS", "DEFAULT_CHUNK_ROWS", "DEFAULT_RUNS", "DEFAULT_SEED", "DOMAIN_FIELDS",
+           "DOMAIN_SLOTS", "EXCEL_MAX_DATA_ROWS", "FIELDS", "FIELD_BY_NAME", "Field", "MAX_RUNS_PER_CELL",
+           "MAX_SWEEP_ROWS", "QUANTITIES", "RULES", "Rule", "SETUP_FIELDS", "SETUP_FIELD_BY_NAME", "TEXT_FIELDS",
+           "domain_field", "lookup"]

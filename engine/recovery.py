@@ -260,7 +260,8 @@ def _scalar(name: str, value: Any, rule: str) -> float:
 
 def spares_table(*, nodes, gpus_per_node, spares_max, node_replacement_rate_per_h, repair_h, swap_min,
                  restart_other_min, useful_training_h, T_min, checkpoint_stall_min, job_mtbf_min, async_write_min=0.0,
-                 async_slowdown_fraction=0.0, price_per_gpu_hour, replacement_share=1.0) -> pd.DataFrame:
+                 async_slowdown_fraction=0.0, price_per_gpu_hour, replacement_share=1.0,
+                 storage_cost_per_wall_h=0.0) -> pd.DataFrame:
     """Cost of a run for each number of hot spares ``S = 0 .. spares_max`` (one row each).
 
     Per row: ``spare_free_probability`` and ``reallocation_min`` (the pool model, module notes);
@@ -270,7 +271,9 @@ def spares_table(*, nodes, gpus_per_node, spares_max, node_replacement_rate_per_
     exact model ``expected_wall_time(useful_training_h * 60, T, C, M, R, W, s) / 60``;
     ``gpu_hours = (nodes + S) * gpus_per_node * wall_h`` (the spares are held, and paid, for the
     whole run), ``spare_gpu_hours = S * gpus_per_node * wall_h``,
-    ``cost = gpu_hours * price_per_gpu_hour`` and ``cost_per_useful_gpu_hour = cost /
+    ``total_cost = gpu_hours * price_per_gpu_hour + storage_cost_per_wall_h * wall_h`` (everything the
+    run pays: the job's GPU time, the spares' and the checkpoint storage, which a bill per GB-month makes
+    proportional to the wall time) and ``cost_per_useful_gpu_hour = total_cost /
     (nodes * gpus_per_node * useful_training_h)``.
 
     Units: ``job_mtbf_min``, ``T_min``, ``checkpoint_stall_min``, ``async_write_min``,
@@ -299,6 +302,7 @@ def spares_table(*, nodes, gpus_per_node, spares_max, node_replacement_rate_per_
     s = _scalar("async_slowdown_fraction", async_slowdown_fraction, "fraction")
     price = _scalar("price_per_gpu_hour", price_per_gpu_hour, "nonnegative")
     share = _scalar("replacement_share", replacement_share, "share")
+    storage = _scalar("storage_cost_per_wall_h", storage_cost_per_wall_h, "nonnegative")
     if T_min is None:
         T = float(exact_optimal_interval(C, M, W, s))
         if T <= 0:
@@ -317,7 +321,7 @@ def spares_table(*, nodes, gpus_per_node, spares_max, node_replacement_rate_per_
         raise InputError(_WASTE_NAMES.get(err.field, err.field), err.value, err.rule) from err
     with _quiet():
         gpu_hours = (n + S) * g * wall_h
-        cost = gpu_hours * price
+        cost = gpu_hours * price + storage * wall_h
         per_useful = cost / (n * g * work_h)
     check_finite_result("price_per_gpu_hour", cost, "the cost overflows")
     check_finite_result("useful_training_h", per_useful, "the cost per useful GPU-hour overflows",
@@ -331,7 +335,7 @@ def spares_table(*, nodes, gpus_per_node, spares_max, node_replacement_rate_per_
         "wall_h": wall_h,
         "gpu_hours": gpu_hours,
         "spare_gpu_hours": S * g * wall_h,
-        "cost": cost,
+        "total_cost": cost,
         "cost_per_useful_gpu_hour": per_useful,
     })
 

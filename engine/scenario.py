@@ -443,8 +443,10 @@ def evaluate(table: pd.DataFrame | Scenario | Iterable[Scenario]) -> pd.DataFram
       ``waste_fraction_at_optimum``, ``waste_fraction_at_young``, ``waste_fraction_at_daly``;
     * ``expected_failures``; ``wall_h`` and its split ``useful_h``, ``save_h``, ``rework_h``,
       ``restart_h``; ``gpus``; ``total_gpu_hours`` and ``{useful,save,rework,restart}_gpu_hours``;
-      ``total_cost`` and ``{...}_cost``; ``goodput`` (useful share of GPU-hours) and
-      ``cost_per_useful_gpu_hour``;
+      ``compute_cost`` (the job's GPU time) and its parts ``{...}_cost``, ``storage_cost`` and
+      ``spare_cost`` (0: no setup), ``total_cost`` (everything the plan pays: compute + storage +
+      spares, :data:`engine.fields.COST_PARTS`); ``goodput`` (useful share of GPU-hours) and
+      ``cost_per_useful_gpu_hour`` (total cost / useful GPU-hours);
     * the finite job's deadline answer, analytic for exponential failures at the chosen interval,
       no final save (:mod:`engine.wall_distribution`; the defaults of
       :func:`engine.deadline.deadline_report`): ``p_finish_by_deadline`` (NaN without
@@ -548,11 +550,7 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
     for cat in cost.CATEGORIES:
         new[f"{cat}_h"] = parts[cat] / 60.0
     new["gpus"] = gpus
-    new["total_gpu_hours"] = cost._gpu_hours(new["wall_h"], gpus)
-    new["total_cost"] = cost._money(new["total_gpu_hours"], price)
-    for cat in cost.CATEGORIES:
-        new[f"{cat}_gpu_hours"] = cost._gpu_hours(new[f"{cat}_h"], gpus)
-        new[f"{cat}_cost"] = cost._money(new[f"{cat}_gpu_hours"], price)
+    new.update(cost._plan_money({cat: new[f"{cat}_h"] for cat in cost.CATEGORIES}, new["wall_h"], gpus, price))
     new["goodput"] = cost._goodput(new["useful_h"], new["wall_h"])
     with np.errstate(over="ignore", invalid="ignore"):
         new["cost_per_useful_gpu_hour"] = new["total_cost"] / new["useful_gpu_hours"]

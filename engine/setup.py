@@ -38,7 +38,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .errors import InputError
-from .fields import RULES, SETUP_FIELDS
+from .fields import COST_FIELDS, COST_PARTS, RULES, SETUP_FIELDS
 from .scenario import Scenario
 
 __all__ = ["RecoverySetup", "SetupPlan", "TIER_KEYS", "plan_setup", "setup_from_dict", "setup_keys", "split_setup"]
@@ -157,7 +157,7 @@ class SetupPlan:
     """The plan of one scenario with its setup (:func:`plan_setup`); ``to_dict`` is JSON-ready."""
 
     scenario: Any                  # the scenario with the derived stall, write and restart filled in
-    row: Any                       # engine.evaluate's row of that scenario (single-level figures)
+    row: Any                       # engine.evaluate's row of that scenario (single-level figures), the plan's money
     figures: dict[str, Any]        # headline figures (see plan_setup)
     tiers: tuple[dict[str, Any], ...] = ()
     restart_parts_min: dict[str, float] = field(default_factory=dict)
@@ -228,8 +228,10 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
     ones), ``job_mtbf_h``, ``interval_min`` (the first tier's compute interval), ``waste_fraction``,
     ``wall_h``, ``useful_h`` / ``save_h`` / ``rework_h`` / ``restart_h``, ``gpus``, ``spares``,
     ``job_gpu_hours``, ``spare_gpu_hours``, ``total_gpu_hours``, ``useful_cost`` / ``save_cost`` /
-    ``rework_cost`` / ``restart_cost`` (compute money), ``storage_cost``, ``spare_cost``,
-    ``total_cost``, ``cost_per_useful_gpu_hour``, ``goodput``, ``p_finish_by_deadline``.
+    ``rework_cost`` / ``restart_cost`` (their sum ``compute_cost``: the job's GPU time), ``storage_cost``,
+    ``spare_cost``, ``total_cost`` (everything the plan pays: compute + storage + spares,
+    :data:`engine.fields.COST_FIELDS`), ``cost_per_useful_gpu_hour`` (total / useful GPU-hours), ``goodput``,
+    ``p_finish_by_deadline``. The plan's ``row`` carries the same money.
     ``tiers``: per tier ``name``, ``every``, ``interval_min``, ``checkpoint_stall_min``,
     ``restore_min``, ``restart_min`` (pipeline with this tier's load), ``retention``, ``copies``,
     ``storage_cost`` (single-level plans list one tier, ``checkpoint``).
@@ -286,10 +288,11 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
                              if size is not None else 0.0)
     job_gpu_h = figures["gpus"] * wall_h
     spare_gpu_h = spares * gpn * wall_h
-    compute = {k: figures[f"{k}_h"] * figures["gpus"] * price for k in ("useful", "save", "rework", "restart")}
-    storage_total = sum(t["storage_cost"] for t in tiers)
-    spare_cost = spare_gpu_h * price
-    total = sum(compute.values()) + storage_total + spare_cost
+    money = {f"{k}_cost": figures[f"{k}_h"] * figures["gpus"] * price for k in ("useful", "save", "rework", "restart")}
+    money["storage_cost"] = sum(t["storage_cost"] for t in tiers)
+    money["spare_cost"] = spare_gpu_h * price
+    for key in ("compute_cost", "total_cost"):   # compute = useful + save + rework + restart; total = + storage + spares
+        money[key] = sum(money[k] for k in COST_PARTS[key])
     useful_gpu_h = figures["gpus"] * base.useful_training_h
     figures.update({
         "checkpoint_size_gb": sizes["checkpoint_size_gb"],
@@ -299,14 +302,15 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
         "restart_min": float(base.restart_min) if not st.tiers else figures["restart_min"],
         "spares": spares, "spare_free_probability": spare["spare_free_probability"],
         "job_gpu_hours": job_gpu_h, "spare_gpu_hours": spare_gpu_h, "total_gpu_hours": job_gpu_h + spare_gpu_h,
-        **{f"{k}_cost": v for k, v in compute.items()},
-        "storage_cost": storage_total, "spare_cost": spare_cost, "total_cost": total,
-        "cost_per_useful_gpu_hour": total / useful_gpu_h, "currency": base.currency,
+        **money, "cost_per_useful_gpu_hour": money["total_cost"] / useful_gpu_h, "currency": base.currency,
     })
     figures.update(_best_spares(base, st, parts, figures, notes, tiered=bool(st.tiers)))
     from .tiers_table import stall_derived
 
-    row = row.copy()   # a stall derived from the real checkpoint size was not measured on a small model
+    row = row.copy()   # the plan's money (one meaning per name: total_cost is everything the plan pays)
+    for f in COST_FIELDS:
+        row[f.name] = figures[f.name]
+    # a stall derived from the real checkpoint size was not measured on a small model
     size, derived = (math.nan if sizes[k] is None else sizes[k] for k in ("checkpoint_size_gb",
                                                                           "derived_checkpoint_stall_min"))
     row["stall_derived"] = float(stall_derived(size, derived, "checkpoint_stall_min" in st.stated, st.tiers))
@@ -329,7 +333,8 @@ def _best_spares(base: Scenario, st: Any, parts: dict[str, float], figures: dict
     """The number of hot spares with the lowest cost per useful GPU-hour (:func:`engine.recovery.best_spares`).
 
     Searched over 0 .. max(64, 4 x the spares given) with the single-level exact model at each
-    count's optimum interval (the restart without its reallocation is the pipeline's other parts);
+    count's optimum interval (the restart without its reallocation is the pipeline's other parts),
+    the plan's storage bill scaled to each count's wall hours (a bill per GB-month grows with them);
     only when the spare pool is modelled (``repair_h`` given, reallocation not stated).
     """
     if st.repair_h is None or st.reallocation_min is not None or not parts:
@@ -346,7 +351,8 @@ def _best_spares(base: Scenario, st: Any, parts: dict[str, float], figures: dict
                        async_write_min=float(base.async_write_min),
                        async_slowdown_fraction=float(base.async_slowdown_fraction),
                        price_per_gpu_hour=float(base.price_per_gpu_hour),
-                       replacement_share=st.replacement_share if st.replacement_share is not None else 1.0)
+                       replacement_share=st.replacement_share if st.replacement_share is not None else 1.0,
+                       storage_cost_per_wall_h=figures["storage_cost"] / figures["wall_h"])
     n = int(best["spares"])
     if n == top:
         notes.append(f"the cheapest spare count is at the top of the range searched ({top}): it may be higher")

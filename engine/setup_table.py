@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .fields import FIELD_BY_NAME, RULES, SETUP_FIELDS
+from .fields import COST_PARTS, FIELD_BY_NAME, RULES, SETUP_FIELDS
 
 __all__ = ["FILLED", "MONEY_COLUMNS", "SETUP_COLUMNS", "bandwidth_columns", "fill_scenario_columns", "plan_columns",
            "restore_column", "save_columns", "setup_columns"]
@@ -59,8 +59,8 @@ SETUP_COLUMNS = ("checkpoint_size_gb", "derived_checkpoint_stall_min", "derived_
                  "part_init_min", "part_load_min", "part_warmup_min", "restart_pipeline_min", "spare_free_probability",
                  "pool_reallocation_min", "storage_cost", "spare_gpu_hours", "spare_cost")
 #: the money columns :func:`plan_columns` sets as ``plan_setup``'s figures
-MONEY_COLUMNS = ("job_gpu_hours", "spare_gpu_hours", "total_gpu_hours", "storage_cost", "spare_cost", "total_cost",
-                 "cost_per_useful_gpu_hour")
+MONEY_COLUMNS = ("job_gpu_hours", "spare_gpu_hours", "total_gpu_hours", "compute_cost", "storage_cost", "spare_cost",
+                 "total_cost", "cost_per_useful_gpu_hour")
 #: scenario column -> the setup figure that fills it when the row leaves it empty
 FILLED = {"checkpoint_stall_min": "derived_checkpoint_stall_min", "async_write_min": "derived_async_write_min",
           "restart_min": "restart_pipeline_min"}
@@ -461,9 +461,9 @@ def plan_columns(table: pd.DataFrame, *, problems: Any = None) -> pd.DataFrame:
     The table with the stall, write and restart filled in (:func:`fill_scenario_columns`), then
     :func:`engine.evaluate`'s columns at them, :data:`SETUP_COLUMNS` and the money as
     ``plan_setup`` states it (:data:`MONEY_COLUMNS`): ``job_gpu_hours`` (evaluate's
-    ``total_gpu_hours``), ``spare_gpu_hours``, ``total_gpu_hours`` (job + spares), ``storage_cost``,
-    ``spare_cost``, ``total_cost`` (compute + storage + spares: evaluate's ``total_cost`` counted
-    by category) and ``cost_per_useful_gpu_hour``. A row left without a stall (none stated, none
+    ``total_gpu_hours``), ``spare_gpu_hours``, ``total_gpu_hours`` (job + spares), ``compute_cost`` (the
+    job's GPU time, counted by category), ``storage_cost``, ``spare_cost``, ``total_cost`` (compute +
+    storage + spares) and ``cost_per_useful_gpu_hour``. A row left without a stall (none stated, none
     derivable) is a problem of ``checkpoint_stall_min``. ``problems``: see the module notes;
     refused rows hold their inputs and NaN figures.
     """
@@ -519,15 +519,16 @@ def _with_money(result: pd.DataFrame, problems: Any) -> pd.DataFrame:
         for k, v in got.items():
             cols[k][at] = v
     job_h = result["total_gpu_hours"].to_numpy(dtype=np.float64, copy=True)
-    compute = sum((result[f"{k}_cost"].to_numpy(dtype=np.float64) for k in ("useful", "save", "rework", "restart")),
-                  np.zeros(n))
+    parts = {k: result[k].to_numpy(dtype=np.float64) for k in COST_PARTS["compute_cost"]}
+    parts.update(storage_cost=cols["storage_cost"], spare_cost=cols["spare_cost"])
     with np.errstate(invalid="ignore", over="ignore"):
-        total = compute + cols["storage_cost"] + cols["spare_cost"]
+        for key in ("compute_cost", "total_cost"):   # as plan_setup sums them
+            parts[key] = sum((parts[k] for k in COST_PARTS[key]), np.zeros(n))
         useful_gpu_h = result["gpus"].to_numpy(dtype=np.float64) * result["useful_training_h"].to_numpy(dtype=np.float64)
         money = {"job_gpu_hours": job_h, "spare_gpu_hours": cols["spare_gpu_hours"],
-                 "total_gpu_hours": job_h + cols["spare_gpu_hours"], "storage_cost": cols["storage_cost"],
-                 "spare_cost": cols["spare_cost"], "total_cost": total,
-                 "cost_per_useful_gpu_hour": total / useful_gpu_h}
+                 "total_gpu_hours": job_h + cols["spare_gpu_hours"],
+                 **{k: parts[k] for k in ("compute_cost", "storage_cost", "spare_cost", "total_cost")},
+                 "cost_per_useful_gpu_hour": parts["total_cost"] / useful_gpu_h}
     bad = problems.mask()
     for v in money.values():
         v[bad] = np.nan

@@ -370,20 +370,15 @@ def _iter_dask(ddf: Any, window: Optional[int]) -> Iterator[pd.DataFrame]:
 
 # ===================================================================================== summary
 
-#: the ranking of a batch whose rows carry a design's bill (``design_cost``: GPU time + storage + spares)
-DESIGN_RANKING_METRIC = "design_cost_per_useful_gpu_hour"
-
-
 @dataclass
 class BatchSummary:
     """Counts and the extremes of a batch; ``best``/``worst`` per currency, ranked by :data:`RANKING_METRIC`.
 
     ``best[currency]`` / ``worst[currency]``: ``{"row", "value", "total_cost", "goodput", "describe"}``
     where ``value`` is the cost per useful GPU-hour (total cost / useful GPU-hours: what one hour of
-    useful training really costs once saves, rework and restarts are paid) and ``describe`` the
-    row's values of the ``describe`` columns. A batch whose rows carry ``design_cost`` (a storage and
-    recovery setup) is ranked by the whole bill instead, :data:`DESIGN_RANKING_METRIC` = design cost /
-    useful GPU-hours, and ``total_cost`` is then the design cost. Ties keep the first row. ``first_errors``: up to
+    useful training really costs once saves, rework and restarts are paid, and a setup's storage and
+    spares: ``total_cost`` is everything the plan pays) and ``describe`` the row's values of the
+    ``describe`` columns. Ties keep the first row. ``first_errors``: up to
     ``max_errors`` ``(row, message)`` pairs in input order; ``warned``: ok rows with a model
     warning (``warnings`` column), the first ``max_errors`` of them in ``first_warnings``.
     ``template``: what the table took from a base scenario (:meth:`TemplateFill.to_dict`),
@@ -422,15 +417,9 @@ class BatchSummary:
             self.warned += int(warned.sum())
             self._first(part, warned, "warnings", self.first_warnings)
         good = np.flatnonzero(~bad)
-        if "design_cost" in part.columns and "useful_gpu_hours" in part.columns:   # the design's whole bill
-            self.metric = DESIGN_RANKING_METRIC
-        if not len(good) or (self.metric not in part.columns and self.metric != DESIGN_RANKING_METRIC):
+        if not len(good) or self.metric not in part.columns:
             return
-        if self.metric == DESIGN_RANKING_METRIC:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                metric = (part["design_cost"].to_numpy(dtype=float) / part["useful_gpu_hours"].to_numpy(dtype=float))[good]
-        else:
-            metric = part[self.metric].to_numpy(dtype=float)[good]
+        metric = part[self.metric].to_numpy(dtype=float)[good]
         keep = np.isfinite(metric)
         good, metric = good[keep], metric[keep]
         if "currency" in part.columns:
@@ -458,9 +447,8 @@ class BatchSummary:
 
     def _record(self, part: pd.DataFrame, p: int, value: float) -> dict:
         row = part.iloc[p]
-        cost = "design_cost" if self.metric == DESIGN_RANKING_METRIC else "total_cost"
         return {"row": plain_value(part.index[p]), "value": value,
-                "total_cost": float(row.get(cost, np.nan)), "goodput": float(row.get("goodput", np.nan)),
+                "total_cost": float(row.get("total_cost", np.nan)), "goodput": float(row.get("goodput", np.nan)),
                 "describe": {c: plain_value(row[c]) for c in self.describe if c in part.columns}}
 
     def to_dict(self) -> dict:

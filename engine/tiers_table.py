@@ -24,9 +24,9 @@ Per row, the rules of ``plan_setup`` (which plans its one scenario through this 
 Output (:func:`tiered_columns`; minutes, hours, GPU-hours, money in the row's currency):
 ``chosen_interval_min`` (= ``T``), ``waste_fraction``, ``expected_failures``, ``wall_h``,
 ``useful_h``, ``save_h``, ``rework_h``, ``restart_h``, ``goodput``, ``gpus``, the GPU-hours and
-compute money by category as :func:`engine.evaluate` names them (``total_cost`` is the compute
-money), ``cost_per_useful_gpu_hour`` (compute money per useful GPU-hour), ``mean_restart_min``
-(per failure, over the classes), ``storage_cost`` (all tiers) and per tier ``i`` (1-based, in the
+compute money by category as :func:`engine.evaluate` names them and their sum ``compute_cost`` (the
+job's GPU time; the spares, and so ``total_cost``, are the setup's: :mod:`engine.batch_setup`),
+``mean_restart_min`` (per failure, over the classes), ``storage_cost`` (all tiers) and per tier ``i`` (1-based, in the
 design's order) :data:`TIER_COLUMNS`: ``tier{i}_every``, ``tier{i}_interval_min``,
 ``tier{i}_checkpoint_stall_min``, ``tier{i}_restore_min``, ``tier{i}_restart_min``,
 ``tier{i}_storage_cost``. Tier names are in :attr:`TierDesign.names` (and the batch's ``tier{i}_name``).
@@ -54,9 +54,9 @@ __all__ = ["SINGLE_LEVEL_ONLY", "TIER_COLUMNS", "TIERED_COLUMNS", "TierDesign", 
 TIER_COLUMNS = ("every", "interval_min", "checkpoint_stall_min", "restore_min", "restart_min", "storage_cost")
 #: the plan's columns of a tiered row, besides the per-tier ones
 TIERED_COLUMNS = ("chosen_interval_min", "waste_fraction", "expected_failures", "wall_h", "useful_h", "save_h",
-                  "rework_h", "restart_h", "gpus", "total_gpu_hours", "total_cost", "useful_gpu_hours", "useful_cost",
+                  "rework_h", "restart_h", "gpus", "total_gpu_hours", "compute_cost", "useful_gpu_hours", "useful_cost",
                   "save_gpu_hours", "save_cost", "rework_gpu_hours", "rework_cost", "restart_gpu_hours",
-                  "restart_cost", "goodput", "cost_per_useful_gpu_hour", "mean_restart_min", "storage_cost")
+                  "restart_cost", "goodput", "mean_restart_min", "storage_cost")
 #: single-level figures a tiered row does not have: they describe a plan its job does not follow
 SINGLE_LEVEL_ONLY = ("effective_stall_min", "young_interval_min", "daly_interval_min", "exact_interval_min",
                      "first_order_waste", "young_min_waste", "waste_fraction_at_optimum", "waste_fraction_at_young",
@@ -321,8 +321,7 @@ def tiered_columns(design: TierDesign, *, size_gb: Any, writers: Any, job_mtbf_h
         o[f"{k}_cost"] = o[f"{k}_h"] * g * p
         compute = compute + o[f"{k}_cost"]
     o["total_gpu_hours"] = g * wall_h
-    o["total_cost"] = compute
-    o["cost_per_useful_gpu_hour"] = compute / (g * useful[rows])
+    o["compute_cost"] = compute
     mean_restart = 0.0
     for j, c in enumerate(names):
         mean_restart = mean_restart + design.classes[c] * (R[rows] + restores[rec[j]][rows])

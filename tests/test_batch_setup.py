@@ -36,7 +36,9 @@ def test_every_row_equals_plan_setup():
         plan = plan_from_data({"scenario": {**BASE, **r}})
         f = plan_setup(plan.scenario, plan.setup).figures
         row = out.iloc[i]
-        assert row["design_cost"] == pytest.approx(f["total_cost"], rel=1e-12), r["name"]
+        assert row["total_cost"] == pytest.approx(f["total_cost"], rel=1e-12), r["name"]
+        assert row["compute_cost"] == pytest.approx(f["compute_cost"], rel=1e-12), r["name"]
+        assert row["cost_per_useful_gpu_hour"] == pytest.approx(f["cost_per_useful_gpu_hour"], rel=1e-12), r["name"]
         assert row["wall_h"] == pytest.approx(f["wall_h"], rel=1e-12), r["name"]
         assert row["checkpoint_stall_min"] == pytest.approx(f["checkpoint_stall_min"], rel=1e-12), r["name"]
         if f["checkpoint_size_gb"] is not None:
@@ -59,4 +61,5 @@ def test_batch_command_with_setup_columns(tmp_path):
     assert res.exit_code == 0, res.output
     got = pd.read_csv(dst)
     assert set(SETUP_RESULT_COLUMNS) <= set(got.columns)
-    assert got["design_cost"].notna().all() and (got["design_cost"] >= got["total_cost"]).all()
+    assert got["total_cost"].notna().all() and (got["total_cost"] >= got["compute_cost"]).all()
+    assert "design_cost" not in got.columns

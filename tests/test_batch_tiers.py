@@ -48,7 +48,8 @@ ROWS = [
 COMPARED = {"chosen_interval_min": "interval_min", "waste_fraction": "waste_fraction", "wall_h": "wall_h",
             "save_h": "save_h", "rework_h": "rework_h", "restart_h": "restart_h", "goodput": "goodput",
             "expected_failures": "expected_failures", "mean_restart_min": "restart_min",
-            "design_cost": "total_cost", "storage_cost": "storage_cost"}
+            "compute_cost": "compute_cost", "total_cost": "total_cost", "storage_cost": "storage_cost",
+            "cost_per_useful_gpu_hour": "cost_per_useful_gpu_hour"}
 
 
 def _table(rows):
@@ -115,8 +116,8 @@ def test_the_figures_are_the_tiered_model_computed_directly(results):
     assert row["tier2_storage_cost"] == pytest.approx(size * 3 * 0.02 * months, rel=1e-12)
     assert row["tier1_storage_cost"] == 0.0
     compute = sum(row[f"{k}_cost"] for k in ("useful", "save", "rework", "restart"))
-    assert row["total_cost"] == pytest.approx(compute, rel=1e-12)
-    assert row["design_cost"] == pytest.approx(compute + row["storage_cost"] + row["spare_cost"], rel=1e-12)
+    assert row["compute_cost"] == pytest.approx(compute, rel=1e-12)
+    assert row["total_cost"] == pytest.approx(compute + row["storage_cost"] + row["spare_cost"], rel=1e-12)
 
 
 def test_each_row_derives_its_own_tier_times(results):
@@ -275,7 +276,7 @@ def test_batch_command_takes_the_tiers_from_the_template(tmp_path):
     plan = load_plan(template)
     for _, row in got.iterrows():
         p = plan_setup(plan.scenario.replace(nodes=int(row["nodes"])), plan.setup)
-        assert row["design_cost"] == pytest.approx(p.figures["total_cost"], rel=1e-12)
+        assert row["total_cost"] == pytest.approx(p.figures["total_cost"], rel=1e-12)
         assert row["tier1_interval_min"] == pytest.approx(p.tiers[0]["interval_min"], rel=1e-12)
         assert row["tier2_interval_min"] == pytest.approx(p.tiers[1]["interval_min"], rel=1e-12)
         assert row["checkpoint_stall_min"] == pytest.approx(p.tiers[0]["checkpoint_stall_min"], rel=1e-12)
@@ -288,7 +289,7 @@ def test_sweep_over_a_tiered_template_derives_per_row(tmp_path):
     out = sweep(plan.scenario, setup=plan.setup, nodes=[1024, 4096])
     for _, row in out.iterrows():
         p = plan_setup(plan.scenario.replace(nodes=int(row["nodes"])), plan.setup)
-        assert row["design_cost"] == pytest.approx(p.figures["total_cost"], rel=1e-12)
+        assert row["total_cost"] == pytest.approx(p.figures["total_cost"], rel=1e-12)
         assert row["chosen_interval_min"] == pytest.approx(p.figures["interval_min"], rel=1e-12)
 
 
@@ -305,7 +306,7 @@ def test_a_setup_template_fills_setup_columns_so_each_row_derives_its_stall():
         sc = plan.scenario.replace(nodes=int(row["nodes"]), node_mtbf_h=50000.0, failure_rate_source=None)
         p = plan_setup(sc, plan.setup)
         assert row["checkpoint_stall_min"] == pytest.approx(p.figures["checkpoint_stall_min"], rel=1e-12)
-        assert row["design_cost"] == pytest.approx(p.figures["total_cost"], rel=1e-12)
+        assert row["total_cost"] == pytest.approx(p.figures["total_cost"], rel=1e-12)
     for k, nodes in enumerate((1024, 2048)):   # one writer per node at 1 GB/s, the store capped at 2 TB/s
         assert out.loc[k, "checkpoint_stall_min"] == pytest.approx(5670 / min(nodes * 1.0, 2000.0) / 60, rel=1e-12)
 
@@ -331,16 +332,16 @@ def test_batch_design_option_applies_a_template_design_to_every_row(tmp_path):
                                    "-o", str(dst)])
     assert res.exit_code == 0, res.output
     assert "host-memory (every 1), remote (every 10)" in res.output
-    assert "Ranked by cost per useful GPU-hour (design cost: GPU time + storage + spares" in res.output
+    assert "Ranked by cost per useful GPU-hour (total cost = GPU time + storage + spares" in res.output
     got = pd.read_csv(dst).set_index("name")
     plan = load_plan("llama3-405b-storage").with_design("in-memory tier")
     full = plan_setup(plan.scenario, plan.setup)        # the template's own 2,048 nodes
-    assert got.loc["full", "design_cost"] == pytest.approx(full.figures["total_cost"], rel=1e-12)
+    assert got.loc["full", "total_cost"] == pytest.approx(full.figures["total_cost"], rel=1e-12)
     from ckptplan.engine.designs import compare_designs
 
     base = load_plan("llama3-405b-storage")
     table = compare_designs(base.scenario, base.setup, base.designs).set_index("name")
-    assert got.loc["full", "design_cost"] == pytest.approx(table.loc["in-memory tier", "total_cost"], rel=1e-12)
+    assert got.loc["full", "total_cost"] == pytest.approx(table.loc["in-memory tier", "total_cost"], rel=1e-12)
     assert got.loc["half", "tier1_checkpoint_stall_min"] == pytest.approx(
         2 * got.loc["full", "tier1_checkpoint_stall_min"], rel=1e-12)
 
@@ -369,7 +370,7 @@ def test_sweep_of_a_setup_field_and_a_design(tmp_path):
         setup = plan.setup.replace(aggregate_write_gb_s=float(row["aggregate_write_gb_s"]))
         p = plan_setup(plan.scenario.replace(nodes=int(row["nodes"])), setup)
         assert row["checkpoint_stall_min"] == pytest.approx(p.figures["checkpoint_stall_min"], rel=1e-12)
-        assert row["design_cost"] == pytest.approx(p.figures["total_cost"], rel=1e-12)
+        assert row["total_cost"] == pytest.approx(p.figures["total_cost"], rel=1e-12)
     res = CliRunner().invoke(app, ["sweep", "-t", "llama3-405b-storage", "--design", "in-memory tier", "--nodes",
                                    "1024,2048", "-o", str(tmp_path / "g2.csv")])
     assert res.exit_code == 0, res.output
@@ -411,7 +412,7 @@ def test_readme_tiered_batch_example_is_what_batch_gives(tmp_path):
         assert name == r["name"] and int(nodes.replace(",", "")) == r["nodes"]
         assert stall_s == f"{r['tier1_checkpoint_stall_min'] * 60:.2f}"
         assert every1 == f"{r['tier1_interval_min']:.2f}" and every2 == f"{r['tier2_interval_min']:.1f}"
-        assert waste == f"{r['waste_fraction'] * 100:.2f}" and cost == f"{r['design_cost']:,.0f}"
+        assert waste == f"{r['waste_fraction'] * 100:.2f}" and cost == f"{r['total_cost']:,.0f}"
 
 
 def test_plan_and_batch_give_the_same_warnings_for_a_tiered_row():

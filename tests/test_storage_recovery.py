@@ -321,12 +321,15 @@ def test_spares_table_columns_and_arithmetic():
     table = rc.spares_table(**BASE)
     assert list(table["spares"]) == list(range(13))
     assert list(table.columns) == ["spares", "spare_free_probability", "reallocation_min", "restart_min", "T_min",
-                                   "wall_h", "gpu_hours", "spare_gpu_hours", "cost", "cost_per_useful_gpu_hour"]
+                                   "wall_h", "gpu_hours", "spare_gpu_hours", "total_cost", "cost_per_useful_gpu_hour"]
     S = table["spares"].to_numpy()
     np.testing.assert_array_equal(table["restart_min"], 10.0 + table["reallocation_min"])
     np.testing.assert_allclose(table["gpu_hours"], (128 + S) * 8 * table["wall_h"], rtol=1e-15)
     np.testing.assert_allclose(table["spare_gpu_hours"], S * 8 * table["wall_h"], rtol=1e-15)
-    np.testing.assert_allclose(table["cost_per_useful_gpu_hour"], table["cost"] / (128 * 8 * 720.0), rtol=1e-15)
+    np.testing.assert_allclose(table["cost_per_useful_gpu_hour"], table["total_cost"] / (128 * 8 * 720.0), rtol=1e-15)
+    np.testing.assert_allclose(table["total_cost"], table["gpu_hours"] * 2.0, rtol=1e-15)
+    stored = rc.spares_table(**BASE, storage_cost_per_wall_h=50.0)   # the storage bill grows with the wall hours
+    np.testing.assert_allclose(stored["total_cost"], table["total_cost"] + 50.0 * table["wall_h"], rtol=1e-15)
     assert (np.diff(table["restart_min"]) <= 0).all() and (np.diff(table["wall_h"]) <= 0).all()
     row = table.iloc[3]
     wall = expected_wall_time(720.0 * 60, row["T_min"], 1.0, 1200.0, row["restart_min"]) / 60

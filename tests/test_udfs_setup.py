@@ -115,7 +115,7 @@ DESIGNS = [
 
 @pytest.mark.parametrize("setup", DESIGNS)
 @pytest.mark.parametrize("stated", [(), ("checkpoint_stall_min",), ("restart_min", "async_write_min")])
-def test_design_cost_is_plan_setups_total(setup, stated):
+def test_total_cost_is_plan_setups_total(setup, stated):
     scenario = {"useful_training_h": 300.0, "nodes": 256, "job_mtbf_h": 9.0, "price_per_gpu_hour": 2.5,
                 "async_slowdown_fraction": 0.1, "gpus_per_node": 4}
     given = {"checkpoint_stall_min": 1.5, "restart_min": 12.0, "async_write_min": 0.5}
@@ -124,29 +124,29 @@ def test_design_cost_is_plan_setups_total(setup, stated):
     args = {**scenario, **{k: given[k] for k in stated}, **setup}
     plan = plan_setup(Scenario(name="x", **{**scenario, "checkpoint_stall_min": 1.0, **{k: given[k] for k in stated}}),
                       RecoverySetup(**setup, stated=frozenset(stated)))
-    params = list(inspect.signature(S.CKPT_DESIGN_COST).parameters.values())
+    params = list(inspect.signature(S.CKPT_TOTAL_COST).parameters.values())
     positional = [args.get(p.name, None if p.default is inspect.Parameter.empty else p.default) for p in params]
-    assert S.CKPT_DESIGN_COST(*positional) == approx(plan.figures["total_cost"])
+    assert S.CKPT_TOTAL_COST(*positional) == approx(plan.figures["total_cost"])
     blanks = [None if a == p.default and a is not None else a for a, p in zip(positional, params)]
-    assert S.CKPT_DESIGN_COST(*blanks) == S.CKPT_DESIGN_COST(*positional)   # a blank optional: its default
+    assert S.CKPT_TOTAL_COST(*blanks) == S.CKPT_TOTAL_COST(*positional)   # a blank optional: its default
 
 
-def test_design_cost_cells_and_their_problems():
-    assert S.CKPT_DESIGN_COST(300, 256, 9, 2.5) == ("#CKPT! checkpoint_stall_min: is required: give it, or "
-                                                    "parameters_b with a write bandwidth to derive it (got a blank cell)")
-    got = S.CKPT_DESIGN_COST(300, [[256], [0], ["x"], [128]], 9, 2.5, 1.5, None, 8, None, None, 0, None, 14, 0, None, 2.0)
+def test_total_cost_cells_and_their_problems():
+    assert S.CKPT_TOTAL_COST(300, 256, 9, 2.5) == ("#CKPT! checkpoint_stall_min: is required: give it, or "
+                                                   "parameters_b with a write bandwidth to derive it (got a blank cell)")
+    got = S.CKPT_TOTAL_COST(300, [[256], [0], ["x"], [128]], 9, 2.5, 1.5, None, 8, None, None, 0, None, 14, 0, None, 2.0)
     assert got[1] == ["#CKPT! nodes: must be a whole number >= 1 (got 0)"]
     assert got[2] == ["#CKPT! nodes: must be a number (got text 'x')"]
     assert got[0] == ["#CKPT! write_gb_s_per_writer: needs the checkpoint size: give parameters_b (got 2)"]
-    plain = S.CKPT_DESIGN_COST(300, [[256], [128]], 9, 2.5, 1.5)
+    plain = S.CKPT_TOTAL_COST(300, [[256], [128]], 9, 2.5, 1.5)
     assert plain == [[approx(plan_setup(Scenario(name="x", useful_training_h=300, nodes=n, job_mtbf_h=9,
                                                  price_per_gpu_hour=2.5, checkpoint_stall_min=1.5)).figures["total_cost"])]
                      for n in (256, 128)]
     with_spares = [300, 256, 9, 2.5, 1.5] + [None] * 21 + [2]
-    assert S.CKPT_DESIGN_COST(*with_spares).startswith("#CKPT! spares: needs repair_h")
-    assert S.CKPT_DESIGN_COST(300, 256, 9, 2.5, 0.0) == ("#CKPT! checkpoint_stall_min: checkpoint_stall_min + "
-                                                         "async_write_min must be > 0: no save is free (measure it) "
-                                                         "(got 0)")
+    assert S.CKPT_TOTAL_COST(*with_spares).startswith("#CKPT! spares: needs repair_h")
+    assert S.CKPT_TOTAL_COST(300, 256, 9, 2.5, 0.0) == ("#CKPT! checkpoint_stall_min: checkpoint_stall_min + "
+                                                        "async_write_min must be > 0: no save is free (measure it) "
+                                                        "(got 0)")
 
 
 # -------------------------------------------------------------------------- what Excel sends, cell by cell
@@ -162,7 +162,7 @@ GOOD = {"parameters_b": 70, "bytes_per_parameter": 14, "extra_state_gb": 2, "che
 OTHER = {k: (v * 2 if k not in ("replacement_share", "share_restored", "async_slowdown_fraction") else v / 2)
          for k, v in GOOD.items()}
 ODD = [None, "", "12 min", True, -1, float("nan"), float("inf"), "#N/A"]
-# CKPT_DESIGN_COST with every argument: a stall, write and restart stated, a setup beside them
+# CKPT_TOTAL_COST with every argument: a stall, write and restart stated, a setup beside them
 DESIGN_ALL = ("useful_training_h", "nodes", "job_mtbf_h", "price_per_gpu_hour", "checkpoint_stall_min", "restart_min",
               "gpus_per_node", "interval_min", "async_write_min", "async_slowdown_fraction", "parameters_b")
 
@@ -172,7 +172,7 @@ def _names(name: str) -> list[str]:
 
 
 def _good_args(name: str) -> list:
-    if name == "CKPT_DESIGN_COST":
+    if name == "CKPT_TOTAL_COST":
         return [GOOD[n] if n in DESIGN_ALL else None for n in _names(name)]
     return [GOOD[n] for n in _names(name)]
 
@@ -256,9 +256,9 @@ def test_shapes_and_the_cell_budget():
     big = np.ones((MAX_UDF_CELLS + 1, 1))
     assert S.CKPT_CHECKPOINT_SIZE_GB(big).startswith("#CKPT! parameters_b: 250,001 cells is more than one call takes")
     assert S.CKPT_TIER_INTERVAL_MIN(np.ones((600, 1)), 1, np.ones((1, 600))).startswith("#CKPT! result: 360,000 cells")
-    assert S.CKPT_DESIGN_COST([[10, 20]], 8, 20, 1, 2, "x") == [["#CKPT! restart_min: must be a number (got text "
+    assert S.CKPT_TOTAL_COST([[10, 20]], 8, 20, 1, 2, "x") == [["#CKPT! restart_min: must be a number (got text "
                                                                 "'x')"] * 2]   # the bad cell is every cell's
-    many = S.CKPT_DESIGN_COST(np.linspace(10, 500, 2000).reshape(-1, 1), 256, 9, 2.5, 1.5)
+    many = S.CKPT_TOTAL_COST(np.linspace(10, 500, 2000).reshape(-1, 1), 256, 9, 2.5, 1.5)
     assert len(many) == 2000 and all(isinstance(c[0], float) for c in many)
 
 
@@ -342,9 +342,9 @@ def test_main_py_wraps_the_setup_functions_and_refuses_a_stale_copy():
         assert inspect.signature(namespace[name]) == inspect.signature(getattr(S, name)), name
         assert inspect.getdoc(namespace[name]) == inspect.getdoc(getattr(S, name)), name
     assert namespace["CKPT_SAVE_STALL_MIN"](980, 128, 2, None, 20) == S.CKPT_SAVE_STALL_MIN(980, 128, 2, None, 20)
-    stale = re.sub(r"@func\n(@arg\([^\n]*\n)*def CKPT_DESIGN_COST\(.*?\n\n\n", "", text, flags=re.S)
-    assert "def CKPT_DESIGN_COST" not in stale
-    with pytest.raises(RuntimeError, match="CKPT_DESIGN_COST is missing"):
+    stale = re.sub(r"@func\n(@arg\([^\n]*\n)*def CKPT_TOTAL_COST\(.*?\n\n\n", "", text, flags=re.S)
+    assert "def CKPT_TOTAL_COST" not in stale
+    with pytest.raises(RuntimeError, match="CKPT_TOTAL_COST is missing"):
         exec(compile(stale, "main.py", "exec"), {"__name__": "main"})
 
 

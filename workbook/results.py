@@ -286,13 +286,11 @@ class _XlsxSink(Sink):
             if s.template.get("tiers"):
                 ws.append([text("checkpoint tiers (every row)"), text(", ".join(s.template["tiers"]))])
         ws.append([])
-        design = s.metric == "design_cost_per_useful_gpu_hour"
-        what = "design cost" if design else "total cost"
         ws.append([text("Ranked by cost per useful GPU-hour", bold=True),
-                   text(("design cost (GPU time + storage + spares)" if design else "total cost") + " / useful "
-                        "GPU-hours, in each row's currency (saves, rework and restarts included)")])
+                   text("total cost (GPU time + storage + spares) / useful GPU-hours, in each row's currency (saves, "
+                        "rework and restarts included)")])
         ws.append([text("", bold=True), text("scenario", bold=True), text("cost per useful GPU-h", bold=True),
-                   text(what, bold=True), text("goodput", bold=True)])
+                   text("total cost", bold=True), text("goodput", bold=True)])
         for label, store in (("best", s.best), ("worst", s.worst)):
             for cur, rec in store.items():
                 ws.append([text(f"{label} ({cur})"), text(f"row {rec['row']}: {BatchSummary.describe_record(rec)}"),

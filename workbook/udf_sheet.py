@@ -241,11 +241,12 @@ _READ = ('IF(setup_read_gb_s_per_writer<>"",setup_read_gb_s_per_writer,IF(setup_
          'setup_write_gb_s_per_writer,"")),IF(setup_aggregate_read_gb_s<>"",setup_aggregate_read_gb_s,'
          'IF(setup_aggregate_write_gb_s<>"",setup_aggregate_write_gb_s,""))')
 _POOL = "setup_job_mtbf_h,setup_replacement_share,setup_repair_h,setup_spares"
-# CKPT_DESIGN_COST at the stall, write and restart the Storage & recovery sheet uses (blank arguments: not given)
-_DESIGN = ("useful_training_h,nodes,setup_job_mtbf_h,price_per_gpu_hour,setup_used_checkpoint_stall_min,"
-           "setup_used_restart_min,gpus_per_node,interval_min,setup_used_async_write_min,async_slowdown_fraction,"
-           "setup_parameters_b,setup_bytes_per_parameter,setup_extra_state_gb" + "," * 14
-           + "setup_spares,setup_repair_h,setup_swap_min,setup_replacement_share,setup_price_per_gb_month,setup_retention")
+# CKPT_TOTAL_COST at the stall, write and restart the Storage & recovery sheet uses (blank arguments: not given)
+_TOTAL_COST = ("useful_training_h,nodes,setup_job_mtbf_h,price_per_gpu_hour,setup_used_checkpoint_stall_min,"
+               "setup_used_restart_min,gpus_per_node,interval_min,setup_used_async_write_min,async_slowdown_fraction,"
+               "setup_parameters_b,setup_bytes_per_parameter,setup_extra_state_gb" + "," * 14
+               + "setup_spares,setup_repair_h,setup_swap_min,setup_replacement_share,setup_price_per_gb_month,"
+               "setup_retention")
 #: (key: the plan_setup figure (or evaluate column) both equal, label, CKPT_ function, its arguments, plain formula,
 #: unit, number format)
 SETUP_CHECKS: tuple[tuple[str, str, str, str, str, str, str], ...] = (
@@ -266,7 +267,7 @@ SETUP_CHECKS: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "setup_pool_reallocation_min", "min", F.MINUTES),
     ("young_interval_min", "One tier restoring every failure: Young's interval", "CKPT_TIER_INTERVAL_MIN",
      "effective_stall_min,1,job_mtbf_h", "young_interval_min", "min", F.MINUTES),
-    ("total_cost", "Total cost: compute + storage + spares (single level)", "CKPT_DESIGN_COST", _DESIGN,
+    ("total_cost", "Total cost: compute + storage + spares (single level)", "CKPT_TOTAL_COST", _TOTAL_COST,
      "setup_total_cost", "money", F.MONEY),
 )
 
@@ -312,7 +313,7 @@ def add_setup_udf_sheet(wb: Workbook, sheet_name: str = SETUP_SHEET, function_pr
                    currency if unit == "money" else unit, func)
         triples.append((f"B{row}", f"C{row}", key))
     S.note(ws, 6 + len(SETUP_CHECKS), "Single-level figures: with checkpoint tiers the Storage & recovery sheet's "
-           "total is the tiered engine's, which CKPT_DESIGN_COST does not model.", 7)
+           "total is the tiered engine's, which CKPT_TOTAL_COST does not model.", 7)
     for col, width in zip("ABCDEFG", (62, 20, 18, 18, 16, 12, 30)):
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "A6"

@@ -1,5 +1,5 @@
 """The storage and recovery setup as Excel functions: checkpoint size, save and restore times, the restart
-pipeline, the spare pool, a tier's interval and a design's whole cost (``CKPT_`` prefix, xlwings).
+pipeline, the spare pool, a tier's interval and a plan's total cost (``CKPT_`` prefix, xlwings).
 
 The companion of :mod:`.udfs`, with its conventions (:mod:`.cells`): argument names are the field
 registry's (:mod:`ckptplan.engine.fields`), and so are their rules and their descriptions in Excel's
@@ -44,7 +44,7 @@ __all__ = [
     "CKPT_SPARE_FREE_PROBABILITY",
     "CKPT_REALLOCATION_MIN",
     "CKPT_TIER_INTERVAL_MIN",
-    "CKPT_DESIGN_COST",
+    "CKPT_TOTAL_COST",
 ]
 
 _BLANK = np.nan   # a blank cell of an optional argument: the engine's None (engine.setup_table's NaN)
@@ -308,10 +308,10 @@ def _tier_interval(stall: np.ndarray, share: np.ndarray, job_mtbf_h: np.ndarray)
     return out
 
 
-# ------------------------------------------------------------------------------- a design's cost
+# ------------------------------------------------------------------------------- a plan's total cost
 
-#: CKPT_DESIGN_COST's arguments after the four required ones: (name, Python default)
-DESIGN_OPTIONAL: tuple[tuple[str, Any], ...] = (
+#: CKPT_TOTAL_COST's arguments after the four required ones: (name, Python default)
+TOTAL_COST_OPTIONAL: tuple[tuple[str, Any], ...] = (
     ("checkpoint_stall_min", None), ("restart_min", None), ("gpus_per_node", 8), ("interval_min", None),
     ("async_write_min", None), ("async_slowdown_fraction", 0.0), ("parameters_b", None), ("bytes_per_parameter", 14.0),
     ("extra_state_gb", 0.0), ("writers", None), ("write_gb_s_per_writer", None), ("aggregate_write_gb_s", None),
@@ -319,30 +319,30 @@ DESIGN_OPTIONAL: tuple[tuple[str, Any], ...] = (
     ("detection_min", None), ("reallocation_min", None), ("startup_min", None), ("init_min", None),
     ("init_per_1000_nodes_min", None), ("load_min", None), ("warmup_min", None), ("spares", None), ("repair_h", None),
     ("swap_min", 0.0), ("replacement_share", 1.0), ("price_per_gb_month", 0.0), ("retention", 1))
-_DESIGN_REQUIRED = ("useful_training_h", "nodes", "job_mtbf_h", "price_per_gpu_hour")
-_DESIGN_DOCS = {"job_mtbf_h": _JOB_MTBF_H,
+_TOTAL_COST_REQUIRED = ("useful_training_h", "nodes", "job_mtbf_h", "price_per_gpu_hour")
+_TOTAL_COST_DOCS = {"job_mtbf_h": _JOB_MTBF_H,
                 "checkpoint_stall_min": _optional("checkpoint_stall_min", "Blank = derived from the size and bandwidths."),
                 "async_write_min": _optional("async_write_min", "Blank = derived (0 for a synchronous save)."),
                 "restart_min": _optional("restart_min", "Blank = the sum of the parts given (else 0).")}
 
 
-def _design_message(err: Any) -> str:
+def _total_cost_message(err: Any) -> str:
     field = getattr(err, "field", None)
     if field is None:
         return f"{ERROR_PREFIX} {err}"[:255]
     return error_text(re.sub(r"^row \S+: ", "", str(field)), getattr(err, "rule", str(err)), show(err.value))[:255]
 
 
-@udf(**_DESIGN_DOCS)
-def CKPT_DESIGN_COST(useful_training_h, nodes, job_mtbf_h, price_per_gpu_hour, checkpoint_stall_min=None,
-                     restart_min=None, gpus_per_node=8, interval_min=None, async_write_min=None,
-                     async_slowdown_fraction=0.0, parameters_b=None, bytes_per_parameter=14.0, extra_state_gb=0.0,
-                     writers=None, write_gb_s_per_writer=None, aggregate_write_gb_s=None, read_gb_s_per_writer=None,
-                     aggregate_read_gb_s=None, d2h_gb_s_per_writer=None, detection_min=None, reallocation_min=None,
-                     startup_min=None, init_min=None, init_per_1000_nodes_min=None, load_min=None, warmup_min=None,
-                     spares=None, repair_h=None, swap_min=0.0, replacement_share=1.0, price_per_gb_month=0.0,
-                     retention=1):
-    """Total cost of a single-level storage and recovery design: compute (useful, save, rework, restart) + storage + spares.
+@udf(**_TOTAL_COST_DOCS)
+def CKPT_TOTAL_COST(useful_training_h, nodes, job_mtbf_h, price_per_gpu_hour, checkpoint_stall_min=None,
+                    restart_min=None, gpus_per_node=8, interval_min=None, async_write_min=None,
+                    async_slowdown_fraction=0.0, parameters_b=None, bytes_per_parameter=14.0, extra_state_gb=0.0,
+                    writers=None, write_gb_s_per_writer=None, aggregate_write_gb_s=None, read_gb_s_per_writer=None,
+                    aggregate_read_gb_s=None, d2h_gb_s_per_writer=None, detection_min=None, reallocation_min=None,
+                    startup_min=None, init_min=None, init_per_1000_nodes_min=None, load_min=None, warmup_min=None,
+                    spares=None, repair_h=None, swap_min=0.0, replacement_share=1.0, price_per_gb_month=0.0,
+                    retention=1):
+    """Total cost of a single-level plan, everything it pays: compute (useful, save, rework, restart) + storage + spares.
 
     Calls :func:`engine.setup_table.plan_columns`, ``plan_setup`` of each cell (``ckptplan plan``
     with the setup's fields): a blank stall, write or restart is derived from the setup (size and
@@ -351,14 +351,14 @@ def CKPT_DESIGN_COST(useful_training_h, nodes, job_mtbf_h, price_per_gpu_hour, c
     run. Money in the currency of the prices. Arguments: the scenario's, then the setup's (blank =
     not given; see ``ckptplan.engine.fields.SETUP_FIELDS``).
     """
-    values = dict(zip(_DESIGN_REQUIRED + tuple(n for n, _ in DESIGN_OPTIONAL), (
+    values = dict(zip(_TOTAL_COST_REQUIRED + tuple(n for n, _ in TOTAL_COST_OPTIONAL), (
         useful_training_h, nodes, job_mtbf_h, price_per_gpu_hour, checkpoint_stall_min, restart_min, gpus_per_node,
         interval_min, async_write_min, async_slowdown_fraction, parameters_b, bytes_per_parameter, extra_state_gb,
         writers, write_gb_s_per_writer, aggregate_write_gb_s, read_gb_s_per_writer, aggregate_read_gb_s,
         d2h_gb_s_per_writer, detection_min, reallocation_min, startup_min, init_min, init_per_1000_nodes_min,
         load_min, warmup_min, spares, repair_h, swap_min, replacement_share, price_per_gb_month, retention)))
-    specs = [arg(name, values[name]) for name in _DESIGN_REQUIRED]
-    specs += [arg(name, values[name], blank=_BLANK) for name, _ in DESIGN_OPTIONAL]
+    specs = [arg(name, values[name]) for name in _TOTAL_COST_REQUIRED]
+    specs += [arg(name, values[name], blank=_BLANK) for name, _ in TOTAL_COST_OPTIONAL]
     names = [name for name, _, _ in specs]
 
     def compute(*columns):
@@ -369,7 +369,7 @@ def CKPT_DESIGN_COST(useful_training_h, nodes, job_mtbf_h, price_per_gpu_hour, c
         plan = _table.plan_columns(table, problems=problems)
         refused = np.full(len(table), None, dtype=object)
         for p, errs in problems.by_row.items():
-            refused[p] = _design_message(errs[0])
+            refused[p] = _total_cost_message(errs[0])
         return plan["total_cost"].to_numpy(dtype=np.float64), refused
 
     return elementwise(specs, compute, {})

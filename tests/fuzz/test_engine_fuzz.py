@@ -350,7 +350,7 @@ _ROW_KEYS = ("nodes", "parameters_b", "node_mtbf_h", "restart_min", "interval_mi
              "detection_min", "repair_h", "spares", "useful_training_h", "price_per_gpu_hour")
 #: a tiered row's columns that hold a figure whenever the row is ok
 _TIERED_FIGURES = ("chosen_interval_min", "waste_fraction", "wall_h", "save_h", "rework_h", "restart_h",
-                   "total_cost", "design_cost", "mean_restart_min", "storage_cost")
+                   "compute_cost", "total_cost", "cost_per_useful_gpu_hour", "mean_restart_min", "storage_cost")
 
 
 @FUZZ

@@ -434,7 +434,7 @@ def test_setup_check_sheet_udfs_agree_with_the_recalculated_sheet(tmp_path):
     ws_v, ws_f = values[SETUP_SHEET], built.workbook[SETUP_SHEET]
     plan = plan_setup(sc, SETUP)
     figures = dict(plan.figures, restart_min=sum(plan.restart_parts_min.values()),   # Young: the Plan sheet's stall
-                   young_interval_min=float(engine.evaluate(sc)["young_interval_min"].iloc[0]))
+                   young_interval_min=float(engine.evaluate(plan.scenario)["young_interval_min"].iloc[0]))
     figures["pool_reallocation_min"] = float(recovery.expected_reallocation_min(
         0.8 / plan.figures["job_mtbf_h"], 24, 2, 1))
     assert [k for k, *_ in SETUP_CHECKS] == [k for _, _, k in triples]

@@ -147,7 +147,7 @@ class _Grid:
                 self.checks.append(Check(SHEET, f"{letter}{r}", ("setup", k or "base"), check))
         if hidden:
             self.ws.row_dimensions[r].outlineLevel, self.ws.row_dimensions[r].hidden = 1, True
-        else:
+        if not hidden or dn is not None:   # a collapsed row is named when asked (the add-in checks call it)
             self.name(dn or f"setup_{key}", f"D{r}")
         self.row += 1
 

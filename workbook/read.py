@@ -278,10 +278,10 @@ def _storage_designs(wb, problems: list) -> list[tuple[Design, tuple[str, str]]]
         def at(row: int | None, c: int) -> tuple[str, str, Any] | None:
             return None if row is None else (sheet, f"{col_letter(c)}{row}", _value(ws.cell(row=row, column=c)))
 
-        cells = [(f, f"setup_design{k}_{{kind}}_{f.name}", *(at(_row(base[1]), col + j) for j in (0, 1)))
-                 for f in SETUP_FIELDS if (base := _cell(wb, f"setup_{f.name}")) is not None]
-        cells += [(field, f"setup_design{k}_{{kind}}_{key}", at(rows.get(f"Inputs: {key}"), col),
-                   at(rows.get(f"Inputs: {key}"), col + 1)) for key, field in F.INPUTS.items()]
+        cells = [(field, f"setup_design{k}_{{kind}}_{key}", at(rows.get(f"Inputs: {key}"), col),
+                  at(rows.get(f"Inputs: {key}"), col + 1)) for key, field in F.INPUTS.items()]
+        cells += [(f, f"setup_design{k}_{{kind}}_{f.name}", *(at(_row(base[1]), col + j) for j in (0, 1)))
+                  for f in SETUP_FIELDS if (base := _cell(wb, f"setup_{f.name}")) is not None]
         set_, times = _changes(cells, problems)
         tiers, classes = _design_tiers(wb, k, at(rows.get("setup.tiers"), col), problems)
         designs.append((Design(name, set=set_, times=times, tiers=tiers, failure_classes=classes), found[:2]))
@@ -298,8 +298,9 @@ def _design_tiers(wb, k: int, tiers_row: tuple[str, str, Any] | None, problems: 
         out.append(read() if flag is not None and _yes_no(flag, problems, f"setup_design{k}_replaces_{what}") else None)
     replaced = tiers_row is not None and isinstance(tiers_row[2], str) and tiers_row[2].startswith("replaced")
     if replaced and _cell(wb, f"setup_design{k}_replaces_tiers") is None:
-        problems.append((*tiers_row, "this design replaces the tiers, but the workbook holds no copy of its tiers "
-                         "(written by an older ckptplan): regenerate it from the scenario file"))
+        problems.append((*tiers_row[:2], f"setup_design{k}_name", tiers_row[2], "this design replaces the tiers, but "
+                         "the workbook holds no copy of its tiers (written by an older ckptplan): regenerate it from "
+                         "the scenario file"))
     return out[0], out[1]
 
 

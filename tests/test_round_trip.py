@@ -32,6 +32,7 @@ from ckptplan.engine.setup import DERIVED, RecoverySetup, plan_setup
 from ckptplan.files.atomic import OutputExistsError
 from ckptplan.files.plans import load_plan
 from ckptplan.files.scenario_toml import plan_toml, with_measured, write_plan
+from ckptplan.workbook import style as S
 from ckptplan.workbook.read import WorkbookInputError, read_inputs, read_plan
 
 runner = CliRunner()
@@ -209,33 +210,46 @@ def test_tiers_typed_into_the_baseline_table_are_read_back(built, tmp_path):
     assert [t["name"] for t in plan_setup(plan.scenario, plan.setup).tiers] == ["host", "remote"]
 
 
+def _old_layout(wb, said: dict[str, str]) -> None:
+    """The layout before derived Inputs cells were left blank: every Inputs cell holds the value the plan uses,
+    and a ``setup_stated_<name>`` cell (here, far right on the Storage & recovery sheet) says "yes" or "no"."""
+    plan = plan_setup(load_plan(STORAGE).scenario, load_plan(STORAGE).setup)
+    for i, name in enumerate(DERIVED):
+        if _named(wb, name).value is None:
+            _named(wb, name).value = getattr(plan.scenario, name)
+        wb[SHEET].cell(row=1 + i, column=60).value = said.get(name, "no")
+        S.name(wb, f"setup_stated_{name}", SHEET, f"BH{1 + i}")
+
+
 def test_a_stated_restart_wins_in_both_layouts(built, tmp_path):
     template = load_plan(STORAGE)
-    # the sheet's setup_stated_<name> cells say what is stated
+    # a blank Inputs cell is derived (what the workbook writes), a value typed there is stated
     wb = load_workbook(built[STORAGE])
-    _named(wb, "restart_min").value = 30
-    wb.save(tmp_path / "no.xlsx")                       # typed, but the sheet still says "no": derived
-    _named(wb, "setup_stated_restart_min").value = "yes"
-    wb.save(tmp_path / "yes.xlsx")
-    assert read_plan(tmp_path / "no.xlsx").setup.stated == frozenset()
-    yes = read_plan(tmp_path / "yes.xlsx")
-    assert yes.setup.stated == {"restart_min"} and plan_setup(yes.scenario, yes.setup).figures["restart_min"] == 30
-    # without those cells: a blank Inputs cell is derived, a value is stated
-    wb = load_workbook(built[STORAGE])
-    for name in DERIVED:
-        del wb.defined_names[f"setup_stated_{name}"]
-        _named(wb, name).value = None
-    wb.save(tmp_path / "blank.xlsx")
-    _same_plan(read_plan(tmp_path / "blank.xlsx"), template, texts=False)
+    assert [_named(wb, name).value for name in DERIVED] == [None, None, None]
     _named(wb, "restart_min").value = 30
     wb.save(tmp_path / "typed.xlsx")
     typed = read_plan(tmp_path / "typed.xlsx")
     assert typed.setup.stated == {"restart_min"} and typed.scenario.restart_min == 30
+    assert plan_setup(typed.scenario, typed.setup).figures["restart_min"] == 30
     assert read_inputs(tmp_path / "typed.xlsx")[0].restart_min == 30
+    # a workbook with setup_stated_<name> cells: they say it, whatever Inputs holds
+    for said, stated in (({}, set()), ({"restart_min": "yes"}, {"restart_min"})):
+        wb = load_workbook(built[STORAGE])
+        _old_layout(wb, said)
+        wb.save(tmp_path / "old.xlsx")
+        if not said:
+            _same_plan(read_plan(tmp_path / "old.xlsx"), template, texts=False)
+        _named(wb, "restart_min").value = 30
+        wb.save(tmp_path / "old.xlsx")
+        old = read_plan(tmp_path / "old.xlsx")
+        assert old.setup.stated == stated and plan_setup(old.scenario, old.setup).figures["restart_min"] == (
+            30 if stated else pytest.approx(plan_setup(template.scenario, template.setup).figures["restart_min"]))
+    _named(wb, "setup_stated_restart_min").value = "maybe"
+    wb.save(tmp_path / "old.xlsx")
+    with pytest.raises(WorkbookInputError, match=r"\(setup_stated_restart_min\) = 'maybe': must be yes or no"):
+        read_plan(tmp_path / "old.xlsx")
     # a blank stall the setup cannot derive is an error, naming the cell
     wb = load_workbook(built["seed"])
-    for name in DERIVED:
-        del wb.defined_names[f"setup_stated_{name}"]
     _named(wb, "checkpoint_stall_min").value = None
     wb.save(tmp_path / "seed.xlsx")
     with pytest.raises(WorkbookInputError, match=r"Inputs!B6 \(checkpoint_stall_min\) = None: is required "
@@ -247,7 +261,7 @@ def test_bad_edited_cells_are_all_named_with_their_rule(built, tmp_path):
     wb = load_workbook(built[STORAGE])
     bad = {_named(wb, "setup_spares"): -1, _design_cell(wb, 1, "aggregate_write_gb_s", 1): 0,
            _named(wb, "setup_design2_tier1_every"): 1.5, _named(wb, "setup_design2_class1_share"): "lots",
-           _named(wb, "setup_stated_restart_min"): "maybe"}
+           _named(wb, "setup_design2_replaces_tiers"): "maybe"}
     for cell, value in bad.items():
         cell.value = value
     wb.save(tmp_path / "bad.xlsx")
@@ -262,7 +276,7 @@ def test_bad_edited_cells_are_all_named_with_their_rule(built, tmp_path):
             "(setup_design1_times_aggregate_write_gb_s) = 0: must be a number > 0 or blank",
             "(setup_design2_tier1_every) = 1.5: must be a whole number >= 1 or blank",
             "(setup_design2_class1_share) = 'lots': must be a fraction in [0, 1] or blank, not text",
-            "(setup_stated_restart_min) = 'maybe': must be yes or no")):
+            "(setup_design2_replaces_tiers) = 'maybe': must be yes or no")):
         assert f"{cell} {expected}" in text, (cell, expected, text)
 
 

@@ -21,9 +21,10 @@ once, by sheet, cell and rule.
   are the workbook's defaults, not designs of the plan.
 
 Which stall, background write and restart the planner *states* (they win over the ones the setup
-derives): where the sheet has a ``setup_stated_<name>`` cell, "yes" or "no"; otherwise an Inputs cell
-that holds a value states it and a blank one leaves it to the setup. A value the setup cannot derive is
-the planner's (stated unless it is the field's default).
+derives): an Inputs cell that holds a value states it and a blank one leaves it to the setup (as the
+workbook writes them); a workbook written before that says it in ``setup_stated_<name>`` cells ("yes" or
+"no", its Inputs cells holding the values used), which are read where they exist. A value the setup
+cannot derive is the planner's (stated unless it is the field's default).
 """
 
 from __future__ import annotations
@@ -295,7 +296,9 @@ def _design_tiers(wb, k: int, tiers_row: tuple[str, str, Any] | None, problems: 
     for what, read in (("tiers", lambda: tuple(_read_tiers(wb, f"setup_design{k}_tier", problems))),
                        ("classes", lambda: _read_classes(wb, f"setup_design{k}_class", problems))):
         flag = _cell(wb, f"setup_design{k}_replaces_{what}")
-        out.append(read() if flag is not None and _yes_no(flag, problems, f"setup_design{k}_replaces_{what}") else None)
+        replaces = flag is not None and _yes_no(flag, problems, f"setup_design{k}_replaces_{what}")
+        block = read() if flag is not None else None   # checked even when not used: every bad cell is reported
+        out.append(block if replaces else None)
     replaced = tiers_row is not None and isinstance(tiers_row[2], str) and tiers_row[2].startswith("replaced")
     if replaced and _cell(wb, f"setup_design{k}_replaces_tiers") is None:
         problems.append((*tiers_row[:2], f"setup_design{k}_name", tiers_row[2], "this design replaces the tiers, but "

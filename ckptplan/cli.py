@@ -220,30 +220,21 @@ def workbook_cmd(
     no_deadline: bool = flag("--no-deadline", help="Leave out the Deadline sheet (no simulation)"),
     with_udfs: bool = flag("--with-udfs", help="Add a sheet calling the CKPT_ add-in functions beside the plain formulas"),
     log: Optional[Path] = typer.Option(None, "--log", help="A job's step-level log: add a 'Plan vs actual' sheet comparing it with this plan"),
-    force: bool = flag("--force", help="Overwrite the output file if it exists"),
+    emit_scenario: Optional[Path] = typer.Option(None, "--emit-scenario", help="Also write the plan as a scenario TOML file: the template's, or everything the --from workbook holds (setup, tiers, classes, designs)"),
+    force: bool = flag("--force", help="Overwrite the output file(s) if they exist"),
 ) -> None:
     """Write a planning workbook (live Excel formulas) and print the headline numbers."""
     from . import files, workbook  # the command line is the only part of ckptplan that knows every side
-    from .files.atomic import atomic_write
     from .files.signals import Terminated, terminate_on_signals
 
     single = None   # the setup's single-level plan: the scenario the sheets show and what it pays
     try:
-        if from_workbook is not None:
-            if template or scenario_file:
-                fail("--from takes the inputs from the workbook: leave out --template/--scenario")
-            sc, designs = workbook.read_inputs(from_workbook)
-            readiness = workbook.read_readiness(from_workbook)
-            setup = None
-        else:
-            plan = files.load_plan(scenario_file or template or DEFAULT_TEMPLATE)
-            sc = plan.scenario
-            if plan.setup.given():  # the Inputs and Plan sheets show the single-level view of a tiered setup
-                from .engine.setup import plan_setup
-
-                single = plan_setup(plan.scenario, plan.setup.replace(tiers=(), failure_classes={}))
-                sc = single.scenario
-            setup, designs, readiness = plan.setup, (plan.designs or None), None
+        if from_workbook is not None and (template or scenario_file):
+            fail("--from takes the inputs from the workbook: leave out --template/--scenario")
+        plan, readiness = _workbook_plan(from_workbook, scenario_file or template)
+        single = _single_level(plan)
+        sc = plan.scenario if single is None else single.scenario
+        setup, designs = plan.setup, (plan.designs or None)
         alt = files.load_scenario(alternative) if alternative is not None else None
         if alt is not None:
             designs = None  # the alternative replaces the first design
@@ -259,10 +250,8 @@ def workbook_cmd(
 
             split, variance = compare_log(log, sc)
             actual_sheet(built.workbook, split, variance)
-        from .workbook.build import save
-
-        with terminate_on_signals():  # SIGTERM/SIGHUP: the temporary file is removed, as on Ctrl-C
-            atomic_write(output, lambda tmp: save(built.workbook, tmp), force=force)
+        with terminate_on_signals():  # SIGTERM/SIGHUP: the temporary files are removed, as on Ctrl-C
+            _write_outputs(built, output, plan, emit_scenario, from_workbook or scenario_file or template, force)
         row = built.results.iloc[0] if single is None else single.row   # with the setup's storage and spares
     except Terminated as exc:
         fail(f"{exc}: {output} was not written", int(exc.code))
@@ -283,6 +272,49 @@ def workbook_cmd(
         console.print("no deadline_h in the scenario: Deadline sheet left out", highlight=False)
     console.print(f"wrote {output} ({len(built.workbook.sheetnames)} sheets: {', '.join(built.workbook.sheetnames)})",
                   highlight=False)
+    if emit_scenario is not None:
+        console.print(f"wrote scenario {literal(repr(plan.scenario.name))} to {literal(emit_scenario)}", highlight=False)
+
+
+def _write_outputs(built: Any, output: Path, plan: Any, emit_scenario: Optional[Path], source: Any, force: bool) -> None:
+    """The workbook, and with ``--emit-scenario`` the plan it is written from as a scenario file
+    (:mod:`ckptplan.files.scenario_toml`): both land or neither does."""
+    from .files.atomic import atomic_write_many
+    from .workbook.build import save
+
+    outputs = [(output, lambda tmp: save(built.workbook, tmp))]
+    if emit_scenario is not None:
+        from .files.scenario_toml import plan_writer
+
+        st = plan.setup
+        header = [f"Written by `ckptplan workbook` from {source or DEFAULT_TEMPLATE}: the scenario, "
+                  f"{len(st.columns())} storage and recovery setup field(s), {len(st.tiers)} checkpoint tier(s), "
+                  f"{len(st.failure_classes)} failure class(es) and {len(plan.designs)} [[designs]].",
+                  "A stall, background write or restart in [scenario] is stated: it wins over the one the setup "
+                  "derives; one left out is derived."]
+        outputs.append((emit_scenario, plan_writer(plan, header)))
+    atomic_write_many(outputs, force=force)
+
+
+def _workbook_plan(from_workbook: Optional[Path], source: Any) -> tuple[Any, Any]:
+    """The plan a workbook is written from, and the Readiness statuses to keep: an edited workbook's
+    (:func:`ckptplan.workbook.read.read_plan`: everything it holds), or a template's (none kept)."""
+    from . import files, workbook
+
+    if from_workbook is None:
+        return files.load_plan(source or DEFAULT_TEMPLATE), None
+    return workbook.read_plan(from_workbook), workbook.read_readiness(from_workbook)
+
+
+def _single_level(plan: Any) -> Any:
+    """The setup's single-level plan (None without a setup): the scenario the Inputs and Plan sheets show (the
+    stall, write and restart the setup derives filled in; tiers left to the Storage & recovery sheet) and what
+    it pays, storage and spares included."""
+    if not plan.setup.given():
+        return None
+    from .engine.setup import plan_setup
+
+    return plan_setup(plan.scenario, plan.setup.replace(tiers=(), failure_classes={}))
 
 
 def main() -> None:

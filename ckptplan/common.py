@@ -177,27 +177,22 @@ def plan_from_options(template: Optional[str], overrides: dict[str, Any]) -> Any
 
 
 
-def emit_scenario_file(path: Path, build: Callable[[], tuple["Scenario", str]], force: bool,
-                       what: str) -> "Scenario":
-    """``--emit-scenario``: build (scenario, TOML text), write it atomically after checking that it
-    loads (:func:`ckptplan.files.load_scenario`), never over an existing file without ``force``.
+def emit_scenario_file(path: Path, write: Callable[[], Any], what: str) -> Any:
+    """``--emit-scenario``: run ``write`` (which writes the scenario file through
+    :mod:`ckptplan.files.scenario_toml`: atomically, checked by loading it back, never over an existing
+    file without ``--force``) and return what it returns.
 
     Every failure exits with a readable message: the file exists, the scenario cannot be built
     (``what`` says whose: "fitted", "probed"), or the file cannot be written.
     """
     try:
-        scenario, text = build()
-        from .files.atomic import atomic_write_text
-        from .files.scenarios import load_scenario
-
-        atomic_write_text(path, text, force=force, check=load_scenario)
+        return write()
     except FileExistsError as exc:  # exists (no --force), or a pipe, device or folder (never written)
         fail(str(exc))
     except ValueError as exc:
         fail(f"cannot build the {what} scenario: {exc}")
     except OSError as exc:
         fail(f"cannot write {path}: {exc.strerror or exc}")
-    return scenario
 
 
 def json_ready(value: Any) -> Any:

@@ -72,6 +72,15 @@ def _unit(field: Field, currency: str) -> str:
 
 # ------------------------------------------------------------------------------------- sheets
 
+def _text_rows(sc: engine.Scenario) -> tuple[tuple[str, str, str], ...]:
+    """The Inputs sheet's text rows under the currency: (label, defined name, text)."""
+    names = [d.name for d in sc.domains] + [None] * DOMAIN_SLOTS
+    return (("Description", "scenario_description", sc.description), ("Source", "scenario_source", sc.source),
+            ("Published fleet failure rate behind node_mtbf_h (`ckptplan failure-rates`; blank = none)",
+             "failure_rate_source", sc.failure_rate_source)) + tuple(
+        (f"Correlated failure domain {i} name", f"domain{i}_name", names[i - 1]) for i in range(1, DOMAIN_SLOTS + 1))
+
+
 def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built, derived: frozenset[str] = frozenset()) -> None:
     """The Inputs sheet; ``derived``: the fields the design derives (written blank: a value typed there is
     stated and wins), each with the value the plan uses beside it."""
@@ -115,7 +124,14 @@ def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built, derived: froz
     built.input_cells["currency"] = f"Inputs!$B${row + 1}"
     built.input_cells["name"] = f"Inputs!$B${row}"
     S.name(wb, "scenario_name", "Inputs", f"B{row}")
-    S.note(ws, row + 3, "Job MTBF comes from node MTBF / nodes (independent failures, any node stops the job), plus the "
+    texts = _text_rows(sc)
+    for i, (label, key, text) in enumerate(texts, start=2):   # kept by `ckptplan workbook --from`
+        ws.cell(row=row + i, column=1, value=label)
+        c = ws.cell(row=row + i, column=2, value=text or None)
+        c.font, c.fill = S.INPUT_FONT, S.INPUT_FILL
+        S.name(wb, key, "Inputs", f"B{row + i}")
+        built.input_cells[key] = f"Inputs!$B${row + i}"
+    S.note(ws, row + 3 + len(texts), "Job MTBF comes from node MTBF / nodes (independent failures, any node stops the job), plus the "
           "correlated domains; a Job MTBF override (e.g. from `ckptplan fit LOG.csv`) replaces it.", 5)
     for col, width in zip("ABCDEF", (70, 14, 16, 26, 34, 14)):
         ws.column_dimensions[col].width = width
@@ -586,6 +602,7 @@ def _user_texts(scenario: engine.Scenario, designs: tuple, scenarios: pd.DataFra
                 readiness: dict[str, tuple[Any, Any]] | None) -> list[Any]:
     """Every text a user controls that the workbook writes into a cell (see :func:`style.keep_text_literal`)."""
     texts: list[Any] = [scenario.name, scenario.description, scenario.source, scenario.currency]
+    texts += [d.name for d in scenario.domains]
     texts += [d.name for d in designs]
     units = {c.unit for c in F.CALCS} | {"money", "money per GPU-h", "money/GPU-h"}
     texts += [S.fmt_unit(u, scenario.currency) for u in units if "money" in u]

@@ -1,10 +1,30 @@
-"""Read the inputs back from a planning workbook a user edited, treating the file as untrusted.
+"""Read a planning workbook a user edited back into a plan, treating the file as untrusted.
 
 openpyxl parses the XML through defusedxml when it is installed (a dependency of ckptplan), which
 refuses entity-expansion and external-entity attacks. No formula is evaluated: an input cell that
 holds a formula is reported as invalid, not computed. Inputs are found through their defined names
 (the generator names every input), so moved rows still work. Every invalid input is reported at
 once, by sheet, cell and rule.
+
+:func:`read_plan` reads everything the workbook holds, as a :class:`ckptplan.files.plans.PlanFile`:
+
+* the scenario (Inputs: every field, the scenario name and currency);
+* the storage and recovery setup (Storage & recovery: ``setup_<field>``), the baseline's tiers
+  (``tier<i>_<key>``; ``survives`` lists class names separated by commas) and failure classes
+  (``class<j>_name``, ``class<j>_share``);
+* the designs: those of the Storage & recovery sheet (``setup_design<k>_name``, their "set to" / "x
+  baseline" cells on each setup row and on each scenario row, the row named by the sheet's name
+  column: ``setup_<field>`` or ``Inputs: <name>``; their own tiers and classes,
+  :mod:`ckptplan.workbook.tier_block`), then the Compare sheet's alternatives (``alt<k>_name``,
+  ``alt<k>_set_<name>``, ``alt<k>_times_<name>``) not among them. A design on both sheets (one name)
+  must make the same scenario changes on both. The Compare sheet's three default alternatives, unedited,
+  are the workbook's defaults, not designs of the plan.
+
+Which stall, background write and restart the planner *states* (they win over the ones the setup
+derives): an Inputs cell that holds a value states it and a blank one leaves it to the setup (as the
+workbook writes them); a workbook written before that says it in ``setup_stated_<name>`` cells ("yes" or
+"no", its Inputs cells holding the values used), which are read where they exist. A value the setup
+cannot derive is the planner's (stated unless it is the field's default).
 """
 
 from __future__ import annotations
@@ -18,30 +38,39 @@ from typing import Any
 
 from defusedxml.common import DefusedXmlException
 from openpyxl import load_workbook
+from openpyxl.utils import column_index_from_string, get_column_letter as col_letter
 
 from .. import engine
 from ..engine import InputError
-from ..files.untrusted import check_xlsx_package
-from ..engine.designs import Design
-from ..engine.fields import DOMAIN_SLOTS, RULES, Rule
+from ..engine.designs import Design, default_designs
+from ..engine.fleets import fleet_rate
+from ..engine.fields import DOMAIN_SLOTS, FIELD_BY_NAME, RULES, SETUP_FIELDS, Rule
 from ..engine.reliability import FailureDomain
+from ..engine.setup import DERIVED, RecoverySetup, plan_setup
+from ..files.plans import PLACEHOLDER_STALL_MIN, PlanFile
+from ..files.untrusted import check_xlsx_package
 
 from . import formulas as F
 from .notes import READINESS
+from .storage_sheet import SHEET as STORAGE
+from .tier_block import TIER_COLUMNS
 
-__all__ = ["MAX_UNCOMPRESSED_BYTES", "WorkbookInputError", "read_inputs", "read_readiness"]
+__all__ = ["MAX_UNCOMPRESSED_BYTES", "WorkbookInputError", "read_inputs", "read_plan", "read_readiness"]
+
 
 class WorkbookInputError(InputError):
     """Invalid inputs in a workbook: ``problems`` lists (sheet, cell, name, value, rule)."""
 
     def __init__(self, path: Path, problems: list[tuple[str, str, str, Any, str]]):
         self.problems = problems
-        lines = [f"{sheet}!{cell} ({name}) = {value!r}: {rule}" for sheet, cell, name, value, rule in problems]
+        lines = [f"{sheet}!{cell} ({name}) = {value!r}: {rule}" if cell else f"{sheet} ({name}) = {value!r}: {rule}"
+                 for sheet, cell, name, value, rule in problems]
         ValueError.__init__(self, f"{path}: {len(problems)} invalid input(s):\n  " + "\n  ".join(lines))
         self.field, self.value, self.rule, self.position = "workbook", str(path), "invalid inputs", None
 
 
 def _cell(wb, name: str) -> tuple[str, str, Any] | None:
+    """(sheet, cell, value) of a one-cell defined name, or None; a formula's value is :class:`_Formula`."""
     if name not in wb.defined_names:
         return None
     dests = list(wb.defined_names[name].destinations)
@@ -51,13 +80,25 @@ def _cell(wb, name: str) -> tuple[str, str, Any] | None:
     ref = ref.replace("$", "")
     if not re.fullmatch(r"[A-Z]{1,3}[1-9][0-9]{0,6}", ref):  # one cell: openpyxl would build every cell of a range
         return None
-    return sheet, ref, wb[sheet][ref].value
+    return sheet, ref, _value(wb[sheet][ref])
+
+
+class _Formula(str):
+    """A cell's formula (its text), told apart from a text that starts with "=" (stored as text)."""
+
+
+def _value(cell: Any) -> Any:
+    return _Formula(cell.value) if cell.data_type == "f" else cell.value
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not isinstance(value, _Formula) and value.strip() == "")
 
 
 def _number_problem(value: Any, rule: Rule, blank: str = "") -> str | None:
     """Why a (non-empty) input cell breaks its registry rule, or None: a formula, text, or a number the
     rule's predicate refuses (``blank``: the words that say an empty cell is allowed too)."""
-    if isinstance(value, str) and value.startswith("="):
+    if isinstance(value, _Formula) or (isinstance(value, str) and value.startswith("=")):
         return "holds a formula; type a number (formulas in an edited workbook are not evaluated)"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return f"must be {rule.noun}{blank}, not text"
@@ -66,9 +107,35 @@ def _number_problem(value: Any, rule: Rule, blank: str = "") -> str | None:
     return None
 
 
-def _read_block(wb, prefix: str, problems: list) -> dict[str, Any]:
+def _number(wb, name: str, rule: Rule, problems: list, label: str | None = None, blank: str = " or blank",
+            integer: bool = False) -> Any:
+    """The number in the named cell (None: blank or not in the workbook); a bad cell goes to ``problems``."""
+    found = _cell(wb, name)
+    if found is None or _blank(found[2]):
+        return None
+    sheet, ref, value = found
+    problem = _number_problem(value, rule, blank)
+    if problem:
+        problems.append((sheet, ref, label or name, value, problem))
+        return None
+    return int(value) if integer and float(value).is_integer() else float(value)
+
+
+def _text(found: tuple[str, str, Any] | None, problems: list, name: str) -> str | None:
+    """The text of a named cell (None: blank or missing); a formula goes to ``problems``."""
+    if found is None or _blank(found[2]):
+        return None
+    if isinstance(found[2], _Formula):
+        problems.append((found[0], found[1], name, str(found[2]), "holds a formula; type the text"))
+        return None
+    value = found[2]
+    return (str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)).strip()
+
+
+def _read_block(wb, prefix: str, problems: list, optional: tuple[str, ...] = ()) -> dict[str, Any]:
     """The values of one block of inputs (``prefix`` "" = Inputs, "alt_" = Compare), keyed by defined
-    name; every cell breaking its registry rule is added to ``problems``."""
+    name; every cell breaking its registry rule is added to ``problems`` (``optional``: required fields a
+    blank cell may leave to the setup)."""
     values: dict[str, Any] = {}
     for key, field in F.INPUTS.items():
         found = _cell(wb, prefix + key)
@@ -77,8 +144,8 @@ def _read_block(wb, prefix: str, problems: list) -> dict[str, Any]:
             continue
         sheet, ref, value = found
         rule = field.check
-        if value is None or (isinstance(value, str) and value.strip() == ""):
-            if field.required:
+        if _blank(value):
+            if field.required and key not in optional:
                 problems.append((sheet, ref, key, None, f"is required ({rule.noun})"))
             values[key] = None
             continue
@@ -90,9 +157,9 @@ def _read_block(wb, prefix: str, problems: list) -> dict[str, Any]:
     return values
 
 
-def _scenario(values: dict[str, Any], name: str, currency: str, origin: str) -> engine.Scenario:
-    fields: dict[str, Any] = {"name": name, "currency": currency, "description": f"read from {origin}",
-                              "source": f"planning workbook {origin}"}
+def _scenario(values: dict[str, Any], texts: dict[str, Any], origin: str) -> engine.Scenario:
+    fields: dict[str, Any] = {"description": f"read from {origin}", "source": f"planning workbook {origin}"}
+    fields.update({k: v for k, v in texts.items() if v is not None and not k.startswith("domain")})
     for key, value in values.items():
         field = F.INPUTS[key]
         if key.startswith("domain") or value is None:
@@ -104,7 +171,7 @@ def _scenario(values: dict[str, Any], name: str, currency: str, origin: str) -> 
         if (mtbf is None) != (per is None):
             raise InputError(f"domain{i}", origin, f"give both domain{i}_mtbf_h and domain{i}_nodes_per_domain, or neither")
         if mtbf is not None:
-            domains.append(FailureDomain(f"domain {i}", mtbf, int(per)))
+            domains.append(FailureDomain(texts.get(f"domain{i}_name") or f"domain {i}", mtbf, int(per)))
     fields["domains"] = tuple(domains)
     return engine.Scenario(**fields)
 
@@ -128,48 +195,13 @@ def _defused(exc: BaseException) -> BaseException | None:
     return None
 
 
-def _read_designs(wb, problems: list) -> list[tuple[str, dict[str, float], dict[str, float]]]:
-    """The Compare sheet's alternatives as (name, set, times), their change cells checked: a "set to"
-    value against its field's rule, an "x baseline" factor > 0 (blank = same as the baseline)."""
-    designs = []
-    k = 1
-    while (found := _cell(wb, f"alt{k}_name")) is not None:
-        name = found[2]
-        name = str(name).strip() if name not in (None, "") and not str(name).startswith("=") else f"alternative {k}"
-        changes: dict[str, dict[str, float]] = {"set": {}, "times": {}}
-        for key, field in F.INPUTS.items():
-            for kind in ("set", "times"):
-                cell = _cell(wb, f"alt{k}_{kind}_{key}")
-                if cell is None:
-                    continue
-                sheet, ref, value = cell
-                if value is None or (isinstance(value, str) and value.strip() == ""):
-                    continue
-                rule = field.check if kind == "set" else RULES["positive"]
-                what = f"alt{k}_{kind}_{key}"  # the cell's defined name
-                problem = _number_problem(value, rule, " or blank")
-                if problem:
-                    problems.append((sheet, ref, what, value, problem))
-                else:
-                    changes[kind][field.name] = float(value)
-        designs.append((name, changes["set"], changes["times"]))
-        k += 1
-    return designs
-
-
-def read_inputs(path: str | Path) -> tuple[engine.Scenario, tuple[Design, ...]]:
-    """The baseline scenario (Inputs sheet) and the Compare sheet's alternatives (designs: sets of
-    changes on the baseline) of an edited workbook.
-
-    Raises :class:`WorkbookInputError` listing every invalid input (sheet, cell, rule), or
-    :class:`engine.InputError` for a file that is not a readable workbook.
-    """
-    path = Path(path)
+def _open(path: Path) -> Any:
+    """The workbook (formulas as text), or an :class:`InputError` for a file that is not a readable one."""
     if not path.exists():
         raise InputError("--from", str(path), "file not found")
     _check_package(path)
     try:
-        wb = load_workbook(path, data_only=False, read_only=False, keep_links=False)
+        return load_workbook(path, data_only=False, read_only=False, keep_links=False)
     except Exception as exc:  # noqa: BLE001 - any failure to parse a user's file becomes one clear error
         hostile = _defused(exc)
         if hostile is not None:
@@ -177,23 +209,299 @@ def read_inputs(path: str | Path) -> tuple[engine.Scenario, tuple[Design, ...]]:
                              "entity or DTD declarations are not allowed in a workbook)") from None
         first_line = str(exc).splitlines()[0] if str(exc) else ""
         raise InputError("--from", str(path), f"is not a readable .xlsx workbook ({type(exc).__name__}: {first_line})") from None
+
+
+def _yes_no(found: tuple[str, str, Any], problems: list, name: str) -> bool | None:
+    """A yes/no cell: True for "yes", False for "no" (any case), None (and a problem) for anything else."""
+    text = _text(found, problems, name)
+    if text is not None and text.lower() in ("yes", "no"):
+        return text.lower() == "yes"
+    if not isinstance(found[2], _Formula):
+        problems.append((found[0], found[1], name, found[2], "must be yes or no"))
+    return None
+
+
+def _changes(cells: list[tuple[Any, str, Any, Any]], problems: list) -> tuple[dict, dict]:
+    """(set, times) of one design from (field, label, "set to" cell, "x baseline" cell) per input, a cell being
+    (sheet, ref, value) or None: "set to" against the field's rule, "x baseline" a factor > 0, blank = no change."""
+    out: tuple[dict, dict] = ({}, {})
+    for field, label, *both in cells:
+        for kind, found in enumerate(both):
+            if found is None or _blank(found[2]):
+                continue
+            sheet, ref, value = found
+            problem = _number_problem(value, field.check if kind == 0 else RULES["positive"], " or blank")
+            if problem:
+                problems.append((sheet, ref, label.format(kind=("set", "times")[kind]), value, problem))
+            else:
+                out[kind][field.name] = float(value)
+    return out
+
+
+def _compare_designs(wb, problems: list) -> list[tuple[Design, tuple[str, str]]]:
+    """The Compare sheet's alternatives, each with (sheet, cell) of its name."""
+    designs, k = [], 1
+    while (found := _cell(wb, f"alt{k}_name")) is not None:
+        name = _text(found, [], f"alt{k}_name") or f"alternative {k}"
+        cells = [(field, f"alt{k}_{{kind}}_{key}", _cell(wb, f"alt{k}_set_{key}"), _cell(wb, f"alt{k}_times_{key}"))
+                 for key, field in F.INPUTS.items()]
+        set_, times = _changes(cells, problems)
+        designs.append((Design(name, set=set_, times=times), found[:2]))
+        k += 1
+    return designs
+
+
+def _row(ref: str) -> int:
+    return int(ref.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+
+
+def _name_column(wb) -> dict[str, int]:
+    """Row of each row name in the Storage & recovery sheet's name column (C): ``Inputs: <name>``, ``setup.tiers``."""
+    if STORAGE not in wb.sheetnames:
+        return {}
+    rows: dict[str, int] = {}
+    for (c,) in wb[STORAGE].iter_rows(min_col=3, max_col=3):
+        if isinstance(c.value, str) and c.data_type != "f":
+            rows.setdefault(c.value, c.row)
+    return rows
+
+
+def _storage_designs(wb, problems: list) -> list[tuple[Design, tuple[str, str]]]:
+    """The Storage & recovery sheet's designs: the change cells under each design's name on every setup row
+    (the row of ``setup_<field>``) and scenario row (named ``Inputs: <name>``), and its own tiers and classes."""
+    designs, k, rows = [], 1, None
+    while (found := _cell(wb, f"setup_design{k}_name")) is not None:
+        rows = _name_column(wb) if rows is None else rows
+        sheet, ref, _ = found
+        ws, col = wb[sheet], column_index_from_string(ref.rstrip("0123456789"))
+        name = _text(found, problems, f"setup_design{k}_name") or f"design {k}"
+
+        def at(row: int | None, c: int) -> tuple[str, str, Any] | None:
+            return None if row is None else (sheet, f"{col_letter(c)}{row}", _value(ws.cell(row=row, column=c)))
+
+        cells = [(field, f"setup_design{k}_{{kind}}_{key}", at(rows.get(f"Inputs: {key}"), col),
+                  at(rows.get(f"Inputs: {key}"), col + 1)) for key, field in F.INPUTS.items()]
+        cells += [(f, f"setup_design{k}_{{kind}}_{f.name}", *(at(_row(base[1]), col + j) for j in (0, 1)))
+                  for f in SETUP_FIELDS if (base := _cell(wb, f"setup_{f.name}")) is not None]
+        set_, times = _changes(cells, problems)
+        tiers, classes = _design_tiers(wb, k, at(rows.get("setup.tiers"), col), problems)
+        designs.append((Design(name, set=set_, times=times, tiers=tiers, failure_classes=classes), found[:2]))
+        k += 1
+    return designs
+
+
+def _design_tiers(wb, k: int, tiers_row: tuple[str, str, Any] | None, problems: list) -> tuple[Any, Any]:
+    """(tiers, failure classes) design ``k`` puts in place of the baseline's (None: keeps them)."""
+    out: list[Any] = []
+    for what, read in (("tiers", lambda: tuple(_read_tiers(wb, f"setup_design{k}_tier", problems))),
+                       ("classes", lambda: _read_classes(wb, f"setup_design{k}_class", problems))):
+        flag = _cell(wb, f"setup_design{k}_replaces_{what}")
+        replaces = flag is not None and _yes_no(flag, problems, f"setup_design{k}_replaces_{what}")
+        block = read() if flag is not None else None   # checked even when not used: every bad cell is reported
+        out.append(block if replaces else None)
+    replaced = tiers_row is not None and isinstance(tiers_row[2], str) and tiers_row[2].startswith("replaced")
+    if replaced and _cell(wb, f"setup_design{k}_replaces_tiers") is None:
+        problems.append((*tiers_row[:2], f"setup_design{k}_name", tiers_row[2], "this design replaces the tiers, but "
+                         "the workbook holds no copy of its tiers (written by an older ckptplan): regenerate it from "
+                         "the scenario file"))
+    return out[0], out[1]
+
+
+def _read_tiers(wb, prefix: str, problems: list) -> list[dict[str, Any]]:
+    """The tier table named ``<prefix><i>_<key>`` (i = 1, 2, ...): a tier per row that is not blank."""
+    tiers, i = [], 1
+    while (found := _cell(wb, f"{prefix}{i}_name")) is not None:
+        t: dict[str, Any] = {}
+        for key, (_, rule) in TIER_COLUMNS.items():
+            what = f"{prefix}{i}_{key}"
+            if rule is None:
+                text = _text(_cell(wb, what), problems, what)
+                if text is not None:
+                    t[key] = text if key == "name" else [c.strip() for c in text.split(",") if c.strip()]
+            elif (value := _number(wb, what, RULES[rule], problems, integer=rule == "count")) is not None:
+                t[key] = value
+        if t and "name" not in t and not isinstance(found[2], _Formula):
+            problems.append((found[0], found[1], f"{prefix}{i}_name", None, "a tier needs a name (or clear its row)"))
+        elif t:
+            tiers.append(t)
+        i += 1
+    return tiers
+
+
+def _read_classes(wb, prefix: str, problems: list) -> dict[str, float]:
+    """The failure classes named ``<prefix><j>_name`` / ``_share`` (j = 1, 2, ...), in row order."""
+    classes: dict[str, float] = {}
+    j = 1
+    while (found := _cell(wb, f"{prefix}{j}_name")) is not None:
+        name, what = _text(found, problems, f"{prefix}{j}_name"), f"{prefix}{j}_share"
+        share_cell = _cell(wb, what)
+        share = _number(wb, what, RULES["share"], problems)
+        given = share_cell is not None and not _blank(share_cell[2])
+        if name is None and given and not isinstance(found[2], _Formula):
+            problems.append((found[0], found[1], f"{prefix}{j}_name", None, "a share needs its class name"))
+        elif name is not None and "," in name:
+            problems.append((found[0], found[1], f"{prefix}{j}_name", name, "a class name cannot hold a comma "
+                             "(a tier's survives cell lists class names separated by commas)"))
+        elif name is not None and name in classes:
+            problems.append((found[0], found[1], f"{prefix}{j}_name", name, "names a class already listed above"))
+        elif name is not None and not given and share_cell is not None:
+            problems.append((share_cell[0], share_cell[1], what, None, "is required: a class needs its share"))
+        elif name is not None and share is not None:
+            classes[name] = share
+        j += 1
+    return classes
+
+
+def _read_setup(wb, problems: list) -> dict[str, Any]:
+    """The setup's fields (blank = the field's default); empty when the workbook has no setup cells."""
+    if _cell(wb, f"setup_{SETUP_FIELDS[0].name}") is None:
+        return {}
+    values = {f.name: _number(wb, f"setup_{f.name}", f.check, problems, integer=f.integer) for f in SETUP_FIELDS}
+    return {f.name: f.default if values[f.name] is None else values[f.name] for f in SETUP_FIELDS}
+
+
+def _stated_cells(wb, problems: list) -> dict[str, bool]:
+    """The sheet's ``setup_stated_<name>`` answers (a workbook without these cells says it by a blank Inputs cell)."""
+    out = {}
+    for name in DERIVED:
+        found = _cell(wb, f"setup_stated_{name}")
+        if found is not None and (said := _yes_no(found, problems, f"setup_stated_{name}")) is not None:
+            out[name] = said
+    return out
+
+
+def _derivable(sc: engine.Scenario, setup: Any) -> set[str]:
+    """The scenario fields of :data:`DERIVED` the setup derives (what a blank or unstated cell leaves to it)."""
+    if not setup.given():
+        return set()
+    single = plan_setup(sc, setup.replace(tiers=(), failure_classes={}, stated=frozenset()))
+    out = {n for n in DERIVED[:2] if single.figures[f"derived_{n}"] is not None}
+    return out | ({"restart_min"} if single.restart_parts_min else set()) | (
+        {"checkpoint_stall_min"} if setup.tiers else set())
+
+
+def _resolve_derived(wb, values: dict[str, Any], said: dict[str, bool], derivable: set[str],
+                     problems: list) -> tuple[dict[str, Any], set[str]]:
+    """The scenario's stall, background write and restart, and those the planner states (module notes)."""
+    out, stated = {}, set()
+    for name in DERIVED:
+        value, field = values.get(name), FIELD_BY_NAME[name]
+        fallback = PLACEHOLDER_STALL_MIN if field.required else field.default
+        if value is None:
+            if said.get(name) or (field.required and name not in derivable):
+                why = f"setup_stated_{name} says yes" if said.get(name) else "the setup does not derive it"
+                problems.append((*_cell(wb, name)[:2], name, None, f"is required ({why})"))
+            out[name] = fallback
+        elif said.get(name) or (name in derivable and name not in said):
+            out[name] = value          # "yes", or a value typed where the setup would derive one
+            stated.add(name)
+        elif name in derivable:
+            out[name] = fallback       # "no": the setup derives it
+        else:
+            out[name] = value          # the setup cannot derive it: the value is the planner's
+            if value != field.default:
+                stated.add(name)
+    return out, stated
+
+
+def _merge_designs(storage: list, compare: list, sc: engine.Scenario, problems: list) -> tuple[Design, ...]:
+    """The Storage & recovery sheet's designs, then the Compare sheet's not among them (one name, one design);
+    the Compare sheet's unedited defaults are none."""
+    if tuple(d for d, _ in compare) == tuple(default_designs(sc)):
+        compare = []
+    designs = [d for d, _ in storage]
+    named = {d.name: d for d in reversed(designs)}   # the first design of a name
+    for d, (sheet, ref) in compare:
+        if d.name not in named:
+            designs.append(named.setdefault(d.name, d))
+        elif (ours := _scenario_part(d)) != (theirs := _scenario_part(named[d.name])):
+            problems.append((sheet, ref, "design", d.name, f"changes the scenario as {ours.describe()}, but the same "
+                             f"design on the {STORAGE} sheet as {theirs.describe()}: make the two sheets agree"))
+    return tuple(designs)
+
+
+def _scenario_part(d: Design) -> Design:
+    """The design's changes to scenario inputs (what the Compare sheet shows of it)."""
+    keep = {f.name for f in F.INPUTS.values()}
+    return Design(d.name, set={k: v for k, v in d.set.items() if k in keep},
+                  times={k: v for k, v in d.times.items() if k in keep and k not in d.set})
+
+
+def _texts(wb, values: dict[str, Any], path: Path, problems: list) -> dict[str, Any]:
+    """The scenario's texts: name (blank: the file's), currency (blank: USD), description, source and the
+    domains' names (None: not in the workbook), and the published failure rate behind node_mtbf_h, dropped
+    when the Inputs node MTBF is not its (the planner's own figure wins, as on the command line)."""
+    out: dict[str, Any] = {"name": _text(_cell(wb, "scenario_name"), [], "scenario_name") or path.stem,
+                           "currency": _text(_cell(wb, "currency"), [], "currency") or "USD"}
+    for key, name in (("description", "scenario_description"), ("source", "scenario_source"),
+                      ("failure_rate_source", "failure_rate_source"),
+                      *((f"domain{i}_name",) * 2 for i in range(1, DOMAIN_SLOTS + 1))):
+        found = _cell(wb, name)
+        out[key] = None if found is None else _text(found, problems, name) or ""
+    if out["failure_rate_source"]:
+        try:
+            mtbf = fleet_rate(out["failure_rate_source"]).node_mtbf_h
+        except InputError as exc:
+            problems.append((*_cell(wb, "failure_rate_source")[:2], "failure_rate_source", out["failure_rate_source"],
+                             exc.rule))
+            return out
+        node = values.get("node_mtbf_h")
+        if node is not None and abs(node - mtbf) > 1e-9 * mtbf:
+            out["failure_rate_source"] = ""
+    return out
+
+
+def _read(path: Path) -> tuple[PlanFile, tuple[Design, ...]]:
+    """The workbook's plan and the Compare sheet's alternatives as they stand."""
+    wb = _open(path)
     problems: list = []
-    base = _read_block(wb, "", problems)
-    found = _read_designs(wb, problems)
+    values = _read_block(wb, "", problems, optional=DERIVED)
+    setup_values = _read_setup(wb, problems)
+    tiers, classes = tuple(_read_tiers(wb, "tier", problems)), _read_classes(wb, "class", problems)
+    said, storage = _stated_cells(wb, problems), _storage_designs(wb, problems)
+    compare = _compare_designs(wb, problems)
     if problems:
         raise WorkbookInputError(path, problems)
-
-    def text(name: str, default: str) -> str:
-        found = _cell(wb, name)
-        return str(found[2]).strip() if found and found[2] not in (None, "") and not str(found[2]).startswith("=") else default
-
-    currency = text("currency", "USD")
+    texts = _texts(wb, values, path, problems)
+    if problems:
+        raise WorkbookInputError(path, problems)
     try:
-        sc = _scenario(base, text("scenario_name", path.stem), currency, path.name)
-        designs = tuple(Design(name, set=set_, times=times) for name, set_, times in found)
+        filled = {**values, **{k: PLACEHOLDER_STALL_MIN for k in DERIVED if values.get(k) is None and F.INPUTS[k].required}}
+        sc = _scenario(filled, texts, path.name)
+        setup = RecoverySetup(**setup_values, tiers=tiers, failure_classes=classes)
+        resolved, stated = _resolve_derived(wb, values, said, _derivable(sc, setup), problems)
+        sc, setup = sc.replace(**resolved), setup.replace(stated=frozenset(stated))
+        designs = _merge_designs(storage, compare, sc, problems)
     except InputError as exc:
         raise InputError(f"{path.name}: {exc.field}", exc.value, exc.rule) from None
-    return sc, designs
+    if problems:
+        raise WorkbookInputError(path, problems)
+    return PlanFile(sc, setup, designs, str(path)), tuple(d for d, _ in compare)
+
+
+def read_plan(path: str | Path) -> PlanFile:
+    """Everything an edited workbook holds, as a plan: the scenario, the storage and recovery setup with its
+    tiers, failure classes and stated fields, and every design (see the module notes); ``origin`` the path.
+
+    Raises :class:`WorkbookInputError` listing every invalid input (sheet, cell, name, value, rule), or
+    :class:`engine.InputError` for a file that is not a readable workbook or inputs that break a rule
+    between fields (naming the file and the field).
+    """
+    return _read(Path(path))[0]
+
+
+def read_inputs(path: str | Path) -> tuple[engine.Scenario, tuple[Design, ...]]:
+    """The baseline scenario as planned (the stall, write and restart its setup derives filled in) and the
+    Compare sheet's alternatives (designs: sets of changes on the baseline) of an edited workbook.
+
+    :func:`read_plan` reads the rest (setup, tiers, classes, the Storage & recovery sheet's designs).
+    Raises :class:`WorkbookInputError` listing every invalid input (sheet, cell, rule), or
+    :class:`engine.InputError` for a file that is not a readable workbook.
+    """
+    plan, compare = _read(Path(path))
+    if plan.setup.given():
+        return plan_setup(plan.scenario, plan.setup.replace(tiers=(), failure_classes={})).scenario, compare
+    return plan.scenario, compare
 
 
 def read_readiness(path: str | Path) -> dict[str, tuple[Any, Any]]:
@@ -215,5 +523,3 @@ def read_readiness(path: str | Path) -> dict[str, tuple[Any, Any]]:
                 evidence = None
             kept[item] = (status, evidence)
     return kept
-
-

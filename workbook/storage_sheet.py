@@ -10,7 +10,8 @@ column shows the Plan sheet's own cells (one computation, one answer), each desi
 its own; a column with checkpoint tiers shows the engine's tiered figures (build time, with an "up to
 date" check) instead of single-level ones; the baseline's tiers (``tier<i>_<key>``) and failure
 classes (``class<j>_name``/``_share``) with the first-order intervals of Benoit et al. (IEEE TC
-66(7), 2017); hidden columns to the right: each design column's spare-pool sum
+66(7), 2017), then the tiers and classes a design puts in their place (grouped rows, :mod:`.tier_block`);
+hidden columns to the right: each design column's spare-pool sum
 (:func:`workbook.design_formulas.pool_chain_cell`).
 
 User text is written as text, never as a formula. Checks: ``("setup", "base"|k)`` = ``plan_setup`` of
@@ -36,6 +37,7 @@ from ..engine.setup import TIER_KEYS, RecoverySetup, plan_setup
 from ..engine.storage import HOURS_PER_BILLING_MONTH
 from . import design_formulas as D, flags, formulas as F, style as S
 from .manifest import Built, Check
+from .tier_block import TIER_COLUMNS as _TIER, design_tier_rows
 
 __all__ = ["CLASS_SLOTS", "DESIGN_SLOTS", "SHEET", "TIER_SLOTS", "sheet_checks",
            "storage_sheet"]
@@ -48,13 +50,6 @@ _REGISTRY: "WeakKeyDictionary[Workbook, tuple[list[Check], list[Check]]]" = Weak
 _VISIBLE = {"effective_stall_min", "exact_interval_min", "chosen_interval_min", "waste_fraction", "expected_failures",
             "wall_h", "useful_h", "save_h", "restart_h", "rework_h", "gpus", "total_gpu_hours", "compute_cost",
             "goodput", "p_finish_by_deadline"}
-#: the tier table's columns (TIER_KEYS order): header, rule (None: text)
-_TIER = dict(zip(TIER_KEYS, (
-    ("Tier name", None), ("Every k-th save", "count"), ("Survives (classes, comma-separated)", None),
-    ("Stall, empty = derived (min)", "nonnegative"), ("Restore, empty = derived (min)", "nonnegative"),
-    ("Write per writer (GB/s)", "positive"), ("Write aggregate (GB/s)", "positive"),
-    ("Read per reader (GB/s)", "positive"), ("Read aggregate (GB/s)", "positive"), ("Checkpoints kept", "count"),
-    ("Replicas of each", "count"), ("Price per GB-month (money)", "nonnegative"))))
 
 
 def sheet_checks(wb: Workbook) -> tuple[list[Check], list[Check]]:
@@ -182,6 +177,7 @@ def storage_sheet(wb: Workbook, scenario, setup, designs, built: Built, terms: i
     _plan(g)
     _engine_values(g, columns, plans, designs)
     _tiers(g, st, plans[0])
+    g.row = design_tier_rows(ws, g.row, designs, g.name, (TIER_SLOTS, CLASS_SLOTS), g.currency)
     for i, text in enumerate([t.format(N=terms) for t in _NOTES] + flags.legend()):
         S.note(ws, g.row + 1 + i, text, 7)
     for col, width in zip("ABCDEFGHIJKLMNOP", (_WIDTH_A, 16, 30, 16, 10, 10, 16, 10, 10, 16, 10, 10, 16, 10, 10, 16)):
@@ -504,7 +500,8 @@ _NOTES = (
         "class<j>_name, class<j>_share.",
         "Designs: blank = the baseline's value, 'set to' a value, 'x baseline' a factor; a design that sets a stall, "
         "write or restart states it. Designs that replace the tiers are named in the 'Checkpoint tiers' row: the "
-        "tier table is the baseline's.",
+        "tier table is the baseline's; a design's own tiers and failure classes are in the grouped rows under it "
+        "(setup_design<k>_tier<i>_<key>, setup_design<k>_class<j>_name / _share).",
         "Spare pool: the wait for a node = 60 x repair h x (1 - EXP(-mu)) / mu (no spares) minus what the spares "
         "save, a sum over up to {N} busy spares in hidden columns to the right (expand with +).",
         "First-order tier intervals (Benoit et al., IEEE TC 66(7), 2017): T_l = SQRT(2 C_l / lambda_l), C_1 = "

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command for the whole test suite on a fresh machine: installs what the tests need
-# (LibreOffice for the spreadsheet recalculation tests, the package with its test extras),
+# (LibreOffice for the spreadsheet recalculation tests, pdftotext for the printed pages, the package
+# with its test extras),
 # lints with ruff (configuration in pyproject.toml), then runs pytest. Extra arguments go to
 # pytest. Exits non-zero when the lint or any test fails.
 set -euo pipefail

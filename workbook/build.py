@@ -332,7 +332,7 @@ def scaling_nodes(nodes: int) -> list[int]:
     return out
 
 
-def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int) -> None:
+def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, st: Any = None) -> None:
     ws = wb.create_sheet("Scaling")
     S.title(ws, "Scaling: the same training on more or fewer nodes",
            "Assumes perfect scaling (useful GPU-hours constant, useful hours = Inputs hours x Inputs nodes / nodes), "
@@ -366,7 +366,7 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int) 
     ws.freeze_panes = ws.cell(row=first, column=3)
     ws.column_dimensions["A"].width = 10
     ws.column_dimensions["B"].width = 14
-    pages.fit_scaling(ws, sc, nodes_list, first, cols)
+    pages.fit_scaling(ws, sc, st, nodes_list, first, cols)
 
     xs = Reference(ws, min_col=1, min_row=first, max_row=last)
     def nodes_chart(title: str, key: str, y_title: str, y_format: str, color: str, symbol: str) -> ScatterChart:
@@ -556,7 +556,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     _inputs_sheet(wb, scenario, built, derived)
     refs = _plan_sheet(wb, scenario, built, terms)
     _curve_sheet(wb, refs, built)
-    _scaling_sheet(wb, scenario, built, terms)
+    _scaling_sheet(wb, scenario, built, terms, st)
     compare_sheet(wb, scenario, designs, built, terms)
     storage_sheet(wb, scenario, setup, given, built, terms)
     if scenarios is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pandas as pd
 from openpyxl.styles import Alignment
 from openpyxl.utils import get_column_letter
 
@@ -21,8 +22,9 @@ from .flags import OK
 
 __all__ = ["SHORT_MONEY", "cost_axis", "fit_label", "fit_model_check", "fit_scaling"]
 
-#: axis labels a planner reads at a glance: 250,000 / 3.5 M / 60 bn
-SHORT_MONEY = '[>=1000000000]#,##0.#,,," bn";[>=1000000]#,##0.#,," M";#,##0'
+#: axis labels a planner reads at a glance: 250,000 / 35 M / 6,000 M, and 1E+15 once a run costs more than
+#: a trillion (Excel takes two conditions per format)
+SHORT_MONEY = '[>=1000000000000]0E+0;[>=1000000]#,##0,," M";#,##0'
 
 
 def fit_label(ws, row: int, width: float, bold: bool = False, column: int = 1) -> None:
@@ -46,13 +48,27 @@ def fit_model_check(ws, row: int, results: Any, width: float) -> None:
         ws.cell(row=row, column=c).alignment = Alignment(vertical="top")
 
 
-def fit_scaling(ws, sc: engine.Scenario, nodes_list: list[int], first: int, cols: dict[str, int]) -> None:
-    """Widths sized to the largest figure of each money, GPU-hour and hour column (scientific above a trillion,
-    so an edited input never shows ``###``), and each row tall enough for its model check as computed now."""
+def _scaling_rows(sc: engine.Scenario, st: Any, nodes_list: list[int]) -> pd.DataFrame | None:
+    """The engine's plan of each Scaling row (the design re-derived at its node count), None where one is refused."""
+    from ..engine.setup import RecoverySetup, plan_setup
+
+    st = (st if st is not None else RecoverySetup()).replace(tiers=(), failure_classes={})
+    out = []
     try:
-        rows = engine.evaluate([sc.with_nodes(n).replace(interval_min=None) for n in nodes_list])
+        for n in nodes_list:
+            plan = plan_setup(sc.with_nodes(n).replace(interval_min=None), st)
+            out.append(plan.row.to_dict() | {k: plan.figures[k] for k in ("total_cost", "total_gpu_hours")
+                                             if plan.figures.get(k) is not None})
     except (ValueError, ArithmeticError):  # a row the models refuse: its cells say so in words
-        rows = None
+        return None
+    return pd.DataFrame(out)
+
+
+def fit_scaling(ws, sc: engine.Scenario, st: Any, nodes_list: list[int], first: int, cols: dict[str, int]) -> None:
+    """Widths sized to the largest figure of each money, GPU-hour and hour column (scientific above a trillion,
+    so an edited input never shows ``###``), and each row tall enough for its model check as computed now
+    (``st``: the design, re-derived per row as the sheet does)."""
+    rows = _scaling_rows(sc, st, nodes_list)
     for key in ("wall_h", "total_gpu_hours", "total_cost"):
         if key not in cols:
             continue
@@ -62,9 +78,8 @@ def fit_scaling(ws, sc: engine.Scenario, nodes_list: list[int], first: int, cols
             ws[f"{letter}{r}"].number_format = S.large_number(fmt)
         decimals = ".2f" if fmt == F.HOURS else ".0f"
         values = [float(v) for v in rows[key] if math.isfinite(v)] if rows is not None else [999_999_999_999.99]
-        # the design's storage and spares come on top of the GPU time: one more digit of room
         longest = max((len(f"{v:,{decimals}}") if v < 1e12 else 8 for v in values), default=0)
-        ws.column_dimensions[letter].width = max(ws.column_dimensions[letter].width or 14, longest + 4)
+        ws.column_dimensions[letter].width = max(ws.column_dimensions[letter].width or 14, longest + 3)
     if rows is None:
         return
     width = ws.column_dimensions[get_column_letter(cols["model_check"])].width

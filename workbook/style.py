@@ -89,7 +89,7 @@ LINE_HEIGHT = 15
 
 def text_lines(text: Any, width: float, bold: bool = False) -> int:
     """Lines ``text`` wraps to in a column ``width`` characters wide (words wrap whole; bold is wider)."""
-    per_line = max(1, int(width * (1.0 if bold else 1.15)))  # characters per width unit, measured on rendered pages
+    per_line = max(1, int(width * (1.0 if bold else 1.2)))  # characters per width unit, measured on rendered pages
     return max(1, sum(len(textwrap.wrap(part, per_line)) or 1 for part in str(text).split("\n")))
 
 

@@ -26,9 +26,8 @@ __all__ = ["app", "headline", "main", "print_plan"]
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="How often should a training job checkpoint, and what does it cost?")
 
-from .common import (DEFAULT_TEMPLATE, console, err_console, fail, field_options, flag, literal,  # noqa: E402,F401
-                     plan_from_options,
-                     scenario_from_options)
+from .common import (DEFAULT_TEMPLATE, console, duration, err_console, fail, field_options, flag,  # noqa: E402,F401
+                     literal, plan_from_options, scenario_from_options)
 
 
 def _money(x: float, currency: str) -> str:
@@ -80,26 +79,27 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None) -> Non
         console.print(f"[bold]{literal(str(row['name']))}[/]  {literal(str(row.get('description', '') or ''))}",
                       highlight=False)
     console.print(
-        f"{int(row['nodes']):,} nodes, job MTBF {row['job_mtbf_h']:,.2f} h  |  stall {row['checkpoint_stall_min']:g} min"
-        + (f" + async write {row['async_write_min']:g} min at {row['async_slowdown_fraction']:.0%} slowdown"
-           f" (effective {row['effective_stall_min']:.3g} min)" if row["async_write_min"] > 0 else "")
-        + f"  |  restart {row['restart_min']:g} min  |  {int(row['gpus']):,} GPUs", highlight=False)
+        f"{int(row['nodes']):,} nodes, job MTBF {duration(row['job_mtbf_h'] * 60)}  |  stall "
+        f"{duration(row['checkpoint_stall_min'])}"
+        + (f" + async write {duration(row['async_write_min'])} at {row['async_slowdown_fraction']:.0%} slowdown"
+           f" (effective {duration(row['effective_stall_min'])})" if row["async_write_min"] > 0 else "")
+        + f"  |  restart {duration(row['restart_min'])}  |  {int(row['gpus']):,} GPUs", highlight=False)
 
     t = Table(title="Checkpoint interval by model", title_justify="left")
     t.add_column("model")
-    t.add_column("interval (min)", justify="right")
+    t.add_column("save every", justify="right")
     t.add_column("waste, exact model", justify="right")
-    t.add_row("Young (first order)", f"{row['young_interval_min']:.1f}", f"{row['waste_fraction_at_young']:.2%}")
-    t.add_row("Daly (higher order)", f"{row['daly_interval_min']:.1f}", f"{row['waste_fraction_at_daly']:.2%}")
-    t.add_row("exact optimum", f"{row['exact_interval_min']:.1f}", f"{row['waste_fraction_at_optimum']:.2%}")
+    t.add_row("Young (first order)", duration(row["young_interval_min"]), f"{row['waste_fraction_at_young']:.2%}")
+    t.add_row("Daly (higher order)", duration(row["daly_interval_min"]), f"{row['waste_fraction_at_daly']:.2%}")
+    t.add_row("exact optimum", duration(row["exact_interval_min"]), f"{row['waste_fraction_at_optimum']:.2%}")
     if not math.isnan(row.get("interval_min", math.nan)):
-        t.add_row("chosen", f"{row['chosen_interval_min']:.1f}", f"{row['waste_fraction']:.2%}")
+        t.add_row("chosen", duration(row["chosen_interval_min"]), f"{row['waste_fraction']:.2%}")
     console.print(t)
     console.print(f"first-order waste at the chosen interval: {row['first_order_waste']:.2%} "
                   f"(Young minimum sqrt(2C/M) = {row['young_min_waste']:.2%}; first order leaves out restarts)",
                   highlight=False)
 
-    c = Table(title=f"Expected run at {row['chosen_interval_min']:.1f} min interval "
+    c = Table(title=f"Expected run, saving every {duration(row['chosen_interval_min'])} "
                     f"({row['expected_failures']:,.1f} failures expected)", title_justify="left")
     for col, just in (("where the time goes", "left"), ("wall h", "right"), ("GPU-hours", "right"),
                       (f"cost ({cur})", "right"), ("share", "right")):
@@ -117,13 +117,13 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None) -> Non
         naive = engine.waste_fraction(row["chosen_interval_min"], 1e-9, row["job_mtbf_h"] * 60, row["restart_min"])
         console.print(f"async is not free: treating these saves as C = 0 would predict {naive:.2%} waste at this "
                       f"interval; the async model gives {row['waste_fraction']:.2%} (throughput lost during the "
-                      f"{row['async_write_min']:g} min write, and rework while the checkpoint is not yet durable)",
+                      f"{duration(row['async_write_min'])} write, and rework while the checkpoint is not yet durable)",
                       highlight=False)
     console.print(f"goodput {row['goodput']:.2%}  |  {row['cost_per_useful_gpu_hour']:,.3f} {literal(str(cur))} per useful "
                   f"GPU-hour (list price {row['price_per_gpu_hour']:,.2f})", highlight=False)
     if "p_finish_by_deadline" in row.index and row["p_finish_by_deadline"] == row["p_finish_by_deadline"]:
-        console.print(f"deadline {row['deadline_h']:,g} h: P(finish) {row['p_finish_by_deadline']:.1%}; wall h "
-                      f"P50 / P90 / P99 {row['wall_h_p50']:,.1f} / {row['wall_h_p90']:,.1f} / {row['wall_h_p99']:,.1f} "
+        console.print(f"deadline {duration(row['deadline_h'] * 60)}: P(finish) {row['p_finish_by_deadline']:.1%}; wall "
+                      f"time P50 / P90 / P99 {' / '.join(duration(row[k] * 60) for k in DEADLINE_KEYS[1:])} "
                       "(analytic, exponential failures; `ckptplan deadline` simulates)", highlight=False)
     for warning in model_warnings(row.to_frame().T)[0]:
         console.print(f"[bold yellow]warning:[/] {literal(warning)}", highlight=False)
@@ -166,7 +166,7 @@ def plan(
 
             console.print(f"[bold]{literal(str(row['name']))}[/]  {literal(str(row.get('description', '') or ''))}",
                           highlight=False)
-            console.print(f"{int(row['nodes']):,} nodes, job MTBF {row['job_mtbf_h']:,.2f} h, {int(row['gpus']):,} GPUs"
+            console.print(f"{int(row['nodes']):,} nodes, job MTBF {duration(row['job_mtbf_h'] * 60)}, {int(row['gpus']):,} GPUs"
                           "  |  multi-level checkpoints: the tiers' exact expectation (single-level figures left out)",
                           highlight=False)
             for warning in planned.warnings:
@@ -264,9 +264,9 @@ def workbook_cmd(
     print_plan(row)
     if report is not None:
         figures = {label.strip(): value for label, value, _, _ in report["rows"]}
-        console.print(f"deadline {sc.deadline_h:g} h: P(finish) = {figures['P(finish by the deadline)']:.1%} at the chosen "
-                      f"interval; best {figures['its P(finish by the deadline)']:.1%} at "
-                      f"{figures['Interval with the best chance of meeting the deadline']:.1f} min "
+        console.print(f"deadline {duration(sc.deadline_h * 60)}: P(finish) = {figures['P(finish by the deadline)']:.1%} at "
+                      f"the chosen interval; best {figures['its P(finish by the deadline)']:.1%} saving every "
+                      f"{duration(figures['Interval with the best chance of meeting the deadline'])} "
                       f"({report['runs']:,} simulated runs, seed {report['seed']})", highlight=False)
     elif not no_deadline:
         console.print("no deadline_h in the scenario: Deadline sheet left out", highlight=False)

@@ -14,7 +14,7 @@ from typing import Any, List, Optional
 
 import typer
 
-from .common import DEFAULT_TEMPLATE, console, emit_scenario_file, err_console, fail, flag, json_ready, literal
+from .common import DEFAULT_TEMPLATE, console, duration, emit_scenario_file, err_console, fail, flag, json_ready, literal
 
 __all__ = ["actual", "actual_h", "compare_log", "emit_measured", "register", "summary_row"]
 
@@ -79,21 +79,29 @@ def summary_row(log: Any, split: Any, variance: Any) -> dict[str, Any]:
     return row
 
 
+#: the plan-vs-actual buckets as a planner reads them
+_BUCKET_WORDS = {"save_blocking": "save (training blocked)", "async_slowdown": "slowdown during background writes",
+                 "startup": "start-up"}
+
+
 def _print_one(split: Any, v: Any) -> None:
     from rich.table import Table
 
     m, cur = split.measured, literal(v.currency)
+    def h(hours: Any) -> str:
+        return duration(None if hours is None else hours * 60)
+
     mtbf = ("-" if m.get("job_mtbf_h") is None else
-            f"{m['job_mtbf_h']:.3g} h ({split.confidence:.0%} interval {m['job_mtbf_h_low']:.3g}.."
-            f"{m['job_mtbf_h_high']:.3g} h)" if m.get("job_mtbf_h_high") is not None else f"{m['job_mtbf_h']:.3g} h")
-    console.print(f"[bold]{literal(split.source)}[/] against plan [bold]{literal(v.scenario)}[/]: {split.wall_h:,.2f} wall h, "
+            f"{h(m['job_mtbf_h'])} ({split.confidence:.0%} interval {h(m['job_mtbf_h_low'])} .. "
+            f"{h(m['job_mtbf_h_high'])})" if m.get("job_mtbf_h_high") is not None else h(m["job_mtbf_h"]))
+    console.print(f"[bold]{literal(split.source)}[/] against plan [bold]{literal(v.scenario)}[/]: {h(split.wall_h)} of wall time, "
                   f"goodput (ETTR) {split.goodput:.2%}, {int(m.get('failures') or 0)} failures, job MTBF {mtbf}",
                   highlight=False)
-    t = Table(title=f"Plan vs actual over the same {v.wall_h:,.2f} wall hours ({v.gpus:,} GPUs)", title_justify="left")
+    t = Table(title=f"Plan vs actual over the same {h(v.wall_h)} of wall time ({v.gpus:,} GPUs)", title_justify="left")
     for col in ("where the time went", "planned h", "actual h", "difference h", "GPU-hours", f"money ({cur})"):
         t.add_column(col, justify="left" if col.startswith("where") else "right")
     for b in v.buckets:
-        t.add_row(b["bucket"], f"{b['planned_h']:,.2f}", f"{b['actual_h']:,.2f}", f"{b['difference_h']:+,.2f}",
+        t.add_row(_BUCKET_WORDS.get(b["bucket"], b["bucket"]), f"{b['planned_h']:,.2f}", f"{b['actual_h']:,.2f}", f"{b['difference_h']:+,.2f}",
                   f"{b['difference_gpu_hours']:+,.0f}", f"{b['difference_money']:+,.0f}")
     tot = v.totals
     t.add_row("[bold]waste (all but productive)[/]", f"{tot['planned_waste_h']:,.2f}", f"{tot['actual_waste_h']:,.2f}",
@@ -105,13 +113,15 @@ def _print_one(split: Any, v: Any) -> None:
     if rest:
         console.print("  rest of the difference: " + ", ".join(f"{k} {h:+,.2f} h" for k, h in rest.items()), highlight=False)
     o = v.optimum_savings
-    console.print(f"interval used {o['interval_used_min']:.1f} min; the optimum for the measured inputs is "
-                  f"{o['optimal_interval_min']:.1f} min and would have saved {o['wall_h_saved']:,.2f} wall h = "
+    console.print(f"saved every {duration(o['interval_used_min'])}; the optimum for the measured inputs is every "
+                  f"{duration(o['optimal_interval_min'])} and would have saved {h(o['wall_h_saved'])} of wall time = "
                   f"{o['gpu_hours_saved']:,.0f} GPU-hours = {o['money_saved']:,.0f} {cur}", highlight=False)
-    shown = {k: m.get(k) for k in ("checkpoint_stall_min", "async_write_min", "async_slowdown_fraction", "restart_min",
-                                   "checkpoint_interval_min")}
-    console.print("measured: " + ", ".join(f"{k} = {'-' if x is None else format(x, '.4g')}" for k, x in shown.items()),
-                  highlight=False)
+    write, slowdown = m.get("async_write_min"), m.get("async_slowdown_fraction")
+    console.print(f"measured: save stall {duration(m.get('checkpoint_stall_min'))}, "
+                  + (f"background write {duration(write)} at {'-' if slowdown is None else format(slowdown, '.0%')} "
+                     "slowdown" if write else "no background write")
+                  + f", restart {duration(m.get('restart_min'))}, saved every "
+                  f"{duration(m.get('checkpoint_interval_min'))}", highlight=False)
     for note in tuple(split.notes) + tuple(v.notes):
         console.print(f"note: {literal(note)}", highlight=False)
 
@@ -182,22 +192,22 @@ def actual(
 
 
 def _print_rows(rows: list[dict[str, Any]], plan: Any) -> None:
-    from rich.table import Table
+    from .common import print_rows
 
     cur = literal(plan.currency)
-    t = Table(title=f"Plan {literal(plan.name)} vs {len(rows)} jobs", title_justify="left")
-    for col in ("log", "wall h", "goodput", "failures", "job MTBF h", "stall min", "restart min", "waste vs plan h",
-                f"vs plan ({cur})", f"optimum would save ({cur})"):
-        t.add_column(col, justify="left" if col == "log" else "right")
 
     def n(x: Any, fmt: str) -> str:
         return "-" if x is None else format(x, fmt)
 
-    for r in rows:
-        t.add_row(literal(r["log"]), f"{r['wall_h']:,.1f}", f"{r['goodput']:.2%}", n(r["failures"], ".0f"),
-                  n(r["job_mtbf_h"], ".3g"), n(r["checkpoint_stall_min"], ".3g"), n(r["restart_min"], ".3g"),
-                  f"{r['difference_h']:+,.2f}", f"{r['difference_money']:+,.0f}", f"{r['optimum_money_saved']:,.0f}")
-    console.print(t)
+    def h(x: Any) -> str:
+        return duration(None if x is None else x * 60)
+
+    print_rows(f"Plan {literal(plan.name)} vs {len(rows)} jobs",
+               ("log", "wall time", "goodput", "failures", "job MTBF", "save stall", "restart", "waste vs plan h",
+                f"vs plan ({cur})", f"optimum would save ({cur})"),
+               [(literal(r["log"]), h(r["wall_h"]), f"{r['goodput']:.2%}", n(r["failures"], ".0f"), h(r["job_mtbf_h"]),
+                 duration(r["checkpoint_stall_min"]), duration(r["restart_min"]), f"{r['difference_h']:+,.2f}",
+                 f"{r['difference_money']:+,.0f}", f"{r['optimum_money_saved']:,.0f}") for r in rows])
 
 
 def _write_rows(rows: list[dict[str, Any]], output: Path, force: bool) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from .common import console, err_console, fail, field_options, flag, literal, scenario_from_options
+from .common import console, duration, err_console, fail, field_options, flag, literal, scenario_from_options
 from .engine.fields import DEFAULT_RUNS, DEFAULT_SEED
 
 if TYPE_CHECKING:  # the models load when the command runs, not when the CLI starts
@@ -30,21 +30,24 @@ def _report_table(rep: dict[str, Any]) -> "Table":
     from rich.table import Table
 
     cur = rep["currency"]
-    t = Table(title=f"Deadline outlook at {rep['interval_min']:.1f} min interval ({rep['segments']} segments, "
+    def h(key: str) -> str:
+        return duration(rep[key] * 60)
+
+    t = Table(title=f"Deadline outlook saving every {duration(rep['interval_min'])} ({rep['segments']} segments, "
                     f"{rep['runs']:,} simulated runs)", title_justify="left")
     t.add_column("figure")
     t.add_column("value", justify="right")
-    t.add_row(f"P(finish by {rep['deadline_h']:g} h)",
+    t.add_row(f"P(finish by {h('deadline_h')})",
               f"{rep['p_finish']:.1%}  (95% CI {rep['p_finish_low']:.1%} - {rep['p_finish_high']:.1%})")
-    t.add_row("wall h: mean", f"{rep['wall_h_mean']:,.1f} +- {rep['wall_h_mean_se']:.2f}")
-    t.add_row("wall h: P50 / P90 / P99", f"{rep['wall_h_p50']:,.1f} / {rep['wall_h_p90']:,.1f} / {rep['wall_h_p99']:,.1f}")
+    t.add_row("wall time: mean", f"{h('wall_h_mean')} +- {h('wall_h_mean_se')}")
+    t.add_row("wall time: P50 / P90 / P99", f"{h('wall_h_p50')} / {h('wall_h_p90')} / {h('wall_h_p99')}")
     if rep["expected_wall_h_exact"] is not None:
-        t.add_row("wall h: exact finite-job mean", f"{rep['expected_wall_h_exact']:,.1f}")
-    t.add_row("wall h: long-run formula", f"{rep['long_run_wall_h']:,.1f}")
-    t.add_row("wall h with no failure", f"{rep['failure_free_wall_h']:,.1f}")
+        t.add_row("wall time: exact finite-job mean", h("expected_wall_h_exact"))
+    t.add_row("wall time: long-run formula", h("long_run_wall_h"))
+    t.add_row("wall time with no failure", h("failure_free_wall_h"))
     t.add_row("failures per run (mean)", f"{rep['failures_mean']:.1f}")
-    t.add_row("split h: useful / save / rework / restart",
-              f"{rep['useful_h']:,.1f} / {rep['save_h']:,.1f} / {rep['rework_h']:,.1f} / {rep['restart_h']:,.1f}")
+    t.add_row("time split: useful / save / rework / restart",
+              f"{h('useful_h')} / {h('save_h')} / {h('rework_h')} / {h('restart_h')}")
     t.add_row("GPU-hours: mean / P90", f"{rep['gpu_hours_mean']:,.0f} / {rep['gpu_hours_p90']:,.0f}")
     t.add_row(f"cost ({cur}): mean / P90", f"{rep['cost_mean']:,.0f} / {rep['cost_p90']:,.0f}")
     return t
@@ -53,16 +56,16 @@ def _report_table(rep: dict[str, Any]) -> "Table":
 def _search_table(res: "dl.DeadlineSearch") -> "Table":
     from rich.table import Table
 
-    t = Table(title=f"Interval choice for the {res.deadline_h:g} h deadline ({res.runs:,} runs per interval, "
+    t = Table(title=f"Interval choice for the {duration(res.deadline_h * 60)} deadline ({res.runs:,} runs per interval, "
                     "same failures for every interval)", title_justify="left")
-    for col, just in (("interval", "left"), ("min", "right"), ("P(finish)", "right"), ("mean wall h", "right"),
+    for col, just in (("interval", "left"), ("save every", "right"), ("P(finish)", "right"), ("mean wall h", "right"),
                       ("P90 wall h", "right"), (f"mean cost ({res.currency})", "right")):
         t.add_column(col, justify=just)
     table = res.candidates
 
     def row_for(label: str, interval: float) -> None:
         r = table.iloc[int((table["interval_min"] - interval).abs().idxmin())]
-        t.add_row(label, f"{interval:.1f}", f"{r['p_finish']:.1%}", f"{r['wall_h_mean']:,.1f}",
+        t.add_row(label, duration(interval), f"{r['p_finish']:.1%}", f"{r['wall_h_mean']:,.1f}",
                   f"{r['wall_h_p90']:,.1f}", f"{r['cost_mean']:,.0f}")
 
     row_for("long-run exact optimum", res.exact_optimum_interval_min)
@@ -122,13 +125,14 @@ def deadline(
         typer.echo(json.dumps(data, indent=2, allow_nan=False))
         return
 
-    console.print(f"[bold]{literal(str(report['name']))}[/]  job MTBF {report['job_mtbf_h']:,.2f} h  |  failures: "
+    console.print(f"[bold]{literal(str(report['name']))}[/]  job MTBF {duration(report['job_mtbf_h'] * 60)}  |  failures: "
                   f"{report['failure_law']}  |  {int(report['gpus']):,} GPUs", highlight=False)
     console.print(_report_table(report))
     if analytic:
         console.print(f"analytic answer (exponential failures, the same as plan and the workbook): P(finish) "
-                      f"{analytic['p_finish_by_deadline']:.1%}, wall h P50 / P90 / P99 {analytic['wall_h_p50']:,.1f} / "
-                      f"{analytic['wall_h_p90']:,.1f} / {analytic['wall_h_p99']:,.1f}", highlight=False)
+                      f"{analytic['p_finish_by_deadline']:.1%}, wall time P50 / P90 / P99 "
+                      f"{' / '.join(duration(analytic[k] * 60) for k in ('wall_h_p50', 'wall_h_p90', 'wall_h_p99'))}",
+                      highlight=False)
     console.print(_search_table(search))
     for note in search.notes:
         console.print(f"- {note}", highlight=False)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the fitter (numpy, pandas) loads when the command runs, not
 # `from package import module` resolves through sys.modules, so this works even when ckptplan.cli
 # imports this module while it is still initialising; names are looked up at call time.
 from ckptplan import common as _cli
-from ckptplan.common import literal
+from ckptplan.common import duration, literal
 
 __all__ = ["emit_fitted", "print_fit", "register"]
 
@@ -37,8 +37,8 @@ def _num(x: float | None, fmt: str = ".3g", unit: str = "") -> str:
 def _summary(s: "MinutesSummary | None") -> tuple[str, str]:
     if s is None:
         return "n/a", "not in the log"
-    return (f"{s.mean_min:.3g} min", f"median {s.median_min:.3g}, p90 {s.p90_min:.3g}, "
-                                     f"max {s.max_min:.3g} min (n = {s.count})")
+    return (duration(s.mean_min), f"median {duration(s.median_min)}, p90 {duration(s.p90_min)}, "
+                                  f"max {duration(s.max_min)} (n = {s.count})")
 
 
 def print_fit(fit: LogFit) -> None:
@@ -48,18 +48,19 @@ def print_fit(fit: LogFit) -> None:
     t.add_column("quantity")
     t.add_column("estimate", justify="right")
     t.add_column("detail")
-    t.add_row("observed", f"{fit.observed_h:,.1f} h", literal(f"{fit.first_timestamp} .. {fit.last_timestamp}, {fit.rows} rows"))
-    t.add_row("running time", f"{fit.running_h:,.1f} h",
+    t.add_row("observed", duration(fit.observed_h * 60),
+              literal(f"{fit.first_timestamp} .. {fit.last_timestamp}, {fit.rows} rows"))
+    t.add_row("running time", duration(fit.running_h * 60),
               f"{fit.running_share:.1%} of observed, {fit.run_segments} run segments, {fit.checkpoints} checkpoints")
     causes = literal(", ".join(f"{k} {v}" for k, v in sorted(fit.failure_causes.items(), key=lambda kv: -kv[1])))
     t.add_row("interruptions", str(fit.interruptions),
               f"{fit.unplanned_failures} unplanned ({causes or 'none'}), {fit.planned_interruptions} planned")
     m = fit.mtbf
     if m.mtbf_h is not None:
-        t.add_row("job MTBF", f"{m.mtbf_h:.3g} h", f"{conf} interval {m.lower_h:.3g} .. {m.upper_h:.3g} h "
-                                                     f"(exponential, chi-square)")
+        t.add_row("job MTBF", duration(m.mtbf_h * 60), f"{conf} interval {duration(m.lower_h * 60)} .. "
+                                                        f"{duration(m.upper_h * 60)} (exponential, chi-square)")
     else:
-        t.add_row("job MTBF", f">= {m.lower_h:.3g} h", f"no unplanned failures: one-sided {conf} lower bound only")
+        t.add_row("job MTBF", f">= {duration(m.lower_h * 60)}", f"no unplanned failures: one-sided {conf} lower bound only")
     w = fit.shape
     if w.shape is not None:
         t.add_row("Weibull shape k", f"{w.shape:.3g}",
@@ -70,9 +71,9 @@ def print_fit(fit: LogFit) -> None:
     t.add_row("restart time", *_summary(fit.restart))
     t.add_row("save stall", *_summary(fit.stall))
     t.add_row("checkpoint interval", *_summary(fit.checkpoint_interval))
-    per_failure = "" if fit.lost_per_failure_h is None else f", {fit.lost_per_failure_h * 60:.3g} min per failure"
+    per_failure = "" if fit.lost_per_failure_h is None else f", {duration(fit.lost_per_failure_h * 60)} per failure"
     steps = "" if fit.lost_steps is None else f", {fit.lost_steps:,} steps"
-    t.add_row("progress lost", f"{fit.lost_h:,.2f} h",
+    t.add_row("progress lost", duration(fit.lost_h * 60),
               f"{fit.lost_share:.2%} of running time{per_failure}{steps}")
     _cli.console.print(t)
     overrides = fit.scenario_overrides()

@@ -13,7 +13,8 @@ from typing import Any, Optional
 
 import typer
 
-from .common import DEFAULT_TEMPLATE, console, fail, field_options, flag, literal, plan_from_options
+from .common import (DEFAULT_TEMPLATE, console, duration, fail, field_options, flag, kept, literal, plan_from_options,
+                     print_rows)
 from .engine.fields import FIELDS, SETUP_FIELDS
 
 __all__ = ["compare", "money_line", "print_setup", "register", "setup_json"]
@@ -44,6 +45,14 @@ def money_line(figures: Any) -> str:
             f"+ storage {figures['storage_cost']:,.0f} + spares {figures['spare_cost']:,.0f}")
 
 
+def _every(k: int) -> str:
+    """A tier's ``every``: which of the job's saves reach it (``every save``, ``every 10th save``)."""
+    if k == 1:
+        return "every save"
+    suffix = "th" if k % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"every {k}{suffix} save"
+
+
 def _num(v: Any, fmt: str) -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
 
@@ -51,38 +60,32 @@ def _num(v: Any, fmt: str) -> str:
 def print_setup(plan: Any, money: bool = True) -> None:
     """The storage and recovery part of a plan as tables (text from files printed literally); ``money``: end with
     what the plan pays (``ckptplan plan`` says it above the setup for a single-level plan)."""
-    from rich.table import Table
-
     f = plan.figures
     cur = literal(str(f["currency"]))
     if f["checkpoint_size_gb"] is not None:
         line = f"checkpoint {f['checkpoint_size_gb']:,.0f} GB"
         if f["derived_checkpoint_stall_min"] is not None:
-            line += (f"  |  derived save stall {f['derived_checkpoint_stall_min']:.3g} min"
-                     + (f", background write {f['derived_async_write_min']:.3g} min"
+            line += (f"  |  derived save stall {duration(f['derived_checkpoint_stall_min'])}"
+                     + (f", background write {duration(f['derived_async_write_min'])}"
                         if f["derived_async_write_min"] else "")
-                     + f", restore {f['derived_restore_min']:.3g} min")
+                     + f", restore {duration(f['derived_restore_min'])}")
         console.print(line, highlight=False)
     if plan.restart_parts_min:
-        parts = ", ".join(f"{k[:-4]} {v:.3g}" for k, v in plan.restart_parts_min.items() if v)
-        console.print(f"restart pipeline {sum(plan.restart_parts_min.values()):.3g} min ({parts or 'no part given'})"
+        parts = ", ".join(f"{k[:-4]} {duration(v)}" for k, v in plan.restart_parts_min.items() if v)
+        console.print(f"restart pipeline {duration(sum(plan.restart_parts_min.values()))} ({parts or 'no part given'})"
                       + (f"  |  {f['spares']} spares, a spare free {f['spare_free_probability']:.1%} of the time"
                          if f["spare_free_probability"] is not None else ""), highlight=False)
     if f.get("best_spares") is not None:
         console.print(f"cheapest number of hot spares: {f['best_spares']} ({f['best_spares_cost_per_useful_gpu_hour']:,.3f} "
                       f"{cur} per useful GPU-hour, single-level model at each count's optimum interval)", highlight=False)
-    t = Table(title="Checkpoint tiers", title_justify="left")
-    for col in ("tier", "every", "interval (min)", "stall (min)", "restore (min)", "restart (min)", "kept",
-                f"storage ({cur})"):
-        t.add_column(col, justify="left" if col == "tier" else "right")
-    for tier in plan.tiers:
-        t.add_row(literal(str(tier["name"])), str(tier["every"]), f"{tier['interval_min']:.1f}",
-                  f"{tier['checkpoint_stall_min']:.3g}", _num(tier["restore_min"], ".3g"),
-                  f"{tier['restart_min']:.3g}", f"{tier['retention']} x{tier['copies']}",
-                  f"{tier['storage_cost']:,.0f}")
-    console.print(t)
-    console.print(f"waste {f['waste_fraction']:.2%}  |  wall {f['wall_h']:,.1f} h  |  GPU-hours {f['job_gpu_hours']:,.0f}"
-                  f" job + {f['spare_gpu_hours']:,.0f} spares", highlight=False)
+    print_rows("Checkpoint tiers", ("tier", "saved on", "interval", "save stall", "restore", "restart", "keeps",
+                                    f"storage ({cur})"),
+               [(literal(str(tier["name"])), _every(tier["every"]), duration(tier["interval_min"]),
+                 duration(tier["checkpoint_stall_min"]), duration(tier["restore_min"]), duration(tier["restart_min"]),
+                 kept(tier["retention"], tier["copies"]), f"{tier['storage_cost']:,.0f}") for tier in plan.tiers],
+               left=("saved on", "keeps"))
+    console.print(f"waste {f['waste_fraction']:.2%}  |  wall {duration(f['wall_h'] * 60)}  |  GPU-hours "
+                  f"{f['job_gpu_hours']:,.0f} job + {f['spare_gpu_hours']:,.0f} spares", highlight=False)
     if money:
         console.print(f"{money_line(f)}  |  {f['cost_per_useful_gpu_hour']:,.3f} {cur} per useful GPU-hour",
                       highlight=False)
@@ -118,30 +121,61 @@ def compare(
         typer.echo(json.dumps({"baseline": plan.scenario.name, "currency": cur, "designs": rows}, indent=2,
                               allow_nan=False))
         return
+    from rich import box
+
+    head = ("design", "interval", "waste", "wall h", "GPU-hours", "compute", "storage", "spares", "total",
+            "vs baseline", "per useful GPU-h", "P(on time)")
+    cells = [(f"[bold]{literal(str(r.name))}[/]\n(baseline)" if r.baseline else literal(str(r.name)),
+              literal(_intervals(r.tier_intervals)).replace(" / ", "\n"), f"{r.waste_fraction:.2%}", f"{r.wall_h:,.1f}",
+              f"{r.total_gpu_hours:,.0f}", f"{r.compute_cost:,.0f}", f"{r.storage_cost:,.0f}", f"{r.spare_cost:,.0f}",
+              f"[bold]{r.total_cost:,.0f}[/]", "-" if r.baseline else f"{r.total_cost_change:+,.0f}",
+              f"{r.cost_per_useful_gpu_hour:,.3f}", _num(r.p_finish_by_deadline, ".1%")) for r in table.itertuples()]
+    # each column as wide as its widest line, headings wrapping between words (rich would otherwise cut a
+    # long design name short to give a heading room); then names wrapping too; then one paragraph per design
+    def width(j: int, wrap: bool) -> int:
+        lines = [line.replace("[bold]", "").replace("[/]", "") for row in cells for line in row[j].split("\n")]
+        return max(len(w) for text in [head[j]] + (lines if wrap else []) for w in text.split()) if wrap else \
+            max([len(w) for w in head[j].split()] + [len(line) for line in lines])
+
+    widths = [width(j, False) for j in range(len(head))]
+    if sum(widths) + 3 * len(widths) + 1 > console.width:
+        widths[0] = width(0, True)
+    if sum(widths) + 3 * len(widths) + 1 > console.width:
+        _print_designs(table, plan.scenario.name, cur)
+        return
     t = Table(title=f"{literal(plan.scenario.name)}: designs side by side, cheapest first ({literal(cur)})",
-              title_justify="left")
-    for col in ("design", "interval (min)", "waste", "wall h", "GPU-hours", "compute", "storage", "spares", "total",
-                "vs baseline", "per useful GPU-h", "P(deadline)"):
-        t.add_column(col, justify="left" if col == "design" else "right")
-    for r in table.itertuples():
-        name = literal(str(r.name))
-        t.add_row(f"[bold]{name}[/] (baseline)" if r.baseline else name, literal(_intervals(r.tier_intervals)),
-                  f"{r.waste_fraction:.2%}", f"{r.wall_h:,.1f}", f"{r.total_gpu_hours:,.0f}", f"{r.compute_cost:,.0f}",
-                  f"{r.storage_cost:,.0f}", f"{r.spare_cost:,.0f}", f"[bold]{r.total_cost:,.0f}[/]",
-                  "-" if r.baseline else f"{r.total_cost_change:+,.0f}", f"{r.cost_per_useful_gpu_hour:,.3f}",
-                  _num(r.p_finish_by_deadline, ".1%"))
+              title_justify="left", box=box.SIMPLE_HEAD)  # no column rules: twelve columns fit 160 characters
+    for col, width in zip(head, widths):
+        t.add_column(col, justify="left" if col == "design" else "right", width=width)
+    for row in cells:
+        t.add_row(*row)
     console.print(t)
     for r in table.itertuples():
         if not r.baseline:
             console.print(f"  {literal(str(r.name))}: {literal(str(r.changes))}", highlight=False)
 
 
+def _print_designs(table: Any, baseline: str, cur: str) -> None:
+    """The compare table as one paragraph per design, for a terminal too narrow for its twelve columns."""
+    console.print(f"{literal(baseline)}: designs, cheapest first ({literal(cur)})", highlight=False)
+    for r in table.itertuples():
+        vs = "the baseline" if r.baseline else f"{r.total_cost_change:+,.0f} vs the baseline"
+        console.print(f"[bold]{literal(str(r.name))}[/]: total [bold]{r.total_cost:,.0f}[/] ({vs}), "
+                      f"{r.cost_per_useful_gpu_hour:,.3f} per useful GPU-hour", highlight=False)
+        console.print(f"  save every {literal(_intervals(r.tier_intervals))}; waste {r.waste_fraction:.2%}; wall "
+                      f"{duration(r.wall_h * 60)}; {r.total_gpu_hours:,.0f} GPU-hours = compute {r.compute_cost:,.0f} "
+                      f"+ storage {r.storage_cost:,.0f} + spares {r.spare_cost:,.0f}; P(on time) "
+                      f"{_num(r.p_finish_by_deadline, '.1%')}" + ("" if r.baseline else
+                                                                   f"; changes: {literal(str(r.changes))}"),
+                      highlight=False)
+
+
 def _intervals(text: str) -> str:
-    """``checkpoint 46.2 min`` -> ``46.2``; tiers as ``host-memory 3.1 / remote 31.0``."""
+    """``checkpoint 46.2 min`` -> ``46.2 min``; tiers as ``host-memory 1.43 min / remote 14.3 min``."""
     parts = [p.rsplit(" ", 2) for p in text.split(", ")]
     if len(parts) == 1 and parts[0][0] == "checkpoint":
-        return parts[0][1]
-    return " / ".join(f"{name} {value}" for name, value, _ in parts)
+        return duration(float(parts[0][1]))
+    return " / ".join(f"{name} {duration(float(value))}" for name, value, _ in parts)
 
 
 def register(app: typer.Typer) -> None:

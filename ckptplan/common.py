@@ -20,8 +20,8 @@ from .engine.fields import FIELDS, Field
 if TYPE_CHECKING:  # the models load only when a command runs
     from .engine.scenario import Scenario
 
-__all__ = ["DEFAULT_TEMPLATE", "PIPED_WIDTH", "console", "emit_scenario_file", "err_console", "fail", "field_options", "flag",
-           "json_ready", "literal",
+__all__ = ["DEFAULT_TEMPLATE", "PIPED_WIDTH", "console", "duration", "emit_scenario_file", "err_console", "fail",
+           "field_options", "flag", "json_ready", "kept", "literal", "print_rows",
            "plan_from_options", "scenario_from_options"]
 
 #: width of the output when it is piped or redirected (a terminal's own width is used on a terminal):
@@ -91,6 +91,60 @@ console = _console()
 err_console = _console(stderr=True)
 
 DEFAULT_TEMPLATE = "seed"
+
+
+def duration(minutes: Any) -> str:
+    """A time in the unit a person would say it: seconds below a minute, minutes below two hours ("every
+    68 min", "a 90 min restart"), hours from there on, above a day too (runs, deadlines and MTBFs are
+    budgeted in hours). Three significant digits, one decimal from 100 h (``2.83 s``, ``40.6 min``,
+    ``3.09 h``, ``1,484.9 h``); "-" for none.
+
+    Every console surface prints its durations with this; ``--json`` keeps each field's own unit.
+    """
+    if minutes is None or not math.isfinite(float(minutes)):
+        return "-"
+    m = float(minutes)
+    if abs(m) < 1:
+        return f"{m * 60:.3g} s"
+    if abs(m) < 120:
+        return f"{m:.3g} min"
+    hours = m / 60
+    if abs(hours) < 100:
+        return f"{hours:.3g} h"
+    return f"{hours:,.1f}".removesuffix(".0") + " h"
+
+
+def kept(retention: int, copies: int) -> str:
+    """What a tier keeps, in words: ``last 3, 1 copy each``, ``latest only, 2 copies``."""
+    each = f"{copies} {'copy' if copies == 1 else 'copies'}"
+    return f"latest only, {each}" if retention == 1 else f"last {retention}, {each} each"
+
+
+def print_rows(title: str, head: tuple[str, ...], rows: list[tuple[str, ...]], left: tuple[str, ...] = ()) -> None:
+    """A table of (already escaped) text cells, each column as wide as its widest line and headings wrapping
+    between words; on a terminal too narrow for that, one line per row instead (``name: heading value;
+    ...``) rather than a table whose figures are cut to ``…``. The first column and those named in ``left``
+    are left-aligned, the others (figures) right-aligned."""
+    from rich.table import Table
+    from rich.text import Text
+
+    def plain(text: str) -> list[str]:
+        return Text.from_markup(text).plain.split("\n")
+
+    widths = [max([len(w) for w in h.split()] + [len(line) for row in rows for line in plain(row[j])])
+              for j, h in enumerate(head)]
+    if sum(widths) + 3 * len(widths) + 1 > console.width:
+        console.print(title, highlight=False)
+        for row in rows:
+            console.print(f"{row[0]}: " + "; ".join(f"{h} {cell}" for h, cell in zip(head[1:], row[1:])),
+                          highlight=False)
+        return
+    t = Table(title=title, title_justify="left")
+    for j, (h, width) in enumerate(zip(head, widths)):
+        t.add_column(h, justify="left" if j == 0 or h in left else "right", width=width)
+    for row in rows:
+        t.add_row(*row)
+    console.print(t)
 
 
 def fail(message: str, code: int = 2) -> None:

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["InputError", "show"]
+__all__ = ["NEVER_FINISHES", "InputError", "show"]
+
+#: what every surface says when failures come so often that the expected wall time overflows: what is
+#: wrong and what to do, in a planner's words (the Plan sheet's Model check says the same)
+NEVER_FINISHES = ("the job would never finish: it fails faster than it can save and restart; shorten the restart "
+                  "and the save, or make failures rarer (fewer or more reliable nodes)")
 
 
 class InputError(ValueError):

@@ -62,6 +62,7 @@ import numpy as np
 
 from . import waste
 from ._inputs import InputError, check_finite_result, prepare
+from .errors import NEVER_FINISHES
 
 # relative tolerance when counting segments: work/T = 3 + 1e-15 is 3 segments, not 4
 _SEGMENT_RTOL = 1e-14
@@ -243,8 +244,8 @@ def finite_expected_wall_time(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, final_s
     g = _geometry(work_, T_, C_, W_, s_, _check_final_save(final_save))
     with np.errstate(over="ignore", invalid="ignore"):
         total = M_ * np.exp(R_ / M_) * _rollback_sum(g, M_)
-    _check_overflow(total, M_, "the expected wall time overflows: (T + C + W + R)/M is so large "
-                    "that the job would essentially never finish")
+    _check_overflow(total, M_, f"{NEVER_FINISHES} ((T + C + W + R)/M is so large that the expected wall "
+                    "time overflows)")
     return wrap(total)
 
 

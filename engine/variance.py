@@ -65,7 +65,7 @@ import numpy as np
 import pandas as pd
 
 from . import waste
-from .errors import InputError
+from .errors import NEVER_FINISHES, InputError
 from .fields import RULES
 
 __all__ = ["BUCKETS", "MEASURED_KEYS", "VarianceResult", "plan_vs_actual", "planned_inputs", "planned_split"]
@@ -171,8 +171,8 @@ def _model(inputs: Mapping[str, float]) -> tuple[dict[str, float], bool]:
     try:
         parts = {k: float(v) for k, v in waste._breakdown(*arr).items()}
     except InputError:
-        raise InputError("job_mtbf_h", inputs["job_mtbf_h"], "is so short against the interval, stall and restart "
-                         "that the expected wall time overflows: the job would essentially never finish") from None
+        raise InputError("job_mtbf_h", inputs["job_mtbf_h"], f"{NEVER_FINISHES} (the job MTBF is so short against "
+                         "the interval, stall and restart that the expected wall time overflows)") from None
     segments = 1.0 / T  # work = 1 minute
     split = {"productive": parts["useful"], "save_blocking": segments * C, "async_slowdown": segments * W * s,
              "rework": parts["rework"], "restart": parts["restart"]}

@@ -35,6 +35,7 @@ import sys
 import numpy as np
 
 from ._inputs import InputError, check_finite_result, prepare
+from .errors import NEVER_FINISHES
 
 __all__ = ["daly_interval", "effective_stall", "exact_optimal_interval", "expected_wall_time", "first_order_waste",
            "time_breakdown", "waste_fraction", "young_interval", "young_min_waste"]
@@ -233,9 +234,8 @@ def _expected_wall(work_, T_, C_, M_, R_, W_, s_):
               (("work", work_), ("T", T_), ("C", C_), ("M", M_), ("R", R_), ("W", W_))}
         ratio = (at["T"] + at["C"] + at["W"] + at["R"]) / at["M"]
         if ratio > 1.0:
-            raise InputError("M", at["M"], f"(T + C + W + R)/M = {ratio:.4g} is so large that the expected "
-                             "wall time overflows: the job would essentially never finish",
-                             tuple(int(i) for i in idx) or None)
+            raise InputError("M", at["M"], f"{NEVER_FINISHES} (restart + interval + save = {ratio:.4g} job MTBFs: "
+                             "the expected wall time overflows)", tuple(int(i) for i in idx) or None)
         raise InputError("T", at["T"], f"work / T = {at['work'] / at['T']:.4g} intervals: the expected wall time "
                          f"overflows the float64 range (|x| <= {sys.float_info.max:.6g})", tuple(int(i) for i in idx) or None)
     return np.exp(log_total, out=log_total if isinstance(log_total, np.ndarray) and log_total.ndim else None)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command for the whole test suite on a fresh machine: installs what the tests need
-# (LibreOffice for the spreadsheet recalculation tests, the package with its test extras),
+# (LibreOffice for the spreadsheet recalculation tests, pdftotext for the printed pages, the package
+# with its test extras),
 # lints with ruff (configuration in pyproject.toml), then runs pytest. Extra arguments go to
 # pytest. Exits non-zero when the lint or any test fails.
 set -euo pipefail
@@ -13,6 +14,16 @@ if ! command -v soffice >/dev/null 2>&1; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libreoffice-calc >/dev/null
     else
         echo "warning: LibreOffice (soffice) not found and cannot apt-get it here; workbook recalculation tests will fail" >&2
+    fi
+fi
+
+if ! command -v pdftotext >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing poppler-utils (pdftotext reads the printed workbook pages in tests/test_workbook_pages.py)..."
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends poppler-utils >/dev/null
+    else
+        echo "warning: pdftotext not found and cannot apt-get it here; tests/test_workbook_pages.py will fail" >&2
     fi
 fi
 

@@ -1,6 +1,7 @@
 """The command line: headline numbers, JSON, overrides and readable errors."""
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -16,7 +17,7 @@ def test_plan_default_prints_reference_numbers():
     res = runner.invoke(app, ["plan"])
     assert res.exit_code == 0, res.output
     out = res.output
-    assert "job MTBF 20.00 h" in out
+    assert "job MTBF 20 h  |  stall 2 min  |  restart 10 min" in out  # times as a person says them
     assert "69.3" in out and "5.77%" in out  # Young interval and first-order waste of the seed case
     for word in ("useful", "save", "rework", "restart", "total", "goodput"):
         assert word in out
@@ -158,3 +159,34 @@ def test_text_from_a_scenario_file_is_printed_literally_never_as_markup(tmp_path
         res = runner.invoke(app, args, env={"COLUMNS": "200"})
         assert res.exit_code == 0, res.output
         assert hostile in res.output
+
+
+def test_times_read_in_the_unit_a_person_would_say():
+    """One formatter for every printed duration: seconds below a minute, minutes below two hours, hours
+    from there on (never days), three significant digits; --json keeps each field's unit."""
+    from ckptplan.common import duration, kept
+
+    assert [duration(m) for m in (0.04725, 0.5, 2, 40.6044, 67.96, 185.3, 1200, 46176, None, float("nan"))] == \
+        ["2.83 s", "30 s", "2 min", "40.6 min", "68 min", "3.09 h", "20 h", "769.6 h", "-", "-"]
+    assert kept(3, 1) == "last 3, 1 copy each" and kept(1, 2) == "latest only, 2 copies"
+    res = runner.invoke(app, ["plan", "-t", "llama3-405b-storage"], env={"COLUMNS": "160"})
+    assert res.exit_code == 0, res.output
+    assert "stall 2.83 s" in res.output and "restart 40.6 min" in res.output and "0.04725" not in res.output
+    assert "last 3, 1 copy each" in res.output and "x1" not in res.output
+    as_json = json.loads(runner.invoke(app, ["plan", "-t", "llama3-405b-storage", "--json"]).output)
+    assert as_json["effective_stall_min"] == pytest.approx(0.04725, rel=1e-9)  # JSON: the field's own unit
+
+
+STEP_LOG = str(Path(__file__).resolve().parents[1] / "templates" / "example-step-log.csv")
+
+
+@pytest.mark.parametrize("args", [["compare", "-t", "llama3-405b-storage"], ["plan", "-t", "llama3-405b-storage"],
+                                  ["actual", STEP_LOG, STEP_LOG]])
+def test_narrow_terminals_get_whole_figures(args, monkeypatch):
+    """At 80 columns a table too wide to fit becomes one line per row: no figure is cut to '…'."""
+    from ckptplan import common
+
+    monkeypatch.setattr(common.console, "width", 80)  # the console was sized when the CLI was imported
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "…" not in res.output and max(len(line) for line in res.output.splitlines()) <= 80

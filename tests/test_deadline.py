@@ -575,7 +575,7 @@ def test_cli_deadline_tables_and_weibull(cli_app, seed_toml):
     result = CliRunner().invoke(cli_app, ["deadline", "-t", seed_toml, "--runs", "300", "--weibull-shape", "0.7",
                                           "--target", "0.5", "--deadline-h", "800", "--interval-min", "50"])
     assert result.exit_code == 0, result.output
-    assert "P(finish by 800 h)" in result.output and "50.0 min interval" in result.output and "Weibull" in result.output
+    assert "P(finish by 800 h)" in result.output and "saving every 50 min" in result.output and "Weibull" in result.output
     assert "Interval choice" in result.output and "highest" in result.output
 
 

@@ -29,6 +29,7 @@ from ..engine.fields import DOMAIN_SLOTS, Field
 from ..engine.setup import RecoverySetup
 
 from . import flags
+from . import pages
 from . import formulas as F
 from . import design_formulas as D
 from .compare_sheet import compare_sheet
@@ -86,8 +87,9 @@ def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built, derived: froz
     stated and wins), each with the value the plan uses beside it."""
     ws = wb.active
     ws.title = "Inputs"
-    S.title(ws, "Inputs: every assumption in one place",
-            f"Scenario: {sc.name}. {sc.description} Source: {sc.source or 'user input'}", 5)
+    about = f"Scenario: {sc.name}. {sc.description}\nSource: {sc.source or 'user input'}"
+    S.title(ws, "Inputs: every assumption in one place", about, 5)
+    ws.row_dimensions[2].height = S.LINE_HEIGHT * S.text_lines(about, 70 + 14 + 16 + 26 + 34)  # columns A-E
     S.note(ws, 3, "Blue cells on a light fill are inputs; change them and every sheet recalculates. Save stall, "
                   "background write and restart: empty = derived from the design (Storage & recovery); a value "
                   "typed there is stated and wins.", 6)
@@ -189,12 +191,15 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int) -> 
     S.name(wb, "model_check", "Plan", "D3")
     built.flags.append(Check("Plan", "D3", ("plan",), "warnings"))
     S.header(ws, 4, ["Quantity", "Value", "Unit", "Defined name"])
+    widths = dict(zip("ABCD", (62, 18, 14, 30)))
+    pages.fit_model_check(ws, 3, built.results.iloc[[0]], widths["D"])
     refs = plan_refs(terms, f"$G${first + terms - 1}")
     row = first
     for calc in D.PLAN_CALCS:
         cell = ws.cell(row=row, column=2, value="=" + calc.expr(refs))
         cell.number_format = calc.fmt
         ws.cell(row=row, column=1, value=calc.label)
+        pages.fit_label(ws, row, widths["A"], bold=calc.key in KEY_OUTPUTS)
         ws.cell(row=row, column=3, value=S.fmt_unit(calc.unit, sc.currency))
         ws.cell(row=row, column=4, value=calc.key).font = S.NOTE_FONT
         if calc.key in KEY_OUTPUTS:
@@ -216,9 +221,10 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int) -> 
           "percentiles are the finite job's analytic answer (Model check says when it leaves its range). For clustered "
           "failures or as a check, see the Deadline sheet (Monte Carlo).", 4)
     ws.sheet_properties.outlinePr.summaryBelow = False
-    for col, width in zip("ABCD", (62, 18, 14, 28)):
+    for col, width in widths.items():
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "A5"
+    ws.print_title_rows = "4:4"  # every printed page starts with the column headings
     return refs
 
 
@@ -342,7 +348,7 @@ def scaling_nodes(nodes: int) -> list[int]:
     return out
 
 
-def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int) -> None:
+def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, st: Any = None) -> None:
     ws = wb.create_sheet("Scaling")
     S.title(ws, "Scaling: the same training on more or fewer nodes",
            "Assumes perfect scaling (useful GPU-hours constant, useful hours = Inputs hours x Inputs nodes / nodes), "
@@ -370,10 +376,13 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int) 
                           terms=terms)
     ws.sheet_properties.outlinePr.summaryRight = False
     ws.row_dimensions[head_row].height = 80
+    for c in (1, 2):
+        ws.cell(row=head_row, column=c).alignment = Alignment(wrap_text=True, vertical="top")
     last = first + len(nodes_list) - 1
     ws.freeze_panes = ws.cell(row=first, column=3)
     ws.column_dimensions["A"].width = 10
     ws.column_dimensions["B"].width = 14
+    pages.fit_scaling(ws, sc, st, nodes_list, first, cols)
 
     xs = Reference(ws, min_col=1, min_row=first, max_row=last)
     def nodes_chart(title: str, key: str, y_title: str, y_format: str, color: str, symbol: str) -> ScatterChart:
@@ -394,9 +403,12 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int) 
         chart.y_axis.delete = False
         return chart
 
-    ws.add_chart(nodes_chart("Waste at the optimum interval (chosen per row)", "waste_fraction", "Waste (share of wall time)", "0%",
-                             "1F4E78", "circle"), f"A{last + 3}")
-    chart = nodes_chart("Cost per run", "total_cost", f"Cost per run ({sc.currency})", "#,##0", "ED7D31", "triangle")
+    waste = nodes_chart("Waste at the optimum interval (chosen per row)", "waste_fraction", "Waste (share of wall time)",
+                        "0%", "1F4E78", "circle")
+    waste.y_axis.scaling.min, waste.y_axis.scaling.max = 0, 1  # a share: never above 100 %
+    ws.add_chart(waste, f"A{last + 3}")
+    chart = nodes_chart("Cost per run (log scale)", "total_cost", "", "", "ED7D31", "triangle")
+    pages.cost_axis(chart, sc.currency)
     # beside the first chart (one page holds the table and both), anchored at a visible column ~15 cm right
     ws.add_chart(chart, f"{get_column_letter(cols['total_gpu_hours'])}{last + 3}")
     _legend(ws, last + 23)
@@ -446,9 +458,10 @@ def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None, sc: engine.Scen
         return
     ws = wb.create_sheet("Deadline")
     S.title(ws, "Deadline: Monte Carlo answers (values, not formulas)",
-           f"Computed by ckptplan's engine with {report['runs']:,} simulated runs, seed {report['seed']}, "
+           f"Computed by ckptplan with {report['runs']:,} simulated runs, seed {report['seed']}, "
            f"on {report['computed']}, from the inputs listed below. Excel cannot rerun a simulation: regenerate the "
-           "workbook to refresh these. The Plan sheet's p_finish_by_deadline and wall_h_p50/p90/p99 are live.")
+           "workbook to refresh these. The Plan sheet's P(finish by the deadline) and wall-time percentiles are live "
+           "formulas (the analytic answer).")
     used = scenario_inputs(sc)
     ws["A3"] = "Simulation status"
     ws["A3"].font = Font(bold=True)
@@ -475,7 +488,8 @@ def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None, sc: engine.Scen
     S.header(ws, row, ["Input this simulation used", "Value used", "Now on Inputs"])
     for key, field in F.INPUTS.items():
         row += 1
-        ws.cell(row=row, column=1, value=key)
+        # the Inputs sheet's words and unit (the status line above names their defined names)
+        ws.cell(row=row, column=1, value=f"{field.label} ({_unit(field, sc.currency)})")
         ws.cell(row=row, column=2, value=used[key]).number_format = S.INPUT_NUMBER if not field.integer else S.INPUT_WHOLE
         ws.cell(row=row, column=3, value=f'=IF({key}="","",{key})').number_format = ws.cell(row=row, column=2).number_format
     ws.column_dimensions["A"].width = 70
@@ -558,7 +572,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     _inputs_sheet(wb, scenario, built, derived)
     refs = _plan_sheet(wb, scenario, built, terms)
     _curve_sheet(wb, refs, built)
-    _scaling_sheet(wb, scenario, built, terms)
+    _scaling_sheet(wb, scenario, built, terms, st)
     compare_sheet(wb, scenario, designs, built, terms)
     storage_sheet(wb, scenario, setup, given, built, terms)
     if scenarios is not None:

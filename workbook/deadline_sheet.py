@@ -53,8 +53,8 @@ def deadline_report(scenario: engine.Scenario, runs: int = 10000, seed: int = 0,
         ("Interval with the best chance of meeting the deadline", best["interval_min"], "min", F.MINUTES),
         ("  its P(finish by the deadline)", best["p_finish"], "share", "0.00%"),
         (f"Cheapest interval with P(finish) >= {target:.0%}",
-         cheap["interval_min"] if cheap else "none of the intervals tried", "min", F.MINUTES),
-        ("  its mean cost", cheap["cost_mean"] if cheap else "-", cur, F.MONEY),
+         cheap["interval_min"] if cheap else "none of the intervals tried", "min" if cheap else "", F.MINUTES),
+        ("  its mean cost", cheap["cost_mean"] if cheap else "-", cur if cheap else "", F.MONEY),
     ]
     if search.finite_optimum_segments is not None:
         rows.append(("Finite-job optimum: number of segments (exact, exponential failures)",

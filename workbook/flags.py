@@ -16,12 +16,12 @@ from typing import Any, Mapping
 from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Font, PatternFill
 
+from ..engine.errors import NEVER_FINISHES
 from ..engine.validity import CHECKS
 
 __all__ = ["NEVER_FINISHES", "OK", "UP_TO_DATE", "highlight", "legend", "model_check", "stale_check"]
 
 OK = "OK"
-NEVER_FINISHES = "the expected wall time overflows: the job would essentially never finish"
 UP_TO_DATE = "up to date"
 _ALERT_FILL = PatternFill("solid", fgColor="F8CBAD")
 _ALERT_FONT = Font(bold=True, color="9C0006")
@@ -36,8 +36,9 @@ def model_check(refs: Mapping[str, str], keys: bool = False) -> str:
     their short keys, for table rows; the sheet's legend gives the reasons).
 
     Where the sheet's own guard has given up (the expected wall time overflows once an edited
-    input makes failures far more frequent than the job's steps), it says that instead: the engine
-    refuses such a scenario with the same words.
+    input makes failures far more frequent than the job's steps), it says that instead, what is
+    wrong and what to do: the engine refuses such a scenario with the same words
+    (:data:`ckptplan.engine.errors.NEVER_FINISHES`).
     """
     joined = "&".join(f'IF({check.excel_condition(refs)},{_quote("; " + (check.key if keys else check.reason))},"")'
                       for check in CHECKS)

@@ -40,7 +40,7 @@ Refs = Mapping[str, str]
 
 # Above this exponent EXP() overflows (Excel and LibreOffice give #NUM!); the engine raises there.
 MAX_EXPONENT = 700
-NEVER = '"n/a: the job would essentially never finish"'
+NEVER = '"n/a: the job would never finish (see Model check)"'
 SERIES_BELOW = 1e-4
 NEWTON_STEPS = 6
 _SERIES = ("1", "-1/3", "11/72", "-43/540", "769/17280", "-221/8505")
@@ -142,7 +142,8 @@ CALCS: tuple[Calc, ...] = (
          "exact_interval_min"),
     Calc("chosen_interval_min", "Chosen interval (input, else the exact optimum)", "min", MINUTES,
          lambda r: f'IF({r["interval_min"]}<>"",{r["interval_min"]},{r["exact_interval_min"]})', "chosen_interval_min"),
-    Calc("model_ok", "Model in range: (R + T + C + W)/M <= 700", "", "General",
+    Calc("model_ok", "Can the job finish? (FALSE: it fails faster than it can save and restart; shorten restarts and "
+         "saves, or use fewer or more reliable nodes)", "", "General",
          lambda r: f"{_exponent(r)}<={MAX_EXPONENT}"),
     Calc("first_order_waste", "First-order waste C/T + T/(2M) at the chosen interval", "share", PERCENT,
          lambda r: f"{r['effective_stall_min']}/{r['chosen_interval_min']}+{r['chosen_interval_min']}/(2*{r['job_mtbf_min']})",
@@ -188,7 +189,8 @@ CALCS: tuple[Calc, ...] = (
     Calc("goodput", "Goodput (useful share of GPU-hours)", "share", PERCENT,
          lambda r: _guard(f"{r['useful_h']}/{r['wall_h']}", r), "goodput"),
     # ---- the analytic deadline answer (engine.wall_distribution; text in workbook/wall_formulas.py): keep last
-    Calc("dl_in_range", "Deadline answer: model in range, (R + T + C + W)/M <= 200", "", "General",
+    Calc("dl_in_range", f"Deadline answer: failures rare enough for it (restart + interval + save under "
+         f"{_wall.wd.MAX_EXPONENT:g} job MTBFs)", "", "General",
          lambda r: f"AND({r['model_ok']},({r['restart_min']}+{r['chosen_interval_min']}+{r['checkpoint_stall_min']}"
                    f"+{r['async_write_min']})/{r['job_mtbf_min']}<={_wall.wd.MAX_EXPONENT!r})", helper=True),
     *[Calc(f"dl_{key}", f"Deadline answer: {label}", unit, fmt,

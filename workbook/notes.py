@@ -29,17 +29,17 @@ NOTES = (
      "Exponential failures striking compute, saves and restarts alike; a failure loses the work since the last durable "
      "checkpoint; an async checkpoint is durable only after its write, so a failure during the write falls back one "
      "checkpoint. Steady-state average over many intervals: for a deadline or a short job see the Deadline sheet.",
-     "Daly 2006 (complete cost function); async extension: ckptplan engine.waste docstring"),
+     "Daly 2006 (complete cost function); the async extension is ckptplan's own (see Async saves)"),
     ("Exact optimum",
      "(1 - T/M) e^((T + C_eff)/M) = 1, i.e. T = M (1 + W0(-e^(-1 - C_eff/M))); at least W (1 - s)",
      "Restart time does not move the optimum. Excel has no Lambert W: the Plan sheet takes six Newton steps on "
-     "ln y - y + 1 + c = 0 (y = 1 - T/M) and a series below c = 1e-4; it matches the engine to about 1e-10.",
+     "ln y - y + 1 + c = 0 (y = 1 - T/M) and a series below c = 1e-4; it matches ckptplan's own solver to about 1e-10.",
      "Daly 2006; Bougeret et al., SC'11"),
     ("Async saves",
      "C_eff = C + W s sets the interval; the durability lag W adds rework",
      "Async is not C = 0: the step still blocks for C, loses s of its throughput for W, and the newest checkpoint is "
      "not restorable until the write is durable. The write must finish before the next save: W (1 - s) <= T.",
-     "ckptplan engine.waste.expected_wall_time"),
+     "ckptplan's own extension of Daly 2006; `ckptplan probe` measures C, W and s on your storage"),
     ("Cost",
      "GPU-hours = wall hours x nodes x GPUs per node; money = GPU-hours x price; goodput = useful / total",
      "GPUs are billed while held, whatever they do (computing, saving, redoing work, restarting).",
@@ -50,8 +50,8 @@ NOTES = (
      ""),
     ("Deadline sheet",
      "Monte Carlo of the finite job (values)",
-     "Written by the engine when the workbook was generated, with runs, seed and date; does not recalculate.",
-     "ckptplan engine.deadline"),
+     "Written by ckptplan when the workbook was generated, with runs, seed and date; does not recalculate.",
+     "`ckptplan deadline` runs the same simulation (other runs, seed or failure law: see its --help)"),
 )
 
 READINESS = (

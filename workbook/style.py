@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import math
+import textwrap
 
 from openpyxl import Workbook
 from openpyxl.chart import Series
@@ -19,7 +20,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 
 __all__ = ["keep_text_literal", "HEADER_FILL", "HEADER_FONT", "INPUT_FILL", "INPUT_FONT", "INPUT_NUMBER", "INPUT_WHOLE", "KEY_FILL", "NOTE_FONT", "TITLE_FONT", "fit_rows",
-           "fmt_unit", "header", "line", "name", "note", "points", "print_setup", "title"]
+           "fmt_unit", "header", "large_number", "line", "name", "note", "points", "print_setup", "text_lines", "title"]
 
 INPUT_FONT = Font(color="0000FF")
 INPUT_FILL = PatternFill("solid", fgColor="FFF2CC")
@@ -81,6 +82,23 @@ def points(series: Series, color: str, symbol: str, size: int = 9) -> Series:
     return series
 
 
+#: points per line of wrapped 11-point text (what a row needs per line; LibreOffice and Excel draw
+#: rows written by openpyxl at the height given, never growing them to fit)
+LINE_HEIGHT = 15
+
+
+def text_lines(text: Any, width: float, bold: bool = False) -> int:
+    """Lines ``text`` wraps to in a column ``width`` characters wide (words wrap whole; bold is wider)."""
+    per_line = max(1, int(width * (1.0 if bold else 1.2)))  # characters per width unit, measured on rendered pages
+    return max(1, sum(len(textwrap.wrap(part, per_line)) or 1 for part in str(text).split("\n")))
+
+
+def large_number(fmt: str) -> str:
+    """``fmt`` for figures up to a trillion, scientific above: a column sized to its largest figure never
+    shows ``###`` when an edited input makes a run cost 1e20 (e.g. ``#,##0`` -> ``[<1E12]#,##0;0.00E+00``)."""
+    return f"[<1000000000000]{fmt};0.00E+00"
+
+
 def fit_rows(ws, first_row: int, last_row: int) -> None:
     """Row heights for wrapped text (LibreOffice and Excel do not grow rows written by openpyxl)."""
     widths = {col: (ws.column_dimensions[get_column_letter(col)].width or 10) for col in range(1, ws.max_column + 1)}
@@ -89,8 +107,8 @@ def fit_rows(ws, first_row: int, last_row: int) -> None:
         for col in range(1, ws.max_column + 1):
             v = ws.cell(row=r, column=col).value
             if isinstance(v, str):
-                lines = max(lines, math.ceil(len(v) * 1.1 / max(widths[col], 1)))
-        ws.row_dimensions[r].height = 13 * lines + 2
+                lines = max(lines, text_lines(v, widths[col], bool(ws.cell(row=r, column=col).font.b)))
+        ws.row_dimensions[r].height = LINE_HEIGHT * lines + 2
 
 
 def print_setup(ws, landscape: bool = True) -> None:

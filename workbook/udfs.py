@@ -59,6 +59,7 @@ from ..engine import montecarlo as _mc
 from ..engine import waste as _waste
 from ..engine.fields import DEFAULT_RUNS, DEFAULT_SEED, MAX_RUNS_PER_CELL
 from ..engine.cost import CATEGORIES
+from ..engine.errors import NEVER_FINISHES
 from ..engine.reliability import FailureDomain
 from ..engine.fields import FIELD_BY_NAME, TEXT_FIELDS
 from ..engine.scenario import check_columns, derived_columns, evaluate_each, table_problems
@@ -321,8 +322,8 @@ def _wall_screen(work, T, C, M, R, W, s):
     if late is not None:
         huge &= ~late.astype(bool)
     over = _per_cell(huge, lambda ratio, m: error_text(
-        "job_mtbf_min", f"(T + C + W + R)/M = {ratio:.4g} is so large that the expected wall time overflows: the job "
-        "would essentially never finish", show(m)), (T + C + W + R) / M, M)
+        "job_mtbf_min", f"{NEVER_FINISHES} (restart + interval + save = {ratio:.4g} job MTBFs: the expected wall time "
+        "overflows)", show(m)), (T + C + W + R) / M, M)
     return _merge(late, over)
 
 

@@ -1,0 +1,100 @@
+"""What a planner sees on paper: row heights, column widths and chart axes sized to the figures the
+engine gives for the sheet's inputs (LibreOffice and Excel draw rows at the height openpyxl writes,
+and a figure wider than its column prints as ``###``).
+
+The sheet builders (:mod:`.build`) call these after writing their cells; nothing here writes a value.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+from openpyxl.styles import Alignment
+from openpyxl.utils import get_column_letter
+
+from .. import engine
+from ..engine.validity import warnings_text
+from . import formulas as F
+from . import style as S
+from .flags import OK
+
+__all__ = ["SHORT_MONEY", "cost_axis", "fit_label", "fit_model_check", "fit_scaling"]
+
+#: axis labels a planner reads at a glance: 250,000 / 35 M / 6,000 M, and 1E+15 once a run costs more than
+#: a trillion (Excel takes two conditions per format)
+SHORT_MONEY = '[>=1000000000000]0E+0;[>=1000000]#,##0,," M";#,##0'
+
+
+def fit_label(ws, row: int, width: float, bold: bool = False, column: int = 1) -> None:
+    """Wrap the label in ``column`` of ``row`` and make the row as tall as its lines; the row's other
+    cells align to its top."""
+    label = ws.cell(row=row, column=column)
+    label.alignment = Alignment(wrap_text=True, vertical="top")
+    lines = S.text_lines(label.value or "", width, bold=bold)
+    if lines > 1:
+        ws.row_dimensions[row].height = S.LINE_HEIGHT * lines
+    for c in range(column + 1, column + 4):
+        ws.cell(row=row, column=c).alignment = Alignment(vertical="top")
+
+
+def fit_model_check(ws, row: int, results: Any, width: float) -> None:
+    """Row ``row`` as tall as the model check the engine gives for ``results`` (one evaluated row) in a
+    column ``width`` wide; the labels beside it align to the top."""
+    text = warnings_text(results)[0] or OK
+    ws.row_dimensions[row].height = S.LINE_HEIGHT * S.text_lines(text, width, bold=True)
+    for c in range(1, 4):
+        ws.cell(row=row, column=c).alignment = Alignment(vertical="top")
+
+
+def _scaling_rows(sc: engine.Scenario, st: Any, nodes_list: list[int]) -> pd.DataFrame | None:
+    """The engine's plan of each Scaling row (the design re-derived at its node count), None where one is refused."""
+    from ..engine.setup import RecoverySetup, plan_setup
+
+    st = (st if st is not None else RecoverySetup()).replace(tiers=(), failure_classes={})
+    out = []
+    try:
+        for n in nodes_list:
+            plan = plan_setup(sc.with_nodes(n).replace(interval_min=None), st)
+            out.append(plan.row.to_dict() | {k: plan.figures[k] for k in ("total_cost", "total_gpu_hours")
+                                             if plan.figures.get(k) is not None})
+    except (ValueError, ArithmeticError):  # a row the models refuse: its cells say so in words
+        return None
+    return pd.DataFrame(out)
+
+
+def fit_scaling(ws, sc: engine.Scenario, st: Any, nodes_list: list[int], first: int, cols: dict[str, int]) -> None:
+    """Widths sized to the largest figure of each money, GPU-hour and hour column (scientific above a trillion,
+    so an edited input never shows ``###``), and each row tall enough for its model check as computed now
+    (``st``: the design, re-derived per row as the sheet does)."""
+    rows = _scaling_rows(sc, st, nodes_list)
+    for key in ("wall_h", "total_gpu_hours", "total_cost"):
+        if key not in cols:
+            continue
+        fmt = F.CALC_BY_KEY[key].fmt if key in F.CALC_BY_KEY else F.MONEY
+        letter = get_column_letter(cols[key])
+        for r in range(first, first + len(nodes_list)):
+            ws[f"{letter}{r}"].number_format = S.large_number(fmt)
+        decimals = ".2f" if fmt == F.HOURS else ".0f"
+        values = [float(v) for v in rows[key] if math.isfinite(v)] if rows is not None else [999_999_999_999.99]
+        longest = max((len(f"{v:,{decimals}}") if v < 1e12 else 8 for v in values), default=0)
+        ws.column_dimensions[letter].width = max(ws.column_dimensions[letter].width or 14, longest + 3)
+    if rows is None:
+        return
+    width = ws.column_dimensions[get_column_letter(cols["model_check"])].width
+    for i, text in enumerate(warnings_text(rows, keys=True)):
+        lines = S.text_lines(text.replace("; ", "; \n"), width, bold=True) if text else 1
+        if lines > 1:
+            ws.row_dimensions[first + i].height = S.LINE_HEIGHT * lines
+            for c in range(1, cols["model_check"]):
+                ws.cell(row=first + i, column=c).alignment = Alignment(vertical="top")
+
+
+def cost_axis(chart, currency: str) -> None:
+    """The cost-per-run chart on a log axis: the cost grows by orders of magnitude once failures outpace
+    the saves (a 405B job at 64x the nodes costs a thousand times more), and on a linear axis every
+    affordable row lies flat on zero. A log axis keeps each row readable and a doubling the same step anywhere."""
+    chart.y_axis.scaling.logBase = 10
+    chart.y_axis.number_format = SHORT_MONEY
+    chart.y_axis.title = f"Cost per run ({currency}, log scale)"

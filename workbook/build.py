@@ -37,7 +37,7 @@ from .storage_sheet import storage_sheet
 from .evaluate import cached_values, store_cached_values
 from .manifest import Built, Check
 from . import style as S
-from .notes import NOTES, READINESS
+from .notes import notes_sheet, readiness_sheet
 
 __all__ = ["CURVE_FACTORS", "KEY_OUTPUTS", "Built", "Check", "build_workbook", "save", "scaling_nodes",
            "scenario_inputs", "write_workbook"]
@@ -147,15 +147,6 @@ _PLAN_VISIBLE_DESIGN = {"checkpoint_size_gb", "derived_checkpoint_stall_min", "d
 _PLAN_HIDDEN = {c.key for c in D.DESIGN_CALCS} - _PLAN_VISIBLE_DESIGN | {"billing_months"}
 
 
-def plan_refs(terms: int, correction: str) -> dict[str, str]:
-    """References of the plan's inputs as the Plan sheet reads them: the Inputs names, the design's
-    ``setup_<field>`` names and the spare pool's sum (``correction``: its last cell)."""
-    refs = {key: key for key in F.INPUT_KEYS}
-    refs.update(D.setup_refs(lambda name: f"setup_{name}"))
-    refs.update(pool_terms=str(terms), pool_correction=correction)
-    return refs
-
-
 def _pool_chain_down(ws, col: int, first_row: int, terms: int, refs: dict[str, str]) -> None:
     """The spare pool's finite sum (:func:`design_formulas.pool_chain_cell`) down a hidden column."""
     letter = get_column_letter(col)
@@ -170,7 +161,7 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int) -> 
     S.title(ws, "Plan: how often to save, and what it costs",
            "Live formulas over the Inputs sheet and the design (exact model: Daly 2006 with async saves; see Notes).")
     chain_col, first = 7, 5
-    refs = plan_refs(terms, f"$G${first + terms - 1}")
+    refs = D.plan_refs(terms, f"$G${first + terms - 1}")
     for key in D.DERIVED:   # the input check reads what the plan uses: a stall is required, stated or derived
         refs[key] = f"used_{key}"
     ws["A3"] = "Input check"
@@ -193,7 +184,7 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int) -> 
     S.header(ws, 4, ["Quantity", "Value", "Unit", "Defined name"])
     widths = dict(zip("ABCD", (62, 18, 14, 30)))
     pages.fit_model_check(ws, 3, built.results.iloc[[0]], widths["D"])
-    refs = plan_refs(terms, f"$G${first + terms - 1}")
+    refs = D.plan_refs(terms, f"$G${first + terms - 1}")
     row = first
     for calc in D.PLAN_CALCS:
         cell = ws.cell(row=row, column=2, value="=" + calc.expr(refs))
@@ -365,7 +356,7 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, 
         built.checks.append(Check("Scaling", f"B{first + i}", ("scaling", n), "useful_training_h"))
 
     def refs(r: int) -> dict[str, str]:
-        base = plan_refs(terms, "")
+        base = D.plan_refs(terms, "")
         base.update(nodes=f"A{r}", useful_training_h=f"B{r}", interval_min='""')
         return base
 
@@ -497,46 +488,6 @@ def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None, sc: engine.Scen
     ws.column_dimensions["C"].width = 14
 
 
-def _readiness_sheet(wb: Workbook, kept: dict[str, tuple[Any, Any]] | None) -> None:
-    ws = wb.create_sheet("Readiness")
-    S.title(ws, "Readiness: does a checkpoint restore the full training state?",
-           "A checkpoint counts only if it restores everything below; until the restore test has been run, "
-           "the intervals on Plan are optimistic.")
-    S.header(ws, 4, ["What the checkpoint must hold", "Why it matters", "Status", "Evidence / owner"])
-    dv = DataValidation(type="list", formula1='"not checked,present,missing,restore tested"', allow_blank=True,
-                        showErrorMessage=True, errorTitle="Invalid status",
-                        error="Choose: not checked, present, missing, restore tested")
-    ws.add_data_validation(dv)
-    for i, (item, why) in enumerate(READINESS):
-        r = 5 + i
-        ws.cell(row=r, column=1, value=item).alignment = Alignment(wrap_text=True, vertical="top")
-        ws.cell(row=r, column=2, value=why).alignment = Alignment(wrap_text=True, vertical="top")
-        status, evidence = (kept or {}).get(item, ("not checked", None))
-        c = ws.cell(row=r, column=3, value=status)
-        c.font, c.fill = S.INPUT_FONT, S.INPUT_FILL
-        c.alignment = Alignment(vertical="top")
-        dv.add(c)
-        e = ws.cell(row=r, column=4, value=evidence)
-        e.font, e.fill = S.INPUT_FONT, S.INPUT_FILL
-        e.alignment = Alignment(wrap_text=True, vertical="top")
-    for col, width in zip("ABCD", (40, 70, 16, 30)):
-        ws.column_dimensions[col].width = width
-    S.fit_rows(ws, 5, 4 + len(READINESS))
-
-
-def _notes_sheet(wb: Workbook) -> None:
-    ws = wb.create_sheet("Notes")
-    S.title(ws, "Notes: models, assumptions, validity limits and references")
-    S.header(ws, 3, ["Topic", "Formula", "Assumptions and where it stops being valid", "Reference"])
-    for i, note in enumerate(NOTES):
-        for j, text in enumerate(note):
-            c = ws.cell(row=4 + i, column=1 + j, value=text)
-            c.alignment = Alignment(wrap_text=True, vertical="top")
-    for col, width in zip("ABCD", (24, 46, 70, 40)):
-        ws.column_dimensions[col].width = width
-    S.fit_rows(ws, 4, 3 + len(NOTES))
-
-
 # --------------------------------------------------------------------------------------- API
 
 def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | None = None,
@@ -578,8 +529,8 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     if scenarios is not None:
         _scenarios_sheet(wb, scenarios, built, scenario.currency)
     _deadline_sheet(wb, deadline, scenario)
-    _readiness_sheet(wb, readiness)
-    _notes_sheet(wb)
+    readiness_sheet(wb, readiness)
+    notes_sheet(wb)
     S.keep_text_literal(wb, _user_texts(scenario, designs + given, scenarios, readiness))
     for ws in wb.worksheets:
         S.print_setup(ws)

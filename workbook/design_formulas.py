@@ -42,7 +42,7 @@ from . import formulas as F
 from .formulas import Calc
 
 __all__ = ["DERIVED", "DESIGN_CALCS", "MONEY_CALCS", "PLAN_CALCS", "PLAN_CALC_BY_KEY", "POOL_TERMS", "PARTS", "bind",
-           "blank_setup_refs", "pool_chain_cell", "pool_terms", "setup_refs"]
+           "blank_setup_refs", "plan_refs", "pool_chain_cell", "pool_terms", "setup_refs"]
 
 #: the scenario fields a design derives (a stated value wins), in the order the plan uses them
 DERIVED = ("checkpoint_stall_min", "async_write_min", "restart_min")
@@ -65,6 +65,15 @@ def setup_refs(ref: Callable[[str], str]) -> dict[str, str]:
         x = out[f.name] = ref(f.name)
         out[f"{f.name}_d"] = f'IF({x}="",{_DEFAULTS[f.name] or 0!r},{x})'
     return out
+
+
+def plan_refs(terms: int, correction: str) -> dict[str, str]:
+    """References of the plan's inputs as the Plan sheet reads them: the Inputs names, the design's
+    ``setup_<field>`` names and the spare pool's sum (``terms`` cells, ``correction``: its last)."""
+    refs = {key: key for key in F.INPUT_KEYS}
+    refs.update(setup_refs(lambda name: f"setup_{name}"))
+    refs.update(pool_terms=str(terms), pool_correction=correction)
+    return refs
 
 
 def blank_setup_refs() -> dict[str, str]:

@@ -1,6 +1,14 @@
 """Text of the Notes and Readiness sheets: each model's formula, assumptions, limits, references."""
 
-__all__ = ["NOTES", "READINESS"]
+from typing import Any
+
+from openpyxl import Workbook
+from openpyxl.styles import Alignment
+from openpyxl.worksheet.datavalidation import DataValidation
+
+from . import style as S
+
+__all__ = ["NOTES", "READINESS", "notes_sheet", "readiness_sheet"]
 
 NOTES = (
     ("Symbols",
@@ -65,3 +73,45 @@ READINESS = (
     ("Checkpoint is durable and complete (all ranks, manifest written)", "A partial async write is not a checkpoint; restore must find the last complete one."),
     ("A restore test actually run (fresh process, loss trajectory compared)", "Only a resumed run that matches proves the checkpoint counts (`ckptplan probe` runs one; `ckptplan audit` lists what a checkpoint holds)."),
 )
+
+
+def readiness_sheet(wb: Workbook, kept: dict[str, tuple[Any, Any]] | None) -> None:
+    """The Readiness sheet: what a checkpoint must hold to count, with a status and evidence per item (kept)."""
+    ws = wb.create_sheet("Readiness")
+    S.title(ws, "Readiness: does a checkpoint restore the full training state?",
+           "A checkpoint counts only if it restores everything below; until the restore test has been run, "
+           "the intervals on Plan are optimistic.")
+    S.header(ws, 4, ["What the checkpoint must hold", "Why it matters", "Status", "Evidence / owner"])
+    dv = DataValidation(type="list", formula1='"not checked,present,missing,restore tested"', allow_blank=True,
+                        showErrorMessage=True, errorTitle="Invalid status",
+                        error="Choose: not checked, present, missing, restore tested")
+    ws.add_data_validation(dv)
+    for i, (item, why) in enumerate(READINESS):
+        r = 5 + i
+        ws.cell(row=r, column=1, value=item).alignment = Alignment(wrap_text=True, vertical="top")
+        ws.cell(row=r, column=2, value=why).alignment = Alignment(wrap_text=True, vertical="top")
+        status, evidence = (kept or {}).get(item, ("not checked", None))
+        c = ws.cell(row=r, column=3, value=status)
+        c.font, c.fill = S.INPUT_FONT, S.INPUT_FILL
+        c.alignment = Alignment(vertical="top")
+        dv.add(c)
+        e = ws.cell(row=r, column=4, value=evidence)
+        e.font, e.fill = S.INPUT_FONT, S.INPUT_FILL
+        e.alignment = Alignment(wrap_text=True, vertical="top")
+    for col, width in zip("ABCD", (40, 70, 16, 30)):
+        ws.column_dimensions[col].width = width
+    S.fit_rows(ws, 5, 4 + len(READINESS))
+
+
+def notes_sheet(wb: Workbook) -> None:
+    """The Notes sheet: each model's formula, assumptions, validity limits and reference."""
+    ws = wb.create_sheet("Notes")
+    S.title(ws, "Notes: models, assumptions, validity limits and references")
+    S.header(ws, 3, ["Topic", "Formula", "Assumptions and where it stops being valid", "Reference"])
+    for i, note in enumerate(NOTES):
+        for j, text in enumerate(note):
+            c = ws.cell(row=4 + i, column=1 + j, value=text)
+            c.alignment = Alignment(wrap_text=True, vertical="top")
+    for col, width in zip("ABCD", (24, 46, 70, 40)):
+        ws.column_dimensions[col].width = width
+    S.fit_rows(ws, 4, 3 + len(NOTES))

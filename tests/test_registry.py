@@ -187,13 +187,17 @@ def test_workbook_inputs_labels_rules_and_validation_come_from_the_registry(plan
         cell = _input_cell(wb, key)
         row = cell.row
         assert ws.cell(row=row, column=1).value == field.label
-        assert ws.cell(row=row, column=5).value == field.check.noun + ("" if field.required else " or empty")
+        derived = field.name in ("checkpoint_stall_min", "async_write_min", "restart_min")   # the design derives it
+        optional = not field.required or derived
+        assert ws.cell(row=row, column=5).value == field.check.noun + ("" if not optional else " or empty") + (
+            ", empty = from the design" if derived else "")
         dv = validations[cell.coordinate]
         expected = field.check.data_validation(cell.coordinate)
         assert dv.type == expected["type"] and dv.formula1 == expected["formula1"], key
         assert dv.operator == expected.get("operator") and dv.formula2 == expected.get("formula2"), key
-        assert dv.allow_blank == (not field.required)
-        assert field.check.excel_condition(key) in check_formula, key
+        assert dv.allow_blank == optional
+        # the Plan's check reads the value the plan uses: stated, else derived from the design
+        assert field.check.excel_condition(f"used_{key}" if derived else key) in check_formula, key
 
 
 def _typed_validation_accepts(validation: dict, value: float) -> bool:

@@ -23,7 +23,7 @@ Evaluating a table (:func:`evaluate_rows`)
   :func:`engine.evaluate` call. Should the engine still refuse that sub-table (a rule added to the
   engine later, or an overflow), the rows it refuses are isolated by bisection and marked, so the
   engine stays the authority and a new engine rule can never crash a batch.
-* Problems with the table itself raise :class:`~engine._inputs.InputError` (a ``ValueError``) and
+* Problems with the table itself raise :class:`~engine.errors.InputError` (a ``ValueError``) and
   nothing is evaluated: missing required columns (all of them named at once; complete the table
   from a base scenario first, :func:`.sweep.fill_from_template`), a domain column without its pair,
   a duplicate column, and (unless ``extra_columns="keep"``) columns that are no scenario field: a
@@ -77,7 +77,7 @@ import numpy as np
 import pandas as pd
 
 from . import montecarlo as _mc
-from ._inputs import InputError
+from .errors import InputError
 from .fields import DEFAULT_RUNS, DEFAULT_SEED, FIELD_BY_NAME, FIELDS, SETUP_FIELD_BY_NAME, TEXT_FIELDS
 from .scenario import DOMAIN_COL as _DOMAIN_COL
 from .scenario import RowProblems, Scenario, check_columns

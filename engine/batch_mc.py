@@ -16,7 +16,8 @@ import pandas as pd
 
 from . import cost
 from . import montecarlo as _mc
-from ._inputs import InputError, as_float_array
+from .errors import InputError
+from .gate import as_float_array
 from .fields import DEFAULT_SEED, SETUP_FIELD_BY_NAME
 from .scenario import RowProblems, Scenario, to_table
 

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._inputs import FLOAT_MAX, InputError, check_finite_result, prepare
+from .errors import InputError
+from .gate import FLOAT_MAX, check_finite_result, prepare
 
 __all__ = ["CATEGORIES", "HOURS_PER_MONTH", "PLAN_COLUMNS", "compare_plans", "goodput", "gpu_hours", "money"]
 

@@ -30,7 +30,8 @@ import numpy as np
 import pandas as pd
 
 from . import cost, waste
-from ._inputs import InputError, as_float_array
+from .errors import InputError
+from .gate import as_float_array
 from .finite import _check_final_save, best_segment_count, finite_expected_wall_time, segment_count
 from .montecarlo import (FailureLaw, Simulation, _as_law, _seed_entropy, check_simulation_size, simulate,
                          simulate_intervals, standard_error, wilson_interval)

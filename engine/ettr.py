@@ -75,7 +75,7 @@ import numpy as np
 import pandas as pd
 
 from . import waste
-from ._inputs import check_finite_result, prepare
+from .gate import check_finite_result, prepare
 
 __all__ = ["AGREEMENT_LOADS", "AGREEMENT_RESTART_RATIOS", "AGREEMENT_STALL_RATIOS", "ettr_agreement_grid",
            "ettr_agreement_summary", "ettr_exact", "ettr_first_order"]

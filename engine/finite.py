@@ -61,8 +61,8 @@ from typing import Any
 import numpy as np
 
 from . import waste
-from ._inputs import InputError, check_finite_result, prepare
-from .errors import NEVER_FINISHES
+from .errors import NEVER_FINISHES, InputError
+from .gate import check_finite_result, prepare
 
 # relative tolerance when counting segments: work/T = 3 + 1e-15 is 3 segments, not 4
 _SEGMENT_RTOL = 1e-14

@@ -86,7 +86,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._inputs import FLOAT_TINY, _ndim, as_float_array, check_finite_result
+from .gate import FLOAT_TINY, as_float_array, check_finite_result, ndim_of
 from .errors import InputError
 
 __all__ = ["ALL_EVENTS", "DETAIL_EVENTS", "EVENTS", "EVENTS_TABLE_COLUMNS", "LogFit", "MIN_FAILURES_FOR_SHAPE",
@@ -204,7 +204,7 @@ def _checkpoint_gaps_min(events: pd.DataFrame) -> np.ndarray:
 def _number(name: str, value: Any, rule: str) -> float:
     """``value`` as a float: one finite real number (no bool, text, date, time span, array, or int beyond the
     float64 range), else :class:`InputError` ``(name, value, rule)``."""
-    if isinstance(value, (np.datetime64, np.timedelta64)) or _ndim(value) != 0:
+    if isinstance(value, (np.datetime64, np.timedelta64)) or ndim_of(value) != 0:
         raise InputError(name, value, rule)
     try:
         return float(as_float_array(name, value))
@@ -336,13 +336,13 @@ def weibull_fit(running_h: Any, failed: Any, confidence: float = 0.9,
     from scipy import optimize, special, stats  # here, not at import: the command line starts without scipy
 
     c = check_confidence(confidence)
-    if _ndim(running_h) == 0:
+    if ndim_of(running_h) == 0:
         raise InputError("running_h", running_h, "must be a non-empty 1-D array of durations (h)")
     t = as_float_array("running_h", running_h).reshape(-1)
     if t.size == 0:
         raise InputError("running_h", running_h, "must be a non-empty 1-D array of durations (h)")
     try:
-        f = np.asarray(failed).reshape(-1) if _ndim(failed) else None
+        f = np.asarray(failed).reshape(-1) if ndim_of(failed) else None
     except (ValueError, TypeError, OverflowError, RecursionError):
         f = None
     if f is None or f.shape != t.shape or f.dtype.kind != "b":

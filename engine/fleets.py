@@ -46,7 +46,8 @@ from typing import Any
 
 import numpy as np
 
-from ._inputs import FLOAT_MAX, FLOAT_TINY, InputError, check_finite_result, prepare
+from .errors import InputError
+from .gate import FLOAT_MAX, FLOAT_TINY, check_finite_result, prepare
 
 __all__ = ["FleetRate", "HOURS_PER_1000_NODE_DAYS", "fleet_node_mtbf", "fleet_rate", "fleet_rates", "job_mtbf_h_from_fleet",
            "node_mtbf_h_from_rate"]

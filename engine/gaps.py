@@ -32,7 +32,7 @@ from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
-from ._inputs import InputError
+from .errors import InputError
 
 # runs per block of the gap stream, and gaps per chunk: a chunk is at most GAP_CHUNK x RUN_BLOCK doubles (1 MiB);
 # chunks grow from GAP_CHUNK_FIRST gaps (4, 8, 16, ...) so that short jobs draw few gaps they do not use

@@ -39,7 +39,8 @@ from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
-from ._inputs import InputError, as_float_array, prepare
+from .errors import InputError
+from .gate import as_float_array, prepare
 from .finite import _check_final_save, _geometry, _prepare_job, _rollback_sum, failure_free_wall_time, segment_count
 from .gaps import MAX_FAILURES_PER_RUN, GapStream, simulate_per_failure
 from .montecarlo_fast import simulate_per_window

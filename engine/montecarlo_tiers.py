@@ -43,7 +43,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from . import tiers as _tiers
-from ._inputs import InputError, as_float_array
+from .errors import InputError
+from .gate import as_float_array
 from .finite import _SEGMENT_RTOL, _check_final_save
 from .montecarlo import Simulation, _seed_entropy
 

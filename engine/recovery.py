@@ -75,7 +75,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._inputs import InputError, as_float_array, check_finite_result, prepare
+from .errors import InputError
+from .gate import as_float_array, check_finite_result, prepare
 from .waste import exact_optimal_interval, expected_wall_time
 
 __all__ = ["MAX_MEAN_IN_REPAIR", "RESTART_PHASES", "best_spares", "communicator_init_min", "expected_reallocation_min",

@@ -26,7 +26,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ._inputs import FLOAT_TINY, InputError, as_float_array, broadcast, wrapper
+from .errors import InputError
+from .gate import FLOAT_TINY, as_float_array, broadcast, wrapper
 
 __all__ = ["FailureDomain", "domains_spanned", "job_failure_rate_per_h", "job_mtbf", "job_mtbf_with_domains",
            "node_mtbf_from_gpus"]

@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 
 from . import cost, reliability, wall_distribution, waste
-from ._frames import result_frame as _result_frame
-from ._inputs import FLOAT_MAX, check_finite_result
+from .frames import result_frame as _result_frame
+from .gate import FLOAT_MAX, check_finite_result
 from .errors import InputError
 from .fields import DOMAIN_FIELDS, FIELDS, RULES, TEXT_FIELDS, Field
 from .reliability import FailureDomain

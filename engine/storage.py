@@ -49,7 +49,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._inputs import InputError, as_float_array, broadcast, check_finite_result, prepare, wrapper
+from .errors import InputError
+from .gate import as_float_array, broadcast, check_finite_result, prepare, wrapper
 
 __all__ = ["BYTES_PER_PARAMETER", "HOURS_PER_BILLING_MONTH", "SaveTimes", "bytes_per_parameter",
            "checkpoint_size_gb", "effective_bandwidth_gb_s", "months_from_hours", "restore_time_min", "save_times",

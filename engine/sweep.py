@@ -40,7 +40,8 @@ import numpy as np
 import pandas as pd
 
 from . import montecarlo as _mc
-from ._inputs import InputError, as_float_array
+from .errors import InputError
+from .gate import as_float_array
 from .batch import (RANKING_METRIC, STATUS_OK, TEXT_DTYPE, _int_series, column_kind, evaluate_rows,
                     is_dask, is_integer_column, plain_value)
 from .fields import (DEFAULT_CHUNK_ROWS, DEFAULT_RUNS, DEFAULT_SEED, FIELDS, MAX_SWEEP_ROWS)

@@ -32,7 +32,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from ._inputs import InputError
+from .errors import InputError
 from .batch import _int_series, column_kind, is_integer_column, plain_value
 from .fields import FIELD_BY_NAME, FIELDS, TEXT_FIELDS
 from .scenario import DOMAIN_COL, Scenario, to_table

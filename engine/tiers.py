@@ -91,7 +91,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ._inputs import InputError, as_float_array, broadcast, prepare
+from .errors import InputError
+from .gate import as_float_array, broadcast, prepare
 from .waste import _MAX_LOG, _validate_async
 
 __all__ = ["Tier", "check_design", "class_rates_per_tier", "first_order_tier_intervals", "optimal_tier_intervals",

@@ -65,7 +65,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ._inputs import InputError
+from .errors import InputError
 from .tiers import _label, _log_wpw, _prepare, _raise_overflow, _ratios, _Rows
 
 __all__ = ["MAX_EVERY", "best_first_interval", "first_order_tier_intervals", "optimal_tier_intervals"]

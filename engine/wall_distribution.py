@@ -115,7 +115,8 @@ from typing import Any
 import numpy as np
 
 from . import waste
-from ._inputs import InputError, as_float_array, prepare
+from .errors import InputError
+from .gate import as_float_array, prepare
 from .finite import _MAX_SEGMENTS, _check_final_save, _geometry
 
 __all__ = [

@@ -34,8 +34,8 @@ import sys
 
 import numpy as np
 
-from ._inputs import InputError, check_finite_result, prepare
-from .errors import NEVER_FINISHES
+from .errors import NEVER_FINISHES, InputError
+from .gate import check_finite_result, prepare
 
 __all__ = ["daly_interval", "effective_stall", "exact_optimal_interval", "expected_wall_time", "first_order_waste",
            "time_breakdown", "waste_fraction", "young_interval", "young_min_waste"]

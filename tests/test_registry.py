@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from ckptplan import engine, files, workbook
 from ckptplan.cli import app
-from ckptplan.engine._inputs import as_float_array
+from ckptplan.engine.gate import as_float_array
 from ckptplan.engine.fields import DOMAIN_FIELDS, FIELD_BY_NAME, FIELDS, RULES, lookup
 from ckptplan.engine.scenario import table_problems
 from ckptplan.workbook import cells, udfs

@@ -1,4 +1,4 @@
-"""Building evaluate's result frame from arrays, once (kept apart from :mod:`.scenario` for size)."""
+"""Building evaluate's result frame from arrays, once: pandas mechanics, apart from :mod:`.scenario`'s models."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Input coercion, validation and broadcasting shared by every engine function.
+"""The gate of every engine function: input coercion, validation and broadcasting.
 
 Every public engine function accepts scalars, numpy arrays and pandas Series alike. This module
 turns those into float64 numpy arrays, checks each against a named rule, broadcasts them together
@@ -27,7 +27,7 @@ from .errors import InputError
 from .fields import RULES
 
 __all__ = ["FLOAT_MAX", "FLOAT_TINY", "MAX_BROADCAST_ELEMENTS", "as_float_array", "broadcast", "check_finite_result",
-           "prepare", "wrapper"]
+           "ndim_of", "prepare", "wrapper"]
 
 #: the largest finite float64 (every input and every result stays at or below it)
 FLOAT_MAX = sys.float_info.max
@@ -155,7 +155,7 @@ def wrapper(*originals: Any) -> Callable[[Any], Any]:
     """
     series = next((v for v in originals if isinstance(v, pd.Series)), None)
     _check_aligned({f"argument {i + 1}": v for i, v in enumerate(originals)})
-    all_scalar = all(_ndim(v) == 0 for v in originals if not isinstance(v, pd.Series)) and series is None
+    all_scalar = all(ndim_of(v) == 0 for v in originals if not isinstance(v, pd.Series)) and series is None
 
     def wrap(result: np.ndarray, name: str | None = None) -> Any:
         result = np.asarray(result, dtype=np.float64)
@@ -168,7 +168,7 @@ def wrapper(*originals: Any) -> Callable[[Any], Any]:
     return wrap
 
 
-def _ndim(value: Any) -> int:
+def ndim_of(value: Any) -> int:
     """``np.ndim`` of anything (a ragged nested list, which numpy refuses, counts as an array)."""
     try:
         return int(np.ndim(value))

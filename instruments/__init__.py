@@ -12,7 +12,7 @@ of these modules imports no torch, and the audit never needs it.
 * :mod:`.restore` restores in a fresh process and the resume verification against the
   uninterrupted run;
 * :mod:`.audit` :func:`~.audit.audit_checkpoint`: which restorable-state pieces a checkpoint
-  holds, read with the inert unpickler of :mod:`._inert` (nothing from the file is executed).
+  holds, read with the inert unpickler of :mod:`.inert_pickle` (nothing from the file is executed).
 
 Submodules are not imported here: import the one you need.
 """

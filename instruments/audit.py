@@ -6,7 +6,7 @@ is ``present``, ``missing`` or ``unknown`` (:class:`AuditReport`), and whether e
 the structure refers to exists with its full size.
 
 It never executes code from the file: it reads the pickle stream with an unpickler that resolves no
-global at all (every global becomes an inert placeholder, see :mod:`._inert`) and refuses any file
+global at all (every global becomes an inert placeholder, see :mod:`.inert_pickle`) and refuses any file
 that references a global outside a small allowlist of tensor, container and numpy-array rebuilders,
 because ``torch.load(weights_only=False)`` would call it. This also avoids
 ``torch.distributed.checkpoint.FileSystemReader.read_metadata``, which in PyTorch 2.13 reads
@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.errors import InputError
-from ._inert import (_DTYPE_BYTES, _MAX_PICKLE_BYTES, _inert_load, _Leaf, _Opaque, _read_legacy, _read_zip,
-                     _walk)
-from ._storage import _disk_usage
+from .disk import disk_usage
+from .inert_pickle import DTYPE_BYTES, MAX_PICKLE_BYTES, Leaf, Opaque, inert_load, read_legacy, read_zip, walk
 
 __all__ = ["PIECES", "RESUME_PIECES", "WHY", "AuditReport", "PieceStatus", "audit_checkpoint"]
 
@@ -163,9 +162,9 @@ def audit_checkpoint(path: str | Path) -> AuditReport:
         raise InputError("checkpoint", str(path), "is empty (0 bytes): a save that never wrote, or a truncated file")
     notes: list[str] = []
     if zipfile.is_zipfile(path):
-        fmt, (obj, up, records_ok, completeness) = "torch.save (zip)", _read_zip(path)
+        fmt, (obj, up, records_ok, completeness) = "torch.save (zip)", read_zip(path)
     else:
-        data = path.read_bytes() if size <= _MAX_PICKLE_BYTES else None
+        data = path.read_bytes() if size <= MAX_PICKLE_BYTES else None
         if data is None:
             raise InputError("checkpoint", str(path), f"is a {size / 2**20:.0f} MiB non-zip file: too large for the "
                                                       "legacy-format audit (re-save with torch.save's default zip format)")
@@ -175,8 +174,8 @@ def audit_checkpoint(path: str | Path) -> AuditReport:
         if data[:1] != b"\x80":
             raise InputError("checkpoint", str(path), "is neither a torch.save zip archive nor a pickle "
                                                       "(no pickle protocol header): not a checkpoint this audit reads")
-        fmt, obj, up, records_ok, completeness = _read_legacy(path, data)
-    leaves = _walk(obj, path)
+        fmt, obj, up, records_ok, completeness = read_legacy(path, data)
+    leaves = walk(obj, path)
     tensors = {leaf.storage or str(i): leaf for i, (p, leaf) in enumerate(leaves) if leaf.kind == "tensor"}
     pieces, top = _classify(obj, leaves)
     if any(g.startswith("numpy.") for g in up.globals_seen):
@@ -203,43 +202,43 @@ def _audit_dcp(path: Path) -> AuditReport:
     size = meta.stat().st_size  # checked before reading: a hostile .metadata may be huge
     if size == 0:
         raise InputError("checkpoint", str(path), ".metadata is empty (0 bytes): the save did not finish")
-    if size > _MAX_PICKLE_BYTES:
+    if size > MAX_PICKLE_BYTES:
         raise InputError("checkpoint", str(path), f".metadata is {size:,} bytes: too large to audit "
-                                                  f"(at most {_MAX_PICKLE_BYTES:,})")
+                                                  f"(at most {MAX_PICKLE_BYTES:,})")
     with open(meta, "rb") as fh:
-        raw = fh.read(_MAX_PICKLE_BYTES + 1)
-    if len(raw) > _MAX_PICKLE_BYTES:
+        raw = fh.read(MAX_PICKLE_BYTES + 1)
+    if len(raw) > MAX_PICKLE_BYTES:
         raise InputError("checkpoint", str(path), ".metadata grew while it was read: too large to audit")
-    md, up, _ = _inert_load(raw, ".metadata", path)
-    if not (isinstance(md, _Opaque) and md._global == "torch.distributed.checkpoint.metadata.Metadata"):
+    md, up, _ = inert_load(raw, ".metadata", path)
+    if not (isinstance(md, Opaque) and md.global_name == "torch.distributed.checkpoint.metadata.Metadata"):
         raise InputError("checkpoint", str(path), ".metadata does not hold a DCP Metadata record")
     fields_ = md.state_dict()
     sdm = fields_.get("state_dict_metadata")
     if not isinstance(sdm, dict):
         raise InputError("checkpoint", str(path), ".metadata has no state_dict_metadata mapping")
-    leaves: list[tuple[tuple[str, ...], _Leaf]] = []
+    leaves: list[tuple[tuple[str, ...], Leaf]] = []
     for fqn, entry in sdm.items():
         keypath = tuple(str(fqn).split("."))
-        g = getattr(entry, "_global", "")
+        g = getattr(entry, "global_name", "")
         if g.endswith("TensorStorageMetadata"):
             st = entry.state_dict()
             size = st.get("size")
-            shape = size.args[0] if isinstance(size, _Opaque) and size.args else ()
+            shape = size.args[0] if isinstance(size, Opaque) and size.args else ()
             numel = math.prod(int(d) for d in shape) if isinstance(shape, (tuple, list)) else 0
             props = st.get("properties")
             dtype = _dcp_dtype(props)
-            leaves.append((keypath, _Leaf("tensor", numel * _DTYPE_BYTES.get(dtype, 1), numel, dtype)))
+            leaves.append((keypath, Leaf("tensor", numel * DTYPE_BYTES.get(dtype, 1), numel, dtype)))
         elif g.endswith("BytesStorageMetadata"):
-            leaves.append((keypath, _Leaf("object", value="bytes item (pickled, not read)")))
+            leaves.append((keypath, Leaf("object", value="bytes item (pickled, not read)")))
         else:
-            leaves.append((keypath, _Leaf("object", value=g or type(entry).__name__)))
+            leaves.append((keypath, Leaf("object", value=g or type(entry).__name__)))
     # completeness: every storage record must fit in its file
     storage = fields_.get("storage_data")
     problems: list[str] = []
     need: dict[str, int] = {}
     if isinstance(storage, dict):
         for info in storage.values():
-            st = info.state_dict() if isinstance(info, _Opaque) else {}
+            st = info.state_dict() if isinstance(info, Opaque) else {}
             rel, off, length = st.get("relative_path"), st.get("offset"), st.get("length")
             if isinstance(rel, str) and isinstance(off, int) and isinstance(length, int):
                 need[rel] = max(need.get(rel, 0), off + length)
@@ -255,7 +254,7 @@ def _audit_dcp(path: Path) -> AuditReport:
             problems.append(f"{rel} missing")
         elif f.stat().st_size < n:
             problems.append(f"{rel} holds {f.stat().st_size} bytes, the records need {n}")
-    size_on_disk, files = _disk_usage(path)
+    size_on_disk, files = disk_usage(path)
     pieces, top = _classify(None, leaves)
     return AuditReport(
         path=str(path), format="DCP directory", size_bytes=size_on_disk, files=files,
@@ -270,18 +269,18 @@ def _audit_dcp(path: Path) -> AuditReport:
 
 
 def _dcp_dtype(props: Any) -> str:
-    if not isinstance(props, _Opaque):
+    if not isinstance(props, Opaque):
         return "unknown"
     st = props.state
     candidates = list(st) if isinstance(st, tuple) else list(props.state_dict().values())
     for c in candidates:
-        name = getattr(c, "_global", "")
-        if name.startswith("torch.") and name[6:] in _DTYPE_BYTES:
+        name = getattr(c, "global_name", "")
+        if name.startswith("torch.") and name[6:] in DTYPE_BYTES:
             return name[6:]
     return "unknown"
 
 
-def _classify(root: Any, leaves: list[tuple[tuple[str, ...], _Leaf]]) -> tuple[tuple[PieceStatus, ...], tuple[str, ...]]:
+def _classify(root: Any, leaves: list[tuple[tuple[str, ...], Leaf]]) -> tuple[tuple[PieceStatus, ...], tuple[str, ...]]:
     """Apply the key-name heuristics to the leaves; returns the pieces and the top-level keys."""
     rootless = [(p, leaf) for p, leaf in leaves if p]
     if not rootless:  # the root itself is a leaf: a bare tensor, a number, an unknown object

@@ -1,6 +1,6 @@
 """File-system helpers shared by the probe and the audit: size on disk, ``fsync``, page-cache eviction.
 
-Package-internal (no public names): :mod:`.probe`, :mod:`.restore` and :mod:`.audit` import them.
+:mod:`.probe`, :mod:`.restore` and :mod:`.audit` use them.
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import os
 import shutil
 from pathlib import Path
 
-__all__: list[str] = []
+__all__ = ["disk_usage", "evict_page_cache", "remove"]
 
 
-def _disk_usage(path: Path) -> tuple[int, int]:
+def disk_usage(path: Path) -> tuple[int, int]:
     """(bytes, files) of a file or of every file under a directory (``st_size``)."""
     if path.is_file():
         return path.stat().st_size, 1
@@ -24,7 +24,7 @@ def _disk_usage(path: Path) -> tuple[int, int]:
     return total, files
 
 
-def _evict(path: Path) -> bool:
+def evict_page_cache(path: Path) -> bool:
     """Ask the kernel to drop the cached pages of the checkpoint's files (best effort)."""
     if not hasattr(os, "posix_fadvise"):
         return False
@@ -43,7 +43,7 @@ def _evict(path: Path) -> bool:
     return ok
 
 
-def _remove(path: Path) -> None:
+def remove(path: Path) -> None:
     if path.is_dir():
         shutil.rmtree(path, ignore_errors=True)
     else:

@@ -1,14 +1,14 @@
 """Reading a checkpoint's pickles without executing anything: the inert unpickler and the tensor walk.
 
 :class:`_InertUnpickler` resolves no global at all: every global becomes an inert placeholder
-(:class:`_Opaque`) that only records its arguments and state. :func:`_inert_load` refuses any file
+(:class:`Opaque`) that only records its arguments and state. :func:`inert_load` refuses any file
 that references a global outside a small allowlist of tensor, container and numpy-array rebuilders,
-because ``torch.load(weights_only=False)`` would call it. :func:`_walk` turns the inert object into
-(key path, leaf) pairs with each tensor's declared dtype and size; :func:`_read_zip` and
-:func:`_read_legacy` read the two ``torch.save`` formats and check that every tensor record the
+because ``torch.load(weights_only=False)`` would call it. :func:`walk` turns the inert object into
+(key path, leaf) pairs with each tensor's declared dtype and size; :func:`read_zip` and
+:func:`read_legacy` read the two ``torch.save`` formats and check that every tensor record the
 structure refers to is present with its full size. No torch is imported.
 
-Package-internal (no public names): :mod:`.audit` builds its report on these.
+:mod:`.audit` builds its report on these.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from typing import Any, Iterable
 
 from ..engine.errors import InputError
 
-__all__: list[str] = []
+__all__ = ["DTYPE_BYTES", "MAX_PICKLE_BYTES", "Leaf", "Opaque", "inert_load", "read_legacy", "read_zip", "walk"]
 
-_DTYPE_BYTES = {
+DTYPE_BYTES = {
     "float32": 4, "float": 4, "float64": 8, "double": 8, "float16": 2, "half": 2, "bfloat16": 2,
     "int64": 8, "long": 8, "int32": 4, "int": 4, "int16": 2, "short": 2, "int8": 1, "uint8": 1,
     "uint16": 2, "uint32": 4, "uint64": 8, "bool": 1, "complex64": 8, "cfloat": 8, "complex128": 16,
@@ -66,11 +66,11 @@ _ALLOWED_EXACT = {
 }
 _ALLOWED_PATTERNS = (
     re.compile(r"torch\.(" + "|".join(_STORAGE_BYTES) + r")"),
-    re.compile(r"torch\.(" + "|".join(_DTYPE_BYTES) + r"|strided|sparse_coo|sparse_csr|sparse_csc|_mkldnn)"),
+    re.compile(r"torch\.(" + "|".join(DTYPE_BYTES) + r"|strided|sparse_coo|sparse_csr|sparse_csc|_mkldnn)"),
     re.compile(r"numpy\.dtypes\.(Bool|U?Int(8|16|32|64)|U?Byte|U?Short|U?Long|U?LongLong|Float(16|32|64)|"
                r"Complex(64|128)|Half|Double|Float|LongDouble|CLongDouble|CDouble|CFloat)DType"),
 )
-_MAX_PICKLE_BYTES = 256 * 2**20
+MAX_PICKLE_BYTES = 256 * 2**20
 _MAX_NODES = 2_000_000
 
 
@@ -78,12 +78,12 @@ def _allowed(name: str) -> bool:
     return name in _ALLOWED_EXACT or any(p.fullmatch(name) for p in _ALLOWED_PATTERNS)
 
 
-class _Opaque:
+class Opaque:
     """Inert stand-in for whatever a pickle global would build: records arguments and state only."""
 
-    _global = "?"
+    global_name = "?"
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> "_Opaque":
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Opaque":
         obj = object.__new__(cls)
         obj.args, obj.kwargs, obj.state, obj.items, obj.listitems = args, kwargs, None, {}, []
         return obj
@@ -126,7 +126,7 @@ class _StorageRef:
 
 
 class _InertUnpickler(pickle.Unpickler):
-    """Unpickler that resolves no global: each becomes an :class:`_Opaque` subclass named after it."""
+    """Unpickler that resolves no global: each becomes an :class:`Opaque` subclass named after it."""
 
     def __init__(self, file: Any):
         super().__init__(file)
@@ -138,13 +138,13 @@ class _InertUnpickler(pickle.Unpickler):
         full = f"{module}.{name}"
         self.globals_seen.add(full)
         if full not in self._classes:
-            self._classes[full] = type("Opaque:" + full, (_Opaque,), {"_global": full})
+            self._classes[full] = type("Opaque:" + full, (Opaque,), {"global_name": full})
         return self._classes[full]
 
     def persistent_load(self, pid: Any) -> Any:
         # torch.save: ('storage', storage_type, key, location, numel[, view metadata])
         if isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage":
-            stype = getattr(pid[1], "_global", "?").rsplit(".", 1)[-1]
+            stype = getattr(pid[1], "global_name", "?").rsplit(".", 1)[-1]
             dtype, size = _STORAGE_BYTES.get(stype, ("unknown", 1))
             ref = _StorageRef(str(pid[2]), dtype, size, int(pid[4]) if isinstance(pid[4], int) else 0)
             self.storages[ref.key] = ref
@@ -152,7 +152,7 @@ class _InertUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"unsupported persistent id {str(pid)[:60]}")
 
 
-def _inert_load(data: bytes, what: str, path: Path) -> tuple[Any, _InertUnpickler, int]:
+def inert_load(data: bytes, what: str, path: Path) -> tuple[Any, _InertUnpickler, int]:
     """Unpickle ``data`` inertly; returns (object, unpickler, bytes consumed). Refuses unsafe globals."""
     stream = io.BytesIO(data)
     up = _InertUnpickler(stream)
@@ -174,7 +174,7 @@ def _inert_load(data: bytes, what: str, path: Path) -> tuple[Any, _InertUnpickle
 
 
 @dataclass(frozen=True)
-class _Leaf:
+class Leaf:
     kind: str        # tensor | number | bool | none | str | bytes | sequence | mapping | object
     nbytes: int = 0
     numel: int = 0
@@ -183,29 +183,29 @@ class _Leaf:
     storage: str = ""
 
 
-def _tensor_leaf(op: _Opaque) -> _Leaf | None:
-    g = op._global
+def _tensor_leaf(op: Opaque) -> Leaf | None:
+    g = op.global_name
     args = op.args
     if g in ("torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_tensor", "torch._utils._rebuild_tensor_v3") \
             and args and isinstance(args[0], _StorageRef):
         ref = args[0]
         shape = args[2] if len(args) > 2 else ()
-        shape = shape.args[0] if isinstance(shape, _Opaque) and shape.args else shape
+        shape = shape.args[0] if isinstance(shape, Opaque) and shape.args else shape
         numel = math.prod(int(d) for d in shape) if isinstance(shape, (tuple, list)) else 0
-        return _Leaf("tensor", numel * ref.itemsize, numel, ref.dtype, storage=ref.key)
+        return Leaf("tensor", numel * ref.itemsize, numel, ref.dtype, storage=ref.key)
     if g in ("torch._utils._rebuild_parameter", "torch._utils._rebuild_parameter_with_state") and args:
         inner = args[0]
-        return _tensor_leaf(inner) if isinstance(inner, _Opaque) else None
+        return _tensor_leaf(inner) if isinstance(inner, Opaque) else None
     if g == "torch._tensor._rebuild_from_type_v2" and len(args) > 2 and isinstance(args[0], type) \
-            and issubclass(args[0], _Opaque) and isinstance(args[2], tuple):
-        inner = args[0](*args[2])  # inert: an _Opaque subclass only records its arguments
+            and issubclass(args[0], Opaque) and isinstance(args[2], tuple):
+        inner = args[0](*args[2])  # inert: an Opaque subclass only records its arguments
         return _tensor_leaf(inner)
     return None
 
 
-def _walk(obj: Any, source: Path) -> list[tuple[tuple[str, ...], _Leaf]]:
+def walk(obj: Any, source: Path) -> list[tuple[tuple[str, ...], Leaf]]:
     """Leaves of an inertly unpickled object as (key path, leaf); mappings and lists are descended."""
-    out: list[tuple[tuple[str, ...], _Leaf]] = []
+    out: list[tuple[tuple[str, ...], Leaf]] = []
     seen: set[int] = set()
     stack: list[tuple[tuple[str, ...], Any]] = [((), obj)]
     while stack:
@@ -213,51 +213,51 @@ def _walk(obj: Any, source: Path) -> list[tuple[tuple[str, ...], _Leaf]]:
             raise InputError("checkpoint", str(source), f"has more than {_MAX_NODES:,} entries: too large to audit")
         path, o = stack.pop()
         if len(path) > 40:
-            out.append((path, _Leaf("object", value="(nested too deeply)")))
+            out.append((path, Leaf("object", value="(nested too deeply)")))
             continue
-        if isinstance(o, _Opaque):
+        if isinstance(o, Opaque):
             leaf = _tensor_leaf(o)
             if leaf is not None:
                 out.append((path, leaf))
                 continue
-            if o._global in ("collections.OrderedDict", "collections.Counter"):
+            if o.global_name in ("collections.OrderedDict", "collections.Counter"):
                 mapping: Any = dict(o.items)
                 if o.args and isinstance(o.args[0], list):
                     mapping.update(p for p in o.args[0] if isinstance(p, tuple) and len(p) == 2)
                 o = mapping
             else:
-                out.append((path, _Leaf("object", value=o._global)))
+                out.append((path, Leaf("object", value=o.global_name)))
                 continue
         if isinstance(o, (dict, list, tuple)):
             if id(o) in seen:
-                out.append((path, _Leaf("object", value="(shared reference)")))
+                out.append((path, Leaf("object", value="(shared reference)")))
                 continue
             seen.add(id(o))
         if isinstance(o, dict):
             if not o:
-                out.append((path, _Leaf("mapping")))
+                out.append((path, Leaf("mapping")))
             for k, v in o.items():
                 stack.append((path + (_key(k),), v))
         elif isinstance(o, (list, tuple)):
             if all(isinstance(v, (int, float, bool, str, type(None))) for v in o):
-                out.append((path, _Leaf("sequence", numel=len(o))))
+                out.append((path, Leaf("sequence", numel=len(o))))
             else:
                 for i, v in enumerate(o):
                     stack.append((path + (str(i),), v))
         elif isinstance(o, bool):
-            out.append((path, _Leaf("bool", value=o)))
+            out.append((path, Leaf("bool", value=o)))
         elif isinstance(o, (int, float)):
-            out.append((path, _Leaf("number", value=o)))
+            out.append((path, Leaf("number", value=o)))
         elif o is None:
-            out.append((path, _Leaf("none")))
+            out.append((path, Leaf("none")))
         elif isinstance(o, str):
-            out.append((path, _Leaf("str", value=o[:80])))
+            out.append((path, Leaf("str", value=o[:80])))
         elif isinstance(o, (bytes, bytearray)):
-            out.append((path, _Leaf("bytes", nbytes=len(o))))
+            out.append((path, Leaf("bytes", nbytes=len(o))))
         elif isinstance(o, _StorageRef):
-            out.append((path, _Leaf("tensor", o.numel * o.itemsize, o.numel, o.dtype, storage=o.key)))
+            out.append((path, Leaf("tensor", o.numel * o.itemsize, o.numel, o.dtype, storage=o.key)))
         else:
-            out.append((path, _Leaf("object", value=type(o).__name__)))
+            out.append((path, Leaf("object", value=type(o).__name__)))
     out.reverse()
     return out
 
@@ -267,13 +267,13 @@ def _key(k: Any) -> str:
         return k
     if isinstance(k, (int, float, bool)):
         return str(k)
-    return f"<{getattr(k, '_global', type(k).__name__)}>"
+    return f"<{getattr(k, 'global_name', type(k).__name__)}>"
 
 
 
 # ------------------------------------------------------------------------------ torch.save formats
 
-def _read_zip(path: Path) -> tuple[Any, _InertUnpickler, bool, str]:
+def read_zip(path: Path) -> tuple[Any, _InertUnpickler, bool, str]:
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
@@ -284,14 +284,14 @@ def _read_zip(path: Path) -> tuple[Any, _InertUnpickler, bool, str]:
             raise InputError("checkpoint", str(path), "is a zip archive but not a torch.save checkpoint "
                                                       "(expected exactly one <name>/data.pkl record)")
         info = pkls[0]
-        if info.file_size > _MAX_PICKLE_BYTES:
+        if info.file_size > MAX_PICKLE_BYTES:
             raise InputError("checkpoint", str(path), f"declares a {info.file_size / 2**20:.0f} MiB data.pkl: too large to audit")
         try:
             with zf.open(info) as fh:
-                data = fh.read(_MAX_PICKLE_BYTES + 1)
+                data = fh.read(MAX_PICKLE_BYTES + 1)
         except (zipfile.BadZipFile, OSError, EOFError, ValueError, RuntimeError) as exc:
             raise InputError("checkpoint", str(path), f"has an unreadable data.pkl record ({exc})") from None
-        obj, up, _ = _inert_load(data, "data.pkl", path)
+        obj, up, _ = inert_load(data, "data.pkl", path)
         prefix = info.filename.split("/")[0]
         sizes = {i.filename: i.file_size for i in zf.infolist()}
         problems = []
@@ -310,17 +310,17 @@ def _read_zip(path: Path) -> tuple[Any, _InertUnpickler, bool, str]:
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 
 
-def _read_legacy(path: Path, data: bytes) -> tuple[str, Any, _InertUnpickler, bool, str]:
-    first, up, used = _inert_load(data, "the pickle stream", path)
+def read_legacy(path: Path, data: bytes) -> tuple[str, Any, _InertUnpickler, bool, str]:
+    first, up, used = inert_load(data, "the pickle stream", path)
     if first != _LEGACY_MAGIC:
         return "pickle", first, up, True, "plain pickle: no separate tensor records to check"
     pos = used
     for what in ("protocol version", "system info"):
-        _, _, n = _inert_load(data[pos:], f"the legacy header ({what})", path)
+        _, _, n = inert_load(data[pos:], f"the legacy header ({what})", path)
         pos += n
-    obj, up2, n = _inert_load(data[pos:], "the legacy object pickle", path)
+    obj, up2, n = inert_load(data[pos:], "the legacy object pickle", path)
     pos += n
-    keys, _, n = _inert_load(data[pos:], "the legacy storage-key list", path)
+    keys, _, n = inert_load(data[pos:], "the legacy storage-key list", path)
     pos += n
     # each storage: 8-byte element count, then the data (itemsize x count)
     need = sum(ref.numel * ref.itemsize + 8 for ref in up2.storages.values())

@@ -64,9 +64,9 @@ from typing import Any, Callable, Iterable
 
 from ..engine.errors import InputError
 from ..files.atomic import sync_folder as _fsync_dir  # one folder fsync for every writer
-from ._storage import _disk_usage, _remove
-from .restore import ResumeCheck, _compare, _run_child
-from .trainer import _DCP_WARNING, ProbeConfig, _torch, _Trainer
+from .disk import disk_usage, remove
+from .restore import ResumeCheck, compare_resume, run_restore_child
+from .trainer import DCP_WARNING, ProbeConfig, Trainer, import_torch
 
 __all__ = ["VARIANTS", "MethodSummary", "ProbeResult", "SaveMeasurement", "run_probe"]
 
@@ -175,7 +175,7 @@ class ProbeResult:
 
 # ------------------------------------------------------------------------------------- saving
 
-def _save_torch(trainer: _Trainer, path: Path) -> float:
+def _save_torch(trainer: Trainer, path: Path) -> float:
     """``torch.save`` to a temporary file, fsync, rename, fsync the directory. Returns the stall."""
     t0 = time.perf_counter()
     state = trainer.state_plain()
@@ -189,7 +189,7 @@ def _save_torch(trainer: _Trainer, path: Path) -> float:
     return time.perf_counter() - t0
 
 
-def _save_dcp_sync(trainer: _Trainer, path: Path) -> float:
+def _save_dcp_sync(trainer: Trainer, path: Path) -> float:
     import torch.distributed.checkpoint as dcp
     t0 = time.perf_counter()
     state = trainer.state_dcp()
@@ -217,7 +217,7 @@ def _slowdown(work: float, window_s: float, baseline_step_s: float, overlapped: 
     return min(0.99, max(0.0, 1.0 - work / expected))
 
 
-def _timed_save(trainer: _Trainer, method: str, path: Path, baseline_step_s: float, gap_steps: int,
+def _timed_save(trainer: Trainer, method: str, path: Path, baseline_step_s: float, gap_steps: int,
                 index: int) -> SaveMeasurement:
     step = trainer.step
     log = trainer.step_log  # a StepLogger or None: the save's rows (save_start ... checkpoint_saved)
@@ -262,7 +262,7 @@ def _timed_save(trainer: _Trainer, method: str, path: Path, baseline_step_s: flo
         work, overlapped, during = _overlap_work(step_times, t_return, done[0])
     for _ in range(gap_steps):
         trainer.train_step()
-    size, files = _disk_usage(path)
+    size, files = disk_usage(path)
     return SaveMeasurement(method=method, index=index, path=str(path), step=step, checkpoint_stall_s=stall,
                            async_write_s=write, total_s=stall + write, size_bytes=size, files=files,
                            overlap_steps=overlapped, step_during_write_s=during,
@@ -303,7 +303,7 @@ def run_probe(config: ProbeConfig | None = None, directory: str | Path | None = 
     cfg = config or ProbeConfig()
     if not isinstance(cfg, ProbeConfig):
         raise InputError("config", type(cfg).__name__, "must be a ckptplan.instruments.trainer.ProbeConfig")
-    torch = _torch()
+    torch = import_torch()
     say = progress or (lambda _msg: None)
     if directory is not None:
         directory = Path(directory)
@@ -318,7 +318,7 @@ def run_probe(config: ProbeConfig | None = None, directory: str | Path | None = 
     work = Path(tempfile.mkdtemp(prefix="ckptplan-probe-", dir=directory))
     try:
         with warnings.catch_warnings(), _torch_settings(torch):
-            warnings.filterwarnings("ignore", message=_DCP_WARNING)
+            warnings.filterwarnings("ignore", message=DCP_WARNING)
             return _probe(cfg, torch, work, say, log)
     finally:
         if log is not None:
@@ -332,7 +332,7 @@ def _probe(cfg: ProbeConfig, torch: Any, work: Path, say: Callable[[str], None],
     ckpt_dir.mkdir()
     if log is not None:
         log.start(0)
-    trainer = _Trainer(cfg)
+    trainer = Trainer(cfg)
     if log is not None:
         log.startup_phase("init")
         trainer.step_log = log
@@ -356,7 +356,7 @@ def _probe(cfg: ProbeConfig, torch: Any, work: Path, say: Callable[[str], None],
             m = _timed_save(trainer, method, path, baseline, cfg.gap_steps, i)
             saves.append(m)
             if method in latest:
-                _remove(latest[method][0])
+                remove(latest[method][0])
             latest[method] = (path, m.step)
     if log is not None:
         trainer.step_log = None
@@ -382,15 +382,15 @@ def _probe(cfg: ProbeConfig, torch: Any, work: Path, say: Callable[[str], None],
         child_dir.mkdir()
         for method, (path, step) in latest.items():
             say(f"restore {method} checkpoint (step {step}) in a fresh process, continue to step {final_step}")
-            out, timing = _run_child(cfg, path, "torch" if method == "torch_save" else "dcp", final_step,
+            out, timing = run_restore_child(cfg, path, "torch" if method == "torch_save" else "dcp", final_step,
                                      child_dir, method, cfg.evict_page_cache)
-            check = _compare(f"complete ({method})", method, path, (), out, timing, ref_losses, ref_params)
+            check = compare_resume(f"complete ({method})", method, path, (), out, timing, ref_losses, ref_params)
             checks.append(check)
             by_method[method] = check
         for name, path in variant_paths.items():
             say(f"restore incomplete checkpoint {name} in a fresh process")
-            out, timing = _run_child(cfg, path, "torch", final_step, child_dir, name, cfg.evict_page_cache)
-            checks.append(_compare(name, "torch_save", path, (VARIANTS[name],), out, timing, ref_losses, ref_params))
+            out, timing = run_restore_child(cfg, path, "torch", final_step, child_dir, name, cfg.evict_page_cache)
+            checks.append(compare_resume(name, "torch_save", path, (VARIANTS[name],), out, timing, ref_losses, ref_params))
 
     summaries: dict[str, MethodSummary] = {}
     for method in cfg.methods:
@@ -427,7 +427,7 @@ def _probe(cfg: ProbeConfig, torch: Any, work: Path, say: Callable[[str], None],
 
 
 def _tensors(obj: Any) -> Iterable[Any]:
-    torch = _torch()
+    torch = import_torch()
     if isinstance(obj, torch.Tensor):
         yield obj
     elif isinstance(obj, dict):

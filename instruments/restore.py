@@ -2,7 +2,7 @@
 
 A restore runs in a new ``python -c`` child (:data:`_CHILD_CODE`) that stamps the clock before
 anything is imported, imports torch, imports this module by name, rebuilds the toy training
-(:class:`.trainer._Trainer`) and restores a checkpoint into it. :class:`RestoreTiming` splits the
+(:class:`.trainer.Trainer`) and restores a checkpoint into it. :class:`RestoreTiming` splits the
 time: ``restore_with_startup_s`` from launching the process to the state loaded (interpreter start-up
 and ``import torch`` included), ``restore_s`` without them (data, model and optimizer construction +
 reading + ``load_state_dict``), and the parts; the probe's own set-up in the child (importing this
@@ -10,7 +10,7 @@ module, deterministic mode) is timed apart and left out. The child's clock and t
 ``time.monotonic`` (system-wide on Linux).
 
 Resume verification: the child continues the restored run to the reference run's last step and
-reports its losses and parameters; :func:`_compare` checks them against the uninterrupted run
+reports its losses and parameters; :func:`compare_resume` checks them against the uninterrupted run
 exactly (:class:`ResumeCheck`).
 
 ``import ckptplan.instruments.restore`` does not import torch.
@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._storage import _evict
-from .trainer import _DCP_WARNING, ProbeConfig, _deterministic, _torch, _Trainer
+from .disk import evict_page_cache
+from .trainer import DCP_WARNING, ProbeConfig, Trainer, import_torch, make_deterministic
 
-__all__ = ["RestoreTiming", "ResumeCheck"]
+__all__ = ["RestoreTiming", "ResumeCheck", "compare_resume", "run_restore_child"]
 
 
 @dataclass(frozen=True)
@@ -104,11 +104,11 @@ def _restore_child(spec_file: str, stamps: dict[str, float]) -> None:
         import torch.distributed.checkpoint.state_dict  # noqa: F401
     stamps = {**stamps, "libraries_imported": time.monotonic()}
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=_DCP_WARNING)
+        warnings.filterwarnings("ignore", message=DCP_WARNING)
         cfg = ProbeConfig(**{**spec["config"], "methods": tuple(spec["config"]["methods"])})
-        _deterministic(_torch(), cfg)
+        make_deterministic(import_torch(), cfg)
         t_setup = time.monotonic()
-        trainer = _Trainer(cfg)
+        trainer = Trainer(cfg)
         t_built = time.monotonic()
         loaded = trainer.restore(spec["checkpoint"], spec["format"])
         t_loaded = time.monotonic()
@@ -123,14 +123,14 @@ def _restore_child(spec_file: str, stamps: dict[str, float]) -> None:
     }, spec["result"])
 
 
-def _run_child(cfg: ProbeConfig, checkpoint: Path, fmt: str, until_step: int, workdir: Path, tag: str,
+def run_restore_child(cfg: ProbeConfig, checkpoint: Path, fmt: str, until_step: int, workdir: Path, tag: str,
                evict: bool) -> tuple[dict[str, Any], RestoreTiming]:
-    torch = _torch()
+    torch = import_torch()
     result_path = workdir / f"child-{tag}.pt"
     spec_path = workdir / f"child-{tag}.json"
     spec_path.write_text(json.dumps({"config": cfg.to_dict(), "checkpoint": str(checkpoint), "format": fmt,
                                      "until_step": until_step, "result": str(result_path)}), encoding="utf-8")
-    evicted = _evict(checkpoint) if evict else False
+    evicted = evict_page_cache(checkpoint) if evict else False
     launch = time.monotonic()
     proc = subprocess.run([sys.executable, "-c", _CHILD_CODE, __name__, str(spec_path)],
                           capture_output=True, text=True, timeout=600)
@@ -154,9 +154,9 @@ def _run_child(cfg: ProbeConfig, checkpoint: Path, fmt: str, until_step: int, wo
     return out, timing
 
 
-def _compare(name: str, source: str, checkpoint: Path, missing: tuple[str, ...], out: dict[str, Any],
+def compare_resume(name: str, source: str, checkpoint: Path, missing: tuple[str, ...], out: dict[str, Any],
              timing: RestoreTiming, ref_losses: list[float], ref_params: dict[str, Any]) -> ResumeCheck:
-    torch = _torch()
+    torch = import_torch()
     start = int(out["restored_step"])
     resumed_tail = [float(v) for v in out["losses"]]  # the child records only the steps after its restore
     reference = ref_losses[start:]

@@ -1,6 +1,6 @@
 """The probe's toy training: its configuration and a deterministic CPU training loop (PyTorch).
 
-:class:`ProbeConfig` says what the probe trains and how it measures; :class:`_Trainer` builds the
+:class:`ProbeConfig` says what the probe trains and how it measures; :class:`Trainer` builds the
 model, optimizer, LR schedule and data stream from it, the same way in the probe's process and in
 every fresh restore process (as a restarted job rebuilds from its configuration), so only the
 checkpoint can carry state from one to the other.
@@ -24,10 +24,12 @@ from typing import Any, Callable
 
 from ..engine.errors import InputError
 
-__all__ = ["MAX_PROBE_PARAMETERS", "METHODS", "ProbeConfig", "TorchMissingError", "torch_available"]
+__all__ = ["DCP_WARNING", "MAX_PROBE_PARAMETERS", "METHODS", "ProbeConfig", "TorchMissingError", "Trainer",
+           "import_torch", "make_deterministic", "torch_available"]
 
 METHODS: tuple[str, ...] = ("torch_save", "dcp_sync", "dcp_async")
-_DCP_WARNING = "torch.distributed is disabled"  # DCP's single-process notice (no process group)
+#: DCP's single-process notice (no process group), silenced where the probe saves and restores
+DCP_WARNING = "torch.distributed is disabled"
 
 
 class TorchMissingError(ImportError):
@@ -43,7 +45,7 @@ def torch_available() -> bool:
         return False
 
 
-def _torch():
+def import_torch():
     try:
         import torch
     except ImportError:
@@ -149,7 +151,7 @@ def _lr_lambda(warmup_steps: int, schedule_steps: int) -> Callable[[int], float]
     return factor
 
 
-def _deterministic(torch: Any, cfg: ProbeConfig) -> None:
+def make_deterministic(torch: Any, cfg: ProbeConfig) -> None:
     """Deterministic CPU kernels and a fixed thread count (in 2.13 the first call imports
     ``torch._inductor``, over a second: a cost of the verification, kept out of the restore time)."""
     if not torch.are_deterministic_algorithms_enabled():
@@ -157,7 +159,7 @@ def _deterministic(torch: Any, cfg: ProbeConfig) -> None:
     torch.set_num_threads(cfg.threads)
 
 
-class _Trainer:
+class Trainer:
     """Model, optimizer, LR schedule and a seeded, shuffled data stream; deterministic on CPU.
 
     Built the same way in the parent and in every restore child (as a restarted job rebuilds from
@@ -165,9 +167,9 @@ class _Trainer:
     """
 
     def __init__(self, cfg: ProbeConfig):
-        torch = _torch()
+        torch = import_torch()
         self.torch, self.cfg = torch, cfg
-        _deterministic(torch, cfg)
+        make_deterministic(torch, cfg)
         gen = torch.Generator().manual_seed(cfg.seed)
         self.x = torch.randn(cfg.samples, cfg.features, generator=gen)
         teacher = torch.randn(cfg.features, cfg.classes, generator=gen)

@@ -53,7 +53,7 @@ _EXPORTS: dict[str, str] = {
 }
 _SUBMODULES = ("batch", "cost", "deadline", "designs", "errors", "ettr", "fields", "finite", "fitting", "fleets", "gaps",
                "measured", "montecarlo", "montecarlo_fast", "montecarlo_tiers", "recovery", "reliability", "scenario",
-               "setup", "storage", "sweep", "tiers", "tiers_optimum", "validity", "variance", "waste", "wall_distribution")
+               "setup", "storage", "sweep", "tiers", "validity", "variance", "waste", "wall_distribution")
 
 __all__ = [
     "InputError",

@@ -411,13 +411,13 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
 
     ``tiers`` and ``failure_classes``: a checkpoint tier design (``[[tiers]]`` tables and class ->
     share, as in a scenario file) that every row follows: each row is planned as
-    :func:`engine.setup.plan_setup` plans a tiered scenario (:mod:`engine.tiers_table`; a tier's
+    :func:`engine.setup.plan_setup` plans a tiered scenario (:mod:`engine.tiers.table`; a tier's
     times derived from the row's own checkpoint size and writers where the tier gives bandwidths).
     The single-level columns that describe a plan the job does not follow (Young's, Daly's and the
     exact single-level intervals and wastes, ``effective_stall_min``, the analytic deadline figures)
     are left out; the plan's columns hold the tiered figures (``chosen_interval_min`` is the first
     tier's interval); ``mean_restart_min`` and per tier ``tier{i}_name`` and
-    :data:`engine.tiers_table.TIER_COLUMNS` are added; with ``deadline`` the Monte Carlo is the tiered
+    :data:`engine.tiers.table.TIER_COLUMNS` are added; with ``deadline`` the Monte Carlo is the tiered
     one (:func:`engine.montecarlo_tiers.simulate_tiers`, exponential failures only).
 
     Returns a DataFrame with the table's index: ``status``, ``error``, ``warnings``, the input
@@ -428,7 +428,7 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     """
     design = None
     if tiers is not None or failure_classes is not None:
-        from .tiers_table import tier_design
+        from .tiers.table import tier_design
 
         design = tier_design(tiers, failure_classes)
     if deadline:
@@ -518,7 +518,7 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     setup_out = [c for c in SETUP_RESULT_COLUMNS if c in res] if setup_problems is not None else []
     plan_out = list(derived)
     if design is not None:
-        from .tiers_table import SINGLE_LEVEL_ONLY, TIER_COLUMNS
+        from .tiers.table import SINGLE_LEVEL_ONLY, TIER_COLUMNS
 
         plan_out = [c for c in derived if c not in SINGLE_LEVEL_ONLY] + ["mean_restart_min"]
         for i, name in enumerate(design.names):

@@ -17,8 +17,8 @@ import pandas as pd
 from . import cost
 from . import montecarlo as _mc
 from .errors import InputError
-from .gate import as_float_array
 from .fields import DEFAULT_SEED, SETUP_FIELD_BY_NAME
+from .gate import as_float_array
 from .scenario import RowProblems, Scenario, to_table
 
 __all__ = ["MONTE_CARLO_COLUMNS", "scenario_seeds"]
@@ -104,7 +104,7 @@ def scenario_seeds(table: Any, seed: int = DEFAULT_SEED, failures: Union[str, "_
     design itself enter too.
     """
     from .batch import STATUS_OK, _validate, evaluate_rows
-    from .tiers_table import tier_design
+    from .tiers.table import tier_design
 
     _check_mc_options(2, seed, failures)
     design = tier_design(tiers, failure_classes) if tiers is not None or failure_classes is not None else None

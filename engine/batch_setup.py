@@ -7,7 +7,7 @@
   (:mod:`engine.setup_table`), the first tier's stall for a tiered row that states none, and what the
   tiered plan needs of each row;
 * :func:`tiered_pass` after the single-level evaluation: every row planned with the tier design
-  (:func:`engine.tiers_table.tiered_columns`), the single-level-only figures withdrawn;
+  (:func:`engine.tiers.table.tiered_columns`), the single-level-only figures withdrawn;
 * :func:`setup_figures` for the output: the setup's figures at each row's wall hours, ``total_cost``
   (everything the row's plan pays: its ``compute_cost``, the job's GPU time, + storage + spares) and
   ``cost_per_useful_gpu_hour`` (total / useful GPU-hours), as :func:`engine.setup.plan_setup` gives them.
@@ -41,7 +41,7 @@ def fill_from_setup(table: pd.DataFrame, design: Any = None) -> tuple[pd.DataFra
     whose setup cells break a rule (:func:`engine.setup_table.fill_scenario_columns`), and what a tiered
     plan needs of each row.
 
-    ``design``: a tier design (:func:`engine.tiers_table.tier_design`) or None. With one, a blank
+    ``design``: a tier design (:func:`engine.tiers.table.tier_design`) or None. With one, a blank
     ``checkpoint_stall_min`` is the first tier's stall (what ``plan_setup`` reports for a tiered plan).
     The third result, per row position: ``checkpoint_size_gb`` (NaN: no size), ``writers`` (given, else
     nodes) and ``restart_other_min``, the restart pipeline's parts without the checkpoint load where the
@@ -50,7 +50,7 @@ def fill_from_setup(table: pd.DataFrame, design: Any = None) -> tuple[pd.DataFra
     row's plan uses comes from the checkpoint size and a bandwidth, not from a measurement).
     """
     from .batch import coerce_numeric_text, real_numbers
-    from .tiers_table import stall_derived
+    from .tiers.table import stall_derived
 
     numeric = table.copy(deep=False)
     for c in numeric.columns:
@@ -70,7 +70,7 @@ def fill_from_setup(table: pd.DataFrame, design: Any = None) -> tuple[pd.DataFra
     stated_stall = ~_absent(numeric["checkpoint_stall_min"]) if "checkpoint_stall_min" in numeric.columns \
         else np.zeros(len(table), bool)
     if design is not None:
-        from .tiers_table import tier_times
+        from .tiers.table import tier_times
 
         # a row that cannot derive a tier's time is refused here, naming the tier (before "stall is required")
         stalls, _ = tier_times(design, info["checkpoint_size_gb"], info["writers"], problems=problems)
@@ -108,7 +108,7 @@ def setup_figures(table: pd.DataFrame, res: Mapping[str, np.ndarray], problems: 
     ``compute_cost`` + storage + spares) and ``cost_per_useful_gpu_hour``.
 
     ``tiered``: the rows follow a tier design: their storage bill is the tiers' (``res["storage_cost"]``,
-    :mod:`engine.tiers_table`), not the single-level one of the setup's own price and retention. A row
+    :mod:`engine.tiers.table`), not the single-level one of the setup's own price and retention. A row
     whose spare money or total cost leaves the float64 range becomes a problem (its figure NaN).
     """
     from .batch import coerce_numeric_text
@@ -152,13 +152,13 @@ def setup_figures(table: pd.DataFrame, res: Mapping[str, np.ndarray], problems: 
 
 def tiered_pass(design: Any, eff: Mapping[str, np.ndarray], res: dict[str, np.ndarray], info: Mapping[str, np.ndarray],
             problems: RowProblems) -> None:
-    """Every evaluated row planned with the tier design (:func:`engine.tiers_table.tiered_columns`), in place:
+    """Every evaluated row planned with the tier design (:func:`engine.tiers.table.tiered_columns`), in place:
     ``res`` gets the tiered figures (the single-level-only ones NaN), refused rows go to ``problems``.
 
     The restart without the load is the pipeline's other parts (``info``), else the row's
     ``restart_min``; the spare pool and the setup's figures stay the single-level derivation's.
     """
-    from .tiers_table import TIERED_COLUMNS, checked_figures, tier_columns, tiered_columns
+    from .tiers.table import TIERED_COLUMNS, checked_figures, tier_columns, tiered_columns
 
     n = len(res["wall_h"])
     good = np.flatnonzero(~problems.mask())

@@ -31,8 +31,8 @@ import pandas as pd
 
 from . import cost, waste
 from .errors import InputError
-from .gate import as_float_array
 from .finite import _check_final_save, best_segment_count, finite_expected_wall_time, segment_count
+from .gate import as_float_array
 from .montecarlo import (FailureLaw, Simulation, _as_law, _seed_entropy, check_simulation_size, simulate,
                          simulate_intervals, standard_error, wilson_interval)
 from .scenario import Scenario, evaluate

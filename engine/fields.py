@@ -199,6 +199,12 @@ SETUP_FIELDS: tuple[Field, ...] = (
 )
 SETUP_FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in SETUP_FIELDS}
 
+#: keys a ``[[tiers]]`` table may hold (``name``, ``every`` and ``survives`` are required; the save
+#: and restore times are given or derived from the checkpoint size and the tier's bandwidths)
+TIER_KEYS = ("name", "every", "survives", "checkpoint_stall_min", "restore_min", "write_gb_s_per_writer",
+             "aggregate_write_gb_s", "read_gb_s_per_writer", "aggregate_read_gb_s", "retention", "copies",
+             "price_per_gb_month")
+
 #: The scenario's text fields: name -> (label, default).
 TEXT_FIELDS: dict[str, tuple[str, str | None]] = {
     "name": ("Scenario name", None),
@@ -287,4 +293,4 @@ def lookup(name: str) -> Field:
 __all__ = ["COST_FIELDS", "COST_PARTS", "DEFAULT_CHUNK_ROWS", "DEFAULT_RUNS", "DEFAULT_SEED", "DOMAIN_FIELDS",
            "DOMAIN_SLOTS", "EXCEL_MAX_DATA_ROWS", "FIELDS", "FIELD_BY_NAME", "Field", "MAX_RUNS_PER_CELL",
            "MAX_SWEEP_ROWS", "QUANTITIES", "RULES", "Rule", "SETUP_FIELDS", "SETUP_FIELD_BY_NAME", "TEXT_FIELDS",
-           "domain_field", "lookup"]
+           "TIER_KEYS", "domain_field", "lookup"]

@@ -86,8 +86,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .gate import FLOAT_TINY, as_float_array, check_finite_result, ndim_of
 from .errors import InputError
+from .gate import FLOAT_TINY, as_float_array, check_finite_result, ndim_of
 
 __all__ = ["ALL_EVENTS", "DETAIL_EVENTS", "EVENTS", "EVENTS_TABLE_COLUMNS", "LogFit", "MIN_FAILURES_FOR_SHAPE",
            "MinutesSummary", "MtbfEstimate", "PHASES", "PLANNED_CAUSE", "WeibullFit", "check_confidence", "fit_events",

@@ -16,6 +16,7 @@ Series on different indexes. A model whose result overflows or underflows raises
 
 from __future__ import annotations
 
+import math
 import numbers
 import sys
 from typing import Any, Callable, Mapping, Optional
@@ -27,7 +28,7 @@ from .errors import InputError
 from .fields import RULES
 
 __all__ = ["FLOAT_MAX", "FLOAT_TINY", "MAX_BROADCAST_ELEMENTS", "as_float_array", "broadcast", "check_finite_result",
-           "ndim_of", "prepare", "wrapper"]
+           "check_number", "ndim_of", "prepare", "wrapper"]
 
 #: the largest finite float64 (every input and every result stays at or below it)
 FLOAT_MAX = sys.float_info.max
@@ -226,3 +227,22 @@ def prepare(*specs: tuple[str, Any, str]) -> tuple[list[np.ndarray], Callable[[A
     _check_aligned({name: value for name, value, _ in specs})
     arrays = {name: as_float_array(name, value, rule) for name, value, rule in specs}
     return broadcast(**arrays), wrapper(*(value for _, value, _ in specs))
+
+
+def check_number(name: str, value: Any, rule: str) -> float | int | None:
+    """One optional number (a table's value, not an array) checked against ``rule``: None stays None, a
+    whole-number rule (``count``, ``whole``) gives an int, anything else a float. Refuses booleans, text,
+    NaN, infinities and Python ints beyond the float64 range, naming ``name``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InputError(name, value, "must be a number")
+    try:
+        v = float(value)
+    except OverflowError:  # a Python int beyond float range
+        raise InputError(name, value, "must be a finite number (within the float64 range)") from None
+    if not math.isfinite(v):
+        raise InputError(name, value, "must be a finite number")
+    if not bool(RULES[rule].predicate(np.float64(v))):
+        raise InputError(name, value, RULES[rule].message)
+    return int(v) if rule in ("count", "whole") else v

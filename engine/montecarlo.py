@@ -40,9 +40,9 @@ from typing import Any, Callable, Iterator, Optional, Sequence, Union
 import numpy as np
 
 from .errors import InputError
-from .gate import as_float_array, prepare
 from .finite import _check_final_save, _geometry, _prepare_job, _rollback_sum, failure_free_wall_time, segment_count
 from .gaps import MAX_FAILURES_PER_RUN, GapStream, simulate_per_failure
+from .gate import as_float_array, prepare
 from .montecarlo_fast import simulate_per_window
 
 # refuse simulations whose expected rollbacks per run (exponential model) exceed this

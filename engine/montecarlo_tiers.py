@@ -42,11 +42,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from . import tiers as _tiers
 from .errors import InputError
-from .gate import as_float_array
 from .finite import _SEGMENT_RTOL, _check_final_save
+from .gate import as_float_array
 from .montecarlo import Simulation, _seed_entropy
+from .tiers.model import (check_design, job_specs, level_ratios, log_wall_per_work, prepare_rows, recovery_index,
+                          tier_label)
 
 __all__ = ["TIER_BLOCK", "TieredSimulation", "simulate_tiers"]
 
@@ -135,26 +136,26 @@ def simulate_tiers(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[An
     (an int, or a numpy ``Generator`` an int seed is drawn from). Every input a single number.
     Refuses (``InputError`` on ``M``) configurations expecting more than 10^4 failures per run.
     """
-    tiers = _tiers.check_design(tiers, classes)
+    tiers = check_design(tiers, classes)
     named = {"work": work, "T": T, "M": M, "R": R, "W": W, "slowdown": slowdown, "runs": runs}
     for i, t in enumerate(tiers):
-        lab = _tiers._label(i, t)
+        lab = tier_label(i, t)
         named.update({f"{lab}.checkpoint_stall_min": t.checkpoint_stall_min, f"{lab}.restore_min": t.restore_min,
                       f"{lab}.every": t.every})
     named.update({f"classes[{c!r}]": v for c, v in classes.items()})
     _check_scalars(named)
     final_save = _check_final_save(final_save)
     runs_ = int(as_float_array("runs", runs, "count"))
-    _, names, f, rows, _, _ = _tiers._prepare(tiers, classes, _tiers._front(T, M, R, W, slowdown, work))
+    _, names, f, rows, _, _ = prepare_rows(tiers, classes, job_specs(T, M, R, W, slowdown, work))
     every = [int(e[0]) for e in rows.every]
-    log_wall = _tiers._log_wpw(f["T"], rows, _tiers._ratios(rows.every))[0] + math.log(float(f["work"][0]))
+    log_wall = log_wall_per_work(f["T"], rows, level_ratios(rows.every))[0] + math.log(float(f["work"][0]))
     expected = math.exp(min(log_wall, 700.0)) / float(f["M"][0])
     if not expected <= _MAX_EXPECTED_FAILURES:
         raise InputError("M", float(f["M"][0]), f"failures are so frequent against the saves that a run would see "
                          f"about {expected:.3g} failures (limit {_MAX_EXPECTED_FAILURES:g}): shorten T or check M")
     job = _job(float(f["work"][0]), float(f["T"][0]), float(f["M"][0]), float(f["R"][0]), float(f["W"][0]),
                float(f["slowdown"][0]), [float(v[0]) for v in rows.stalls], every, [float(v[0]) for v in rows.restores],
-               [float(v[0]) for v in rows.shares], _tiers._recovery_index(tiers, classes), final_save)
+               [float(v[0]) for v in rows.shares], recovery_index(tiers, classes), final_save)
     seed_ = _seed_entropy(seed)
     wall, fails, rolls, rtime = np.empty(runs_), np.empty(runs_, np.int64), np.empty(runs_, np.int64), np.empty(runs_)
     by_class = np.zeros((runs_, len(names)), np.int64)

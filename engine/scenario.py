@@ -22,10 +22,10 @@ import numpy as np
 import pandas as pd
 
 from . import cost, reliability, wall_distribution, waste
-from .frames import result_frame as _result_frame
-from .gate import FLOAT_MAX, check_finite_result
 from .errors import InputError
 from .fields import DOMAIN_FIELDS, FIELDS, RULES, TEXT_FIELDS, Field
+from .frames import result_frame as _result_frame
+from .gate import FLOAT_MAX, check_finite_result
 from .reliability import FailureDomain
 
 __all__ = ["DOMAIN_COL", "RowProblems", "Scenario", "check_columns", "derived_columns", "domain_indices", "evaluate",

@@ -38,16 +38,11 @@ from typing import Any, Mapping
 import numpy as np
 
 from .errors import InputError
-from .fields import COST_FIELDS, COST_PARTS, RULES, SETUP_FIELDS
+from .fields import COST_FIELDS, COST_PARTS, SETUP_FIELDS, TIER_KEYS
+from .gate import check_number
 from .scenario import Scenario
 
 __all__ = ["RecoverySetup", "SetupPlan", "TIER_KEYS", "plan_setup", "setup_from_dict", "setup_keys", "split_setup"]
-
-#: keys a ``[[tiers]]`` table may hold (``name``, ``every`` and ``survives`` are required; the save
-#: and restore times are given or derived from the checkpoint size and the tier's bandwidths)
-TIER_KEYS = ("name", "every", "survives", "checkpoint_stall_min", "restore_min", "write_gb_s_per_writer",
-             "aggregate_write_gb_s", "read_gb_s_per_writer", "aggregate_read_gb_s", "retention", "copies",
-             "price_per_gb_month")
 
 #: scenario fields a setup can derive (the scenario's own value wins when it states one)
 DERIVED = ("checkpoint_stall_min", "async_write_min", "restart_min")
@@ -59,25 +54,9 @@ PARTS = ("detection_min", "reallocation_min", "startup_min", "init_min", "load_m
 DEADLINE_RUNS = 2000
 
 
-def _check_number(name: str, value: Any, rule: str) -> float | int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise InputError(name, value, "must be a number")
-    try:
-        v = float(value)
-    except OverflowError:  # a Python int beyond float range
-        raise InputError(name, value, "must be a finite number (within the float64 range)") from None
-    if not math.isfinite(v):
-        raise InputError(name, value, "must be a finite number")
-    if not bool(RULES[rule].predicate(np.float64(v))):
-        raise InputError(name, value, RULES[rule].message)
-    return int(v) if rule in ("count", "whole") else v
-
-
 def _post_init(self) -> None:
     for f in SETUP_FIELDS:
-        object.__setattr__(self, f.name, _check_number(f.name, getattr(self, f.name), f.rule))
+        object.__setattr__(self, f.name, check_number(f.name, getattr(self, f.name), f.rule))
     if isinstance(self.tiers, (str, bytes, dict)) or not hasattr(self.tiers, "__iter__"):
         raise InputError("tiers", self.tiers, "must be a list of tier tables")
     tiers = []
@@ -94,7 +73,7 @@ def _post_init(self) -> None:
     if not isinstance(classes, Mapping):
         raise InputError("failure_classes", classes, "must be a table of class name -> share of job failures")
     for name, share in classes.items():
-        _check_number(f"failure_classes.{name}", share, "share")
+        check_number(f"failure_classes.{name}", share, "share")
     object.__setattr__(self, "failure_classes", dict(classes))
     if self.tiers and not self.failure_classes:
         raise InputError("failure_classes", "{}", "tiers need failure classes: a table of class name -> share of "
@@ -305,7 +284,7 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
         **money, "cost_per_useful_gpu_hour": money["total_cost"] / useful_gpu_h, "currency": base.currency,
     })
     figures.update(_best_spares(base, st, parts, figures, notes, tiered=bool(st.tiers)))
-    from .tiers_table import stall_derived
+    from .tiers.table import stall_derived
 
     row = row.copy()   # the plan's money (one meaning per name: total_cost is everything the plan pays)
     for f in COST_FIELDS:
@@ -319,7 +298,7 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
 
 def _warnings(row: Any, checked: dict[str, Any]) -> tuple[str, ...]:
     """:func:`engine.validity.model_warnings` of the plan; ``checked``: what a tiered plan's checks read instead
-    of the single-level row (:func:`engine.tiers_table.checked_figures`), as a tiered batch row's do."""
+    of the single-level row (:func:`engine.tiers.table.checked_figures`), as a tiered batch row's do."""
     from .validity import model_warnings
 
     check = row.copy()
@@ -381,9 +360,9 @@ def _single(base: Scenario, st: Any, row: Any, sizes: dict[str, Any],
 def _tiered(base: Scenario, st: Any, row: Any, parts: dict[str, float], sizes: dict[str, Any],
             notes: list[str]) -> tuple[dict[str, Any], list[dict], dict[str, Any]]:
     """A multi-level plan: the tiers' exact expectation at the numeric optimum, through
-    :func:`engine.tiers_table.tiered_columns` on one row (the batch's tiered columns are the same code)."""
-    from . import tiers as tiers_mod
-    from .tiers_table import checked_figures, tier_design, tiered_columns
+    :func:`engine.tiers.table.tiered_columns` on one row (the batch's tiered columns are the same code)."""
+    from .tiers import Tier
+    from .tiers.table import checked_figures, tier_design, tiered_columns
 
     design = tier_design(st.tiers, st.failure_classes)
     size = sizes["checkpoint_size_gb"]
@@ -418,7 +397,7 @@ def _tiered(base: Scenario, st: Any, row: Any, parts: dict[str, float], sizes: d
                       "retention": t["retention"], "price_per_gb_month": t["price_per_gb_month"], "copies": t["copies"],
                       "interval_min": v[k + "interval_min"], "restart_min": v[k + "restart_min"],
                       "storage_cost": v[k + "storage_cost"]})
-    tier_objs = [tiers_mod.Tier(t["name"], t["checkpoint_stall_min"], t["restore_min"], t["every"], tuple(t["survives"]))
+    tier_objs = [Tier(t["name"], t["checkpoint_stall_min"], t["restore_min"], t["every"], tuple(t["survives"]))
                  for t in tiers]
     figures["p_finish_by_deadline"] = _tiered_deadline(base, T, float(row["job_mtbf_h"]) * 60.0, other, W, s, tier_objs,
                                                        design.classes)

@@ -48,8 +48,8 @@ import pandas as pd
 from .errors import InputError
 from .fields import COST_PARTS, FIELD_BY_NAME, RULES, SETUP_FIELDS
 
-__all__ = ["FILLED", "MONEY_COLUMNS", "SETUP_COLUMNS", "bandwidth_columns", "fill_scenario_columns", "plan_columns",
-           "restore_column", "save_columns", "setup_columns"]
+__all__ = ["FILLED", "MONEY_COLUMNS", "SETUP_COLUMNS", "bandwidth_columns", "fill_scenario_columns", "isolate_refusals",
+           "plan_columns", "restore_column", "save_columns", "setup_columns"]
 
 #: the restart phases in pipeline order (engine.recovery.RESTART_PHASES)
 _PHASES = ("detection_min", "reallocation_min", "startup_min", "init_min", "load_min", "warmup_min")
@@ -148,7 +148,7 @@ def _problem(problems: Any, mask: np.ndarray, make: Callable[[int], InputError])
         problems.add(np.flatnonzero(mask), make)
 
 
-def _isolated(problems: Any, rows: np.ndarray, compute: Callable[[np.ndarray], tuple], count: int) -> list[np.ndarray]:
+def isolate_refusals(problems: Any, rows: np.ndarray, compute: Callable[[np.ndarray], tuple], count: int) -> list[np.ndarray]:
     """``compute(positions)`` (one engine call, arrays aligned with the positions) over ``rows``.
 
     Rows the engine refuses (an overflow the per-cell rules cannot see) are recorded in
@@ -253,21 +253,21 @@ def _compute(table: pd.DataFrame, job_mtbf_h: Any, wall_h: Any, problems: Any, q
 
     out = {k: np.full(n, np.nan) for k in SETUP_COLUMNS}
     rows = _rows(ok() & sized)
-    (out["checkpoint_size_gb"][rows],) = _isolated(problems, rows, lambda r: (storage.checkpoint_size_gb(
+    (out["checkpoint_size_gb"][rows],) = isolate_refusals(problems, rows, lambda r: (storage.checkpoint_size_gb(
         g["parameters_b"][r], e["bytes_per_parameter"][r], e["extra_state_gb"][r]),), 1)
     size = out["checkpoint_size_gb"]
     writers = np.where(c.has("writers"), g["writers"], e["nodes"])
     bw = ok() & sized & (c.has("write_gb_s_per_writer") | c.has("aggregate_write_gb_s"))
     for is_async in (False, True):
         rows = _rows(bw & (c.has("d2h_gb_s_per_writer") == is_async))
-        got = _isolated(problems, rows, lambda r: save_columns(
+        got = isolate_refusals(problems, rows, lambda r: save_columns(
             size[r], writers[r], g["write_gb_s_per_writer"][r], g["aggregate_write_gb_s"][r],
             g["d2h_gb_s_per_writer"][r]), 2)
         out["derived_checkpoint_stall_min"][rows], out["derived_async_write_min"][rows] = got
     read = np.where(c.has("read_gb_s_per_writer"), g["read_gb_s_per_writer"], g["write_gb_s_per_writer"])
     read_agg = np.where(c.has("aggregate_read_gb_s"), g["aggregate_read_gb_s"], g["aggregate_write_gb_s"])
     rows = _rows(bw & ok())
-    (out["derived_restore_min"][rows],) = _isolated(problems, rows, lambda r: (restore_column(
+    (out["derived_restore_min"][rows],) = isolate_refusals(problems, rows, lambda r: (restore_column(
         size[r], writers[r], read[r], read_agg[r]),), 1)
     _restart(out, c, problems, ok, pool, M, bad_m if quiet_mtbf else np.zeros(n, dtype=bool))
     if W is not None:
@@ -319,7 +319,7 @@ def _restart(out: dict, c: _Cols, problems: Any, ok: Callable[[], np.ndarray], p
     parts = {p: np.nan_to_num(g[p], nan=0.0) for p in _PHASES}
     rows = _rows(given & ok())
     per1000 = np.nan_to_num(g["init_per_1000_nodes_min"], nan=0.0)
-    (init,) = _isolated(problems, rows, lambda r: (recovery.communicator_init_min(
+    (init,) = isolate_refusals(problems, rows, lambda r: (recovery.communicator_init_min(
         e["nodes"][r], parts["init_min"][r], per1000[r]),), 1)
     parts["init_min"] = np.full(c.n, np.nan)
     parts["init_min"][rows] = init
@@ -329,7 +329,7 @@ def _restart(out: dict, c: _Cols, problems: Any, ok: Callable[[], np.ndarray], p
     rate = e["replacement_share"] / np.where(pool, M, 1.0)
     spares = np.nan_to_num(g["spares"], nan=0.0)
     swap = e["swap_min"]
-    free, realloc = _isolated(problems, rows, lambda r: (
+    free, realloc = isolate_refusals(problems, rows, lambda r: (
         recovery.spare_free_probability(rate[r], g["repair_h"][r], spares[r]),
         recovery.expected_reallocation_min(rate[r], g["repair_h"][r], spares[r], swap[r])), 2)
     out["spare_free_probability"][rows], out["pool_reallocation_min"][rows] = free, realloc
@@ -338,7 +338,7 @@ def _restart(out: dict, c: _Cols, problems: Any, ok: Callable[[], np.ndarray], p
     parts["reallocation_min"] = np.where(~c.has("reallocation_min") & pool, share * out["pool_reallocation_min"],
                                          parts["reallocation_min"])
     rows = _rows(given & ok())
-    (total,) = _isolated(problems, rows, lambda r: (recovery.restart_pipeline_min(
+    (total,) = isolate_refusals(problems, rows, lambda r: (recovery.restart_pipeline_min(
         *(parts[p][r] for p in _PHASES)),), 1)
     for p in _PHASES:
         out[f"part_{p}"][rows] = parts[p][rows]
@@ -353,7 +353,7 @@ def _money(out: dict, c: _Cols, problems: Any, ok: Callable[[], np.ndarray], W: 
     rows = _rows(ok())
     size = out["checkpoint_size_gb"]
     sized = ~np.isnan(size)
-    (cost,) = _isolated(problems, rows, lambda r: (np.where(sized[r], storage.storage_cost(
+    (cost,) = isolate_refusals(problems, rows, lambda r: (np.where(sized[r], storage.storage_cost(
         np.where(sized[r], size[r], 0.0), e["retention"][r], e["price_per_gb_month"][r],
         storage.months_from_hours(W[r]), 1), 0.0),), 1)
     out["storage_cost"][rows] = cost
@@ -408,7 +408,7 @@ def _table_job_mtbf_h(table: pd.DataFrame) -> np.ndarray:
                               np.nan_to_num(eff[f"domain{i}_nodes_per_domain"][r], nan=1.0)) for i in domains]
         return (job_mtbf_with_domains(eff["node_mtbf_h"][r], eff["nodes"][r], doms, eff["nonfatal_share"][r]),)
 
-    (out[rows],) = _isolated(_row_problems(n), rows, compute, 1)   # refusals: evaluate's to report
+    (out[rows],) = isolate_refusals(_row_problems(n), rows, compute, 1)   # refusals: evaluate's to report
     return out
 
 

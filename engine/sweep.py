@@ -40,11 +40,11 @@ import numpy as np
 import pandas as pd
 
 from . import montecarlo as _mc
-from .errors import InputError
-from .gate import as_float_array
 from .batch import (RANKING_METRIC, STATUS_OK, TEXT_DTYPE, _int_series, column_kind, evaluate_rows,
                     is_dask, is_integer_column, plain_value)
+from .errors import InputError
 from .fields import (DEFAULT_CHUNK_ROWS, DEFAULT_RUNS, DEFAULT_SEED, FIELDS, MAX_SWEEP_ROWS)
+from .gate import as_float_array
 from .scenario import Scenario, to_table
 from .scenario import is_absent as _is_absent
 from .scenario import is_number as _is_number

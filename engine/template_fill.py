@@ -32,8 +32,8 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
 from .batch import _int_series, column_kind, is_integer_column, plain_value
+from .errors import InputError
 from .fields import FIELD_BY_NAME, FIELDS, TEXT_FIELDS
 from .scenario import DOMAIN_COL, Scenario, to_table
 

@@ -116,8 +116,8 @@ import numpy as np
 
 from . import waste
 from .errors import InputError
-from .gate import as_float_array, prepare
 from .finite import _MAX_SEGMENTS, _check_final_save, _geometry
+from .gate import as_float_array, prepare
 
 __all__ = [
     "MAX_EXPONENT",

@@ -6,7 +6,7 @@ A scenario file (TOML) holds, besides the ``[scenario]`` fields (:mod:`ckptplan.
   ``bytes_per_parameter``, bandwidths, restart parts, ``spares`` ...) in the same ``[scenario]`` table;
 * ``[[scenario.tiers]]`` (or top-level ``[[tiers]]``) tables: ``name``, ``every``, ``survives`` and
   the tier's save and restore times or the bandwidths they are derived from
-  (:data:`ckptplan.engine.setup.TIER_KEYS`);
+  (:data:`ckptplan.engine.fields.TIER_KEYS`);
 * ``[scenario.failure_classes]`` (or top-level ``[failure_classes]``): class name -> share of job
   failures (shares sum to 1);
 * ``[[designs]]`` tables: named changes to compare (``name``, ``set``, ``times``, ``tiers``,

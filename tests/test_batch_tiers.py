@@ -22,7 +22,7 @@ from ckptplan.engine.errors import InputError
 from ckptplan.engine.montecarlo_tiers import simulate_tiers
 from ckptplan.engine.setup import plan_setup
 from ckptplan.engine.sweep import fill_from_template, iter_results, sweep
-from ckptplan.engine.tiers_optimum import best_first_interval
+from ckptplan.engine.tiers import best_first_interval
 from ckptplan.files.plans import load_plan, plan_from_data
 
 TIERS = (
@@ -503,7 +503,7 @@ def test_a_measured_first_tier_stall_is_what_the_checks_read_in_plan_and_batch()
 def test_the_glossary_names_every_tier_column():
     from pathlib import Path
 
-    from ckptplan.engine.tiers_table import TIER_COLUMNS
+    from ckptplan.engine.tiers.table import TIER_COLUMNS
 
     glossary = (Path(__file__).resolve().parents[1] / "README.md").read_text().split("## Glossary")[1]
     for c in ("name",) + TIER_COLUMNS:

@@ -74,6 +74,7 @@ def test_wheel_installs_one_top_level_name_and_is_pure_python(wheel):
     roots = {n.split("/")[0] for n in names}
     assert {r for r in roots if not r.endswith(".dist-info")} == {"ckptplan"}
     for expected in ("ckptplan/cli.py", "ckptplan/engine/fields.py", "ckptplan/engine/waste.py",
+                     "ckptplan/engine/tiers/__init__.py", "ckptplan/engine/tiers/model.py",
                      "ckptplan/workbook/udfs.py", "ckptplan/files/scenarios.py", "ckptplan/instruments/audit.py",
                      "ckptplan/templates/seed.toml", "ckptplan/templates/example-interruption-log.csv"):
         assert expected in names, expected

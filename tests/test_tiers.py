@@ -11,7 +11,8 @@ from scipy.optimize import minimize, minimize_scalar
 
 from ckptplan.engine import InputError, finite as fin, montecarlo as mc, tiers as tm, waste
 from ckptplan.engine.montecarlo_tiers import TieredSimulation, simulate_tiers
-from ckptplan.engine.tiers_optimum import MAX_EVERY
+from ckptplan.engine.tiers import MAX_EVERY
+from ckptplan.engine.tiers import model as tiers_model
 
 # ------------------------------------------------------------------ an independent statement of the model
 
@@ -148,9 +149,9 @@ def test_log_space_path_agrees_and_takes_over_where_floats_overflow():
     rng = np.random.default_rng(5)
     for _ in range(40):
         tiers, shares, (T, M, R, W, s), _ = _random_design(rng)
-        _, _, f, rows, _, _ = tm._prepare(tiers, shares, tm._front(T, M, R, W, s))
-        ratios = tm._ratios(rows.every)
-        lin, log = tm._log_wpw(f["T"], rows, ratios), tm._log_wpw(f["T"], rows, ratios, force_log=True)
+        _, _, f, rows, _, _ = tiers_model.prepare_rows(tiers, shares, tiers_model.job_specs(T, M, R, W, s))
+        ratios = tiers_model.level_ratios(rows.every)
+        lin, log = tiers_model.log_wall_per_work(f["T"], rows, ratios), tiers_model.log_wall_per_work(f["T"], rows, ratios, force_log=True)
         assert math.exp(lin[0]) == pytest.approx(math.exp(log[0]), rel=1e-12)
     # (L/M up to 7000): floats overflow; the log-space kernel matches a 40-digit recursion
     mpmath.mp.dps = 40
@@ -161,8 +162,8 @@ def test_log_space_path_agrees_and_takes_over_where_floats_overflow():
         survives = [tuple(names[:i + 1]) for i in range(len(stalls))]
         shares = {c: 1.0 / len(names) for c in names}
         tiers = [tm.Tier(f"t{i}", stalls[i], restores[i], every[i], survives[i]) for i in range(len(stalls))]
-        _, _, f, rows, _, _ = tm._prepare(tiers, shares, tm._front(T, M, R, W, s))
-        got = tm._log_wpw(f["T"], rows, tm._ratios(rows.every))[0]
+        _, _, f, rows, _, _ = tiers_model.prepare_rows(tiers, shares, tiers_model.job_specs(T, M, R, W, s))
+        got = tiers_model.log_wall_per_work(f["T"], rows, tiers_model.level_ratios(rows.every))[0]
         ref = mpmath.log(_direct(T, M, R, W, s, stalls, restores, every, survives,
                                  {c: mpmath.mpf(1) / len(names) for c in names}, num=mpmath.mpf))
         assert got == pytest.approx(float(ref), rel=1e-13)

@@ -31,7 +31,7 @@ from ckptplan.engine.fields import lookup
 from ckptplan.engine.scenario import Scenario
 from ckptplan.engine.setup import RecoverySetup, plan_setup
 from ckptplan.engine.tiers import Tier
-from ckptplan.engine.tiers_optimum import first_order_tier_intervals
+from ckptplan.engine.tiers import first_order_tier_intervals
 from ckptplan.workbook import lite as L
 from ckptplan.workbook import udfs_setup as S
 from ckptplan.workbook.cells import MAX_UDF_CELLS, describe

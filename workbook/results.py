@@ -317,7 +317,7 @@ class _XlsxSink(Sink):
             "Units are in the column names: _min minutes, _h hours, _gpu_hours GPU-hours, _cost money in the row's "
             "currency; fractions are formatted as percentages.",
             ("Long-run figures: the exact multi-level model of the template's checkpoint tiers for exponential "
-             "failures split into classes (engine.tiers_table); tier{i}_ columns per tier. mc_* and p_finish columns: "
+             "failures split into classes (engine.tiers.table); tier{i}_ columns per tier. mc_* and p_finish columns: "
              "the tiered Monte Carlo (engine.montecarlo_tiers), seeded per row (deadline_seed)."
              if s.template and s.template.get("tiers") else
              "Long-run figures: Daly's model for exponential failures (engine.evaluate). mc_* and p_finish columns: "

@@ -274,7 +274,7 @@ def CKPT_REALLOCATION_MIN(job_mtbf_h, replacement_share, repair_h, spares, swap_
 def CKPT_TIER_INTERVAL_MIN(checkpoint_stall_min, share_restored, job_mtbf_h):
     """First-order compute interval of one checkpoint tier, minutes: sqrt(2 stall / rate), rate = share restored / (job MTBF x 60).
 
-    Calls :func:`engine.tiers_optimum.first_order_tier_intervals` (Benoit et al., IEEE TC 66(7),
+    Calls :func:`engine.tiers.optimum.first_order_tier_intervals` (Benoit et al., IEEE TC 66(7),
     2017: each level minimises its own stall / T + rate T / 2; with share 1, Young's interval).
     Assumes stall << interval << MTBF / share; the tiers' nested design: ``ckptplan plan``.
     """
@@ -295,7 +295,7 @@ def CKPT_TIER_INTERVAL_MIN(checkpoint_stall_min, share_restored, job_mtbf_h):
 def _tier_interval(stall: np.ndarray, share: np.ndarray, job_mtbf_h: np.ndarray) -> np.ndarray:
     """One tier's first-order interval: the first of two tiers, its failures the class ``restored``."""
     from ..engine.tiers import Tier
-    from ..engine.tiers_optimum import first_order_tier_intervals
+    from ..engine.tiers.optimum import first_order_tier_intervals
 
     out = np.full(stall.shape, np.nan)
     alone = share == 1.0

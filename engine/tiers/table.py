@@ -15,7 +15,7 @@ Per row, the rules of ``plan_setup`` (which plans its one scenario through this 
   row does not state ``restart_min``; else ``restart_min`` (then taken as the restart without the
   load). A failure of class ``j`` restarts in ``R' + restore_min`` of the first tier surviving it;
 * the first tier's compute interval ``T``: the row's ``interval_min`` when given, else the exact
-  model's optimum for the tiers' own ``every`` (:func:`engine.tiers_optimum.best_first_interval`);
+  model's optimum for the tiers' own ``every`` (:func:`engine.tiers.optimum.best_first_interval`);
 * the wall time ``useful x`` :func:`engine.tiers.tiered_wall_per_work`, its split
   (:func:`engine.tiers.tiered_breakdown`), the compute money by category at the row's GPUs and
   price, and each tier's storage bill ``size x retention x copies x months x price per GB-month``
@@ -45,7 +45,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
+from ..fields import TIER_KEYS
+from ..gate import check_number
+from .model import Tier, check_design, recovery_index, tiered_breakdown, tiered_wall_per_work
+from .optimum import best_first_interval
 
 __all__ = ["SINGLE_LEVEL_ONLY", "TIER_COLUMNS", "TIERED_COLUMNS", "TierDesign", "checked_figures", "stall_derived",
            "tier_columns", "tier_design", "tier_times", "tiered_columns"]
@@ -68,7 +72,7 @@ _BANDWIDTHS = ("write_gb_s_per_writer", "aggregate_write_gb_s", "read_gb_s_per_w
 
 @dataclass(frozen=True)
 class TierDesign:
-    """A validated tier design: ``tiers`` (dicts with every key of :data:`engine.setup.TIER_KEYS`, absent
+    """A validated tier design: ``tiers`` (dicts with every key of :data:`engine.fields.TIER_KEYS`, absent
     ones None, defaults applied to ``every``/``retention``/``copies``/``price_per_gb_month``) and
     ``classes`` (failure class -> share of job failures)."""
 
@@ -122,9 +126,6 @@ def tier_design(tiers: Any, failure_classes: Any) -> TierDesign:
     :func:`engine.tiers.check_design` (nested everies, every class survived by some tier, shares
     summing to 1, ...).
     """
-    from .setup import TIER_KEYS, _check_number
-    from .tiers import check_design
-
     if tiers is None or failure_classes is None:
         raise InputError("failure_classes" if tiers is not None else "tiers", None,
                          "tiers and failure classes come together: give both, or neither")
@@ -143,13 +144,13 @@ def tier_design(tiers: Any, failure_classes: Any) -> TierDesign:
             raise InputError(label, ", ".join(missing), "missing: a tier needs name, every and survives")
         d = {k: t.get(k) for k in TIER_KEYS}
         for k in ("checkpoint_stall_min", "restore_min"):
-            d[k] = _check_number(f"{label}.{k}", d[k], "nonnegative")
+            d[k] = check_number(f"{label}.{k}", d[k], "nonnegative")
         for k in _BANDWIDTHS:
-            d[k] = _check_number(f"{label}.{k}", d[k], "positive")
-        d["every"] = _check_number(f"{label}.every", d["every"], "count")
-        d["retention"] = _check_number(f"{label}.retention", 1 if d["retention"] is None else d["retention"], "count")
-        d["copies"] = _check_number(f"{label}.copies", 1 if d["copies"] is None else d["copies"], "count")
-        d["price_per_gb_month"] = _check_number(f"{label}.price_per_gb_month", d["price_per_gb_month"] or 0.0, "nonnegative")
+            d[k] = check_number(f"{label}.{k}", d[k], "positive")
+        d["every"] = check_number(f"{label}.every", d["every"], "count")
+        d["retention"] = check_number(f"{label}.retention", 1 if d["retention"] is None else d["retention"], "count")
+        d["copies"] = check_number(f"{label}.copies", 1 if d["copies"] is None else d["copies"], "count")
+        d["price_per_gb_month"] = check_number(f"{label}.price_per_gb_month", d["price_per_gb_month"] or 0.0, "nonnegative")
         if d["checkpoint_stall_min"] is None and d["write_gb_s_per_writer"] is None and d["aggregate_write_gb_s"] is None:
             raise InputError(f"{label}.checkpoint_stall_min", None, "give it, or the tier's write bandwidth "
                              "(write_gb_s_per_writer or aggregate_write_gb_s) with parameters_b")
@@ -180,7 +181,7 @@ def tier_times(design: TierDesign, size_gb: Any, writers: Any, *, problems: Any 
     (NaN) cannot derive them: NaN, and with ``problems`` (an :class:`engine.scenario.RowProblems` over
     the positions ``rows``, default all) a problem naming the tier and field.
     """
-    from .setup_table import _isolated, restore_column, save_columns
+    from ..setup_table import isolate_refusals, restore_column, save_columns
 
     size, n_writers = (a.reshape(-1) for a in np.broadcast_arrays(np.atleast_1d(np.asarray(size_gb, dtype=np.float64)),
                                                                    np.atleast_1d(np.asarray(writers, dtype=np.float64))))
@@ -216,7 +217,7 @@ def tier_times(design: TierDesign, size_gb: Any, writers: Any, *, problems: Any 
                     def compute(r: np.ndarray, per_=per_, agg_=agg_) -> tuple:
                         return (restore_column(size[r], n_writers[r], per_, agg_),)
                 sink = problems if problems is not None else _Sink()
-                (got,) = _isolated(_Through(sink, at), sized, compute, 1)
+                (got,) = isolate_refusals(_Through(sink, at), sized, compute, 1)
                 values[sized] = got
             out.append(values)
     return stalls, restores
@@ -263,10 +264,8 @@ def tiered_columns(design: TierDesign, *, size_gb: Any, writers: Any, job_mtbf_h
     records each refused row (field named: ``tiers (remote).checkpoint_stall_min``, ``M`` ...);
     without it the first problem is raised.
     """
-    from . import storage
-    from . import tiers as tm
-    from .setup_table import _isolated
-    from .tiers_optimum import best_first_interval
+    from .. import storage
+    from ..setup_table import isolate_refusals
 
     args = [np.atleast_1d(np.asarray(a, dtype=np.float64)) for a in (size_gb, writers, job_mtbf_h, restart_other_min, async_write_min,
                                                       async_slowdown_fraction, interval_min, useful_training_h, gpus,
@@ -286,11 +285,11 @@ def tiered_columns(design: TierDesign, *, size_gb: Any, writers: Any, job_mtbf_h
                 sink.add(lonely, lambda _p, lab=design.label(i), v=t["price_per_gb_month"]: InputError(
                     f"{lab}.price_per_gb_month", v, "needs the checkpoint size: give parameters_b"))
     ok = ~_mask(sink, n) & ~before
-    rec = tm._recovery_index(tm.check_design([{**_structure(d), "checkpoint_stall_min": 0.0, "restore_min": 0.0}
+    rec = recovery_index(check_design([{**_structure(d), "checkpoint_stall_min": 0.0, "restore_min": 0.0}
                                                for d in design.tiers], design.classes), design.classes)
 
     def design_at(r: np.ndarray) -> list:
-        return [tm.Tier(t["name"], stalls[i][r], restores[i][r], t["every"], t["survives"], t["retention"],
+        return [Tier(t["name"], stalls[i][r], restores[i][r], t["every"], t["survives"], t["retention"],
                         t["price_per_gb_month"]) for i, t in enumerate(design.tiers)]
 
     def plan(r: np.ndarray) -> tuple:
@@ -299,15 +298,15 @@ def tiered_columns(design: TierDesign, *, size_gb: Any, writers: Any, job_mtbf_h
         free = np.isnan(T)
         if free.any():
             T[free] = best_first_interval(M[free], R[r][free], W[r][free], s[r][free], classes=design.classes,
-                                          tiers=[tm.Tier(x.name, x.checkpoint_stall_min[free], x.restore_min[free],
+                                          tiers=[Tier(x.name, x.checkpoint_stall_min[free], x.restore_min[free],
                                                          x.every, x.survives) for x in ts])
-        wpw = np.asarray(tm.tiered_wall_per_work(T, M, R[r], W[r], s[r], tiers=ts, classes=design.classes))
-        split = tm.tiered_breakdown(useful[r] * 60.0, T, M, R[r], W[r], s[r], tiers=ts, classes=design.classes)
+        wpw = np.asarray(tiered_wall_per_work(T, M, R[r], W[r], s[r], tiers=ts, classes=design.classes))
+        split = tiered_breakdown(useful[r] * 60.0, T, M, R[r], W[r], s[r], tiers=ts, classes=design.classes)
         # failures outside restarts, as engine.evaluate counts them (an interrupted restart is restart time)
         return T, wpw, split["save"], split["rework"], split["restart"], split["rollbacks"]
 
     rows = np.flatnonzero(ok)
-    T, wpw, save, rework, restart, failures = _isolated(_Through(sink, rewrite=_job_mtbf_named), rows, plan, 6)
+    T, wpw, save, rework, restart, failures = isolate_refusals(_Through(sink, rewrite=_job_mtbf_named), rows, plan, 6)
     rows_ok = ~np.isnan(wpw)
     rows, T, wpw, save, rework, restart, failures = (a[rows_ok] for a in (rows, T, wpw, save, rework, restart, failures))
     wall_h = useful[rows] * wpw
@@ -357,8 +356,8 @@ def tiered_columns(design: TierDesign, *, size_gb: Any, writers: Any, job_mtbf_h
 def _bill(design: TierDesign, i: int, size: np.ndarray, months: np.ndarray, at: np.ndarray, problems: Any) -> np.ndarray:
     """Tier ``i``'s storage bill at the positions ``at`` (:func:`engine.storage.storage_cost`); a bill beyond
     the float64 range is the row's problem, naming the tier's largest factor (NaN there)."""
-    from . import storage
-    from .setup_table import _isolated
+    from .. import storage
+    from ..setup_table import isolate_refusals
 
     t = design.tiers[i]
     factors = {k: t[k] for k in ("retention", "copies", "price_per_gb_month")}
@@ -370,7 +369,7 @@ def _bill(design: TierDesign, i: int, size: np.ndarray, months: np.ndarray, at: 
     def compute(r: np.ndarray) -> tuple:
         return (storage.storage_cost(size[r], t["retention"], t["price_per_gb_month"], months[r], t["copies"]),)
 
-    (got,) = _isolated(_Through(problems, rewrite=lambda _engine_err: err), at, compute, 1)
+    (got,) = isolate_refusals(_Through(problems, rewrite=lambda _engine_err: err), at, compute, 1)
     return got
 
 

@@ -65,8 +65,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .errors import InputError
-from .tiers import _label, _log_wpw, _prepare, _raise_overflow, _ratios, _Rows
+from ..errors import InputError
+from .model import TierRows, level_ratios, log_wall_per_work, prepare_rows, raise_overflow, tier_label
 
 __all__ = ["MAX_EVERY", "best_first_interval", "first_order_tier_intervals", "optimal_tier_intervals"]
 
@@ -83,12 +83,12 @@ _MAX_ROUNDS = 64
 _INVPHI = (math.sqrt(5.0) - 1.0) / 2.0
 
 
-def _costs(rows: _Rows) -> list:
+def _costs(rows: TierRows) -> list:
     """Each level's own save cost ``C_l``: the first tier's stall plus the write slowdown, then the stalls."""
     return [rows.stalls[0] + rows.W * rows.s] + list(rows.stalls[1:])
 
 
-def _first_order(rows: _Rows, tiers) -> tuple[np.ndarray, list, list]:
+def _first_order(rows: TierRows, tiers) -> tuple[np.ndarray, list, list]:
     """(design T, ratios, continuous per-tier intervals) on flat rows."""
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = [r / rows.M for r in rows.rho]
@@ -97,7 +97,7 @@ def _first_order(rows: _Rows, tiers) -> tuple[np.ndarray, list, list]:
     T = np.maximum(cont[0], floor)
     if np.any(T <= 0):
         k = int(np.argmax(T <= 0))
-        raise InputError(f"{_label(0, tiers[0])}.checkpoint_stall_min", float(rows.stalls[0][k]),
+        raise InputError(f"{tier_label(0, tiers[0])}.checkpoint_stall_min", float(rows.stalls[0][k]),
                          "the first tier costs nothing per save (no stall, no asynchronous write): its first-order "
                          "interval is 0, i.e. save continuously, which cannot be planned; give its measured stall")
     ratios, every = [], np.ones_like(T)
@@ -131,7 +131,7 @@ def first_order_tier_intervals(M, *, tiers: Sequence[Any], classes: Mapping[str,
     (the first-order waste per unit of work at the continuous optimum). The tiers' own ``every`` are
     ignored (they are what is chosen).
     """
-    tiers, _, f, rows, shape, wrap = _prepare(tiers, classes, [("M", M, "positive"), ("W", W, "nonnegative"),
+    tiers, _, f, rows, shape, wrap = prepare_rows(tiers, classes, [("M", M, "positive"), ("W", W, "nonnegative"),
                                                               ("slowdown", slowdown, "fraction")])
     T, ratios, cont = _first_order(rows, tiers)
     out = {"T": wrap(T.reshape(shape))}
@@ -148,9 +148,9 @@ def first_order_tier_intervals(M, *, tiers: Sequence[Any], classes: Mapping[str,
 # ------------------------------------------------------------------------------ numeric optimum
 
 
-def _objective(rows: _Rows, ratios: list):
+def _objective(rows: TierRows, ratios: list):
     def f(x):
-        v = _log_wpw(np.exp(x), rows, ratios)
+        v = log_wall_per_work(np.exp(x), rows, ratios)
         return np.where(np.isnan(v), np.inf, v)
     return f
 
@@ -169,7 +169,7 @@ def _golden(f, a, b, iters):
     return np.where(pick, c, d), np.where(pick, fc, fd)
 
 
-def _guess(rows: _Rows, ratios: list):
+def _guess(rows: TierRows, ratios: list):
     """First-order ``T`` for fixed everies: ``sqrt(2 sum_l C_l/every_l / sum_l lambda_l every_l)``."""
     every = [np.ones_like(rows.M)] + list(itertools.accumulate(ratios, np.multiply))
     num = sum(c / e for c, e in zip(_costs(rows), every))
@@ -177,7 +177,7 @@ def _guess(rows: _Rows, ratios: list):
     return np.sqrt(2.0 * num / den)
 
 
-def _search(rows: _Rows, ratios: list, shift=None):
+def _search(rows: TierRows, ratios: list, shift=None):
     """Coarse search over log T for every row at the given ratios: (log T, objective).
 
     The bracket is centred on the first-order ``T`` for these everies (:func:`_guess`), moved by
@@ -218,7 +218,7 @@ def _candidate(base: list, offset) -> list:
     return out
 
 
-def _try(rows: _Rows, state: dict, idx: np.ndarray, ratios: list) -> np.ndarray:
+def _try(rows: TierRows, state: dict, idx: np.ndarray, ratios: list) -> np.ndarray:
     """Search ``ratios`` (per row of ``idx``) over T; keep improvements in ``state``; return the mask improved."""
     shift = state["shift"][idx] if "shift" in state else None
     x, fx = _search(rows.take(idx), ratios, shift)
@@ -232,7 +232,7 @@ def _try(rows: _Rows, state: dict, idx: np.ndarray, ratios: list) -> np.ndarray:
     return better
 
 
-def _cube(rows: _Rows, state: dict, idx: np.ndarray, cube, seen=None) -> np.ndarray:
+def _cube(rows: TierRows, state: dict, idx: np.ndarray, cube, seen=None) -> np.ndarray:
     """Every ratio +-1 (all combinations) around the current best of the rows ``idx``; return the mask improved.
 
     ``seen``: per ratio, the centre of the cube each row searched last; its corners are skipped.
@@ -247,7 +247,7 @@ def _cube(rows: _Rows, state: dict, idx: np.ndarray, cube, seen=None) -> np.ndar
     return improved
 
 
-def _optimise(rows: _Rows, tiers) -> dict:
+def _optimise(rows: TierRows, tiers) -> dict:
     """The numeric optimum on flat rows: dict of T, ratios, objective (log wall per work), and the first-order design.
 
     Ratios: the cube of +-1 around the first-order ratios; then, for the rows whose best left the
@@ -256,7 +256,7 @@ def _optimise(rows: _Rows, tiers) -> dict:
     """
     n, m = rows.M.size, len(tiers)
     T_fo, ratios_fo, _ = _first_order(rows, tiers)
-    f_fo = _log_wpw(T_fo, rows, ratios_fo)
+    f_fo = log_wall_per_work(T_fo, rows, ratios_fo)
     if m == 1:
         x, fx = _search(rows, [])
         state = {"x": x, "f": fx, "ratios": []}
@@ -292,7 +292,7 @@ def _optimise(rows: _Rows, tiers) -> dict:
     # an optimum at the write constraint: the search only approaches it, so try the bound itself
     near = np.flatnonzero(state["x"] - floor < 1e-6)
     if near.size:
-        f_floor = _log_wpw(rows.W[near] * (1.0 - rows.s[near]), rows.take(near), [r[near] for r in state["ratios"]])
+        f_floor = log_wall_per_work(rows.W[near] * (1.0 - rows.s[near]), rows.take(near), [r[near] for r in state["ratios"]])
         win = f_floor <= state["f"][near]
         T[near[win]], state["f"][near[win]] = rows.W[near[win]] * (1.0 - rows.s[near[win]]), f_floor[win]
     keep_fo = f_fo <= state["f"]
@@ -313,10 +313,10 @@ def optimal_tier_intervals(M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any
     (:func:`first_order_tier_intervals`), which the optimum never does worse than. Raises
     :class:`InputError` on ``M`` when even the optimum's wall time per work overflows.
     """
-    tiers, _, f, rows, shape, wrap = _prepare(tiers, classes, [("M", M, "positive"), ("R", R, "nonnegative"),
+    tiers, _, f, rows, shape, wrap = prepare_rows(tiers, classes, [("M", M, "positive"), ("R", R, "nonnegative"),
                                                               ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction")])
     st = _optimise(rows, tiers)
-    _raise_overflow(st["f"], f["M"], shape, "wall time per unit of work at the optimum")
+    raise_overflow(st["f"], f["M"], shape, "wall time per unit of work at the optimum")
     T = st["T"]
     out: dict[str, Any] = {"T": wrap(T.reshape(shape))}
     every = np.ones_like(T)
@@ -332,7 +332,7 @@ def optimal_tier_intervals(M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any
 
 
 
-def _polish(rows: _Rows, ratios: list, x, fx):
+def _polish(rows: TierRows, ratios: list, x, fx):
     """The search's best log T polished to a 1e-9 bracket, and the write constraint tried exactly: (T, objective)."""
     with np.errstate(divide="ignore"):
         floor = np.log(rows.W * (1.0 - rows.s))
@@ -343,7 +343,7 @@ def _polish(rows: _Rows, ratios: list, x, fx):
     T = np.exp(x)
     near = np.flatnonzero(x - floor < 1e-6)
     if near.size:   # an optimum at the write constraint: the search only approaches it
-        f_floor = _log_wpw(rows.W[near] * (1.0 - rows.s[near]), rows.take(near), [r[near] for r in ratios])
+        f_floor = log_wall_per_work(rows.W[near] * (1.0 - rows.s[near]), rows.take(near), [r[near] for r in ratios])
         win = f_floor <= fx[near]
         T[near[win]], fx[near[win]] = rows.W[near[win]] * (1.0 - rows.s[near[win]]), f_floor[win]
     return T, fx
@@ -353,23 +353,23 @@ def best_first_interval(M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any], 
     """The first tier's compute interval ``T`` minimising the exact expected wall time, the tiers' own ``every`` kept.
 
     What a plan whose tiers state their ``every`` uses (:func:`engine.setup.plan_setup`, the tiered batch
-    columns of :mod:`engine.tiers_table`): the search of :func:`optimal_tier_intervals` over ``log T``
+    columns of :mod:`engine.tiers.table`): the search of :func:`optimal_tier_intervals` over ``log T``
     only (bracket around the first-order ``T`` for these everies, widened at an edge, polished to a
     1e-9 bracket; an optimum at the write constraint returned exactly at ``W (1 - slowdown)``).
     Vectorised over rows (every numeric input, the tiers' stalls and restores included). Returns ``T``
     (the caller's kind). Raises :class:`InputError` on ``M`` when even the optimum's wall time overflows.
     """
-    tiers, _, f, rows, shape, wrap = _prepare(tiers, classes, [("M", M, "positive"), ("R", R, "nonnegative"),
+    tiers, _, f, rows, shape, wrap = prepare_rows(tiers, classes, [("M", M, "positive"), ("R", R, "nonnegative"),
                                                               ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction")])
-    ratios = _ratios(rows.every)
+    ratios = level_ratios(rows.every)
     with np.errstate(divide="ignore", invalid="ignore"):
         zero = (_guess(rows, ratios) <= 0) & (rows.W * (1.0 - rows.s) <= 0)
     if np.any(zero):
         k = int(np.argmax(zero))
-        raise InputError(f"{_label(0, tiers[0])}.checkpoint_stall_min", float(rows.stalls[0][k]),
+        raise InputError(f"{tier_label(0, tiers[0])}.checkpoint_stall_min", float(rows.stalls[0][k]),
                          "the tiers cost nothing per save (no stall, no asynchronous write): the best interval is 0, "
                          "i.e. save continuously, which cannot be planned; give the measured stalls")
     x, fx = _search(rows, ratios)
     T, fx = _polish(rows, ratios, x, fx)
-    _raise_overflow(fx, f["M"], shape, "wall time per unit of work at the optimum")
+    raise_overflow(fx, f["M"], shape, "wall time per unit of work at the optimum")
     return wrap(T.reshape(shape))

@@ -91,13 +91,14 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .errors import InputError
-from .gate import as_float_array, broadcast, prepare
-from .waste import _MAX_LOG, _validate_async
+from ..errors import InputError
+from ..gate import as_float_array, broadcast, prepare
+from ..waste import _MAX_LOG, _validate_async
 
-__all__ = ["Tier", "check_design", "class_rates_per_tier", "first_order_tier_intervals", "optimal_tier_intervals",
-           "recovery_tier", "tiered_breakdown", "tiered_expected_wall_time", "tiered_wall_per_work",
-           "tiered_waste_fraction", "tiers_from_dicts"]
+__all__ = ["SHARE_TOL", "Tier", "TierRows", "check_design", "class_rates_per_tier", "job_specs", "level_ratios",
+           "log_wall_per_work", "prepare_rows", "raise_overflow", "recovery_index", "recovery_tier", "tier_label",
+           "tiered_breakdown", "tiered_expected_wall_time", "tiered_wall_per_work", "tiered_waste_fraction",
+           "tiers_from_dicts"]
 
 #: tolerance on the sum of the class shares
 SHARE_TOL = 1e-9
@@ -157,7 +158,8 @@ def tiers_from_dicts(items: Sequence[Mapping[str, Any]]) -> tuple[Tier, ...]:
     return tuple(out)
 
 
-def _label(i: int, t: Tier) -> str:
+def tier_label(i: int, t: Tier) -> str:
+    """How messages name tier ``i``: ``tiers[1] (host-memory)``."""
     return f"tiers[{i}] ({t.name})"
 
 
@@ -181,9 +183,9 @@ def check_design(tiers: Sequence[Any], classes: Mapping[str, Any]) -> tuple[Tier
         if not isinstance(t.name, str) or not t.name.strip():
             raise InputError(f"tiers[{i}].name", t.name, "must be a non-empty text")
         if t.name in seen:
-            raise InputError(f"{_label(i, t)}.name", t.name, "tier names must be unique")
+            raise InputError(f"{tier_label(i, t)}.name", t.name, "tier names must be unique")
         seen.add(t.name)
-        lab = _label(i, t)
+        lab = tier_label(i, t)
         as_float_array(f"{lab}.checkpoint_stall_min", t.checkpoint_stall_min, "nonnegative")
         as_float_array(f"{lab}.restore_min", t.restore_min, "nonnegative")
         as_float_array(f"{lab}.price_per_gb_month", t.price_per_gb_month, "nonnegative")
@@ -238,7 +240,7 @@ def _check_classes(classes: Any) -> list[str]:
     return list(classes)
 
 
-def _recovery_index(tiers: tuple[Tier, ...], classes: Mapping[str, Any]) -> list[int]:
+def recovery_index(tiers: tuple[Tier, ...], classes: Mapping[str, Any]) -> list[int]:
     """For each class, the first tier surviving it (the smallest ``every``, tiers being nested)."""
     return [next(i for i, t in enumerate(tiers) if c in t.survives) for c in classes]
 
@@ -246,14 +248,14 @@ def _recovery_index(tiers: tuple[Tier, ...], classes: Mapping[str, Any]) -> list
 def recovery_tier(tiers: Sequence[Any], classes: Mapping[str, Any]) -> dict[str, str]:
     """Class name -> name of the tier its failures restore from: the first listed tier surviving it."""
     tiers = check_design(tiers, classes)
-    return {c: tiers[i].name for c, i in zip(classes, _recovery_index(tiers, classes))}
+    return {c: tiers[i].name for c, i in zip(classes, recovery_index(tiers, classes))}
 
 
 # ------------------------------------------------------------------------------------ inputs
 
 
 @dataclass
-class _Rows:
+class TierRows:
     """A design's validated numbers as flat float arrays (one element per row)."""
 
     M: np.ndarray
@@ -266,21 +268,21 @@ class _Rows:
     rho: list         # share of failures recovered from each tier
     y: np.ndarray     # log(sum_j pi_j exp(R_j / M)) = log(lambda c)
 
-    def take(self, sel) -> "_Rows":
-        return _Rows(*(([a[sel] for a in v] if isinstance(v, list) else v[sel]) for v in
+    def take(self, sel) -> "TierRows":
+        return TierRows(*(([a[sel] for a in v] if isinstance(v, list) else v[sel]) for v in
                        (self.M, self.W, self.s, self.stalls, self.restores, self.every, self.shares, self.rho, self.y)))
 
 
-def _prepare(tiers, classes, front):
+def prepare_rows(tiers, classes, front):
     """Validate the design and ``front`` = [(name, value, rule), ...] with the tiers' numbers.
 
-    Returns (tiers, class names, dict of flat front arrays, :class:`_Rows`, shape, wrap).
+    Returns (tiers, class names, dict of flat front arrays, :class:`TierRows`, shape, wrap).
     """
     tiers = check_design(tiers, classes)
     names = list(classes)
     specs = list(front)
     for i, t in enumerate(tiers):
-        lab = _label(i, t)
+        lab = tier_label(i, t)
         specs += [(f"{lab}.checkpoint_stall_min", t.checkpoint_stall_min, "nonnegative"),
                   (f"{lab}.restore_min", t.restore_min, "nonnegative"), (f"{lab}.every", t.every, "count")]
     specs += [(f"classes[{c!r}]", classes[c], "positive") for c in names]
@@ -293,14 +295,14 @@ def _prepare(tiers, classes, front):
     raw = flat[k + 3 * m:]
     total = np.sum(raw, axis=0)
     shares = [v / total for v in raw]
-    rec = _recovery_index(tiers, classes)
+    rec = recovery_index(tiers, classes)
     rho = [sum((shares[j] for j in range(len(names)) if rec[j] == i), np.zeros_like(total)) for i in range(m)]
     M = out.get("M", np.ones_like(total))
     R = out.get("R", np.zeros_like(total))
     W, s = out.get("W", np.zeros_like(total)), out.get("slowdown", np.zeros_like(total))
     if "T" in out:
         _validate_async(out["T"], W, s)
-    rows = _Rows(M, W, s, stalls, restores, every, shares, rho, _log_restart_factor(M, R, restores, shares, rec))
+    rows = TierRows(M, W, s, stalls, restores, every, shares, rho, _log_restart_factor(M, R, restores, shares, rec))
     return tiers, names, out, rows, shape, wrap
 
 
@@ -320,7 +322,7 @@ def class_rates_per_tier(M, tiers: Sequence[Any], classes: Mapping[str, Any]) ->
     Zero for a tier from which nothing is ever restored (every class it survives is survived by an
     earlier tier). Per unit of ``M``'s time unit.
     """
-    tiers, _, front, rows, shape, wrap = _prepare(tiers, classes, [("M", M, "positive")])
+    tiers, _, front, rows, shape, wrap = prepare_rows(tiers, classes, [("M", M, "positive")])
     return {t.name: wrap((r / front["M"]).reshape(shape)) for t, r in zip(tiers, rows.rho)}
 
 
@@ -449,7 +451,7 @@ def _span(be, T, M, W, s, stalls, rho, ratios):
     return block(m - 1, m - 1, m - 1)[0]
 
 
-def _log_span(T, rows: _Rows, ratios, force_log: bool = False):
+def _log_span(T, rows: TierRows, ratios, force_log: bool = False):
     """log of the pattern's span: floating point first, log space for the rows out of range."""
     args = (rows.M, rows.W, rows.s, rows.stalls, rows.rho)
     with np.errstate(all="ignore"):
@@ -464,24 +466,26 @@ def _log_span(T, rows: _Rows, ratios, force_log: bool = False):
     return out
 
 
-def _ratios(every: list) -> list:
+def level_ratios(every: list) -> list:
+    """Each tier's ``every`` over the previous tier's (whole numbers >= 1, tiers being nested), per row."""
     return [every[i] / every[i - 1] for i in range(1, len(every))]
 
 
-def _log_wpw(T, rows: _Rows, ratios, force_log: bool = False):
+def log_wall_per_work(T, rows: TierRows, ratios, force_log: bool = False):
     """log of the expected wall time per unit of work (flat arrays), in chunks of rows that stay in cache."""
     if T.size > _CHUNK:
         out = np.empty_like(T)
         for lo in range(0, T.size, _CHUNK):
             sl = slice(lo, lo + _CHUNK)
-            out[sl] = _log_wpw(T[sl], rows.take(sl), [r[sl] for r in ratios], force_log)
+            out[sl] = log_wall_per_work(T[sl], rows.take(sl), [r[sl] for r in ratios], force_log)
         return out
     K = np.prod(ratios, axis=0) if ratios else np.ones_like(T)
     span = _log_span(T, rows, ratios, force_log)
     return np.log(rows.M) + rows.y + span - np.log(K) - np.log(T)
 
 
-def _raise_overflow(log_value, M, shape, what: str) -> None:
+def raise_overflow(log_value, M, shape, what: str) -> None:
+    """:class:`InputError` on ``M`` at the first row whose ``log_value`` (a log of ``what``) overflows float64."""
     bad = ~(log_value <= _MAX_LOG)
     if np.any(bad):
         k = int(np.argmax(bad))
@@ -494,7 +498,8 @@ def _raise_overflow(log_value, M, shape, what: str) -> None:
 # ------------------------------------------------------------------------------------ public
 
 
-def _front(T, M, R, W, slowdown, work=None):
+def job_specs(T, M, R, W, slowdown, work=None):
+    """The job's (name, value, rule) triples for :func:`prepare_rows`: ``work`` (when given), T, M, R, W, slowdown."""
     spec = [("work", work, "positive")] if work is not None else []
     return spec + [("T", T, "positive"), ("M", M, "positive"), ("R", R, "nonnegative"), ("W", W, "nonnegative"),
                    ("slowdown", slowdown, "fraction")]
@@ -508,9 +513,9 @@ def tiered_wall_per_work(T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes):
     :class:`InputError` on ``M`` when it overflows. One tier surviving every class: ``exp`` of
     :func:`engine.waste._log_wall_per_work` (``R`` + the tier's ``restore_min`` as the restart).
     """
-    _, _, f, rows, shape, wrap = _prepare(tiers, classes, _front(T, M, R, W, slowdown))
-    lw = _log_wpw(f["T"], rows, _ratios(rows.every))
-    _raise_overflow(lw, f["M"], shape, "wall time per unit of work")
+    _, _, f, rows, shape, wrap = prepare_rows(tiers, classes, job_specs(T, M, R, W, slowdown))
+    lw = log_wall_per_work(f["T"], rows, level_ratios(rows.every))
+    raise_overflow(lw, f["M"], shape, "wall time per unit of work")
     return wrap(np.exp(lw).reshape(shape))
 
 
@@ -520,8 +525,8 @@ def tiered_waste_fraction(T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes):
     In ``[0, 1)``; computed from the log of :func:`tiered_wall_per_work`, so it stays finite (near
     1) where the wall time itself would overflow.
     """
-    _, _, f, rows, shape, wrap = _prepare(tiers, classes, _front(T, M, R, W, slowdown))
-    return wrap(-np.expm1(-_log_wpw(f["T"], rows, _ratios(rows.every))).reshape(shape))
+    _, _, f, rows, shape, wrap = prepare_rows(tiers, classes, job_specs(T, M, R, W, slowdown))
+    return wrap(-np.expm1(-log_wall_per_work(f["T"], rows, level_ratios(rows.every))).reshape(shape))
 
 
 def tiered_expected_wall_time(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes):
@@ -532,9 +537,9 @@ def tiered_expected_wall_time(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, 
     last save takes exactly this plus ``M exp(y) expm1(W (1 - slowdown)/M)`` with ``exp(y) = sum_j
     pi_j exp(R_j/M)`` (module notes). Raises :class:`InputError` on ``M`` when it overflows.
     """
-    _, _, f, rows, shape, wrap = _prepare(tiers, classes, _front(T, M, R, W, slowdown, work))
-    lw = _log_wpw(f["T"], rows, _ratios(rows.every)) + np.log(f["work"])
-    _raise_overflow(lw, f["M"], shape, "wall time")
+    _, _, f, rows, shape, wrap = prepare_rows(tiers, classes, job_specs(T, M, R, W, slowdown, work))
+    lw = log_wall_per_work(f["T"], rows, level_ratios(rows.every)) + np.log(f["work"])
+    raise_overflow(lw, f["M"], shape, "wall time")
     return wrap(np.exp(lw).reshape(shape))
 
 
@@ -555,10 +560,10 @@ def tiered_breakdown(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes) 
       compute, lost saves and the writes re-run after restarts; written as in
       :func:`engine.waste.time_breakdown` (clipped at 0 against rounding).
     """
-    tiers, names, f, rows, shape, wrap = _prepare(tiers, classes, _front(T, M, R, W, slowdown, work))
+    tiers, names, f, rows, shape, wrap = prepare_rows(tiers, classes, job_specs(T, M, R, W, slowdown, work))
     work_, T_, M_ = f["work"], f["T"], f["M"]
-    log_wall = _log_wpw(T_, rows, _ratios(rows.every)) + np.log(work_)
-    _raise_overflow(log_wall, M_, shape, "wall time")
+    log_wall = log_wall_per_work(T_, rows, level_ratios(rows.every)) + np.log(work_)
+    raise_overflow(log_wall, M_, shape, "wall time")
     wall = np.exp(log_wall)
     per_tier = {f"save_{t.name}": st * work_ / (T_ * e) for t, st, e in zip(tiers, rows.stalls, rows.every)}
     save = sum(per_tier.values()) + work_ / T_ * rows.W * rows.s
@@ -569,7 +574,3 @@ def tiered_breakdown(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes) 
     out.update({f"failures_{c}": p * wall / M_ for c, p in zip(names, rows.shares)})
     out.update({f"recoveries_{t.name}": r * rollbacks for t, r in zip(tiers, rows.rho)})
     return {k: wrap(np.broadcast_to(v, work_.shape).reshape(shape)) for k, v in out.items()}
-
-
-# the optimum lives in its own module (line budget); re-exported here, where callers look for it
-from .tiers_optimum import first_order_tier_intervals, optimal_tier_intervals  # noqa: E402

@@ -35,7 +35,7 @@ Evaluating a table (:func:`evaluate_rows`)
   ``Int64``) come out as ``Int64``, float columns as float64, and a column that holds a cell that
   is no number (text, a formula the reader refused, a boolean) comes out as an object column in
   which that cell keeps its original value and every other cell is a float. The whole-number
-  derived columns (``gpus``, ``deadline_seed``, ``mc_runs``: :data:`INTEGER_RESULT_COLUMNS`) are
+  derived columns (``gpus``, ``deadline_seed``, ``mc_runs``: :data:`.columns.INTEGER_RESULT_COLUMNS`) are
   ``Int64``. Units are in the names (``_min`` minutes, ``_h`` hours, ``_gpu_hours``, ``_cost``
   money in the row's ``currency``, fractions in [0, 1]).
 
@@ -67,7 +67,6 @@ from __future__ import annotations
 
 import collections
 import difflib
-import math
 import re
 import sys
 from pathlib import Path
@@ -77,103 +76,27 @@ import numpy as np
 import pandas as pd
 
 from . import montecarlo as _mc
+from .batch_mc import MONTE_CARLO_COLUMNS, check_mc_options, monte_carlo_columns, row_seeds
+from .columns import (TEXT_DTYPE, coerce_numeric_text, column_kind, in_float_range, int_series, integer_typed, is_dask,
+                      is_integer_column, real_numbers, text_series)
 from .errors import InputError
-from .fields import DEFAULT_RUNS, DEFAULT_SEED, FIELD_BY_NAME, FIELDS, SETUP_FIELD_BY_NAME, TEXT_FIELDS
-from .scenario import DOMAIN_COL as _DOMAIN_COL
+from .fields import DEFAULT_RUNS, DEFAULT_SEED, FIELDS, SETUP_FIELD_BY_NAME, TEXT_FIELDS
 from .scenario import RowProblems, Scenario, check_columns
 from .scenario import is_absent as _is_absent
 from .scenario import is_number as _is_number
 from .scenario import derived_columns, evaluate_each, table_problems, to_table
 from .validity import CHECKS
 
-# the per-row Monte Carlo lives in its own module (line budget); its public names are the batch's too
-from .batch_mc import MONTE_CARLO_COLUMNS, _check_mc_options, _monte_carlo, scenario_seeds  # noqa: E402
-
-__all__ = [
-    "STATUS_OK",
-    "STATUS_ERROR",
-    "RANKING_METRIC",
-    "MONTE_CARLO_COLUMNS",
-    "INTEGER_RESULT_COLUMNS",
-    "NA_WORDS",
-    "TEXT_DTYPE",
-    "evaluate_rows",
-    "scenario_seeds",
-    "column_kind",
-    "coerce_numeric_text",
-    "real_numbers",
-    "integer_typed",
-    "is_integer_column",
-    "text_values",
-    "is_dask",
-    "plain_value",
-]
+__all__ = ["MONTE_CARLO_COLUMNS", "RANKING_METRIC", "STATUS_ERROR", "STATUS_OK", "evaluate_rows", "scenario_seeds"]
 
 STATUS_OK = "ok"
 STATUS_ERROR = "error"
 #: the figure the summary ranks scenarios by: total cost / useful GPU-hours (money per useful GPU-hour)
 RANKING_METRIC = "cost_per_useful_gpu_hour"
-#: words a cell may hold to mean "not given" (case-insensitive), besides blank
-NA_WORDS = ("nan", "na", "n/a", "null", "none")
-
-#: derived columns that hold whole numbers: pandas ``Int64`` in results, int64 in Parquet
-INTEGER_RESULT_COLUMNS = ("gpus", "deadline_seed", "mc_runs")
 _LEAD = ("status", "error", "warnings")
-_PANDAS3 = int(pd.__version__.split(".")[0]) >= 3
-#: dtype of text columns in results: pandas' default string dtype on pandas 3 (missing = NaN)
-TEXT_DTYPE: Any = "str" if _PANDAS3 else object
 
 
-# ======================================================================================= columns
-
-def column_kind(name: Any) -> Optional[str]:
-    """'number', 'text' or None (not a scenario column)."""
-    if not isinstance(name, str):
-        return None
-    if name in FIELD_BY_NAME or name in SETUP_FIELD_BY_NAME:
-        return "number"
-    if name in TEXT_FIELDS:
-        return "text"
-    m = _DOMAIN_COL.match(name)
-    if m:
-        return "text" if m.group(2) == "name" else "number"
-    return None
-
-
-_TIER_EVERY = re.compile(r"^tier\d+_every$")
-
-
-def is_integer_column(name: Any) -> bool:
-    """A column of whole numbers: a count field (``nodes``, ``gpus_per_node``, ``domain{i}_nodes_per_domain``)
-    or a whole-number result (:data:`INTEGER_RESULT_COLUMNS`, a tier's ``tier{i}_every``)."""
-    if not isinstance(name, str):
-        return False
-    if name in INTEGER_RESULT_COLUMNS or _TIER_EVERY.match(name) or (name in FIELD_BY_NAME and FIELD_BY_NAME[name].integer) or (
-            name in SETUP_FIELD_BY_NAME and SETUP_FIELD_BY_NAME[name].integer):
-        return True
-    m = _DOMAIN_COL.match(name)
-    return bool(m) and m.group(2) == "nodes_per_domain"
-
-
-def integer_typed(values: pd.Series) -> pd.Series:
-    """A float column whose every value is whole (or missing) as pandas ``Int64``; anything else unchanged."""
-    if values.dtype.kind != "f":
-        return values
-    arr = values.to_numpy(dtype=float)
-    present = arr[~np.isnan(arr)]
-    if not np.isfinite(present).all() or not (np.floor(present) == present).all():
-        return values
-    return _int_series(arr, values.index, values.name)
-
-
-def _int_series(arr: np.ndarray, index: Any, name: Any = None) -> pd.Series:
-    """Float values (whole, NaN = missing) as an ``Int64`` Series; float64 if one is beyond int64's range."""
-    mask = np.isnan(arr)
-    if np.any(np.abs(arr[~mask]) >= 2.0**63):   # e.g. nodes x GPUs per node of 10^19 GPUs: no int64 holds it
-        return pd.Series(arr, index=index, name=name, dtype=np.float64)
-    ints = np.where(mask, 0.0, arr).astype(np.int64)
-    return pd.Series(pd.arrays.IntegerArray(ints, mask), index=index, name=name, copy=False)
-
+# ===================================================================================== the table
 
 def _output_names() -> set[str]:
     return {*_LEAD, *derived_columns(), *MONTE_CARLO_COLUMNS} - {"job_mtbf_h"}
@@ -216,75 +139,13 @@ def _check_columns(table: pd.DataFrame, extra_columns: str) -> list[str]:
 
 # ==================================================================================== validation
 
-def _text_series(values: pd.Series) -> pd.Series:
-    """The column as text (pandas' string dtype on pandas 3), missing as missing, numbers as their str."""
-    if _PANDAS3 and (values.dtype == TEXT_DTYPE or values.dtype.kind == "O"):
-        return values.astype(TEXT_DTYPE)
-    return pd.Series(text_values(values), index=values.index, dtype=TEXT_DTYPE)
-
-
-def text_values(values: pd.Series) -> np.ndarray:
-    """Object array of str, None where absent (numbers written as text)."""
-    obj = values.to_numpy(dtype=object, na_value=None) if values.dtype.kind != "O" else values.to_numpy(dtype=object)
-    out = np.empty(len(obj), dtype=object)
-    for i, v in enumerate(obj):
-        out[i] = None if _is_absent(v) else (v if isinstance(v, str) else str(v))
-    return out
-
-
-def coerce_numeric_text(values: pd.Series) -> pd.Series:
-    """Numbers stored as text -> float; blanks and NA words -> NaN; other text kept (a row error later)."""
-    if values.dtype.kind in "iufb":
-        return values
-    obj = values.to_numpy(dtype=object)
-    is_str = np.fromiter((isinstance(v, str) for v in obj), dtype=bool, count=len(obj))
-    if not is_str.any():
-        if all((_is_number(v) and _in_float_range(v)) or _is_absent(v) for v in obj):
-            return pd.Series(np.array([np.nan if _is_absent(v) else float(v) for v in obj], dtype=float),
-                             index=values.index, name=values.name)
-        return values
-    out = obj.copy()
-    stripped = pd.Series(np.where(is_str, obj, ""), dtype=object).str.strip()
-    absent = is_str & (stripped.eq("") | stripped.str.lower().isin(NA_WORDS)).to_numpy()
-    parsed = pd.to_numeric(stripped.where(is_str & ~absent, None), errors="coerce").to_numpy(dtype=float)
-    numeric = is_str & ~absent & ~np.isnan(parsed)
-    out[absent] = np.nan
-    out[numeric] = parsed[numeric]
-    if not (is_str & ~absent & ~numeric).any() and all((_is_number(v) and _in_float_range(v)) or _is_absent(v)
-                                                       for v in out[~is_str]):
-        return pd.Series(out.astype(float), index=values.index, name=values.name)
-    return pd.Series(out, index=values.index, name=values.name, dtype=object)
-
-
-def real_numbers(values: pd.Series) -> np.ndarray:
-    """A column as float64: numbers (and numbers written as text) as floats, anything else NaN.
-
-    For columns checked elsewhere (their own rule reports a bad cell): a complex, a boolean, a date or
-    an int beyond float range becomes NaN here instead of a numpy cast warning or an OverflowError.
-    """
-    coerced = coerce_numeric_text(values)
-    if coerced.dtype.kind in "iuf":
-        return coerced.to_numpy(dtype=np.float64)
-    obj = coerced.to_numpy(dtype=object)
-    return np.array([float(v) if _is_number(v) and _in_float_range(v) else np.nan for v in obj], dtype=np.float64)
-
-
-def _in_float_range(v: Any) -> bool:
-    """A number float64 can hold (a Python int such as ``10**400`` cannot: ``float()`` overflows)."""
-    try:
-        float(v)
-    except OverflowError:
-        return False
-    return True
-
-
 def _out_of_range_cells(name: str, values: pd.Series, problems: RowProblems, flags: np.ndarray) -> pd.Series:
     """Cells holding a number beyond the float64 range (a huge Python int): each a row problem, flagged,
     and blank in the returned column (the table checks then skip them; the output keeps the original)."""
     if values.dtype.kind != "O":
         return values
     obj = values.to_numpy(dtype=object)
-    huge = np.fromiter((_is_number(v) and not _in_float_range(v) for v in obj), dtype=bool, count=len(obj))
+    huge = np.fromiter((_is_number(v) and not in_float_range(v) for v in obj), dtype=bool, count=len(obj))
     if not huge.any():
         return values
     for p in np.flatnonzero(huge):
@@ -379,10 +240,6 @@ def _number_output(name: str, raw: pd.Series, vals: np.ndarray, bad: Optional[np
     return pd.Series(out, index=raw.index, dtype=object)
 
 
-def is_dask(obj: Any) -> bool:
-    return type(obj).__module__.split(".")[0] in ("dask", "dask_expr")
-
-
 def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUNS, seed: int = DEFAULT_SEED,
                   failures: Union[str, "_mc.FailureLaw"] = "exponential", final_save: bool = False,
                   extra_columns: str = "error",
@@ -432,7 +289,7 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
 
         design = tier_design(tiers, failure_classes)
     if deadline:
-        runs, seed, failures = _check_mc_options(runs, seed, failures)
+        runs, seed, failures = check_mc_options(runs, seed, failures)
         if design is not None and isinstance(failures, _mc.FailureLaw) and failures.kind != "exponential":
             raise InputError("failures", getattr(failures, "kind", failures), "the tiered Monte Carlo draws "
                              "exponential (Poisson) failures only: drop the failure law (--weibull-shape) or the tiers")
@@ -442,26 +299,46 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
                       failure_classes=failure_classes)
         meta = evaluate_rows(table._meta, **kwargs)
         return table.map_partitions(evaluate_rows, meta=meta, **kwargs)
-    if isinstance(table, Scenario):
-        table = to_table([table])
-    elif not isinstance(table, pd.DataFrame):
-        if isinstance(table, (str, bytes, Path)) or not isinstance(table, Iterable):
-            raise InputError("table", type(table).__name__, "must be a pandas or dask DataFrame, or Scenarios")
-        table = to_table(table)
+    table = _as_table(table)
     if cell_errors is None:
         cell_errors = table.attrs.get("cell_errors", {})
-    setup_problems = setup_info = None
+    setup_info = None
     if design is not None or any(c in SETUP_FIELD_BY_NAME for c in table.columns):  # the design as the input
         from .batch_setup import fill_from_setup
 
         table, setup_problems, setup_info = fill_from_setup(table, design)
     _check_columns(table, extra_columns)
-    n = len(table)
     given, eff, problems, bad_cells = _validate(table, cell_errors)
-    for p, errs in (setup_problems.by_row.items() if setup_problems is not None else ()):
-        problems.add([p], lambda _p, e=errs[0]: e)
+    if setup_info is not None:
+        for p, errs in setup_problems.by_row.items():
+            problems.add([p], lambda _p, e=errs[0]: e)
+    res = _evaluate_valid_rows(table, given, problems)
+    if setup_info is not None:
+        _setup_pass(table, design, eff, res, setup_info, problems)
+    mc = None
+    if deadline:
+        evaluated = np.flatnonzero(~problems.mask())
+        mc = monte_carlo_columns(len(table), eff, res, evaluated, runs, seed, failures, final_save, problems, design)
+    return _results(table, given, eff, res, bad_cells, problems, design, setup_info is not None, mc)
 
-    # one engine call over every row that passed the masks; bisection only if the engine disagrees
+
+def _as_table(table: Any) -> pd.DataFrame:
+    """The scenarios as a DataFrame: a table as it is, a :class:`Scenario` or an iterable of them as
+    :func:`engine.to_table` lays them out."""
+    if isinstance(table, Scenario):
+        return to_table([table])
+    if isinstance(table, pd.DataFrame):
+        return table
+    if isinstance(table, (str, bytes, Path)) or not isinstance(table, Iterable):
+        raise InputError("table", type(table).__name__, "must be a pandas or dask DataFrame, or Scenarios")
+    return to_table(table)
+
+
+def _evaluate_valid_rows(table: pd.DataFrame, given: Mapping[str, np.ndarray], problems: RowProblems
+                         ) -> dict[str, np.ndarray]:
+    """:func:`engine.evaluate`'s columns of every row that passed the masks (NaN elsewhere), in one engine
+    call; only if the engine refuses rows are they isolated by bisection and become the rows' problems."""
+    n = len(table)
     candidates = np.flatnonzero(~problems.mask())
     number_cols = [c for c in table.columns if column_kind(c) == "number" and c in given]
     derived = derived_columns()
@@ -475,30 +352,70 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
             pos = candidates[part.index.to_numpy()]
             for c in derived:
                 res[c][pos] = part[c].to_numpy(dtype=float)
-    if setup_info is not None:   # a stall derived from the real size was not measured on a small model
-        res["stall_derived"] = setup_info["stall_derived"].astype(np.float64)
+    return res
+
+
+def _setup_pass(table: pd.DataFrame, design: Any, eff: Mapping[str, np.ndarray], res: dict[str, np.ndarray],
+                setup_info: Mapping[str, np.ndarray], problems: RowProblems) -> None:
+    """What the rows' setup columns and tier design add to the evaluated figures, in place: whether each
+    stall was derived, the tiered plan (:func:`.batch_setup.tiered_pass`), then the setup's figures at each
+    row's wall hours and its whole bill (:func:`.batch_setup.setup_figures`)."""
+    from .batch_setup import setup_figures, tiered_pass
+
+    # a stall derived from the real size was not measured on a small model
+    res["stall_derived"] = setup_info["stall_derived"].astype(np.float64)
     if design is not None:
-        from .batch_setup import tiered_pass
-
         tiered_pass(design, eff, res, setup_info, problems)
-    if setup_problems is not None:   # the setup's figures at each row's wall hours, and its whole bill
-        from .batch_setup import setup_figures
+    res.update(setup_figures(table, res, problems, tiered=design is not None))
 
-        res.update(setup_figures(table, res, problems, tiered=design is not None))
-    evaluated = np.flatnonzero(~problems.mask())
-    mc = None
-    if deadline:
-        mc = _monte_carlo(n, eff, res, evaluated, runs, seed, failures, final_save, problems, design)
 
+def _results(table: pd.DataFrame, given: Mapping[str, np.ndarray], eff: Mapping[str, np.ndarray],
+             res: Mapping[str, np.ndarray], bad_cells: Mapping[str, np.ndarray], problems: RowProblems, design: Any,
+             with_setup: bool, mc: Optional[Mapping[str, np.ndarray]]) -> pd.DataFrame:
+    """The output table (module notes): status, error and warnings, the input columns, the plan's columns
+    (with a tier design each tier's name and columns), the setup's and the Monte Carlo's."""
+    out = {**_lead_columns(table.index, eff, res, problems), **_input_columns(table, given, res, bad_cells)}
+    plan_out = list(derived_columns())
+    if design is not None:
+        from .tiers.table import SINGLE_LEVEL_ONLY, TIER_COLUMNS
+
+        plan_out = [c for c in plan_out if c not in SINGLE_LEVEL_ONLY] + ["mean_restart_min"]
+        for i, name in enumerate(design.names):
+            out[f"tier{i + 1}_name"] = pd.Series(np.full(len(table), name, dtype=object), index=table.index,
+                                                 dtype=TEXT_DTYPE)
+            plan_out += [f"tier{i + 1}_{c}" for c in TIER_COLUMNS]
+    setup_out: list[str] = []
+    if with_setup:
+        from .batch_setup import SETUP_RESULT_COLUMNS
+
+        setup_out = [c for c in SETUP_RESULT_COLUMNS if c in res]
+    extra = {c: mc[c] for c in MONTE_CARLO_COLUMNS} if mc is not None else {}
+    for c, values in [*((c, res[c]) for c in plan_out + setup_out if c not in out), *extra.items()]:
+        out[c] = int_series(values, table.index) if is_integer_column(c) else pd.Series(values, index=table.index,
+                                                                                          copy=False)
+    return pd.DataFrame(out, index=table.index, copy=False)
+
+
+def _lead_columns(index: pd.Index, eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray],
+                  problems: RowProblems) -> dict[str, pd.Series]:
+    """``status``, ``error`` (every problem of the row) and ``warnings`` (on ok rows) of every row."""
+    n = len(index)
     bad = problems.mask()
     errors = np.full(n, "", dtype=object)
     for p, msgs in problems.by_row.items():
         errors[p] = "; ".join(map(str, msgs))
-    out: dict[str, Any] = {
-        "status": pd.Series(np.where(bad, STATUS_ERROR, STATUS_OK), index=table.index, dtype=TEXT_DTYPE),
-        "error": pd.Series(errors, index=table.index, dtype=TEXT_DTYPE),
-        "warnings": pd.Series(_row_warnings(n, eff, res, np.flatnonzero(~bad)), index=table.index, dtype=TEXT_DTYPE),
+    return {
+        "status": pd.Series(np.where(bad, STATUS_ERROR, STATUS_OK), index=index, dtype=TEXT_DTYPE),
+        "error": pd.Series(errors, index=index, dtype=TEXT_DTYPE),
+        "warnings": pd.Series(_row_warnings(n, eff, res, np.flatnonzero(~bad)), index=index, dtype=TEXT_DTYPE),
     }
+
+
+def _input_columns(table: pd.DataFrame, given: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray],
+                   bad_cells: Mapping[str, np.ndarray]) -> dict[str, pd.Series]:
+    """The input columns as the results give them back: numbers in their own type (``job_mtbf_h`` the one each
+    row used), a bad cell's original value, text as text, other columns unchanged."""
+    out: dict[str, pd.Series] = {}
     for c in table.columns:
         kind = column_kind(c)
         if kind == "number" and c not in given:  # a setup column: its cells as numbers (checked by the setup)
@@ -509,34 +426,50 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
                 vals = np.where(np.isnan(res["job_mtbf_h"]), vals, res["job_mtbf_h"])
             out[c] = _number_output(c, table[c], vals, bad_cells.get(c))
         elif kind == "text":
-            out[c] = _text_series(table[c])
+            out[c] = text_series(table[c])
         else:
             out[c] = table[c]
-    if setup_problems is not None:
-        from .batch_setup import SETUP_RESULT_COLUMNS
-    extra = dict(zip(MONTE_CARLO_COLUMNS, [mc[c] for c in MONTE_CARLO_COLUMNS])) if mc is not None else {}
-    setup_out = [c for c in SETUP_RESULT_COLUMNS if c in res] if setup_problems is not None else []
-    plan_out = list(derived)
+    return out
+
+
+# ========================================================================== Monte Carlo seeds
+
+def scenario_seeds(table: Any, seed: int = DEFAULT_SEED, failures: Union[str, "_mc.FailureLaw"] = "exponential",
+                   final_save: bool = False, tiers: Any = None, failure_classes: Any = None) -> np.ndarray:
+    """The per-row Monte Carlo seed :func:`evaluate_rows` uses (``deadline_seed``), for every row.
+
+    ``SeedSequence([seed, blake2b-128(x)])`` -> a 49-bit integer, where ``x`` is what the row's
+    simulation uses: ``checkpoint_stall_min``, ``async_write_min``, ``async_slowdown_fraction``,
+    ``restart_min`` (defaults applied), the job MTBF the row uses (the override, else derived from
+    nodes, node MTBF, non-fatal share and domains), ``useful_training_h`` and the chosen interval
+    (float64, fixed order), plus the failure law and ``final_save``. Price, currency, name, text,
+    GPUs, ``runs_per_month``, ``deadline_h``, other rows, the row's position and the number of runs
+    do not enter: rows that simulate the same job get the same seed. Invalid rows get -1. The stall,
+    write and restart are the ones the row's setup columns fill in; with a tier design (``tiers``,
+    ``failure_classes``) the restart is the one without the load and each tier's times and the
+    design itself enter too.
+    """
+    from .tiers.table import tier_design
+
+    check_mc_options(2, seed, failures)
+    design = tier_design(tiers, failure_classes) if tiers is not None or failure_classes is not None else None
+    results = evaluate_rows(table, extra_columns="keep", tiers=tiers, failure_classes=failure_classes)
+    table = table if isinstance(table, pd.DataFrame) else to_table([table] if isinstance(table, Scenario) else table)
+    cell_errors = table.attrs.get("cell_errors", {})
+    info = None
+    if design is not None or any(c in SETUP_FIELD_BY_NAME for c in table.columns):
+        from .batch_setup import fill_from_setup
+
+        table, _, info = fill_from_setup(table, design)
+    _, eff, _, _ = _validate(table, cell_errors)
+    taken = ("job_mtbf_h", "chosen_interval_min") + (tuple(
+        f"tier{i + 1}_{k}" for i in range(len(design.tiers)) for k in ("checkpoint_stall_min", "restore_min"))
+        if design is not None else ())
+    sim = {**eff, **{c: results[c].to_numpy(dtype=float) for c in taken}}
     if design is not None:
-        from .tiers.table import SINGLE_LEVEL_ONLY, TIER_COLUMNS
-
-        plan_out = [c for c in derived if c not in SINGLE_LEVEL_ONLY] + ["mean_restart_min"]
-        for i, name in enumerate(design.names):
-            out[f"tier{i + 1}_name"] = pd.Series(np.full(n, name, dtype=object), index=table.index, dtype=TEXT_DTYPE)
-            plan_out += [f"tier{i + 1}_{c}" for c in TIER_COLUMNS]
-    for c, values in [*((c, res[c]) for c in plan_out + setup_out if c not in out), *extra.items()]:
-        out[c] = _int_series(values, table.index) if is_integer_column(c) else pd.Series(values, index=table.index,
-                                                                                           copy=False)
-    return pd.DataFrame(out, index=table.index, copy=False)
-
-
-# ===================================================================================== values
-
-def plain_value(v: Any) -> Any:
-    """A cell as a plain Python value: numpy scalars unwrapped, NaN and pandas' NA as None."""
-    if isinstance(v, np.generic):
-        v = v.item()
-    if v is pd.NA or (isinstance(v, float) and math.isnan(v)):
-        return None
-    return v
-
+        other = info["restart_other_min"]
+        sim["restart_other_min"] = np.where(np.isnan(other), eff["restart_min"], other)
+    out = np.full(len(results), -1, dtype=np.int64)
+    good = np.flatnonzero(results["status"].to_numpy(dtype=object) == STATUS_OK)
+    out[good] = row_seeds(sim, good, int(seed), failures, final_save, design)
+    return out

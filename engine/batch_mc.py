@@ -1,27 +1,26 @@
 """The per-row Monte Carlo of a batch (``evaluate_rows(..., deadline=True)``) and its seeds.
 
 Each row that evaluated is simulated on its own (:func:`engine.deadline.simulate`; with a tier design
-:func:`engine.montecarlo_tiers.simulate_tiers`), ``runs`` runs seeded by :func:`scenario_seeds`: a
-hash of what the row's simulation uses and nothing else, so a row's answer does not depend on the
-other rows, their order, chunking or Dask partitions (see :mod:`engine.batch` for the columns).
+:func:`engine.montecarlo_tiers.simulate_tiers`), ``runs`` runs seeded by :func:`row_seeds`: a hash
+of what the row's simulation uses and nothing else, so a row's answer does not depend on the other
+rows, their order, chunking or Dask partitions (see :mod:`engine.batch` for the columns, and
+:func:`engine.batch.scenario_seeds` for every row's seed of a table).
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Mapping, Union
+from typing import Any, Mapping
 
 import numpy as np
-import pandas as pd
 
 from . import cost
 from . import montecarlo as _mc
 from .errors import InputError
-from .fields import DEFAULT_SEED, SETUP_FIELD_BY_NAME
 from .gate import as_float_array
-from .scenario import RowProblems, Scenario, to_table
+from .scenario import RowProblems
 
-__all__ = ["MONTE_CARLO_COLUMNS", "scenario_seeds"]
+__all__ = ["MONTE_CARLO_COLUMNS", "check_mc_options", "monte_carlo_columns", "row_seeds"]
 
 MONTE_CARLO_COLUMNS = (
     "deadline_seed", "mc_runs", "p_finish", "p_finish_low", "p_finish_high", "mc_wall_h_mean",
@@ -30,7 +29,10 @@ MONTE_CARLO_COLUMNS = (
 )
 
 
-def _check_mc_options(runs: Any, seed: Any, failures: Any) -> tuple[int, int, Any]:
+def check_mc_options(runs: Any, seed: Any, failures: Any) -> tuple[int, int, Any]:
+    """The batch's Monte Carlo options checked (``runs`` a whole number >= 2 within the memory limit, ``seed`` a
+    whole number >= 0, ``failures`` ``"exponential"`` or a :class:`engine.montecarlo.FailureLaw`): (runs, seed,
+    failures)."""
     r = as_float_array("runs", runs, "count")
     if r.ndim or r < 2:
         raise InputError("runs", runs, "must be a single whole number >= 2")
@@ -74,8 +76,8 @@ def _simulation_columns(design: Any) -> tuple[str, ...]:
                         for k in ("checkpoint_stall_min", "restore_min"))
 
 
-def _seeds_from(sim_inputs: Mapping[str, np.ndarray], positions: np.ndarray, seed: int, failures: Any,
-                final_save: bool, design: Any = None) -> np.ndarray:
+def row_seeds(sim_inputs: Mapping[str, np.ndarray], positions: np.ndarray, seed: int, failures: Any,
+              final_save: bool, design: Any = None) -> np.ndarray:
     """``SeedSequence([seed, blake2b-128(simulation inputs)])`` -> a 49-bit seed per row position."""
     rows = np.column_stack([np.asarray(sim_inputs[c], dtype=float)[positions] for c in _simulation_columns(design)])
     rows = rows.astype("<f8") + 0.0  # -0.0 -> 0.0
@@ -85,48 +87,6 @@ def _seeds_from(sim_inputs: Mapping[str, np.ndarray], positions: np.ndarray, see
         words = np.frombuffer(hashlib.blake2b(rows[k].tobytes() + law, digest_size=16).digest(), dtype="<u4").tolist()
         state = np.random.SeedSequence([seed, *words]).generate_state(1, np.uint64)[0]
         out[k] = int(state) >> 15  # 49 bits: exact in float64 and in Excel's 15 digits
-    return out
-
-
-def scenario_seeds(table: Any, seed: int = DEFAULT_SEED, failures: Union[str, "_mc.FailureLaw"] = "exponential",
-                   final_save: bool = False, tiers: Any = None, failure_classes: Any = None) -> np.ndarray:
-    """The per-row Monte Carlo seed :func:`evaluate_rows` uses (``deadline_seed``), for every row.
-
-    ``SeedSequence([seed, blake2b-128(x)])`` -> a 49-bit integer, where ``x`` is what the row's
-    simulation uses: ``checkpoint_stall_min``, ``async_write_min``, ``async_slowdown_fraction``,
-    ``restart_min`` (defaults applied), the job MTBF the row uses (the override, else derived from
-    nodes, node MTBF, non-fatal share and domains), ``useful_training_h`` and the chosen interval
-    (float64, fixed order), plus the failure law and ``final_save``. Price, currency, name, text,
-    GPUs, ``runs_per_month``, ``deadline_h``, other rows, the row's position and the number of runs
-    do not enter: rows that simulate the same job get the same seed. Invalid rows get -1. The stall,
-    write and restart are the ones the row's setup columns fill in; with a tier design (``tiers``,
-    ``failure_classes``) the restart is the one without the load and each tier's times and the
-    design itself enter too.
-    """
-    from .batch import STATUS_OK, _validate, evaluate_rows
-    from .tiers.table import tier_design
-
-    _check_mc_options(2, seed, failures)
-    design = tier_design(tiers, failure_classes) if tiers is not None or failure_classes is not None else None
-    results = evaluate_rows(table, extra_columns="keep", tiers=tiers, failure_classes=failure_classes)
-    table = table if isinstance(table, pd.DataFrame) else to_table([table] if isinstance(table, Scenario) else table)
-    cell_errors = table.attrs.get("cell_errors", {})
-    info = None
-    if design is not None or any(c in SETUP_FIELD_BY_NAME for c in table.columns):
-        from .batch_setup import fill_from_setup
-
-        table, _, info = fill_from_setup(table, design)
-    _, eff, _, _ = _validate(table, cell_errors)
-    taken = ("job_mtbf_h", "chosen_interval_min") + (tuple(
-        f"tier{i + 1}_{k}" for i in range(len(design.tiers)) for k in ("checkpoint_stall_min", "restore_min"))
-        if design is not None else ())
-    sim = {**eff, **{c: results[c].to_numpy(dtype=float) for c in taken}}
-    if design is not None:
-        other = info["restart_other_min"]
-        sim["restart_other_min"] = np.where(np.isnan(other), eff["restart_min"], other)
-    out = np.full(len(results), -1, dtype=np.int64)
-    good = np.flatnonzero(results["status"].to_numpy(dtype=object) == STATUS_OK)
-    out[good] = _seeds_from(sim, good, int(seed), failures, final_save, design)
     return out
 
 
@@ -148,13 +108,15 @@ def _simulate_row(p: int, eff: Mapping[str, np.ndarray], res: Mapping[str, np.nd
                           tiers=tiers, classes=design.classes, runs=runs, seed=row_seed, final_save=final_save)
 
 
-def _monte_carlo(n: int, eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray], positions: np.ndarray,
-                 runs: int, seed: int, failures: Any, final_save: bool, problems: RowProblems,
-                 design: Any = None) -> dict[str, np.ndarray]:
+def monte_carlo_columns(n: int, eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray], positions: np.ndarray,
+                        runs: int, seed: int, failures: Any, final_save: bool, problems: RowProblems,
+                        design: Any = None) -> dict[str, np.ndarray]:
+    """:data:`MONTE_CARLO_COLUMNS` of ``n`` rows: the rows at ``positions`` simulated (``eff``: their inputs with
+    defaults, ``res``: their plan), NaN elsewhere; a row the simulator refuses becomes a problem."""
     out = {c: np.full(n, np.nan) for c in MONTE_CARLO_COLUMNS}
     if not len(positions):
         return out
-    seeds = _seeds_from({**eff, **res}, positions, seed, failures, final_save, design)
+    seeds = row_seeds({**eff, **res}, positions, seed, failures, final_save, design)
     useful_h, deadline_h = eff["useful_training_h"], eff["deadline_h"]
     for p, row_seed in zip(positions.tolist(), seeds.tolist()):
         dl_h = deadline_h[p]

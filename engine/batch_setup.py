@@ -20,9 +20,12 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from .columns import coerce_numeric_text, real_numbers
+from .errors import InputError
 from .fields import FIELD_BY_NAME, SETUP_FIELD_BY_NAME
+from .recovery import RESTART_PHASES
 from .scenario import RowProblems
-from .setup_table import _PHASES, _absent, _compute, _filled, _table_job_mtbf_h, setup_columns
+from .setup_table import blank_cells, filled_table, setup_columns, table_job_mtbf_h
 
 __all__ = ["SETUP_RESULT_COLUMNS", "fill_from_setup", "setup_figures", "tiered_pass"]
 
@@ -49,7 +52,6 @@ def fill_from_setup(table: pd.DataFrame, design: Any = None) -> tuple[pd.DataFra
     without the load), as ``plan_setup``'s tiered plan takes them, and ``stall_derived`` (the stall the
     row's plan uses comes from the checkpoint size and a bandwidth, not from a measurement).
     """
-    from .batch import coerce_numeric_text, real_numbers
     from .tiers.table import stall_derived
 
     numeric = table.copy(deep=False)
@@ -58,16 +60,16 @@ def fill_from_setup(table: pd.DataFrame, design: Any = None) -> tuple[pd.DataFra
             numeric[c] = coerce_numeric_text(table[c])
     numeric = numeric.reset_index(drop=True)
     problems = RowProblems(len(table))
-    job_mtbf_h = _table_job_mtbf_h(numeric) if "repair_h" in numeric.columns else None
-    cols = _compute(numeric, job_mtbf_h, None, problems, quiet_mtbf=True)
-    filled = _filled(numeric, cols)
-    stated_restart = ~_absent(numeric["restart_min"]) if "restart_min" in numeric.columns else np.zeros(len(table), bool)
-    other = sum((np.nan_to_num(cols[f"part_{p}"], nan=0.0) for p in _PHASES if p != "load_min"), np.zeros(len(table)))
+    job_mtbf_h = table_job_mtbf_h(numeric) if "repair_h" in numeric.columns else None
+    cols = setup_columns(numeric, job_mtbf_h, problems=problems, quiet_mtbf=True)
+    filled = filled_table(numeric, cols)
+    stated_restart = ~blank_cells(numeric["restart_min"]) if "restart_min" in numeric.columns else np.zeros(len(table), bool)
+    other = sum((np.nan_to_num(cols[f"part_{p}"], nan=0.0) for p in RESTART_PHASES if p != "load_min"), np.zeros(len(table)))
     nodes, writers = (real_numbers(numeric[c]) if c in numeric.columns else np.full(len(table), np.nan)
                       for c in ("nodes", "writers"))
     info = {"checkpoint_size_gb": cols["checkpoint_size_gb"], "writers": np.where(np.isnan(writers), nodes, writers),
             "restart_other_min": np.where(~np.isnan(cols["restart_pipeline_min"]) & ~stated_restart, other, np.nan)}
-    stated_stall = ~_absent(numeric["checkpoint_stall_min"]) if "checkpoint_stall_min" in numeric.columns \
+    stated_stall = ~blank_cells(numeric["checkpoint_stall_min"]) if "checkpoint_stall_min" in numeric.columns \
         else np.zeros(len(table), bool)
     if design is not None:
         from .tiers.table import tier_times
@@ -87,7 +89,7 @@ def fill_from_setup(table: pd.DataFrame, design: Any = None) -> tuple[pd.DataFra
 def _filled_first_tier(filled: pd.DataFrame, numeric: pd.DataFrame, stall: np.ndarray) -> None:
     """Blank ``checkpoint_stall_min`` cells (none stated, none derived) given the first tier's stall, in place."""
     name = "checkpoint_stall_min"
-    blank = _absent(filled[name]) if name in filled.columns else np.ones(len(filled), dtype=bool)
+    blank = blank_cells(filled[name]) if name in filled.columns else np.ones(len(filled), dtype=bool)
     fill = blank & ~np.isnan(stall)
     if not fill.any():
         if name not in filled.columns:
@@ -111,9 +113,6 @@ def setup_figures(table: pd.DataFrame, res: Mapping[str, np.ndarray], problems: 
     :mod:`engine.tiers.table`), not the single-level one of the setup's own price and retention. A row
     whose spare money or total cost leaves the float64 range becomes a problem (its figure NaN).
     """
-    from .batch import coerce_numeric_text
-    from .errors import InputError
-
     n = len(table)
     out = {c: np.full(n, np.nan) for c in SETUP_RESULT_COLUMNS}
     good = np.flatnonzero(~problems.mask())

@@ -48,8 +48,9 @@ import pandas as pd
 from .errors import InputError
 from .fields import COST_PARTS, FIELD_BY_NAME, RULES, SETUP_FIELDS
 
-__all__ = ["FILLED", "MONEY_COLUMNS", "SETUP_COLUMNS", "bandwidth_columns", "fill_scenario_columns", "isolate_refusals",
-           "plan_columns", "restore_column", "save_columns", "setup_columns"]
+__all__ = ["FILLED", "MONEY_COLUMNS", "SETUP_COLUMNS", "bandwidth_columns", "blank_cells", "fill_scenario_columns",
+           "filled_table", "isolate_refusals", "plan_columns", "restore_column", "save_columns", "setup_columns",
+           "table_job_mtbf_h"]
 
 #: the restart phases in pipeline order (engine.recovery.RESTART_PHASES)
 _PHASES = ("detection_min", "reallocation_min", "startup_min", "init_min", "load_min", "warmup_min")
@@ -140,7 +141,7 @@ class _Cols:
 
     def stated(self, name: str) -> np.ndarray:
         """Cells holding something (a bad value too: its own rule reports it, not a rule across fields)."""
-        return ~_absent(self.table[name]) if name in self.table.columns else np.zeros(self.n, dtype=bool)
+        return ~blank_cells(self.table[name]) if name in self.table.columns else np.zeros(self.n, dtype=bool)
 
 
 def _problem(problems: Any, mask: np.ndarray, make: Callable[[int], InputError]) -> None:
@@ -195,7 +196,8 @@ def _rows(mask: np.ndarray) -> np.ndarray:
 
 # ------------------------------------------------------------------------------ the setup's figures
 
-def setup_columns(table: pd.DataFrame, job_mtbf_h: Any, wall_h: Any = None, *, problems: Any = None) -> dict[str, np.ndarray]:
+def setup_columns(table: pd.DataFrame, job_mtbf_h: Any, wall_h: Any = None, *, problems: Any = None,
+                  quiet_mtbf: bool = False) -> dict[str, np.ndarray]:
     """Every figure the setup derives, per row of ``table`` (see the module notes): name -> float array.
 
     ``table``: scenario columns (``nodes`` required: the default writers and the communicator's
@@ -204,11 +206,12 @@ def setup_columns(table: pd.DataFrame, job_mtbf_h: Any, wall_h: Any = None, *, p
     number or one per row), used by the spare pool only. ``wall_h``: each row's wall hours
     (``evaluate``'s ``wall_h`` at the scenario the setup fills in); when given, ``storage_cost``,
     ``spare_gpu_hours`` and ``spare_cost`` are added (money in the row's currency).
-    ``problems``: see the module notes.
+    ``problems``: see the module notes. ``quiet_mtbf``: a row whose ``job_mtbf_h`` is missing or breaks its rule
+    gets no spare pool and no problem here (the scenario's own checks report it, as a batch's do).
     """
     own = problems is None
     problems = _row_problems(len(table)) if own else problems
-    out = _compute(table, job_mtbf_h, wall_h, problems, quiet_mtbf=False)
+    out = _compute(table, job_mtbf_h, wall_h, problems, quiet_mtbf=quiet_mtbf)
     if own:
         _raise_first(table, problems)
     return out
@@ -370,7 +373,7 @@ def _money(out: dict, c: _Cols, problems: Any, ok: Callable[[], np.ndarray], W: 
 
 # ------------------------------------------------------------------------------ the scenario's stall, write, restart
 
-def _absent(column: pd.Series) -> np.ndarray:
+def blank_cells(column: pd.Series) -> np.ndarray:
     """Cells that state nothing: blank (NaN, None, NA) or empty text."""
     blank = column.isna().to_numpy(copy=True)
     if column.dtype.kind == "O":
@@ -379,7 +382,7 @@ def _absent(column: pd.Series) -> np.ndarray:
     return blank
 
 
-def _table_job_mtbf_h(table: pd.DataFrame) -> np.ndarray:
+def table_job_mtbf_h(table: pd.DataFrame) -> np.ndarray:
     """Each row's job MTBF in hours as :func:`engine.evaluate` gives it (the override, else from nodes and
     domains); NaN where the row's reliability fields break a rule (evaluate reports those)."""
     from .reliability import FailureDomain, job_mtbf_with_domains
@@ -427,18 +430,20 @@ def fill_scenario_columns(table: pd.DataFrame, job_mtbf_h: Any = None, *, proble
     problems = _row_problems(len(table)) if own else problems
     quiet = job_mtbf_h is None
     if quiet:
-        job_mtbf_h = _table_job_mtbf_h(table) if "repair_h" in table.columns else None
+        job_mtbf_h = table_job_mtbf_h(table) if "repair_h" in table.columns else None
     cols = _compute(table, job_mtbf_h, None, problems, quiet_mtbf=quiet)
     if own:
         _raise_first(table, problems)
-    return _filled(table, cols)
+    return filled_table(table, cols)
 
 
-def _filled(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.DataFrame:
+def filled_table(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.DataFrame:
+    """A copy of ``table`` with :data:`FILLED`'s columns taken from the setup's figures ``cols`` (of
+    :func:`setup_columns`) where the row states nothing (a column the table lacks is added)."""
     out = table.copy()
     for name, key in FILLED.items():
         derived = cols[key]
-        stated = ~_absent(table[name]) if name in table.columns else np.zeros(len(table), dtype=bool)
+        stated = ~blank_cells(table[name]) if name in table.columns else np.zeros(len(table), dtype=bool)
         fill = ~stated & ~np.isnan(derived)
         if name not in out.columns:
             out[name] = np.where(fill, derived, np.nan)
@@ -473,7 +478,7 @@ def plan_columns(table: pd.DataFrame, *, problems: Any = None) -> pd.DataFrame:
     n = len(table)
     problems = _row_problems(n) if own else problems
     filled = fill_scenario_columns(table.reset_index(drop=True), problems=problems)
-    stall_missing = _absent(filled["checkpoint_stall_min"]) & ~problems.mask()
+    stall_missing = blank_cells(filled["checkpoint_stall_min"]) & ~problems.mask()
     _problem(problems, stall_missing, lambda p: InputError(
         "checkpoint_stall_min", None, "is required: give it, or parameters_b with a write bandwidth to derive it"))
     _, _, found = table_problems(filled)

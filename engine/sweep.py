@@ -40,14 +40,15 @@ import numpy as np
 import pandas as pd
 
 from . import montecarlo as _mc
-from .batch import (RANKING_METRIC, STATUS_OK, TEXT_DTYPE, _int_series, column_kind, evaluate_rows,
-                    is_dask, is_integer_column, plain_value)
+from .batch import RANKING_METRIC, STATUS_OK, evaluate_rows
+from .columns import TEXT_DTYPE, column_kind, int_series, is_dask, is_integer_column, plain_value
 from .errors import InputError
 from .fields import (DEFAULT_CHUNK_ROWS, DEFAULT_RUNS, DEFAULT_SEED, FIELDS, MAX_SWEEP_ROWS)
 from .gate import as_float_array
 from .scenario import Scenario, to_table
 from .scenario import is_absent as _is_absent
 from .scenario import is_number as _is_number
+from .template_fill import TemplateFill, check_base_scenario, fill_from_template  # TemplateFill, fill_from_...: re-exported
 
 __all__ = ["MAX_AXIS_VALUES", "BatchSummary", "SweepGrid", "TemplateFill", "fill_from_template", "iter_results",
            "parse_axis", "summarize", "sweep", "sweep_dask", "sweep_grid"]
@@ -55,9 +56,6 @@ __all__ = ["MAX_AXIS_VALUES", "BatchSummary", "SweepGrid", "TemplateFill", "fill
 #: largest axis :func:`parse_axis` expands
 MAX_AXIS_VALUES = 1_000_000
 
-
-# tables completed from a base (own module: line budget), re-exported where callers look for them
-from .template_fill import TemplateFill, _base_scenario, fill_from_template  # noqa: E402
 
 # ========================================================================================= sweeps
 
@@ -193,7 +191,7 @@ class SweepGrid:
         if self.same_work:
             cols["useful_training_h"] = np.asarray(cols["useful_training_h"]) * float(self.base["nodes"]) / cols["nodes"]
         for c in [c for c in cols if is_integer_column(c) and self._whole(c)]:  # whole on every row of the grid
-            cols[c] = _int_series(np.asarray(cols[c], dtype=float), index)
+            cols[c] = int_series(np.asarray(cols[c], dtype=float), index)
         return pd.DataFrame(cols, index=index)
 
     def _whole(self, column: str) -> bool:
@@ -214,7 +212,7 @@ def sweep_grid(base: Scenario, *, same_work: bool = False, setup: Any = None, **
     win on every row), as ``ckptplan plan --node-mtbf-h`` does. ``same_work=True``: the job needs
     the same useful GPU-hours on every row (``useful_training_h`` scales by base nodes / nodes).
     """
-    sc = _base_scenario(base)
+    sc = check_base_scenario(base)
     # description and source describe the template, not each row: left out of the grid
     table = to_table([sc]).drop(columns=["description", "source"])
     row = {c: (None if (isinstance(v, float) and math.isnan(v)) else (v.item() if isinstance(v, np.generic) else v))

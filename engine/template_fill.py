@@ -32,15 +32,17 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from .batch import _int_series, column_kind, is_integer_column, plain_value
+from .columns import column_kind, int_series, is_integer_column, plain_value
 from .errors import InputError
 from .fields import FIELD_BY_NAME, FIELDS, TEXT_FIELDS
 from .scenario import DOMAIN_COL, Scenario, to_table
 
-__all__ = ["TemplateFill", "fill_from_template"]
+__all__ = ["TemplateFill", "check_base_scenario", "fill_from_template"]
 
 
-def _base_scenario(base: Scenario) -> Scenario:
+def check_base_scenario(base: Scenario) -> Scenario:
+    """``base`` if it is a :class:`Scenario` (what a table is completed from); else :class:`InputError` saying
+    how to get one (the engine reads no file)."""
     if isinstance(base, Scenario):
         return base
     shown = str(base) if isinstance(base, (str, bytes)) or hasattr(base, "__fspath__") else type(base).__name__
@@ -85,7 +87,7 @@ def fill_from_template(table: pd.DataFrame, base: Scenario, template: Optional[s
     failure classes come back in :attr:`TemplateFill.tiers` and ``failure_classes``, for
     :func:`.batch.evaluate_rows`.
     """
-    sc = _base_scenario(base)
+    sc = check_base_scenario(base)
     if not isinstance(table, pd.DataFrame):
         raise InputError("table", type(table).__name__, "must be a pandas DataFrame")
     row = {c: plain_value(v) for c, v in to_table([sc]).iloc[0].items()}
@@ -128,7 +130,7 @@ def fill_from_template(table: pd.DataFrame, base: Scenario, template: Optional[s
         if column_kind(c) == "text":
             out[c] = pd.Series(np.full(n, v, dtype=object), index=out.index, dtype=object)
         elif is_integer_column(c) and float(v) % 1 == 0:
-            out[c] = _int_series(np.full(n, float(v)), out.index)
+            out[c] = int_series(np.full(n, float(v)), out.index)
         else:
             out[c] = np.full(n, float(v))
     out.attrs = dict(table.attrs)

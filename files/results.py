@@ -26,8 +26,8 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
-from ..engine.batch import (TEXT_DTYPE, coerce_numeric_text, column_kind, integer_typed, is_dask, is_integer_column,
-                            text_values)
+from ..engine.columns import (TEXT_DTYPE, coerce_numeric_text, column_kind, integer_typed, is_dask, is_integer_column,
+                              text_values)
 from ..engine.errors import InputError
 from ..engine.scenario import is_absent, is_number
 from ..engine.sweep import BatchSummary, iter_results

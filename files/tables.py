@@ -43,8 +43,8 @@ from typing import Any, Mapping, Optional, Union
 import numpy as np
 import pandas as pd
 
-from ..engine.batch import (TEXT_DTYPE, coerce_numeric_text, column_kind, integer_typed, is_integer_column, plain_value,
-                            text_values)
+from ..engine.columns import (TEXT_DTYPE, coerce_numeric_text, column_kind, integer_typed, is_integer_column,
+                              plain_value, text_values)
 from ..engine.scenario import is_number
 from ..engine.errors import InputError
 from ..engine.scenario import DOMAIN_COL, domain_indices, is_absent

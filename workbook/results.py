@@ -24,7 +24,7 @@ from typing import Any, Optional, Union
 import numpy as np
 import pandas as pd
 
-from ..engine.batch import is_integer_column
+from ..engine.columns import is_integer_column
 from ..engine.errors import InputError
 from ..engine.fields import EXCEL_MAX_DATA_ROWS
 from ..engine.scenario import is_absent, is_number

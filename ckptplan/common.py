@@ -212,7 +212,7 @@ def plan_from_options(template: Optional[str], overrides: dict[str, Any]) -> Any
 
     from .engine.fields import SETUP_FIELD_BY_NAME
     from .engine.setup import DERIVED
-    from .files.plans import load_plan
+    from .files.scenarios import load_plan
 
     plan = load_plan(template or DEFAULT_TEMPLATE)
     changes = {k: v for k, v in overrides.items() if v is not None and k not in SETUP_FIELD_BY_NAME}

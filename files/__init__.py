@@ -3,7 +3,7 @@
 and from the Excel workbook generator (``ckptplan.workbook``). Writes are atomic and never replace a
 user's file without ``force``; untrusted packages are checked before any parser sees them.
 
-Names load on first use (``files.load_plan`` imports :mod:`.plans` then), so a command that needs
+Names load on first use (``files.load_plan`` imports :mod:`.scenarios` then), so a command that needs
 one of them does not pay for the others at start-up.
 """
 
@@ -13,7 +13,7 @@ import importlib
 from typing import Any
 
 _WHERE = {"OutputExistsError": "atomic", "atomic_write": "atomic", "atomic_write_text": "atomic",
-          "PlanFile": "plans", "load_plan": "plans", "TEMPLATE_DIR": "scenarios", "list_templates": "scenarios",
+          "PlanFile": "plans", "load_plan": "scenarios", "TEMPLATE_DIR": "scenarios", "list_templates": "scenarios",
           "load_scenario": "scenarios", "template_path": "scenarios", "check_xlsx_package": "untrusted"}
 
 __all__ = ["OutputExistsError", "PlanFile", "TEMPLATE_DIR", "atomic_write", "atomic_write_text", "check_xlsx_package",

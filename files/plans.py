@@ -1,6 +1,8 @@
 """Plan files: a scenario with its storage and recovery setup and the designs to compare.
 
-A scenario file (TOML) holds, besides the ``[scenario]`` fields (:mod:`ckptplan.files.scenarios`):
+What a scenario file's parsed document means (:func:`plan_from_data`); reading the file is
+:mod:`ckptplan.files.scenarios`' (:func:`~ckptplan.files.scenarios.load_plan`). A scenario file (TOML)
+holds, besides the ``[scenario]`` fields:
 
 * the setup's fields (:data:`ckptplan.engine.fields.SETUP_FIELDS`: ``parameters_b``,
   ``bytes_per_parameter``, bandwidths, restart parts, ``spares`` ...) in the same ``[scenario]`` table;
@@ -19,12 +21,11 @@ bandwidth); a stall, write or restart the file states overrides the derived one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ..engine.errors import InputError
 
-__all__ = ["PLACEHOLDER_STALL_MIN", "PlanFile", "load_plan", "plan_from_data"]
+__all__ = ["PLACEHOLDER_STALL_MIN", "PlanFile", "plan_from_data"]
 
 #: the stall a scenario record holds until its setup's derived one replaces it (a record needs one;
 #: no figure is ever computed from it: :func:`ckptplan.engine.setup.plan_setup` derives the stall)
@@ -100,11 +101,3 @@ def plan_from_data(data: dict[str, Any], origin: str = "scenario") -> PlanFile:
         raise InputError(f"{origin}: designs", raw_designs, "must be a list of [[designs]] tables")
     designs = tuple(design_from_dict(d, origin=f"{origin}: designs[{i}]") for i, d in enumerate(raw_designs))
     return PlanFile(scenario, setup, designs, origin)
-
-
-def load_plan(source: str | Path) -> PlanFile:
-    """Load a template name or TOML file as a :class:`PlanFile` (errors name the file and the field)."""
-    from .scenarios import read_scenario_document
-
-    data, origin = read_scenario_document(source)
-    return plan_from_data(data, origin=origin)

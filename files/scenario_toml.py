@@ -1,5 +1,5 @@
 """The one writer of scenario files: a plan (scenario, storage and recovery setup, tiers, failure classes and
-``[[designs]]``) as TOML that :func:`ckptplan.files.plans.load_plan` reads back to the same plan.
+``[[designs]]``) as TOML that :func:`ckptplan.files.scenarios.load_plan` reads back to the same plan.
 
 Every command that writes a scenario file writes it here: ``ckptplan fit``, ``probe`` and ``actual
 --emit-scenario`` (a template with the fields a log or a probe measured, :func:`write_measured`) and
@@ -30,7 +30,8 @@ from ..engine.errors import InputError
 from ..engine.fields import FIELD_BY_NAME
 from ..engine.setup import DERIVED
 from .atomic import atomic_write
-from .plans import PlanFile, load_plan
+from .plans import PlanFile
+from .scenarios import load_plan
 
 __all__ = ["measured_header", "plan_document", "plan_toml", "plan_writer", "with_measured", "write_measured",
            "write_plan"]

@@ -1,8 +1,9 @@
-"""Scenario files: the shipped presets (``ckptplan.templates``) and TOML scenario files.
+"""Scenario files: the shipped presets (``ckptplan.templates``) and TOML scenario files, read.
 
 A scenario file holds a ``[scenario]`` table with the fields of
 :class:`ckptplan.engine.Scenario` (names and rules: :mod:`ckptplan.engine.fields`) and optional
-``[[scenario.domains]]`` tables (``name``, ``mtbf_h``, ``nodes_per_domain``).
+``[[scenario.domains]]`` tables (``name``, ``mtbf_h``, ``nodes_per_domain``); what its storage and
+recovery setup, tiers and designs mean is :mod:`ckptplan.files.plans`' (:func:`load_plan` reads all of it).
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.errors import InputError
+from .plans import PlanFile, plan_from_data
 from .untrusted import FileInputError, check_text, read_toml
+
+__all__ = ["TEMPLATE_DIR", "list_templates", "load_plan", "load_scenario", "read_scenario_document", "template_path"]
 
 #: the folder of the shipped presets (``ckptplan.templates``, read through importlib.resources)
 TEMPLATE_DIR = Path(str(importlib.resources.files("ckptplan.templates")))
@@ -73,12 +77,13 @@ def load_scenario(source: str | Path) -> Any:
     the file and the problem (unknown template, missing file, invalid TOML, a bad field). A file
     with a storage and recovery setup (:mod:`ckptplan.files.plans`) gives the scenario with the
     stall, write and restart its setup derives; its tiers and designs are read by
-    :func:`ckptplan.files.plans.load_plan`.
+    :func:`load_plan`.
     """
-    from .plans import plan_from_data
-
     data, origin = read_scenario_document(source)
     return plan_from_data(data, origin=origin).planned_scenario()
 
 
-__all__ = ["TEMPLATE_DIR", "list_templates", "load_scenario", "read_scenario_document", "template_path"]
+def load_plan(source: str | Path) -> PlanFile:
+    """Load a template name or TOML file as a :class:`PlanFile` (errors name the file and the field)."""
+    data, origin = read_scenario_document(source)
+    return plan_from_data(data, origin=origin)

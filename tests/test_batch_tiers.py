@@ -23,7 +23,8 @@ from ckptplan.engine.montecarlo_tiers import simulate_tiers
 from ckptplan.engine.setup import plan_setup
 from ckptplan.engine.sweep import fill_from_template, iter_results, sweep
 from ckptplan.engine.tiers import best_first_interval
-from ckptplan.files.plans import load_plan, plan_from_data
+from ckptplan.files.plans import plan_from_data
+from ckptplan.files.scenarios import load_plan
 
 TIERS = (
     {"name": "host-memory", "every": 1, "write_gb_s_per_writer": 25.0, "survives": ["process", "node"], "copies": 2},

@@ -30,7 +30,7 @@ from ckptplan.engine.designs import Design
 from ckptplan.engine.fields import FIELD_BY_NAME
 from ckptplan.engine.setup import DERIVED, RecoverySetup, plan_setup
 from ckptplan.files.atomic import OutputExistsError
-from ckptplan.files.plans import load_plan
+from ckptplan.files.scenarios import load_plan
 from ckptplan.files.scenario_toml import plan_toml, with_measured, write_plan
 from ckptplan.workbook import style as S
 from ckptplan.workbook.read import WorkbookInputError, read_inputs, read_plan

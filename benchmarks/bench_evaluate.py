@@ -9,13 +9,13 @@ The lean version (:func:`lean`) is what a numpy user would write for the same co
 table's float arrays: no validation, no DataFrame. It re-implements the reliability, waste, time
 breakdown and cost formulas plainly (one ``log M``, one ``exp`` per quantity, shared terms computed
 once) and calls two kernels rather than copying them: ``waste._exact_x`` (the Newton iteration for
-the exact optimum, 0.1 s of 10^6 rows) and ``wall_distribution._answers`` (the analytic deadline
+the exact optimum, 0.1 s of 10^6 rows) and ``wall_distribution.deadline_answers_kernel`` (the analytic deadline
 columns, the bulk of the time; that module is its own work item).
 
 Two ratios, the calls interleaved (evaluate, lean, evaluate, lean, ...) and the best of each kept:
 
 1. all columns: evaluate() / lean;
-2. without the deadline kernel: both sides run with ``wall_distribution._answers`` replaced by a
+2. without the deadline kernel: both sides run with ``wall_distribution.deadline_answers_kernel`` replaced by a
    lookup of its precomputed result, so the ratio isolates validation, the long-run formulas and
    building the result frame.
 
@@ -114,7 +114,7 @@ def lean(table: pd.DataFrame) -> dict[str, np.ndarray]:
         out[f"{k}_cost"] = out[f"{k}_gpu_hours"] * price
     out["goodput"] = hours["useful"] / wall_h
     out["cost_per_useful_gpu_hour"] = out["total_cost"] / out["useful_gpu_hours"]
-    d = wall_distribution._answers(work, chosen, C, M, R, W, s, col("deadline_h") * 60.0)
+    d = wall_distribution.deadline_answers_kernel(work, chosen, C, M, R, W, s, col("deadline_h") * 60.0)
     out["p_finish_by_deadline"] = d["p_finish_by_deadline"]
     for q in ("p50", "p90", "p99"):
         out[f"wall_h_{q}"] = d[f"wall_{q}"] / 60.0
@@ -159,7 +159,7 @@ def main() -> None:
     print(f"rows: {args.rows:,}; {ncols} derived columns equal to 1e-12")
     t_eval, t_lean = side_by_side(table, args.repeat)
     print(f"all columns        evaluate {t_eval:7.3f} s   lean {t_lean:7.3f} s   ratio {t_eval / t_lean:5.2f}x")
-    real = wall_distribution._answers
+    real = wall_distribution.deadline_answers_kernel
     cache: dict[str, dict] = {}
 
     def cached(*a, **kw):  # the deadline kernel's answer for this table, computed once
@@ -167,11 +167,11 @@ def main() -> None:
             cache["v"] = real(*a, **kw)
         return {k: v.copy() for k, v in cache["v"].items()}
 
-    wall_distribution._answers = cached
+    wall_distribution.deadline_answers_kernel = cached
     try:
         t_eval2, t_lean2 = side_by_side(table, args.repeat)
     finally:
-        wall_distribution._answers = real
+        wall_distribution.deadline_answers_kernel = real
     print(f"without deadline   evaluate {t_eval2:7.3f} s   lean {t_lean2:7.3f} s   ratio {t_eval2 / t_lean2:5.2f}x")
     print(f"overhead of evaluate over lean: {t_eval - t_lean:+.3f} s (all), {t_eval2 - t_lean2:+.3f} s (no deadline)")
 

@@ -96,7 +96,7 @@ class _OldGapStream:
 
 def old_simulate(work, T, C, M, R, runs, seed, W=0.0, s=0.0, final_save=False):
     """The replaced ``simulate`` (exponential failures): wall times and failure counts per run."""
-    g = {key: float(v) for key, v in fin._geometry(*np.broadcast_arrays(work, T, C, W, s), final_save).items()}
+    g = {key: float(v) for key, v in fin.job_geometry(*np.broadcast_arrays(work, T, C, W, s), final_save).items()}
     stream = _OldGapStream(M, runs, seed)
     last = int(g["last"])
     fc, ff, lc, lf = g["full_clean"], g["full_flow"], g["last_clean"], g["last_flow"]

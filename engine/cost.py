@@ -18,7 +18,8 @@ import pandas as pd
 from .errors import InputError
 from .gate import FLOAT_MAX, check_finite_result, prepare
 
-__all__ = ["CATEGORIES", "HOURS_PER_MONTH", "PLAN_COLUMNS", "compare_plans", "goodput", "gpu_hours", "money"]
+__all__ = ["CATEGORIES", "HOURS_PER_MONTH", "PLAN_COLUMNS", "compare_plans", "goodput", "goodput_kernel", "gpu_hours",
+           "gpu_hours_kernel", "money", "money_kernel", "plan_money"]
 
 CATEGORIES = ("useful", "save", "rework", "restart")
 HOURS_PER_MONTH = 730.485  # 365.2425 days * 24 h / 12
@@ -27,10 +28,11 @@ HOURS_PER_MONTH = 730.485  # 365.2425 days * 24 h / 12
 def gpu_hours(wall_h, gpus):
     """``wall_h * gpus``: GPU-hours held by a job of ``gpus`` GPUs over ``wall_h`` hours."""
     (h, g), wrap = prepare(("wall_h", wall_h, "nonnegative"), ("gpus", gpus, "count"))
-    return wrap(_gpu_hours(h, g))
+    return wrap(gpu_hours_kernel(h, g))
 
 
-def _gpu_hours(h, g):
+def gpu_hours_kernel(h, g):
+    """:func:`gpu_hours` on validated arrays (raises only when the result overflows)."""
     with np.errstate(over="ignore", invalid="ignore"):
         out = h * g
     check_finite_result("gpus", out, "wall_h x gpus overflows", {"gpus": g, "wall_h": h})
@@ -40,10 +42,11 @@ def _gpu_hours(h, g):
 def money(gpu_hours_, price_per_gpu_hour):
     """``gpu_hours * price_per_gpu_hour``."""
     (h, p), wrap = prepare(("gpu_hours", gpu_hours_, "nonnegative"), ("price_per_gpu_hour", price_per_gpu_hour, "nonnegative"))
-    return wrap(_money(h, p))
+    return wrap(money_kernel(h, p))
 
 
-def _money(h, p):
+def money_kernel(h, p):
+    """:func:`money` on validated arrays (raises only when the result overflows)."""
     with np.errstate(over="ignore", invalid="ignore"):
         out = h * p
     check_finite_result("price_per_gpu_hour", out, "GPU-hours x price_per_gpu_hour overflows",
@@ -54,31 +57,32 @@ def _money(h, p):
 def goodput(useful_h, total_h):
     """Share of held time that bought surviving training progress: ``useful_h / total_h``."""
     (u, t), wrap = prepare(("useful_h", useful_h, "nonnegative"), ("total_h", total_h, "positive"))
-    return wrap(_goodput(u, t))
+    return wrap(goodput_kernel(u, t))
 
 
-def _goodput(u, t):
+def goodput_kernel(u, t):
+    """:func:`goodput` on validated arrays (raises only when the result overflows)."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         out = u / t
     check_finite_result("total_h", out, "useful_h / total_h overflows", {"useful_h": u, "total_h": t})
     return out
 
 
-def _plan_money(hours: dict[str, Any], wall_h: Any, gpus: Any, price: Any) -> dict[str, Any]:
+def plan_money(hours: dict[str, Any], wall_h: Any, gpus: Any, price: Any) -> dict[str, Any]:
     """GPU-hours and money of a plan without a storage and recovery setup, as :func:`engine.evaluate` adds
     them (in its column order): ``total_gpu_hours``; ``compute_cost`` (the job's GPU time x price);
     ``storage_cost`` and ``spare_cost``, 0 (no setup pays for storage or spares); ``total_cost``, their sum
     (:data:`engine.fields.COST_PARTS`); per category of ``hours`` (:data:`CATEGORIES`) its GPU-hours and cost."""
     from .fields import COST_PARTS
 
-    out = {"total_gpu_hours": _gpu_hours(wall_h, gpus)}
-    out["compute_cost"] = _money(out["total_gpu_hours"], price)
+    out = {"total_gpu_hours": gpu_hours_kernel(wall_h, gpus)}
+    out["compute_cost"] = money_kernel(out["total_gpu_hours"], price)
     out["storage_cost"] = np.zeros(np.shape(out["compute_cost"]))
     out["spare_cost"] = np.zeros(np.shape(out["compute_cost"]))
     out["total_cost"] = sum((out[k] for k in COST_PARTS["total_cost"][1:]), out["compute_cost"])
     for cat in CATEGORIES:
-        out[f"{cat}_gpu_hours"] = _gpu_hours(hours[cat], gpus)
-        out[f"{cat}_cost"] = _money(out[f"{cat}_gpu_hours"], price)
+        out[f"{cat}_gpu_hours"] = gpu_hours_kernel(hours[cat], gpus)
+        out[f"{cat}_cost"] = money_kernel(out[f"{cat}_gpu_hours"], price)
     return out
 
 

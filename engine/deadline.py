@@ -31,9 +31,9 @@ import pandas as pd
 
 from . import cost, waste
 from .errors import InputError
-from .finite import _check_final_save, best_segment_count, finite_expected_wall_time, segment_count
+from .finite import check_final_save, best_segment_count, finite_expected_wall_time, segment_count
 from .gate import as_float_array
-from .montecarlo import (FailureLaw, Simulation, _as_law, _seed_entropy, check_simulation_size, simulate,
+from .montecarlo import (FailureLaw, Simulation, as_failure_law, seed_entropy, check_simulation_size, simulate,
                          simulate_intervals, standard_error, wilson_interval)
 from .scenario import Scenario, evaluate
 
@@ -111,7 +111,7 @@ def _check_runs_seed(runs, seed, intervals: int = 1):
     if r.ndim or r < 2:
         raise InputError("runs", runs, "must be a single whole number >= 2")
     check_simulation_size(r, intervals)
-    _seed_entropy(seed)
+    seed_entropy(seed)
     return int(r)
 
 
@@ -179,8 +179,8 @@ def deadline_report(scenario: Scenario, deadline_h=None, interval_min=None, runs
     """
     job = _job(scenario, deadline_h, interval_min)
     runs_ = _check_runs_seed(runs, seed)
-    law = _as_law(failures)
-    final_save = _check_final_save(final_save)
+    law = as_failure_law(failures)
+    final_save = check_final_save(final_save)
     sim = simulate(job.work, job.T, job.C, job.M, job.R, job.W, job.s, runs_, seed, law, final_save)
     out = {"name": job.name, "currency": job.currency, "failure_law": law.describe(), "runs": runs_,
            "deadline_h": job.deadline / 60.0, "job_mtbf_h": job.M / 60.0, "gpus": job.gpus,
@@ -273,8 +273,8 @@ def deadline_search(scenario: Scenario, deadline_h=None, target=0.9, intervals_m
     """
     job = _job(scenario, deadline_h, None)
     runs_ = _check_runs_seed(runs, seed, MAX_SEARCH_INTERVALS if intervals_min is None else 1)
-    law = _as_law(failures)
-    final_save = _check_final_save(final_save)
+    law = as_failure_law(failures)
+    final_save = check_final_save(final_save)
     tgt = _scalar("target", target, "fraction")
     if not tgt > 0:
         raise InputError("target", tgt, "must be a probability in (0, 1)")

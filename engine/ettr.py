@@ -127,7 +127,7 @@ def ettr_exact(interval, checkpoint_stall, restart, job_mtbf, async_write=0.0, s
         ("restart", restart, "nonnegative"), ("job_mtbf", job_mtbf, "positive"),
         ("async_write", async_write, "nonnegative"), ("slowdown", slowdown, "fraction"),
     )
-    waste._validate_async(T_, W_, s_)
+    waste.check_async_write(T_, W_, s_)
     out = _exact(T_, C_, R_, M_, W_, s_)
     check_finite_result("job_mtbf", out, "the exact ETTR cannot be computed: (interval + checkpoint_stall + "
                         "async_write + restart)/job_mtbf is out of range",
@@ -139,7 +139,7 @@ def _exact(T_, C_, R_, M_, W_, s_):
     # exp(-log(wall per work)) = work / wall, computed in log space (finite where the wall overflows; a
     # subnormal job_mtbf gives log = inf and ETTR 0, the limit, as waste_fraction gives 1)
     with _quiet():
-        return np.exp(-waste._log_wall_per_work(T_, C_, M_, R_, W_, s_))
+        return np.exp(-waste.log_wall_per_work(T_, C_, M_, R_, W_, s_))
 
 
 #: loads ``(interval + checkpoint_stall + restart) / job_mtbf`` of the default agreement grid

@@ -64,12 +64,18 @@ from . import waste
 from .errors import NEVER_FINISHES, InputError
 from .gate import check_finite_result, prepare
 
-# relative tolerance when counting segments: work/T = 3 + 1e-15 is 3 segments, not 4
-_SEGMENT_RTOL = 1e-14
-# best_segment_count searches n up to this (the segment count stays exact with _SEGMENT_RTOL)
-_MAX_SEGMENTS = 1e12
+#: relative tolerance when counting segments: work/T = 3 + 1e-15 is 3 segments, not 4
+SEGMENT_RTOL = 1e-14
+#: best_segment_count searches n up to this (the segment count stays exact with SEGMENT_RTOL)
+MAX_SEGMENTS = 1e12
 
 __all__ = [
+    "MAX_SEGMENTS",
+    "SEGMENT_RTOL",
+    "check_final_save",
+    "job_geometry",
+    "prepare_job",
+    "rollback_sum",
     "segment_count",
     "failure_free_wall_time",
     "finite_expected_wall_time",
@@ -80,7 +86,7 @@ __all__ = [
 
 # ----------------------------------------------------------------------------- job geometry
 
-def _geometry(work, T, C, W, s, final_save: bool) -> dict[str, np.ndarray]:
+def job_geometry(work, T, C, W, s, final_save: bool) -> dict[str, np.ndarray]:
     """Segment count and window lengths of the finite job (arrays already validated/broadcast).
 
     Returns ``n`` segments, ``last`` = index of the window that ends the job (windows
@@ -88,7 +94,7 @@ def _geometry(work, T, C, W, s, final_save: bool) -> dict[str, np.ndarray]:
     lengths ``full_clean``, ``full_flow`` (full segments) and ``last_clean``, ``last_flow``.
     """
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is inf here: every caller checks it
-        n = np.maximum(np.ceil(work / T * (1.0 - _SEGMENT_RTOL)), 1.0)
+        n = np.maximum(np.ceil(work / T * (1.0 - SEGMENT_RTOL)), 1.0)
         T_n = np.minimum(work - (n - 1.0) * T, T)
         a = W * (1.0 - s)
         full_clean = T + C + W
@@ -111,9 +117,9 @@ def _geometry(work, T, C, W, s, final_save: bool) -> dict[str, np.ndarray]:
 _ABSENT = object()  # "no such argument" (None is a value the caller may pass, and is refused)
 
 
-def _prepare_job(work, T, C, W, s, M=_ABSENT, R=_ABSENT):
+def prepare_job(work, T, C, W, s, M=_ABSENT, R=_ABSENT):
     """Validate and broadcast a job (with ``M`` / ``R`` when given); checks the async constraint and
-    that the segment count ``work/T`` stays countable (at most :data:`_MAX_SEGMENTS`).
+    that the segment count ``work/T`` stays countable (at most :data:`MAX_SEGMENTS`).
 
     Returns the arrays in the order work, T, C, [M], [R], W, slowdown and the result wrapper.
     """
@@ -122,26 +128,27 @@ def _prepare_job(work, T, C, W, s, M=_ABSENT, R=_ABSENT):
     specs += [("R", R, "nonnegative")] if R is not _ABSENT else []
     specs += [("W", W, "nonnegative"), ("slowdown", s, "fraction")]
     arrays, wrap = prepare(*specs)
-    waste._validate_async(arrays[1], arrays[-2], arrays[-1])
+    waste.check_async_write(arrays[1], arrays[-2], arrays[-1])
     _check_segments(arrays[0], arrays[1])
     return arrays, wrap
 
 
 def _check_segments(work_, T_) -> None:
-    """Refuse jobs of more than :data:`_MAX_SEGMENTS` segments: beyond it ``work - (n-1) T`` (the last
+    """Refuse jobs of more than :data:`MAX_SEGMENTS` segments: beyond it ``work - (n-1) T`` (the last
     segment) is lost to rounding, and the finite job is the long-run one anyway."""
     with np.errstate(over="ignore"):
         n = work_ / T_
-    bad = ~(n <= _MAX_SEGMENTS)
+    bad = ~(n <= MAX_SEGMENTS)
     if np.any(bad):
         idx = tuple(int(i) for i in np.argwhere(bad)[0]) if np.ndim(bad) else None
         T_at = float(np.broadcast_to(T_, np.shape(bad))[idx or ()])
         raise InputError("T", T_at, f"work / T = {float(np.asarray(n)[idx or ()]):.6g} segments is above the limit of "
-                         f"{_MAX_SEGMENTS:.0e}: the finite job cannot be counted segment by segment (use the long-run "
+                         f"{MAX_SEGMENTS:.0e}: the finite job cannot be counted segment by segment (use the long-run "
                          "model, engine.expected_wall_time)", idx)
 
 
-def _check_final_save(final_save: Any) -> bool:
+def check_final_save(final_save: Any) -> bool:
+    """``final_save`` as a bool; :class:`InputError` unless it is one."""
     if not isinstance(final_save, (bool, np.bool_)):
         raise InputError("final_save", final_save, "must be True or False")
     return bool(final_save)
@@ -154,7 +161,7 @@ def segment_count(work, T):
     """
     (work_, T_), wrap = prepare(("work", work, "positive"), ("T", T, "positive"))
     _check_segments(work_, T_)
-    return wrap(np.maximum(np.ceil(work_ / T_ * (1.0 - _SEGMENT_RTOL)), 1.0))
+    return wrap(np.maximum(np.ceil(work_ / T_ * (1.0 - SEGMENT_RTOL)), 1.0))
 
 
 def failure_free_wall_time(work, T, C, W=0.0, slowdown=0.0, final_save=False):
@@ -170,8 +177,8 @@ def failure_free_wall_time(work, T, C, W=0.0, slowdown=0.0, final_save=False):
       ``T + C + T_n/(1 - slowdown)``, flow ``T - a + C + T_n/(1 - slowdown)``;
     * final save: clean ``T_n + C + W``, flow ``max(T_n - a, 0) + C + W``.
     """
-    (work_, T_, C_, W_, s_), wrap = _prepare_job(work, T, C, W, slowdown)
-    g = _geometry(work_, T_, C_, W_, s_, _check_final_save(final_save))
+    (work_, T_, C_, W_, s_), wrap = prepare_job(work, T, C, W, slowdown)
+    g = job_geometry(work_, T_, C_, W_, s_, check_final_save(final_save))
     first = np.where(g["last"] == 0, g["last_clean"], g["full_clean"])
     with np.errstate(over="ignore", invalid="ignore"):
         out = first + np.maximum(g["last"] - 1.0, 0.0) * g["full_flow"] + np.where(g["last"] >= 1, g["last_flow"], 0.0)
@@ -188,7 +195,7 @@ def _check_overflow(result: np.ndarray, M_: np.ndarray, why: str) -> None:
         raise InputError("M", float(np.broadcast_to(M_, bad.shape)[idx]), why, tuple(int(i) for i in idx) or None)
 
 
-def _rollback_sum(g: dict[str, np.ndarray], M_: np.ndarray) -> np.ndarray:
+def rollback_sum(g: dict[str, np.ndarray], M_: np.ndarray) -> np.ndarray:
     """Expected number of failures outside restarts (exponential): the bracket of the formula."""
     with np.errstate(over="ignore", invalid="ignore"):
         first = np.where(g["last"] == 0, np.expm1(g["last_clean"] / M_), np.expm1(g["full_clean"] / M_))
@@ -205,9 +212,9 @@ def finite_expected_rollbacks(work, T, C, M, W=0.0, slowdown=0.0, final_save=Fal
     rollback is followed by ``exp(R/M) - 1`` failed restart attempts on average).
     Exponential failures only; assumptions as :func:`finite_expected_wall_time`.
     """
-    (work_, T_, C_, M_, W_, s_), wrap = _prepare_job(work, T, C, W, slowdown, M)
-    g = _geometry(work_, T_, C_, W_, s_, _check_final_save(final_save))
-    out = _rollback_sum(g, M_)
+    (work_, T_, C_, M_, W_, s_), wrap = prepare_job(work, T, C, W, slowdown, M)
+    g = job_geometry(work_, T_, C_, W_, s_, check_final_save(final_save))
+    out = rollback_sum(g, M_)
     _check_overflow(out, M_, "the expected number of failures overflows: (T + C + W)/M is too large")
     return wrap(out)
 
@@ -240,10 +247,10 @@ def finite_expected_wall_time(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, final_s
     async. Assumes exponential (memoryless) failures, striking during compute, saves, writes and
     restarts alike; ``W (1 - slowdown) <= T``. For other failure laws use :func:`simulate`.
     """
-    (work_, T_, C_, M_, R_, W_, s_), wrap = _prepare_job(work, T, C, W, slowdown, M, R)
-    g = _geometry(work_, T_, C_, W_, s_, _check_final_save(final_save))
+    (work_, T_, C_, M_, R_, W_, s_), wrap = prepare_job(work, T, C, W, slowdown, M, R)
+    g = job_geometry(work_, T_, C_, W_, s_, check_final_save(final_save))
     with np.errstate(over="ignore", invalid="ignore"):
-        total = M_ * np.exp(R_ / M_) * _rollback_sum(g, M_)
+        total = M_ * np.exp(R_ / M_) * rollback_sum(g, M_)
     _check_overflow(total, M_, f"{NEVER_FINISHES} ((T + C + W + R)/M is so large that the expected wall "
                     "time overflows)")
     return wrap(total)
@@ -277,19 +284,19 @@ def best_segment_count(work, C, M, R=0.0):
     zero = np.zeros_like(b)
 
     def g(n):  # the bracket of finite_expected_wall_time at T = work/n (sync, no final save)
-        return _rollback_sum(_geometry(work_, work_ / n, C_, zero, zero, False), M_)
+        return rollback_sum(job_geometry(work_, work_ / n, C_, zero, zero, False), M_)
 
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         denom = A * b / A1 - 2.0
         n_s = np.where(denom > 0, b / denom, np.inf)
-    n_s = np.clip(n_s, 1.0, _MAX_SEGMENTS)
+    n_s = np.clip(n_s, 1.0, MAX_SEGMENTS)
     lo = np.maximum(np.ceil(n_s), 1.0)
     # upper bound for the convex search: any candidate's g bounds the optimum
     ref = np.maximum(np.round(b / np.maximum(np.asarray(waste.exact_optimal_interval(c, 1.0)), 1e-300)), 1.0)
-    ref = np.minimum(np.maximum(ref, lo), _MAX_SEGMENTS)
+    ref = np.minimum(np.maximum(ref, lo), MAX_SEGMENTS)
     with np.errstate(over="ignore", invalid="ignore"):
         hi = np.maximum(b, (g(ref) - A * b) / A1 + math.e) + 1.0
-    hi = np.clip(np.where(np.isfinite(hi), np.ceil(hi), _MAX_SEGMENTS), lo, _MAX_SEGMENTS)
+    hi = np.clip(np.where(np.isfinite(hi), np.ceil(hi), MAX_SEGMENTS), lo, MAX_SEGMENTS)
     # bisection for the first n in [lo, hi] with g(n + 1) - g(n) >= 0
     for _ in range(64):
         active = lo < hi

@@ -92,7 +92,7 @@ def simulate_per_failure(geometries: Sequence[dict[str, float]], R: float, strea
                          progress: Optional[Callable[[int, int], None]] = None) -> list[tuple[np.ndarray, ...]]:
     """Wall time, failures, rollbacks and restart time of every run (arrays), gap by gap, per job.
 
-    ``geometries``: one job geometry per plan (:func:`engine.finite._geometry`, as floats), all
+    ``geometries``: one job geometry per plan (:func:`engine.finite.job_geometry`, as floats), all
     simulated on the same gaps (each chunk is drawn once and used by every plan); ``R`` restart
     time. Exact for the model under any renewal failure law; see the module notes for the
     algorithm. :class:`InputError` (on ``failures``) if a run reaches ``max_failures`` (default

@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence, Union
 import numpy as np
 
 from .errors import InputError
-from .finite import _check_final_save, _geometry, _prepare_job, _rollback_sum, failure_free_wall_time, segment_count
+from .finite import check_final_save, job_geometry, prepare_job, rollback_sum, failure_free_wall_time, segment_count
 from .gaps import MAX_FAILURES_PER_RUN, GapStream, simulate_per_failure
 from .gate import as_float_array, prepare
 from .montecarlo_fast import simulate_per_window
@@ -57,6 +57,8 @@ BYTES_PER_RUN = 32
 
 __all__ = [
     "BYTES_PER_RUN",
+    "as_failure_law",
+    "seed_entropy",
     "MAX_SIMULATION_BYTES",
     "FailureLaw",
     "Simulation",
@@ -175,7 +177,9 @@ class FailureLaw:
         return samples[rng.integers(0, samples.size, size)] * (M / samples.mean())
 
 
-def _as_law(failures: Union[str, FailureLaw, None]) -> FailureLaw:
+def as_failure_law(failures: Union[str, FailureLaw, None]) -> FailureLaw:
+    """A simulator's ``failures`` argument as a :class:`FailureLaw` (None or ``"exponential"``: the
+    exponential law); :class:`InputError` naming what a Weibull or empirical law needs."""
     if failures is None or (isinstance(failures, str) and failures == "exponential"):
         return FailureLaw.exponential()
     if isinstance(failures, FailureLaw):
@@ -188,7 +192,9 @@ def _as_law(failures: Union[str, FailureLaw, None]) -> FailureLaw:
                      "FailureLaw.weibull(shape) or FailureLaw.empirical(times)")
 
 
-def _seed_entropy(seed: Any) -> int:
+def seed_entropy(seed: Any) -> int:
+    """A simulator's ``seed`` as the int its streams are spawned from: a whole number >= 0 as it is,
+    or one drawn from a numpy ``Generator``."""
     if isinstance(seed, np.random.Generator):
         return int(seed.integers(0, 2**63))
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
@@ -301,7 +307,7 @@ def check_simulation_size(runs: Any, intervals: int = 1) -> None:
 
 
 def _scalar_inputs(work, T, C, M, R, W, slowdown, runs):
-    (work_, T_, C_, W_, s_), _ = _prepare_job(work, T, C, W, slowdown)
+    (work_, T_, C_, W_, s_), _ = prepare_job(work, T, C, W, slowdown)
     (M_, R_, runs_), _ = prepare(("M", M, "positive"), ("R", R, "nonnegative"), ("runs", runs, "count"))
     for name, value in (("work", work), ("T", T), ("C", C), ("M", M), ("R", R), ("W", W), ("slowdown", slowdown),
                         ("runs", runs)):
@@ -312,7 +318,7 @@ def _scalar_inputs(work, T, C, M, R, W, slowdown, runs):
 
 
 def _expected_rollbacks_guard(work, T, C, M, R, W, s, final_save) -> None:
-    rb = float(_rollback_sum(_geometry(*np.broadcast_arrays(work, T, C, W, s), final_save), np.asarray(M)))
+    rb = float(rollback_sum(job_geometry(*np.broadcast_arrays(work, T, C, W, s), final_save), np.asarray(M)))
     if not rb <= _MAX_EXPECTED_ROLLBACKS:
         raise InputError("M", M, f"failures are so frequent against T + C + W = {T + C + W:.6g} that a run "
                          f"would need about {rb:.3g} restarts (exponential estimate, limit "
@@ -378,12 +384,12 @@ def simulate(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, runs=10000, seed=0,
     """
     work_, T_, C_, M_, R_, W_, s_, runs_ = _scalar_inputs(work, T, C, M, R, W, slowdown, runs)
     check_simulation_size(runs_)
-    final_save = _check_final_save(final_save)
-    law = _as_law(failures)
+    final_save = check_final_save(final_save)
+    law = as_failure_law(failures)
     how = _check_method(method, law)
     _expected_rollbacks_guard(work_, T_, C_, M_, R_, W_, s_, final_save)
-    g = {key: float(v) for key, v in _geometry(*np.broadcast_arrays(work_, T_, C_, W_, s_), final_save).items()}
-    seed_ = _seed_entropy(seed)
+    g = {key: float(v) for key, v in job_geometry(*np.broadcast_arrays(work_, T_, C_, W_, s_), final_save).items()}
+    seed_ = seed_entropy(seed)
     if how == "per_window":
         wall, n_fail, n_roll, restart = simulate_per_window(g, M_, R_, runs_, seed_)
     else:
@@ -407,16 +413,16 @@ def simulate_intervals(work, intervals, C, M, R=0.0, W=0.0, slowdown=0.0, runs=1
         raise InputError("intervals", intervals, "needs at least one interval")
     check_simulation_size(runs, Ts.size)
     checked = [_scalar_inputs(work, float(T), C, M, R, W, slowdown, runs) for T in Ts]
-    final_save = _check_final_save(final_save)
-    law = _as_law(failures)
+    final_save = check_final_save(final_save)
+    law = as_failure_law(failures)
     geometries, free = [], []
     for work_, T_, C_, M_, R_, W_, s_, runs_ in checked:
         _expected_rollbacks_guard(work_, T_, C_, M_, R_, W_, s_, final_save)
         geometries.append({key: float(v) for key, v in
-                           _geometry(*np.broadcast_arrays(work_, T_, C_, W_, s_), final_save).items()})
+                           job_geometry(*np.broadcast_arrays(work_, T_, C_, W_, s_), final_save).items()})
         free.append(float(failure_free_wall_time(work_, T_, C_, W_, s_, final_save)))
     work_, _, C_, M_, R_, W_, s_, runs_ = checked[0]
-    outs = simulate_per_failure(geometries, R_, _gap_stream(law, M_, runs_, _seed_entropy(seed)), progress=progress)
+    outs = simulate_per_failure(geometries, R_, _gap_stream(law, M_, runs_, seed_entropy(seed)), progress=progress)
     return [Simulation(wall=w, failures=f, rollbacks=r, restart_time=rt, failure_free=ff)
             for (w, f, r, rt), ff in zip(outs, free)]
 
@@ -448,10 +454,10 @@ def reference_simulation(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, runs=1000, s
     """
     work_, T_, C_, M_, R_, W_, s_, runs_ = _scalar_inputs(work, T, C, M, R, W, slowdown, runs)
     check_simulation_size(runs_)
-    final_save = _check_final_save(final_save)
-    law = _as_law(failures)
+    final_save = check_final_save(final_save)
+    law = as_failure_law(failures)
     _expected_rollbacks_guard(work_, T_, C_, M_, R_, W_, s_, final_save)
-    stream = _gap_stream(law, M_, runs_, _seed_entropy(seed))
+    stream = _gap_stream(law, M_, runs_, seed_entropy(seed))
     n = int(segment_count(work_, T_))
     lengths = [T_] * (n - 1) + [min(work_ - (n - 1) * T_, T_)]
     wall = np.empty(runs_)

@@ -51,7 +51,7 @@ __all__ = ["simulate_per_window"]
 def simulate_per_window(g: dict[str, float], M: float, R: float, runs: int, seed: int) -> tuple[np.ndarray, ...]:
     """Wall time, failures, rollbacks and restart time of every run (arrays), window class by class.
 
-    ``g``: the job's geometry (:func:`engine.finite._geometry`, as floats). Exponential failures
+    ``g``: the job's geometry (:func:`engine.finite.job_geometry`, as floats). Exponential failures
     with mean ``M``, restart ``R``. See the module notes.
     """
     wall = np.empty(runs)

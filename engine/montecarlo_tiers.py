@@ -43,9 +43,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .errors import InputError
-from .finite import _SEGMENT_RTOL, _check_final_save
+from .finite import SEGMENT_RTOL, check_final_save
 from .gate import as_float_array
-from .montecarlo import Simulation, _seed_entropy
+from .montecarlo import Simulation, seed_entropy
 from .tiers.model import (check_design, job_specs, level_ratios, log_wall_per_work, prepare_rows, recovery_index,
                           tier_label)
 
@@ -96,7 +96,7 @@ class _Job:
 
 
 def _job(work, T, M, R, W, s, stalls, every, restores, shares, rec, final_save) -> _Job:
-    n = max(math.ceil(work / T * (1.0 - _SEGMENT_RTOL)), 1)
+    n = max(math.ceil(work / T * (1.0 - SEGMENT_RTOL)), 1)
     Tn = min(work - (n - 1) * T, T)
     a = W * (1.0 - s)
     stall = lambda k: float(sum(st for st, e in zip(stalls, every) if k % e == 0))  # noqa: E731
@@ -144,7 +144,7 @@ def simulate_tiers(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[An
                       f"{lab}.every": t.every})
     named.update({f"classes[{c!r}]": v for c, v in classes.items()})
     _check_scalars(named)
-    final_save = _check_final_save(final_save)
+    final_save = check_final_save(final_save)
     runs_ = int(as_float_array("runs", runs, "count"))
     _, names, f, rows, _, _ = prepare_rows(tiers, classes, job_specs(T, M, R, W, slowdown, work))
     every = [int(e[0]) for e in rows.every]
@@ -156,7 +156,7 @@ def simulate_tiers(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[An
     job = _job(float(f["work"][0]), float(f["T"][0]), float(f["M"][0]), float(f["R"][0]), float(f["W"][0]),
                float(f["slowdown"][0]), [float(v[0]) for v in rows.stalls], every, [float(v[0]) for v in rows.restores],
                [float(v[0]) for v in rows.shares], recovery_index(tiers, classes), final_save)
-    seed_ = _seed_entropy(seed)
+    seed_ = seed_entropy(seed)
     wall, fails, rolls, rtime = np.empty(runs_), np.empty(runs_, np.int64), np.empty(runs_, np.int64), np.empty(runs_)
     by_class = np.zeros((runs_, len(names)), np.int64)
     by_tier = np.zeros((runs_, len(tiers)), np.int64)

@@ -29,8 +29,8 @@ import numpy as np
 from .errors import InputError
 from .gate import FLOAT_TINY, as_float_array, broadcast, wrapper
 
-__all__ = ["FailureDomain", "domains_spanned", "job_failure_rate_per_h", "job_mtbf", "job_mtbf_with_domains",
-           "node_mtbf_from_gpus"]
+__all__ = ["FailureDomain", "domains_spanned", "job_failure_rate_kernel", "job_failure_rate_per_h", "job_mtbf",
+           "job_mtbf_with_domains", "node_mtbf_from_gpus"]
 
 
 def job_mtbf(node_mtbf, nodes):
@@ -136,10 +136,10 @@ def job_failure_rate_per_h(node_mtbf_h, nodes, domains: Iterable[FailureDomain] 
     arrays = broadcast(**parts)
     m, n, share = arrays[:3]
     pairs = [(arrays[k], arrays[k + 1]) for k in range(3, len(arrays), 2)]
-    return wrap(_job_rate(m, n, share, pairs))
+    return wrap(job_failure_rate_kernel(m, n, share, pairs))
 
 
-def _job_rate(m, n, share, domains):
+def job_failure_rate_kernel(m, n, share, domains):
     """:func:`job_failure_rate_per_h` on validated arrays; ``domains``: (mtbf_h, nodes_per_domain) pairs.
 
     Raises :class:`InputError` (on ``node_mtbf_h``) where the rate overflows: the job MTBF would be 0.

@@ -29,8 +29,8 @@ from .gate import FLOAT_MAX, check_finite_result
 from .reliability import FailureDomain
 
 __all__ = ["DOMAIN_COL", "RowProblems", "Scenario", "check_columns", "derived_columns", "domain_indices", "evaluate",
-           "evaluate_each", "is_absent", "is_number", "scenario_from_dict", "scenario_to_dict", "table_problems",
-           "to_table", "validate_table"]
+           "evaluate_each", "is_absent", "is_number", "number_column", "scenario_from_dict", "scenario_to_dict",
+           "table_problems", "to_table", "validate_table"]
 
 
 def _post_init(self) -> None:
@@ -233,7 +233,7 @@ def _as_numbers(values: pd.Series) -> tuple[np.ndarray, np.ndarray | None]:
     return arr, bad
 
 
-def _number_column(name: str, rule: str, required: bool, default: float | None, raw: pd.Series | None, n: int,
+def number_column(name: str, rule: str, required: bool, default: float | None, raw: pd.Series | None, n: int,
                    flagged: np.ndarray, problems: RowProblems) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Check one numeric column with vectorised masks, recording every bad cell.
 
@@ -380,7 +380,7 @@ def table_problems(table: pd.DataFrame, flagged: dict[str, np.ndarray] | None = 
 
     def column(name: str, rule: str, required: bool, default: float | None) -> None:
         raw = table[name] if name in table.columns else None
-        given[name], eff[name], ok[name] = _number_column(name, rule, required, default, raw, n,
+        given[name], eff[name], ok[name] = number_column(name, rule, required, default, raw, n,
                                                           flagged.get(name, none), problems)
 
     for spec in FIELDS:
@@ -497,7 +497,7 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
                for i in domain_indices(table.columns)]
     node_given = ~np.isnan(cols["node_mtbf_h"])
     # rows that give only job_mtbf_h get a placeholder node MTBF; their derived value is discarded
-    rate = reliability._job_rate(np.where(node_given, cols["node_mtbf_h"], 1.0), cols["nodes"],
+    rate = reliability.job_failure_rate_kernel(np.where(node_given, cols["node_mtbf_h"], 1.0), cols["nodes"],
                                  cols["nonfatal_share"], domains)
     override = ~np.isnan(cols["job_mtbf_h"])
     if np.any((rate <= 0) & ~override):
@@ -518,13 +518,13 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
                              f"must be at most {FLOAT_MAX / 60:.4g} h (in minutes it overflows the float64 range)")
     C, W, s = cols["checkpoint_stall_min"], cols["async_write_min"], cols["async_slowdown_fraction"]
     R = cols["restart_min"]
-    c_eff = waste._effective(C, W, s)
-    young = waste._young(c_eff, M)
-    daly = waste._daly(c_eff, M)
-    exact = waste._exact_interval(C, M, W, s)
+    c_eff = waste.effective_stall_kernel(C, W, s)
+    young = waste.young_interval_kernel(c_eff, M)
+    daly = waste.daly_interval_kernel(c_eff, M)
+    exact = waste.exact_optimal_interval_kernel(C, M, W, s)
     chosen = np.where(np.isnan(cols["interval_min"]), exact, cols["interval_min"])
     floor = W * (1 - s)  # Young/Daly ignore the write; never evaluate them below the durability floor
-    parts = waste._breakdown(work, chosen, C, M, R, W, s)
+    parts = waste.time_breakdown_kernel(work, chosen, C, M, R, W, s)
     with np.errstate(over="ignore"):
         gpus = cols["nodes"] * cols["gpus_per_node"]
     check_finite_result("gpus_per_node", gpus, "nodes x GPUs per node overflows",
@@ -538,20 +538,20 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
         "daly_interval_min": daly,
         "exact_interval_min": exact,
         "chosen_interval_min": chosen,
-        "first_order_waste": waste._first_order(chosen, c_eff, M),
-        "young_min_waste": waste._young_min(c_eff, M),
-        "waste_fraction": waste._waste(chosen, C, M, R, W, s),
-        "waste_fraction_at_optimum": waste._waste(exact, C, M, R, W, s),
-        "waste_fraction_at_young": waste._waste(np.maximum(young, floor), C, M, R, W, s),
-        "waste_fraction_at_daly": waste._waste(np.maximum(daly, floor), C, M, R, W, s),
+        "first_order_waste": waste.first_order_waste_kernel(chosen, c_eff, M),
+        "young_min_waste": waste.young_min_waste_kernel(c_eff, M),
+        "waste_fraction": waste.waste_fraction_kernel(chosen, C, M, R, W, s),
+        "waste_fraction_at_optimum": waste.waste_fraction_kernel(exact, C, M, R, W, s),
+        "waste_fraction_at_young": waste.waste_fraction_kernel(np.maximum(young, floor), C, M, R, W, s),
+        "waste_fraction_at_daly": waste.waste_fraction_kernel(np.maximum(daly, floor), C, M, R, W, s),
         "expected_failures": parts["failures"],
         "wall_h": parts["total"] / 60.0,
     }
     for cat in cost.CATEGORIES:
         new[f"{cat}_h"] = parts[cat] / 60.0
     new["gpus"] = gpus
-    new.update(cost._plan_money({cat: new[f"{cat}_h"] for cat in cost.CATEGORIES}, new["wall_h"], gpus, price))
-    new["goodput"] = cost._goodput(new["useful_h"], new["wall_h"])
+    new.update(cost.plan_money({cat: new[f"{cat}_h"] for cat in cost.CATEGORIES}, new["wall_h"], gpus, price))
+    new["goodput"] = cost.goodput_kernel(new["useful_h"], new["wall_h"])
     with np.errstate(over="ignore", invalid="ignore"):
         new["cost_per_useful_gpu_hour"] = new["total_cost"] / new["useful_gpu_hours"]
     if not np.isfinite(new["cost_per_useful_gpu_hour"]).all():
@@ -560,7 +560,7 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
                          "the cost per useful GPU-hour overflows the float64 range: a smaller price or more "
                          "useful training")
     # the finite job's wall-time distribution (exponential failures, no final save): analytic deadline answer
-    deadline = wall_distribution._answers(work, chosen, C, M, R, W, s, deadline_min)
+    deadline = wall_distribution.deadline_answers_kernel(work, chosen, C, M, R, W, s, deadline_min)
     new["p_finish_by_deadline"] = deadline["p_finish_by_deadline"]
     for q in ("p50", "p90", "p99"):
         new[f"wall_h_{q}"] = deadline[f"wall_{q}"] / 60.0

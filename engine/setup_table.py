@@ -130,10 +130,10 @@ class _Cols:
         self.eff: dict[str, np.ndarray] = {}
 
     def read(self, name: str, rule: str, required: bool, default: float | None) -> None:
-        from .scenario import _number_column
+        from .scenario import number_column
 
         raw = self.table[name] if name in self.table.columns else None
-        self.given[name], self.eff[name], _ = _number_column(name, rule, required, default, raw, self.n,
+        self.given[name], self.eff[name], _ = number_column(name, rule, required, default, raw, self.n,
                                                              np.zeros(self.n, dtype=bool), self.problems)
 
     def has(self, name: str) -> np.ndarray:

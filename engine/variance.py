@@ -169,7 +169,7 @@ def _model(inputs: Mapping[str, float]) -> tuple[dict[str, float], bool]:
     T = max(inputs["checkpoint_interval_min"], floor)
     arr = [np.asarray(v, dtype=np.float64) for v in (1.0, T, C, M, R, W, s)]
     try:
-        parts = {k: float(v) for k, v in waste._breakdown(*arr).items()}
+        parts = {k: float(v) for k, v in waste.time_breakdown_kernel(*arr).items()}
     except InputError:
         raise InputError("job_mtbf_h", inputs["job_mtbf_h"], f"{NEVER_FINISHES} (the job MTBF is so short against "
                          "the interval, stall and restart that the expected wall time overflows)") from None

@@ -116,10 +116,11 @@ import numpy as np
 
 from . import waste
 from .errors import InputError
-from .finite import _MAX_SEGMENTS, _check_final_save, _geometry
+from .finite import MAX_SEGMENTS, check_final_save, job_geometry
 from .gate import as_float_array, prepare
 
 __all__ = [
+    "deadline_answers_kernel",
     "MAX_EXPONENT",
     "MAX_RIPPLE",
     "MAX_SKEWNESS",
@@ -211,9 +212,9 @@ def _cumulants(g: dict[str, np.ndarray], M: np.ndarray, R: np.ndarray) -> dict[s
 def _kernel(work, T, C, M, R, W, s, final_save: bool) -> dict[str, np.ndarray]:
     """Moments and validity of validated, broadcast arrays (time unit of the inputs; NaN where out of range)."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        g = _geometry(work, T, C, W, s, final_save)
+        g = job_geometry(work, T, C, W, s, final_save)
         c = _cumulants(g, M, R)
-        in_range = ((R + T + C + W) / M <= MAX_EXPONENT) & (g["n"] <= _MAX_SEGMENTS)
+        in_range = ((R + T + C + W) / M <= MAX_EXPONENT) & (g["n"] <= MAX_SEGMENTS)
         MM = M * M
         M3 = M ** 3
         # a huge M: M^2 or M^3 overflows while the moment itself is tiny; scale step by step there
@@ -275,7 +276,7 @@ def _probability(m: dict[str, np.ndarray], deadline) -> np.ndarray:
     return np.where(np.isnan(m["mean"]), np.nan, p)
 
 
-def _answers(work, T, C, M, R, W, s, deadline, final_save: bool = False) -> dict[str, np.ndarray]:
+def deadline_answers_kernel(work, T, C, M, R, W, s, deadline, final_save: bool = False) -> dict[str, np.ndarray]:
     """What evaluate() reports (no final save): P(finish by deadline) (NaN without one), P50/P90/P99, ok."""
     m = _kernel(work, T, C, M, R, W, s, final_save)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -307,7 +308,7 @@ def _answered(m: dict[str, np.ndarray], M: np.ndarray, T: np.ndarray, *results: 
             n = np.broadcast_to(T, np.shape(bad))[at]
             raise InputError("M", float(np.broadcast_to(M, np.shape(bad))[at]),
                              f"(R + T + C + W)/M is above MAX_EXPONENT = {MAX_EXPONENT:g} (or work/T above "
-                             f"{_MAX_SEGMENTS:.0e} segments, T = {float(n):.6g}): the wall time's moments overflow, so "
+                             f"{MAX_SEGMENTS:.0e} segments, T = {float(n):.6g}): the wall time's moments overflow, so "
                              "there is no analytic answer; use the Monte Carlo (engine.montecarlo.simulate)", idx)
         raise InputError("M", float(np.broadcast_to(M, np.shape(bad))[at]),
                          "the wall time's moments cannot be computed in float64 for these inputs: use the Monte "
@@ -319,8 +320,8 @@ def _prepare(work, T, C, M, R, W, slowdown, final_save, extra=()):
     arrays, wrap = prepare(("work", work, "positive"), ("T", T, "positive"), ("C", C, "nonnegative"),
                            ("M", M, "positive"), ("R", R, "nonnegative"), ("W", W, "nonnegative"),
                            ("slowdown", slowdown, "fraction"), *extra)
-    waste._validate_async(arrays[1], arrays[5], arrays[6])
-    return arrays, wrap, _check_final_save(final_save)
+    waste.check_async_write(arrays[1], arrays[5], arrays[6])
+    return arrays, wrap, check_final_save(final_save)
 
 
 def wall_time_moments(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, final_save=False) -> dict[str, Any]:
@@ -393,7 +394,7 @@ def deadline_answer(deadline, work, T, C, M, R=0.0, W=0.0, slowdown=0.0, final_s
     """
     (work_, T_, C_, M_, R_, W_, s_, d_), wrap, fs = _prepare(
         work, T, C, M, R, W, slowdown, final_save, (("deadline", deadline, "positive"),))
-    a = _answers(work_, T_, C_, M_, R_, W_, s_, d_, fs)
+    a = deadline_answers_kernel(work_, T_, C_, M_, R_, W_, s_, d_, fs)
     if not all(np.all(np.isfinite(a[k])) for k in ("p_finish_by_deadline", "wall_p50", "wall_p90", "wall_p99")):
         m = _kernel(work_, T_, C_, M_, R_, W_, s_, fs)
         _answered(m, M_, T_, a["p_finish_by_deadline"], a["wall_p50"], a["wall_p90"], a["wall_p99"])

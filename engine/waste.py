@@ -37,11 +37,17 @@ import numpy as np
 from .errors import NEVER_FINISHES, InputError
 from .gate import check_finite_result, prepare
 
-__all__ = ["daly_interval", "effective_stall", "exact_optimal_interval", "expected_wall_time", "first_order_waste",
-           "time_breakdown", "waste_fraction", "young_interval", "young_min_waste"]
+__all__ = ["MAX_LOG", "check_async_write", "daly_interval", "daly_interval_kernel", "effective_stall",
+           "effective_stall_kernel", "exact_optimal_interval", "exact_optimal_interval_kernel", "expected_wall_time",
+           "first_order_waste", "first_order_waste_kernel", "log_wall_per_work", "time_breakdown",
+           "time_breakdown_kernel", "waste_fraction", "waste_fraction_kernel", "young_interval", "young_interval_kernel",
+           "young_min_waste", "young_min_waste_kernel"]
 
-# largest exponent whose exp() is finite in float64 (log of float max is 709.78)
-_MAX_LOG = 709.0
+#: largest exponent whose exp() is finite in float64 (log of float max is 709.78)
+MAX_LOG = 709.0
+
+# Each ``<model>_kernel`` is the model on arrays the caller has already validated and broadcast (what
+# engine.evaluate runs after checking a table once): no input check, only the result's overflow check.
 
 
 def young_interval(C, M):
@@ -53,10 +59,11 @@ def young_interval(C, M):
     ``C = 0`` gives 0 (save continuously).
     """
     (C_, M_), wrap = prepare(("C", C, "nonnegative"), ("M", M, "positive"))
-    return wrap(_young(C_, M_))
+    return wrap(young_interval_kernel(C_, M_))
 
 
-def _young(C_, M_):
+def young_interval_kernel(C_, M_):
+    """:func:`young_interval` on validated arrays (raises only when the result overflows)."""
     with _quiet():
         out = np.sqrt(2.0 * C_ * M_)
     check_finite_result("C", out, "Young's interval sqrt(2 C M) overflows", {"C": C_, "M": M_})
@@ -76,10 +83,11 @@ def first_order_waste(T, C, M):
     not that the job wastes everything. Restart time is not included.
     """
     (T_, C_, M_), wrap = prepare(("T", T, "positive"), ("C", C, "nonnegative"), ("M", M, "positive"))
-    return wrap(_first_order(T_, C_, M_))
+    return wrap(first_order_waste_kernel(T_, C_, M_))
 
 
-def _first_order(T_, C_, M_):
+def first_order_waste_kernel(T_, C_, M_):
+    """:func:`first_order_waste` on validated arrays (raises only when the result overflows)."""
     with _quiet():
         out = C_ / T_ + T_ / (2.0 * M_)
     check_finite_result("T", out, "the first-order waste C/T + T/(2M) overflows", {"T": T_, "C": C_, "M": M_})
@@ -89,10 +97,11 @@ def _first_order(T_, C_, M_):
 def young_min_waste(C, M):
     """First-order waste at Young's optimum: ``sqrt(2C/M)`` (= ``first_order_waste(sqrt(2CM), C, M)``)."""
     (C_, M_), wrap = prepare(("C", C, "nonnegative"), ("M", M, "positive"))
-    return wrap(_young_min(C_, M_))
+    return wrap(young_min_waste_kernel(C_, M_))
 
 
-def _young_min(C_, M_):
+def young_min_waste_kernel(C_, M_):
+    """:func:`young_min_waste` on validated arrays (raises only when the result overflows)."""
     with _quiet():
         out = np.sqrt(2.0 * C_ / M_)
     check_finite_result("M", out, "the first-order waste sqrt(2C/M) overflows", {"C": C_, "M": M_})
@@ -111,10 +120,11 @@ def daly_interval(C, M):
     Tends to :func:`young_interval` as ``C/M -> 0``.
     """
     (C_, M_), wrap = prepare(("C", C, "nonnegative"), ("M", M, "positive"))
-    return wrap(_daly(C_, M_))
+    return wrap(daly_interval_kernel(C_, M_))
 
 
-def _daly(C_, M_):
+def daly_interval_kernel(C_, M_):
+    """:func:`daly_interval` on validated arrays (raises only when the result overflows)."""
     with _quiet():
         ratio = C_ / (2.0 * M_)
         higher = np.sqrt(2.0 * C_ * M_) * (1.0 + np.sqrt(ratio) / 3.0 + ratio / 9.0) - C_
@@ -131,17 +141,18 @@ def effective_stall(C, W=0.0, slowdown=0.0):
     restorable by ``W``.
     """
     (C_, W_, s_), wrap = prepare(("C", C, "nonnegative"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"))
-    return wrap(_effective(C_, W_, s_))
+    return wrap(effective_stall_kernel(C_, W_, s_))
 
 
-def _effective(C_, W_, s_):
+def effective_stall_kernel(C_, W_, s_):
+    """:func:`effective_stall` on validated arrays (raises only when the result overflows)."""
     with _quiet():
         out = C_ + W_ * s_
     check_finite_result("C", out, "the effective stall C + W * slowdown overflows", {"C": C_, "W": W_})
     return out
 
 
-def _log_wall_per_work(T_, C_, M_, R_, W_, s_):
+def log_wall_per_work(T_, C_, M_, R_, W_, s_):
     """log of expected wall time per unit of useful work, exact exponential model (see below)."""
     if not _same_shape(T_, C_, M_, R_, W_, s_):
         period = T_ + C_ + W_ * s_            # wall time between two saves in steady state
@@ -172,7 +183,9 @@ def _same_shape(*arrays) -> bool:
     return bool(shape) and all(isinstance(a, np.ndarray) and a.shape == shape for a in arrays)
 
 
-def _validate_async(T_, W_, s_):
+def check_async_write(T_, W_, s_):
+    """Refuse a background write that is not durable before the next save: ``W (1 - slowdown) <= T``
+    (:class:`InputError` on ``W``, with the first offending position)."""
     behind = W_ * (1.0 - s_)
     with np.errstate(over="ignore"):
         bad = behind > T_ * (1.0 + 1e-12)
@@ -216,20 +229,20 @@ def expected_wall_time(work, T, C, M, R=0.0, W=0.0, slowdown=0.0):
         ("work", work, "positive"), ("T", T, "positive"), ("C", C, "nonnegative"), ("M", M, "positive"),
         ("R", R, "nonnegative"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"),
     )
-    _validate_async(T_, W_, s_)
+    check_async_write(T_, W_, s_)
     return wrap(_expected_wall(work_, T_, C_, M_, R_, W_, s_))
 
 
 def _expected_wall(work_, T_, C_, M_, R_, W_, s_):
     """:func:`expected_wall_time` on validated arrays (raises only when the result overflows)."""
     with _quiet():
-        log_total = _log_wall_per_work(T_, C_, M_, R_, W_, s_)
+        log_total = log_wall_per_work(T_, C_, M_, R_, W_, s_)
         log_total = np.add(log_total, np.log(work_), out=log_total if _same_shape(log_total, work_) else None)
     if not np.all(np.isfinite(log_total)):  # an input out of range after a unit conversion (inf), or its sum
         check_finite_result("M", log_total, "the expected wall time cannot be computed: (T + C + W + R)/M is out "
                             "of range", {"work": work_, "T": T_, "C": C_, "M": M_, "R": R_, "W": W_})
-    if np.any(log_total > _MAX_LOG):
-        idx = tuple(np.argwhere(log_total > _MAX_LOG)[0]) if log_total.ndim else ()
+    if np.any(log_total > MAX_LOG):
+        idx = tuple(np.argwhere(log_total > MAX_LOG)[0]) if log_total.ndim else ()
         at = {k: float(np.broadcast_to(v, np.shape(log_total))[idx]) for k, v in
               (("work", work_), ("T", T_), ("C", C_), ("M", M_), ("R", R_), ("W", W_))}
         ratio = (at["T"] + at["C"] + at["W"] + at["R"]) / at["M"]
@@ -252,13 +265,14 @@ def waste_fraction(T, C, M, R=0.0, W=0.0, slowdown=0.0):
         ("T", T, "positive"), ("C", C, "nonnegative"), ("M", M, "positive"),
         ("R", R, "nonnegative"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"),
     )
-    _validate_async(T_, W_, s_)
-    return wrap(_waste(T_, C_, M_, R_, W_, s_))
+    check_async_write(T_, W_, s_)
+    return wrap(waste_fraction_kernel(T_, C_, M_, R_, W_, s_))
 
 
-def _waste(T_, C_, M_, R_, W_, s_):
+def waste_fraction_kernel(T_, C_, M_, R_, W_, s_):
+    """:func:`waste_fraction` on validated arrays (raises only when the result overflows)."""
     with _quiet():
-        lw = _log_wall_per_work(T_, C_, M_, R_, W_, s_)
+        lw = log_wall_per_work(T_, C_, M_, R_, W_, s_)
         if not (isinstance(lw, np.ndarray) and lw.ndim):
             out = -np.expm1(-lw)
         else:
@@ -324,10 +338,11 @@ def exact_optimal_interval(C, M, W=0.0, slowdown=0.0):
     (C_, M_, W_, s_), wrap = prepare(
         ("C", C, "nonnegative"), ("M", M, "positive"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"),
     )
-    return wrap(_exact_interval(C_, M_, W_, s_))
+    return wrap(exact_optimal_interval_kernel(C_, M_, W_, s_))
 
 
-def _exact_interval(C_, M_, W_, s_):
+def exact_optimal_interval_kernel(C_, M_, W_, s_):
+    """:func:`exact_optimal_interval` on validated arrays (raises only when the result overflows)."""
     with _quiet():
         out = np.maximum(M_ * _exact_x((C_ + W_ * s_) / M_), W_ * (1.0 - s_))
     check_finite_result("M", out, "the exact optimum interval cannot be computed", {"C": C_, "M": M_, "W": W_})
@@ -357,12 +372,12 @@ def time_breakdown(work, T, C, M, R=0.0, W=0.0, slowdown=0.0):
         ("work", work, "positive"), ("T", T, "positive"), ("C", C, "nonnegative"), ("M", M, "positive"),
         ("R", R, "nonnegative"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"),
     )
-    _validate_async(T_, W_, s_)
-    return {k: wrap(v) for k, v in _breakdown(work_, T_, C_, M_, R_, W_, s_).items()}
+    check_async_write(T_, W_, s_)
+    return {k: wrap(v) for k, v in time_breakdown_kernel(work_, T_, C_, M_, R_, W_, s_).items()}
 
 
-def _breakdown(work_, T_, C_, M_, R_, W_, s_):
-    """:func:`time_breakdown` on validated arrays: a dict of float arrays."""
+def time_breakdown_kernel(work_, T_, C_, M_, R_, W_, s_):
+    """:func:`time_breakdown` on validated arrays: a dict of float arrays (raises only when a part overflows)."""
     total = _expected_wall(work_, T_, C_, M_, R_, W_, s_)
     with _quiet():
         parts = _breakdown_parts(work_, T_, C_, M_, R_, W_, s_)
@@ -376,7 +391,7 @@ def _breakdown(work_, T_, C_, M_, R_, W_, s_):
 
 
 def _breakdown_parts(work_, T_, C_, M_, R_, W_, s_):
-    """(failures, save, rework, restart) of :func:`_breakdown`."""
+    """(failures, save, rework, restart) of :func:`time_breakdown_kernel`."""
     segments = work_ / T_
     if _same_shape(work_, T_, C_, M_, R_, W_, s_):  # the expressions below, in place (the same bits)
         period = T_ + C_

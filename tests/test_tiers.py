@@ -75,7 +75,7 @@ def test_one_tier_is_the_single_level_exact_model_over_a_grid():
     T, C, M, R, rest, W, s = (np.array(v) for v in zip(*GRID))
     shares = {"process": 0.25, "node": 0.5, "rack": 0.25}
     tiers = [dict(name="pfs", checkpoint_stall_min=C, restore_min=rest, every=1, survives=list(shares))]
-    ref = np.exp(waste._log_wall_per_work(T, C, M, R + rest, W, s))
+    ref = np.exp(waste.log_wall_per_work(T, C, M, R + rest, W, s))
     got = tm.tiered_wall_per_work(T, M, R, W, s, tiers=tiers, classes=shares)
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=0)
     # waste = 1 - 1/wall_per_work: near 0 its absolute precision is that of wall per work near 1 (a few ulp)
@@ -101,7 +101,7 @@ def test_one_tier_keeps_the_callers_kind():
     M = pd.Series([600.0, 300.0], index=["a", "b"])
     out = tm.tiered_wall_per_work(60.0, M, 5.0, 10.0, 0.2, tiers=tiers, classes=shares)
     assert isinstance(out, pd.Series) and list(out.index) == ["a", "b"]
-    ref = np.exp(waste._log_wall_per_work(np.full(2, 60.0), np.array([2.0, 8.0]), M.to_numpy(), np.full(2, 6.0),
+    ref = np.exp(waste.log_wall_per_work(np.full(2, 60.0), np.array([2.0, 8.0]), M.to_numpy(), np.full(2, 6.0),
                                           np.full(2, 10.0), np.full(2, 0.2)))
     np.testing.assert_allclose(out.to_numpy(), ref, rtol=1e-12)
     split = tm.tiered_breakdown(6000.0, 60.0, M, 5.0, 10.0, 0.2, tiers=tiers, classes=shares)
@@ -395,7 +395,7 @@ def test_adding_a_memory_tier_never_raises_the_optimised_waste():
     # rounding; the place only to ~1e-7, as near a flat minimum no search that compares values can do better
     exact_T = waste.exact_optimal_interval(C, M, W, s)
     np.testing.assert_allclose(alone["T"], exact_T, rtol=1e-6)
-    at_exact = np.exp(waste._log_wall_per_work(exact_T, C, M, R + rest, W, s))
+    at_exact = np.exp(waste.log_wall_per_work(exact_T, C, M, R + rest, W, s))
     assert np.all(alone["wall_per_work"] <= at_exact * (1 + 1e-14))
 
 

@@ -61,7 +61,7 @@ def _cgf_cumulants(work, T, C, M, R, W, s, final_save):
     """Mean, variance, third cumulant from the job's moment generating function, differentiated
     numerically at 50 digits: an independent route to the same numbers (no cumulant algebra)."""
     mpmath.mp.dps = 50
-    g = {k: float(v) for k, v in fin._geometry(*(np.float64(v) for v in (work, T, C, W, s)), final_save).items()}
+    g = {k: float(v) for k, v in fin.job_geometry(*(np.float64(v) for v in (work, T, C, W, s)), final_save).items()}
     x = {k: mpmath.mpf(g[k]) / M for k in ("full_clean", "full_flow", "last_clean", "last_flow")}
     y = mpmath.mpf(R) / M
 

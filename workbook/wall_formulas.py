@@ -34,7 +34,7 @@ def _in(r: Refs) -> dict[str, str]:
 
 
 def geometry(part: str, r: Refs) -> str:
-    """Segments, last segment, the skipped checkpoint and the last window (engine.finite._geometry, no final save)."""
+    """Segments, last segment, the skipped checkpoint and the last window (engine.finite.job_geometry, no final save)."""
     v = _in(r)
     T, C, W, s = v["T"], v["C"], v["W"], v["s"]
     n, Tn, skip = r.get("dl_segments"), r.get("dl_last_segment_min"), r.get("dl_skip_last")

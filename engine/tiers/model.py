@@ -93,7 +93,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..gate import as_float_array, broadcast, prepare
-from ..waste import _MAX_LOG, _validate_async
+from ..waste import MAX_LOG, check_async_write
 
 __all__ = ["SHARE_TOL", "Tier", "TierRows", "check_design", "class_rates_per_tier", "job_specs", "level_ratios",
            "log_wall_per_work", "prepare_rows", "raise_overflow", "recovery_index", "recovery_tier", "tier_label",
@@ -301,7 +301,7 @@ def prepare_rows(tiers, classes, front):
     R = out.get("R", np.zeros_like(total))
     W, s = out.get("W", np.zeros_like(total)), out.get("slowdown", np.zeros_like(total))
     if "T" in out:
-        _validate_async(out["T"], W, s)
+        check_async_write(out["T"], W, s)
     rows = TierRows(M, W, s, stalls, restores, every, shares, rho, _log_restart_factor(M, R, restores, shares, rec))
     return tiers, names, out, rows, shape, wrap
 
@@ -486,7 +486,7 @@ def log_wall_per_work(T, rows: TierRows, ratios, force_log: bool = False):
 
 def raise_overflow(log_value, M, shape, what: str) -> None:
     """:class:`InputError` on ``M`` at the first row whose ``log_value`` (a log of ``what``) overflows float64."""
-    bad = ~(log_value <= _MAX_LOG)
+    bad = ~(log_value <= MAX_LOG)
     if np.any(bad):
         k = int(np.argmax(bad))
         pos = tuple(int(i) for i in np.unravel_index(k, shape)) if shape else None
@@ -511,7 +511,7 @@ def tiered_wall_per_work(T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes):
     ``sum_p A_S(p) / (K T)`` over the pattern of ``K = every_last`` saves; ``>= 1``. Broadcasts over
     rows (``T``, ``M``, ``R``, ``W``, ``slowdown`` and the tiers' and classes' numbers); raises
     :class:`InputError` on ``M`` when it overflows. One tier surviving every class: ``exp`` of
-    :func:`engine.waste._log_wall_per_work` (``R`` + the tier's ``restore_min`` as the restart).
+    :func:`engine.waste.log_wall_per_work` (``R`` + the tier's ``restore_min`` as the restart).
     """
     _, _, f, rows, shape, wrap = prepare_rows(tiers, classes, job_specs(T, M, R, W, slowdown))
     lw = log_wall_per_work(f["T"], rows, level_ratios(rows.every))

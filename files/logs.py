@@ -140,8 +140,8 @@ import pyarrow as pa
 
 from ..engine.errors import InputError
 from ..engine.fitting import PHASES, LogFit, check_confidence, fit_events
-from .steplogs import (END, INTR, SAVE_START, STEP, LogError, RowProblem, _check, _parse, _Parsed, _Spec, _Table,
-                       synthetic_step_log)
+from .steplogs import (END, INTR, SAVE_START, STEP, LogError, ParsedLog, RowProblem, TableSpec, TokenTable, events_table,
+                       parse_table, synthetic_step_log)
 
 if TYPE_CHECKING:
     from ..engine.measured import MeasuredSplit
@@ -157,9 +157,9 @@ LEGACY_COLUMNS: dict[str, str] = {"stall_s": "checkpoint_stall_s"}
 MAX_LOG_ROWS = 5_000_000
 """Most data rows a log may have: reading takes about 400 bytes of memory a row at its peak (2 GB here)."""
 
-_LOG = _Spec("timestamp", REQUIRED_COLUMNS, OPTIONAL_COLUMNS, LEGACY_COLUMNS)
-_STEPS = _Spec("time", ("step", "time"), (), {"timestamp": "time"}, epoch=True, event=STEP)
-_OTHERS = _Spec("time", ("time", "event", "cause"), ("phase", "checkpoint_stall_s", "step"),
+_LOG = TableSpec("timestamp", REQUIRED_COLUMNS, OPTIONAL_COLUMNS, LEGACY_COLUMNS)
+_STEPS = TableSpec("time", ("step", "time"), (), {"timestamp": "time"}, epoch=True, event=STEP)
+_OTHERS = TableSpec("time", ("time", "event", "cause"), ("phase", "checkpoint_stall_s", "step"),
                 {"timestamp": "time", **LEGACY_COLUMNS}, epoch=True)
 
 
@@ -234,7 +234,7 @@ def _read_bytes(path: Path) -> bytes:
     return b"".join(chunks)
 
 
-def _csv_fast(data: bytes, name: str) -> _Table | None:
+def _csv_fast(data: bytes, name: str) -> TokenTable | None:
     """A CSV file without quotes or lone carriage returns, split by pyarrow (one line = one row)."""
     import pyarrow.csv as pacsv
 
@@ -275,10 +275,10 @@ def _csv_fast(data: bytes, name: str) -> _Table | None:
         nfields = np.concatenate((nfields, [len(r) for r in split]))[order]
         long_rows = {int(row): r for row, r in zip(extra_rows, split) if len(r) > len(header)}
         rows = np.concatenate((rows, extra_rows))[order]
-    return _Table(name, int(lines[0]), header, rows.astype(np.int64), cells, nfields, long_rows)
+    return TokenTable(name, int(lines[0]), header, rows.astype(np.int64), cells, nfields, long_rows)
 
 
-def _csv_slow(text: str, name: str) -> _Table:
+def _csv_slow(text: str, name: str) -> TokenTable:
     """Any CSV file (quoted fields, line breaks inside quotes), with Python's csv module."""
     reader = csv.reader(io.StringIO(text, newline=""))
     header: list[str] | None = None
@@ -304,11 +304,11 @@ def _csv_slow(text: str, name: str) -> _Table:
     if header is None:
         raise LogError(name, [RowProblem(1, "header", "", "empty file: a header row is required "
                                                           f"({', '.join(REQUIRED_COLUMNS + OPTIONAL_COLUMNS)})")])
-    return _Table(name, header_row, header, np.asarray(rows, np.int64), [pa.array(c, pa.string()) for c in columns],
+    return TokenTable(name, header_row, header, np.asarray(rows, np.int64), [pa.array(c, pa.string()) for c in columns],
                   np.asarray(nfields, np.int64), long_rows)
 
 
-def _jsonl(text: str, name: str) -> _Table:
+def _jsonl(text: str, name: str) -> TokenTable:
     """JSON Lines: the union of the objects' keys is the header; a missing key is an empty cell."""
     columns: dict[str, list[Any]] = {}
     rows: list[int] = []
@@ -334,12 +334,12 @@ def _jsonl(text: str, name: str) -> _Table:
             values.append(obj.get(key))
     if not rows and not problems:
         raise LogError(name, [RowProblem(1, "row", "", "empty file: one JSON object per line is required")])
-    return _Table(name, rows[0] if rows else 1, list(columns), np.asarray(rows, np.int64),
+    return TokenTable(name, rows[0] if rows else 1, list(columns), np.asarray(rows, np.int64),
                   [_texts(v) for v in columns.values()], problems=problems, required=("timestamp", "event"))
 
 
-def _table(source: Any, fmt: str | None, what: str = "log") -> _Table:
-    """Split a path (CSV or JSON Lines) or a DataFrame into a :class:`_Table`."""
+def _table(source: Any, fmt: str | None, what: str = "log") -> TokenTable:
+    """Split a path (CSV or JSON Lines) or a DataFrame into a :class:`TokenTable`."""
     if fmt not in (None, "csv", "jsonl"):
         raise InputError("fmt", fmt, "must be 'csv', 'jsonl' or None (from the file)")
     if isinstance(source, pd.DataFrame):
@@ -348,7 +348,7 @@ def _table(source: Any, fmt: str | None, what: str = "log") -> _Table:
         header = [str(c) for c in source.columns]
         cells = [_texts(source.iloc[:, j]) for j in range(len(header))]
         name = "DataFrame" if what == "log" else f"{what} DataFrame"
-        return _Table(name, 1, header, np.arange(2, len(source) + 2, dtype=np.int64), cells)
+        return TokenTable(name, 1, header, np.arange(2, len(source) + 2, dtype=np.int64), cells)
     if not isinstance(source, (str, Path)):
         raise InputError(what, type(source).__name__, "must be a file path (CSV or JSON Lines) or a pandas DataFrame")
     path = Path(source)
@@ -380,10 +380,10 @@ def read_log(source: str | Path | pd.DataFrame, fmt: str | None = None) -> pd.Da
     Raises :class:`LogError` listing every bad row, :class:`InputError` for an unreadable file or
     one beyond :data:`MAX_LOG_ROWS`.
     """
-    return _check(_parse(_table(source, fmt), _LOG))
+    return events_table(parse_table(_table(source, fmt), _LOG))
 
 
-def _merge(steps: _Parsed, other: _Parsed) -> _Parsed:
+def _merge(steps: ParsedLog, other: ParsedLog) -> ParsedLog:
     """One table from a step table and an interruption table, each already sorted by time. A step at
     the same instant as interruption-table rows goes after those that open work (start, restart,
     phases, save_unblocked, checkpoint_saved) and before the first that ends it (save_start,
@@ -401,7 +401,7 @@ def _merge(steps: _Parsed, other: _Parsed) -> _Parsed:
     def cat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.concatenate((a, b))[order]
 
-    return _Parsed(f"{steps.name} + {other.name}", cat(steps.rows, other.rows), cat(steps.us, other.us),
+    return ParsedLog(f"{steps.name} + {other.name}", cat(steps.rows, other.rows), cat(steps.us, other.us),
                    cat(steps.ok, other.ok), other.aware, cat(steps.ev, other.ev), cat(steps.cause, other.cause),
                    cat(steps.stall, other.stall), cat(steps.step, other.step), cat(steps.phase, other.phase),
                    steps.ignored + other.ignored, steps.notes + other.notes, [],
@@ -413,7 +413,7 @@ def read_two_tables(steps: str | Path | pd.DataFrame, interruptions: str | Path 
     """Merge a step table and an interruption table (module docstring, "Two tables") into the
     validated events table of :func:`read_log`. Bad rows of both tables are reported together,
     each named with its table; then the merged log is checked as one (sequence, steps going back)."""
-    a, b = _parse(_table(steps, fmt, "steps"), _STEPS), _parse(_table(interruptions, fmt, "interruptions"), _OTHERS)
+    a, b = parse_table(_table(steps, fmt, "steps"), _STEPS), parse_table(_table(interruptions, fmt, "interruptions"), _OTHERS)
     for i in np.flatnonzero(b.ev == STEP):
         b.problems.append((int(b.rows[i]), 2, RowProblem(int(b.rows[i]), "event", "step",
                                                          "step rows belong in the step table")))
@@ -425,7 +425,7 @@ def read_two_tables(steps: str | Path | pd.DataFrame, interruptions: str | Path 
     problems = [replace(p, source=t.name) for t in (a, b) for _, _, p in sorted(t.problems, key=lambda x: x[:2])]
     if problems:
         raise LogError(f"{a.name} + {b.name}", problems)
-    return _check(_merge(a, b))
+    return events_table(_merge(a, b))
 
 
 # ------------------------------------------------------------------------------------- results

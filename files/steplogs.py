@@ -2,7 +2,7 @@
 
 The format (columns, events, sequence, phases, JSON Lines, the two-table form, limits) is documented
 once, in :mod:`ckptplan.files.logs`, which reads files and DataFrames into the tokenised form
-(:class:`_Table`) validated here. The checks are vectorised (numpy, pyarrow compute) so that a
+(:class:`TokenTable`) validated here. The checks are vectorised (numpy, pyarrow compute) so that a
 10^6-row log validates in about a second: per-row checks are array operations, and the sequence
 rules run as a loop over the lifecycle, save and phase rows only; step rows are checked against the
 state those rows leave. :func:`synthetic_step_log` simulates a job in that format.
@@ -23,7 +23,8 @@ import pyarrow.compute as pc
 from ..engine.errors import InputError
 from ..engine.fitting import ALL_EVENTS, PHASES
 
-__all__ = ["DEFAULT_RESTART_PHASES_MIN", "LogError", "RowProblem", "synthetic_step_log"]
+__all__ = ["DEFAULT_RESTART_PHASES_MIN", "LogError", "ParsedLog", "RowProblem", "TableSpec", "TokenTable", "events_table",
+           "parse_table", "synthetic_step_log"]
 
 _E = {name: i for i, name in enumerate(ALL_EVENTS)}
 START, CKPT, INTR, RESTART, END, STEP, SAVE_START, UNBLOCKED, RPHASE, SPHASE = range(len(ALL_EVENTS))  # their order
@@ -73,7 +74,7 @@ class LogError(InputError):
 # ----------------------------------------------------------------------------- tokenised tables
 
 @dataclass
-class _Table:
+class TokenTable:
     """A log split into cells: ``cells[j]`` the raw text of header column ``j`` for every row."""
 
     name: str
@@ -88,7 +89,7 @@ class _Table:
 
 
 @dataclass(frozen=True)
-class _Spec:
+class TableSpec:
     """Columns of one table: the time column, required and optional columns, old or other spellings,
     whether numbers are seconds since the epoch, and the event every row has (the step table)."""
 
@@ -101,7 +102,7 @@ class _Spec:
 
 
 @dataclass
-class _Parsed:
+class ParsedLog:
     """Per-row values of a validated table (columns as numpy arrays), before the sequence check."""
 
     name: str
@@ -179,7 +180,7 @@ def _times(text: pa.Array, epoch: bool) -> tuple[np.ndarray, np.ndarray, np.ndar
     return us, done & ~out, aware, bad
 
 
-def _duplicates(t: _Table, key: int) -> np.ndarray:
+def _duplicates(t: TokenTable, key: int) -> np.ndarray:
     """Rows that repeat an earlier row cell for cell. Only rows whose column ``key`` (the time) equals
     the previous row's are compared: in a log sorted by time, a repeated row shares its timestamp."""
     same = np.zeros(len(t.rows), bool)
@@ -200,7 +201,7 @@ def _duplicates(t: _Table, key: int) -> np.ndarray:
 
 # ------------------------------------------------------------------------------ per-row checks
 
-def _parse(t: _Table, spec: _Spec) -> _Parsed:
+def parse_table(t: TokenTable, spec: TableSpec) -> ParsedLog:
     """Header and per-row checks (``rank`` orders a row's problems as the fields are read)."""
     spelled = [h.strip().lower() for h in t.header]
     names = [spec.aliases.get(h, h) for h in spelled]
@@ -319,7 +320,7 @@ def _parse(t: _Table, spec: _Spec) -> _Parsed:
             add(i, 6, "phase", p, "detection is a restart phase: a first start has no failure to detect"
                 if p == "detection" else f"unknown phase; expected one of {', '.join(PHASES)}" if p
                 else f"is required on {ALL_EVENTS[ev[i]]} rows: one of {', '.join(PHASES)}")
-    return _Parsed(t.name, rows, us, ok, is_aware, ev, cause, stall, step, phase, ignored, notes, problems)
+    return ParsedLog(t.name, rows, us, ok, is_aware, ev, cause, stall, step, phase, ignored, notes, problems)
 
 
 # ------------------------------------------------------------------------------- the sequence
@@ -327,7 +328,7 @@ def _parse(t: _Table, spec: _Spec) -> _Parsed:
 _STATES = ("idle", "running", "down")
 
 
-def _sequence(p: _Parsed) -> str:
+def _sequence(p: ParsedLog) -> str:
     """Check the event sequence (file-format docstring); adds to ``p.problems``; returns the final state."""
     ev, rows = p.ev, p.rows
     label = ((lambda i: f"{p.names[p.src[i]]} row {rows[i]}") if p.src is not None else (lambda i: f"row {rows[i]}"))
@@ -415,7 +416,7 @@ def _sequence(p: _Parsed) -> str:
     return _STATES[state]
 
 
-def _frame(p: _Parsed) -> pd.DataFrame:
+def _frame(p: ParsedLog) -> pd.DataFrame:
     """The events table (:data:`ckptplan.engine.fitting.EVENTS_TABLE_COLUMNS`) of a checked table."""
     ts = pd.Series(p.us.view("datetime64[us]"))
     if p.aware:
@@ -428,7 +429,7 @@ def _frame(p: _Parsed) -> pd.DataFrame:
         "phase": pd.Series(phases[p.phase], dtype="str")})
 
 
-def _check(p: _Parsed) -> pd.DataFrame:
+def events_table(p: ParsedLog) -> pd.DataFrame:
     """Sequence check, then every problem in row order as one :class:`LogError`, or the events table."""
     final = _sequence(p)
     if p.problems:

@@ -283,7 +283,8 @@ def _private(name: str) -> bool:
 
 def test_no_private_name_is_used_across_modules():
     """What one module uses of another is public there (listed in its ``__all__``): no ``from x import _name``,
-    no ``x._name`` on an imported module, no module whose own name is private (``_inputs.py``) imported."""
+    no ``x._name`` or ``getattr(x, "_name")`` on an imported module, no module whose own name is private
+    (``_inputs.py``) imported."""
     paths = {_module_name(p): p for p in _modules(*PACKAGE_DIRS)}
     bad = []
     for name, path in paths.items():
@@ -308,6 +309,11 @@ def test_no_private_name_is_used_across_modules():
                     and _private(node.attr) and modules[node.value.id] != name):
                 bad.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.value.id}.{node.attr} "
                            f"({modules[node.value.id]})")
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+                    and len(node.args) >= 2 and isinstance(node.args[0], ast.Name) and node.args[0].id in modules
+                    and isinstance(node.args[1], ast.Constant) and _private(str(node.args[1].value))):
+                bad.append(f"{path.relative_to(REPO)}:{node.lineno}: getattr({node.args[0].id}, "
+                           f"{node.args[1].value!r}) ({modules[node.args[0].id]})")
     assert not bad, f"{len(bad)} private names used across modules:\n" + "\n".join(bad)
 
 

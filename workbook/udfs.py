@@ -313,12 +313,9 @@ def CKPT_WALL_TIME(useful_training_h, interval_min, checkpoint_stall_min, job_mt
 def _wall_screen(work, T, C, M, R, W, s):
     """engine.expected_wall_time's refusals: late writes, then a wall time beyond floating point."""
     late = _late_writes(T, W, s)
-    log_wall = getattr(_waste, "_log_wall_per_work", None)  # the engine's own kernel (same bits)
-    if log_wall is None:  # the engine changed: its refusals are isolated by elementwise instead
-        return late
-    with np.errstate(all="ignore"):
-        log_total = np.asarray(log_wall(T, C, M, R, W, s)) + np.log(work * 60.0)
-        huge = np.isfinite(log_total) & (log_total > getattr(_waste, "_MAX_LOG", 709.0))  # NaN, inf: the engine's
+    with np.errstate(all="ignore"):   # the engine's own kernel and limit (same bits)
+        log_total = np.asarray(_waste.log_wall_per_work(T, C, M, R, W, s)) + np.log(work * 60.0)
+        huge = np.isfinite(log_total) & (log_total > _waste.MAX_LOG)  # NaN, inf: the engine's
     if late is not None:
         huge &= ~late.astype(bool)
     over = _per_cell(huge, lambda ratio, m: error_text(

@@ -333,24 +333,10 @@ def weibull_fit(running_h: Any, failed: Any, confidence: float = 0.9,
     "insufficient data"`` and no numbers. The chi-square calibration is asymptotic; with 10-20
     failures the test is approximate. References: Meeker & Escobar (1998) ch. 8; Lawless (2003) ch. 5.
     """
-    from scipy import optimize, special, stats  # here, not at import: the command line starts without scipy
+    from scipy import special  # here, not at import: the command line starts without scipy
 
     c = check_confidence(confidence)
-    if ndim_of(running_h) == 0:
-        raise InputError("running_h", running_h, "must be a non-empty 1-D array of durations (h)")
-    t = as_float_array("running_h", running_h).reshape(-1)
-    if t.size == 0:
-        raise InputError("running_h", running_h, "must be a non-empty 1-D array of durations (h)")
-    try:
-        f = np.asarray(failed).reshape(-1) if ndim_of(failed) else None
-    except (ValueError, TypeError, OverflowError, RecursionError):
-        f = None
-    if f is None or f.shape != t.shape or f.dtype.kind != "b":
-        raise InputError("failed", failed, f"must be a boolean array with the same length as running_h ({t.size})")
-    bad = t < 0
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise InputError("running_h", float(t[i]), "must be finite and >= 0", (i,))
+    t, f = _durations(running_h, failed)
     if isinstance(min_failures, bool) or not isinstance(min_failures, (int, np.integer)) or min_failures < 2:
         raise InputError("min_failures", min_failures, "must be a whole number >= 2")
     d = int(f.sum())
@@ -366,16 +352,71 @@ def weibull_fit(running_h: Any, failed: Any, confidence: float = 0.9,
     if zero:
         return insufficient(f"{zero} failure(s) at running time 0 (interruption at the same timestamp as the "
                             "restart before it): the Weibull likelihood is degenerate; log finer timestamps")
+    unit, x, fx = _in_longest_units(t, f)
+    k_hat, k_lo, k_hi, lr, p, notes = _shape_mle(x, fx, d, c)
+    with _quiet():
+        scale_h = unit * (np.sum(x ** k_hat) / d) ** (1.0 / k_hat)
+        mean_h = scale_h * special.gamma(1.0 + 1.0 / k_hat)
+    if not (np.isfinite(scale_h) and np.isfinite(mean_h)):
+        raise InputError("running_h", unit, f"the Weibull scale and mean at the fitted shape {k_hat:.3g} (longest "
+                         f"duration {unit:.6g} h) overflow: results must stay within the float64 range "
+                         f"(|x| <= {sys.float_info.max:.6g})")
+    significant = p < 1.0 - c
+    clustered = bool(significant and k_hat < 1.0)
+    if clustered:
+        verdict = "clustered (k < 1): failures come sooner after restarts than exponential"
+    elif significant and k_hat > 1.0:
+        verdict = "wear-out (k > 1): failures come later after restarts than exponential"
+    else:
+        verdict = "consistent with exponential (k = 1 not rejected)"
+    notes.insert(0, f"censored Weibull MLE over {d} failures and {censored} censored segments; "
+                    f"{c:.0%} profile-likelihood interval; LR test of k = 1")
+    return WeibullFit(d, censored, c, float(k_hat), k_lo, k_hi, float(scale_h), float(mean_h), float(lr), p,
+                      clustered, verdict, "; ".join(notes))
+
+
+def _durations(running_h: Any, failed: Any) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`weibull_fit`'s data checked: (durations >= 0 in hours, whether each ended in a failure)."""
+    if ndim_of(running_h) == 0:
+        raise InputError("running_h", running_h, "must be a non-empty 1-D array of durations (h)")
+    t = as_float_array("running_h", running_h).reshape(-1)
+    if t.size == 0:
+        raise InputError("running_h", running_h, "must be a non-empty 1-D array of durations (h)")
+    try:
+        f = np.asarray(failed).reshape(-1) if ndim_of(failed) else None
+    except (ValueError, TypeError, OverflowError, RecursionError):
+        f = None
+    if f is None or f.shape != t.shape or f.dtype.kind != "b":
+        raise InputError("failed", failed, f"must be a boolean array with the same length as running_h ({t.size})")
+    bad = t < 0
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InputError("running_h", float(t[i]), "must be finite and >= 0", (i,))
+    return t, f
+
+
+def _in_longest_units(t: np.ndarray, f: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """(the longest duration, the durations over it, whether each failed), censored durations of 0 left out (they
+    add nothing to the likelihood): the fit works on ``x <= 1``, where ``x**k`` cannot overflow."""
     keep = f | (t > 0)  # a censored duration of 0 adds nothing to the likelihood
     unit = float(t[keep].max())  # fit in units of the longest duration: x <= 1, no overflow of x**k
     with _quiet():
         x, fx = t[keep] / unit, f[keep]
-    xf, xc = x[fx], x[~fx]
-    if xf.min() < FLOAT_TINY:
+    if x[fx].min() < FLOAT_TINY:
         i = int(np.flatnonzero(f & (t == t[f].min()))[0])
         raise InputError("running_h", float(t[i]), f"the shortest failure time over the longest duration ({unit:.6g} h) "
                          f"must be >= {FLOAT_TINY:.6g} (the smallest normal float64): the durations span too wide a "
                          "range to fit", (i,))
+    return unit, x, fx
+
+
+def _shape_mle(x: np.ndarray, fx: np.ndarray, d: int, c: float
+               ) -> tuple[float, float | None, float | None, float, float, list[str]]:
+    """The censored Weibull MLE of the shape on scaled durations: (k_hat, the profile-likelihood interval's ends
+    at confidence ``c`` (None beyond the search range), the LR statistic of ``k = 1``, its p-value, notes)."""
+    from scipy import optimize, stats  # here, not at import: the command line starts without scipy
+
+    xf, xc = x[fx], x[~fx]
 
     def profile(k: float) -> float:
         lam = (np.sum(x ** k) / d) ** (1.0 / k)
@@ -406,25 +447,7 @@ def weibull_fit(running_h: Any, failed: Any, confidence: float = 0.9,
         k_hi = float(optimize.brentq(excess, k_hat, _SHAPE_SEARCH[1], xtol=1e-10))
     else:
         notes.append(f"upper end of the shape interval above {_SHAPE_SEARCH[1]}")
-    with _quiet():
-        scale_h = unit * (np.sum(x ** k_hat) / d) ** (1.0 / k_hat)
-        mean_h = scale_h * special.gamma(1.0 + 1.0 / k_hat)
-    if not (np.isfinite(scale_h) and np.isfinite(mean_h)):
-        raise InputError("running_h", unit, f"the Weibull scale and mean at the fitted shape {k_hat:.3g} (longest "
-                         f"duration {unit:.6g} h) overflow: results must stay within the float64 range "
-                         f"(|x| <= {sys.float_info.max:.6g})")
-    significant = p < 1.0 - c
-    clustered = bool(significant and k_hat < 1.0)
-    if clustered:
-        verdict = "clustered (k < 1): failures come sooner after restarts than exponential"
-    elif significant and k_hat > 1.0:
-        verdict = "wear-out (k > 1): failures come later after restarts than exponential"
-    else:
-        verdict = "consistent with exponential (k = 1 not rejected)"
-    notes.insert(0, f"censored Weibull MLE over {d} failures and {censored} censored segments; "
-                    f"{c:.0%} profile-likelihood interval; LR test of k = 1")
-    return WeibullFit(d, censored, c, float(k_hat), k_lo, k_hi, float(scale_h), float(mean_h), float(lr), p,
-                      clustered, verdict, "; ".join(notes))
+    return k_hat, k_lo, k_hi, lr, p, notes
 
 
 @dataclass(frozen=True)

@@ -167,6 +167,49 @@ def measure_split(events: pd.DataFrame, source: str = "events", confidence: floa
     of the job-MTBF interval. Raises :class:`InputError` for a bad ``confidence``, a table that is
     not an events table, or one with a single instant (no wall time)."""
     c = check_confidence(confidence)
+    t, ev, phase, stall, cause = _event_columns(events, source)
+    notes: list[str] = []
+    has_steps = bool((ev == STEP).any())
+    walk = _walk(ev, cause, events, notes)
+    L = np.diff(t)
+    m, nxt = walk.mode_after[:-1], ev[1:]
+    cat = _categories(m, nxt, phase, has_steps, notes)
+    steps = _step_times(t, ev, walk, has_steps, notes)
+    extra_startup, extra_block, legacy = _carved(L, cat, m, nxt, has_steps, steps.baseline_s, walk.saves, stall, notes)
+    badput_us, productive, step_lost = _badput(t, L, cat, extra_startup, extra_block, walk.segs, steps)
+    wall = int(t[-1] - t[0])
+    assert productive + sum(badput_us.values()) == wall
+    saved = _save_figures(t, stall, walk, legacy, steps, notes)
+    restart_min, phases_min = _restart_figures(t, ev, phase, walk.restarts, notes)
+    running_us, failures, mtbf, low, high = _job_mtbf(t, walk.segs, c, notes)
+    if not walk.saves:
+        notes.append("no saves logged: checkpoint stall, write time and interval not measured")
+    elif not saved["timed"]:
+        notes.append("no save_start rows: the background write time of the saves is not measured")
+    if not has_steps:
+        notes.append("no step rows: running time between events is work (productive or rework); no baseline step "
+                     "time, async slowdown or start-up split")
+    goodput = productive / wall
+    measured: dict[str, float | None] = {
+        "checkpoint_stall_min": _median(saved["blocking"]),
+        "async_write_min": _median(saved["writes"]) if saved["timed"] else None,
+        "async_slowdown_fraction": saved["slowdown"],
+        "restart_min": float(np.mean(restart_min)) if restart_min else None,
+        "job_mtbf_h": mtbf, "job_mtbf_h_low": low, "job_mtbf_h_high": high,
+        "checkpoint_interval_min": _median(saved["gaps"]), "goodput": goodput, "failures": failures,
+        "baseline_step_s": steps.baseline_s, "running_h": running_us / _H, "interruptions": len(walk.restarts),
+        "saves": sum(1 for s in walk.saves if s.get("durable") is not None), "steps": int(len(steps.rows)),
+        "rework_steps": int(step_lost.sum()),
+        **{f"restart_{p}_min": phases_min[p]["median"] for p in PHASES}}
+    return MeasuredSplit(source=source, confidence=c, wall_h=wall / _H, productive_h=productive / _H,
+                         badput_h={k: v / _H for k, v in badput_us.items()}, goodput=goodput, ettr=goodput,
+                         measured=measured, restart_phases_min=phases_min, notes=tuple(notes))
+
+
+def _event_columns(events: pd.DataFrame, source: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                                pd.Series]:
+    """The events table checked and as arrays: (timestamps in microseconds, event codes, phase codes (-1: none),
+    logged stalls in seconds, causes)."""
     need = ("row", "timestamp", "event", "cause", "checkpoint_stall_s", "step")
     if not isinstance(events, pd.DataFrame) or any(col not in events.columns for col in need):
         raise InputError("events", type(events).__name__ if not isinstance(events, pd.DataFrame)
@@ -180,35 +223,67 @@ def measure_split(events: pd.DataFrame, source: str = "events", confidence: floa
         raise InputError("events", events["event"].iloc[int(np.argmax(ev < 0))], "unknown event: read the log with "
                          "ckptplan.files.logs.read_log first")
     phase = _codes(events["phase"], PHASES) if "phase" in events.columns else np.full(n, -1)
-    stall = events["checkpoint_stall_s"].to_numpy(float)
-    cause = events["cause"]
-    notes: list[str] = []
-    has_steps = bool((ev == STEP).any())
+    return t, ev, phase, events["checkpoint_stall_s"].to_numpy(float), events["cause"]
 
-    # ---- the sequence, over lifecycle, save and phase rows (steps only end an initialisation)
+
+@dataclass
+class _Walk:
+    """What the walk over the lifecycle, save and phase rows finds (:func:`_walk`)."""
+
+    mode_after: np.ndarray    # the mode after every row (a step continues the mode before it: work or a pending write)
+    segs: list                # run segments: [start row, end row, ended_by, planned, capture row]
+    saves: list               # dicts: start, unblock, durable rows, seg, legacy (checkpoint_saved alone), cut
+    windows: list             # (save_unblocked row, row that ends the write, durable)
+    restarts: list            # (interruption row, restart_complete row or None)
+    abandoned: int            # saves whose write never became durable
+
+
+def _walk(ev: np.ndarray, cause: pd.Series, events: pd.DataFrame, notes: list[str]) -> _Walk:
+    """The sequence, over lifecycle, save and phase rows (steps only end an initialisation), closed at the log's
+    end (a note says how when it stops while the job is down or running); then the mode after every row."""
+    n = len(ev)
     is_step = ev == STEP
     ctrl = np.flatnonzero(~is_step)
-    steps_upto = np.cumsum(is_step)
+    mode_ctrl, walk, mode, save = _walk_rows(ev, cause, ctrl)
+    if save is not None and save.get("unblock") is not None:
+        walk.windows.append((save["unblock"], n - 1, False))
+        walk.saves.append(save)
+        walk.abandoned += 1
+    if mode == DOWN:
+        notes.append(f"the log stops while the job is down (after row {int(events['row'].iloc[walk.restarts[-1][0]])}): "
+                     "that restart has no restart_complete, its time so far is counted by phase")
+    elif walk.segs and walk.segs[-1][1] is None:
+        walk.segs[-1][1] = n - 1
+        notes.append(f"the log stops while the job is running: the last run segment is closed at the last row "
+                     f"(row {int(events['row'].iloc[-1])}); add an 'end' row to count running time after it")
+    # mode after every row: a step continues the mode before it (work, or a pending write)
+    last_ctrl = np.searchsorted(ctrl, np.arange(n), "right") - 1
+    mode_after = np.where(last_ctrl >= 0, mode_ctrl[np.maximum(last_ctrl, 0)], IDLE)
+    mode_after[is_step & (mode_after != PENDING)] = WORK
+    # a control row after steps that ended an initialisation leaves the mode the loop gave it
+    walk.mode_after = mode_after
+    return walk
+
+
+def _walk_rows(ev: np.ndarray, cause: pd.Series, ctrl: np.ndarray) -> tuple[np.ndarray, _Walk, int, Any]:
+    """The walk itself: (the mode after each control row, what it found, the mode and the open save at the end)."""
+    steps_upto = np.cumsum(ev == STEP)
     mode_ctrl = np.zeros(len(ctrl), np.int64)
-    segs: list[list[Any]] = []      # [start, end, ended_by, planned, capture]
-    saves: list[dict[str, Any]] = []
-    windows: list[tuple[int, int, bool]] = []   # (save_unblocked row, row that ends the write, durable)
-    restarts: list[tuple[int, int | None]] = []
+    w = _Walk(np.zeros(0, np.int64), [], [], [], [], 0)
     mode, seg, save, prev = IDLE, None, None, -1
-    abandoned = 0
     for k, i in enumerate(ctrl.tolist()):
         e = ev[i]
         if mode in (INIT_BARE, INIT_PHASED) and steps_upto[i] > (steps_upto[prev] if prev >= 0 else 0):
             mode = WORK
         prev = i
         if e != CKPT and save is not None and save.get("unblock") is not None and e != UNBLOCKED:
-            windows.append((save["unblock"], i, False))   # a pending write that never became durable
-            saves.append(save)
-            abandoned += 1
+            w.windows.append((save["unblock"], i, False))   # a pending write that never became durable
+            w.saves.append(save)
+            w.abandoned += 1
             save = None
         if e == START:
             mode, seg = INIT_BARE, [i, None, "log_end", False, i]
-            segs.append(seg)
+            w.segs.append(seg)
         elif e == SPHASE:
             mode = INIT_PHASED
         elif e == SAVE_START:
@@ -221,47 +296,34 @@ def measure_split(events: pd.DataFrame, source: str = "events", confidence: floa
             if save is None:
                 save = {"start": None, "unblock": None, "legacy": True, "seg": seg}
             elif save["unblock"] is not None:
-                windows.append((save["unblock"], i, True))
+                w.windows.append((save["unblock"], i, True))
             save["durable"] = i
-            saves.append(save)
+            w.saves.append(save)
             seg[4] = save["start"] if save["start"] is not None else i
             save, mode = None, WORK
         elif e == INTR:
             if save is not None and save["unblock"] is None:
-                saves.append({**save, "cut": True})   # blocking part cut by the failure
+                w.saves.append({**save, "cut": True})   # blocking part cut by the failure
             save = None
             seg[1], seg[2], seg[3] = i, "interruption", str(cause.iloc[i]).strip().lower() == PLANNED_CAUSE
-            restarts.append((i, None))
+            w.restarts.append((i, None))
             mode = DOWN
         elif e == RESTART:
-            restarts[-1] = (restarts[-1][0], i)
+            w.restarts[-1] = (w.restarts[-1][0], i)
             mode, seg = WORK, [i, None, "log_end", False, i]
-            segs.append(seg)
+            w.segs.append(seg)
         elif e == END:
             if mode != DOWN and seg is not None:
                 seg[1], seg[2] = i, "end"
             save, mode = None, IDLE
         mode_ctrl[k] = mode
-    if save is not None and save.get("unblock") is not None:
-        windows.append((save["unblock"], n - 1, False))
-        saves.append(save)
-        abandoned += 1
-    if mode == DOWN:
-        notes.append(f"the log stops while the job is down (after row {int(events['row'].iloc[restarts[-1][0]])}): "
-                     "that restart has no restart_complete, its time so far is counted by phase")
-    elif segs and segs[-1][1] is None:
-        segs[-1][1] = n - 1
-        notes.append(f"the log stops while the job is running: the last run segment is closed at the last row "
-                     f"(row {int(events['row'].iloc[-1])}); add an 'end' row to count running time after it")
+    return mode_ctrl, w, mode, save
 
-    # ---- mode after every row: a step continues the mode before it (work, or a pending write)
-    last_ctrl = np.searchsorted(ctrl, np.arange(n), "right") - 1
-    mode_after = np.where(last_ctrl >= 0, mode_ctrl[np.maximum(last_ctrl, 0)], IDLE)
-    mode_after[is_step & (mode_after != PENDING)] = WORK
-    # a control row after steps that ended an initialisation leaves the mode the loop gave it
-    L = np.diff(t)
-    m, nxt = mode_after[:-1], ev[1:]
-    cat = np.full(n - 1, _CAT["idle"])
+
+def _categories(m: np.ndarray, nxt: np.ndarray, phase: np.ndarray, has_steps: bool, notes: list[str]) -> np.ndarray:
+    """The bucket of each interval between two rows (0: work), from the mode after its first row ``m`` and the
+    event that ends it ``nxt``."""
+    cat = np.full(len(m), _CAT["idle"])
     work = (m == WORK) | (m == PENDING) | (m == INIT_PHASED) & (nxt != SPHASE) | (m == INIT_BARE) & (not has_steps)
     cat[work] = 0
     cat[(m == BLOCK)] = _CAT["save_blocking"]
@@ -272,17 +334,34 @@ def measure_split(events: pd.DataFrame, source: str = "events", confidence: floa
     cat[down & (nxt == RESTART)] = _CAT["restart_unsplit"]
     if (down & (nxt == END)).any():
         notes.append(f"{int((down & (nxt == END)).sum())} job(s) ended while down (no restart): that down time is idle")
+    return cat
 
-    # ---- step times and the baseline
+
+@dataclass
+class _Steps:
+    """Step rows and their times (:func:`_step_times`)."""
+
+    rows: np.ndarray          # the step rows
+    d_us: np.ndarray          # each step's time since the boundary before it (microseconds)
+    in_window: np.ndarray     # each step inside a write window
+    window_of: np.ndarray     # per row: the write window it is in (-1: none)
+    baseline_s: float | None  # median step time outside write windows and launches
+
+
+def _step_times(t: np.ndarray, ev: np.ndarray, walk: _Walk, has_steps: bool, notes: list[str]) -> _Steps:
+    """Step times, which steps run during a write, and the baseline step time (notes when there is none, or
+    when step times are right-skewed)."""
+    n = len(t)
+    mode_after = walk.mode_after
     boundary = ~((ev == CKPT) & (np.concatenate(([IDLE], mode_after[:-1])) == PENDING))
     lastb = np.maximum.accumulate(np.where(boundary, np.arange(n), -1))
-    srows = np.flatnonzero(is_step)
+    srows = np.flatnonzero(ev == STEP)
     from_row = lastb[np.maximum(srows - 1, 0)]
     d_us = t[srows] - t[from_row]
     first = np.isin(ev[from_row], (START, RESTART, SPHASE))
     in_win = np.zeros(n + 1, np.int64)
     wid = np.full(n, -1)
-    for w, (u, close, durable) in enumerate(windows):
+    for w, (u, close, durable) in enumerate(walk.windows):
         stop = close + 1 + (durable and close + 1 < n and ev[close + 1] == STEP)
         in_win[u + 1] += 1
         in_win[stop] -= 1
@@ -297,9 +376,16 @@ def measure_split(events: pd.DataFrame, source: str = "events", confidence: floa
     elif b is not None and base.mean() > 1.05 * b and step_in_win.any():
         notes.append(f"step times are right-skewed (mean {base.mean():.4g} s, median {b:.4g} s outside writes): the "
                      "async slowdown, measured against the median, may be overstated")
+    return _Steps(srows, d_us, step_in_win, wid, b)
 
+
+def _carved(L: np.ndarray, cat: np.ndarray, m: np.ndarray, nxt: np.ndarray, has_steps: bool, b: float | None,
+            saves: list, stall: np.ndarray, notes: list[str]) -> tuple[np.ndarray, np.ndarray, list]:
+    """What is carved out of work intervals: (start-up time of a launch's first step without start-up rows (that
+    interval becomes work, in place in ``cat``), blocking time of saves logged by checkpoint_saved alone, those
+    saves)."""
     # first step of a launch without start-up rows: baseline is the step, the rest start-up
-    extra_startup = np.zeros(n - 1, np.int64)
+    extra_startup = np.zeros(len(L), np.int64)
     bare_first = (m == INIT_BARE) & has_steps & (nxt == STEP)
     if bare_first.any():
         keep = np.minimum(L[bare_first], int(round(b * 1e6))) if b is not None else 0
@@ -308,7 +394,7 @@ def measure_split(events: pd.DataFrame, source: str = "events", confidence: floa
         notes.append(f"{int(bare_first.sum())} launch(es) without startup_phase rows: start-up is the time from start "
                      "to the first step less one baseline step (ml-goodput-measurement's first-step rule)")
     # stand-alone checkpoint_saved rows: the logged stall is taken out of the work just before
-    extra_block = np.zeros(n - 1, np.int64)
+    extra_block = np.zeros(len(L), np.int64)
     legacy = [s for s in saves if s.get("legacy")]
     carved = 0
     for s in legacy:
@@ -323,10 +409,16 @@ def measure_split(events: pd.DataFrame, source: str = "events", confidence: floa
                      f"({given} of them give it; the others count as work, their write time unknown)")
     if carved:
         notes.append(f"{carved} checkpoint_stall_s value(s) exceed the time since the row before: capped at it")
-    work_len = np.where(cat == 0, L - extra_startup - extra_block, 0)
+    return extra_startup, extra_block, legacy
 
-    # ---- rework: work after the restore point of segments an interruption ended
-    lost_mark = np.zeros(n, np.int64)
+
+def _badput(t: np.ndarray, L: np.ndarray, cat: np.ndarray, extra_startup: np.ndarray, extra_block: np.ndarray,
+            segs: list, steps: _Steps) -> tuple[dict[str, int], int, np.ndarray]:
+    """(badput by bucket, productive time, in microseconds; whether each step was lost): rework is the work after
+    the restore point of the segments an interruption ended, the async slowdown the surviving steps' excess over
+    the baseline inside write windows."""
+    work_len = np.where(cat == 0, L - extra_startup - extra_block, 0)
+    lost_mark = np.zeros(len(t), np.int64)
     for s0, end, ended_by, _, capture in segs:
         if ended_by == "interruption":
             lost_mark[capture] += 1
@@ -334,33 +426,67 @@ def measure_split(events: pd.DataFrame, source: str = "events", confidence: floa
     lost = np.cumsum(lost_mark)[:-1] > 0
     rework_us = int(work_len[lost].sum())
     surviving = int(work_len[~lost].sum())
-    step_lost = lost[srows - 1]
+    step_lost = lost[steps.rows - 1]
     async_us = 0
-    if b is not None and step_in_win.any():
-        sel = step_in_win & ~step_lost
-        async_us = int(round(max(0.0, float(d_us[sel].sum()) / 1e6 - b * int(sel.sum())) * 1e6))
+    b = steps.baseline_s
+    if b is not None and steps.in_window.any():
+        sel = steps.in_window & ~step_lost
+        async_us = int(round(max(0.0, float(steps.d_us[sel].sum()) / 1e6 - b * int(sel.sum())) * 1e6))
         async_us = min(async_us, surviving)
     productive = surviving - async_us
     badput_us = {name: int(L[cat == _CAT[name]].sum()) for name in BADPUT_BUCKETS}
     badput_us["startup"] += int(extra_startup.sum())
     badput_us["save_blocking"] += int(extra_block.sum())
     badput_us["rework"], badput_us["async_slowdown"] = rework_us, async_us
-    wall = int(t[-1] - t[0])
-    assert productive + sum(badput_us.values()) == wall
+    return badput_us, productive, step_lost
 
-    # ---- measured inputs
+
+def _save_figures(t: np.ndarray, stall: np.ndarray, walk: _Walk, legacy: list, steps: _Steps,
+                  notes: list[str]) -> dict[str, Any]:
+    """What the saves measure: ``blocking`` and ``writes`` (minutes, per save), ``slowdown`` (the async slowdown,
+    None when not measured), ``gaps`` (compute between saves, minutes) and ``timed`` (saves with save_start)."""
+    saves, windows = walk.saves, walk.windows
     timed = [s for s in saves if s.get("start") is not None and not s.get("cut")]
     blocking = [(t[s["unblock"] if s["unblock"] is not None else s["durable"]] - t[s["start"]]) / 60e6 for s in timed]
     blocking += [stall[s["durable"]] / 60 for s in legacy if np.isfinite(stall[s["durable"]])]
     writes = [(t[s["durable"]] - t[s["unblock"]]) / 60e6 if s["unblock"] is not None else 0.0 for s in timed
               if s.get("durable") is not None]
-    excess = {}
-    if b is not None and windows:
-        w_of = wid[srows]
-        inside = w_of >= 0
-        total = np.bincount(w_of[inside], weights=d_us[inside], minlength=len(windows)) / 1e6
-        count = np.bincount(w_of[inside], minlength=len(windows))
-        excess = {u: float(total[w] - b * count[w]) if count[w] else None for w, (u, _, _) in enumerate(windows)}
+    excess = _window_excess(walk, steps)
+    s_hat = _slowdown(t, windows, excess, notes)
+    if walk.abandoned:
+        notes.append(f"{walk.abandoned} save(s) never became durable (a new save, a failure or the log's end came "
+                     "first): their steps count in async_slowdown but not in the measured write time")
+    gaps = []
+    by_seg: dict[int, list[dict[str, Any]]] = {}
+    for s in saves:
+        if s.get("durable") is not None and s["seg"] is not None:
+            by_seg.setdefault(id(s["seg"]), []).append(s)
+    for group in by_seg.values():
+        for a, z in zip(group, group[1:]):
+            end_a = a["unblock"] if a["unblock"] is not None else a["durable"]
+            begin_z = t[z["start"]] if z["start"] is not None else t[z["durable"]] - (
+                int(round(stall[z["durable"]] * 1e6)) if np.isfinite(stall[z["durable"]]) else 0)
+            lost_a = (excess.get(a["unblock"]) or 0.0) if a["unblock"] is not None else 0.0
+            gaps.append(((begin_z - t[end_a]) / 1e6 - lost_a) / 60)
+    return {"blocking": blocking, "writes": writes, "slowdown": s_hat, "gaps": gaps, "timed": timed}
+
+
+def _window_excess(walk: _Walk, steps: _Steps) -> dict[int, float | None]:
+    """Per write window (keyed by its save_unblocked row): its steps' time beyond the baseline, in seconds (None:
+    no step in it); empty without a baseline or windows."""
+    b, windows = steps.baseline_s, walk.windows
+    if b is None or not windows:
+        return {}
+    w_of = steps.window_of[steps.rows]
+    inside = w_of >= 0
+    total = np.bincount(w_of[inside], weights=steps.d_us[inside], minlength=len(windows)) / 1e6
+    count = np.bincount(w_of[inside], minlength=len(windows))
+    return {u: float(total[w] - b * count[w]) if count[w] else None for w, (u, _, _) in enumerate(windows)}
+
+
+def _slowdown(t: np.ndarray, windows: list, excess: dict[int, float | None], notes: list[str]) -> float | None:
+    """The async slowdown: the excess step time over the durable write windows' length (0 without a durable
+    window; None when none of them holds a step to measure; clipped to [0, 0.99] against step-time noise)."""
     durable_w = [(u, close) for u, close, dur in windows if dur]
     s_hat: float | None = 0.0
     if durable_w:
@@ -375,21 +501,12 @@ def measure_split(events: pd.DataFrame, source: str = "events", confidence: floa
             if not 0 <= s_hat <= 0.99:
                 notes.append(f"measured async slowdown {s_hat:.4g} clipped to [0, 0.99] (step-time noise)")
                 s_hat = min(0.99, max(0.0, s_hat))
-    if abandoned:
-        notes.append(f"{abandoned} save(s) never became durable (a new save, a failure or the log's end came first): "
-                     "their steps count in async_slowdown but not in the measured write time")
-    gaps = []
-    by_seg: dict[int, list[dict[str, Any]]] = {}
-    for s in saves:
-        if s.get("durable") is not None and s["seg"] is not None:
-            by_seg.setdefault(id(s["seg"]), []).append(s)
-    for group in by_seg.values():
-        for a, z in zip(group, group[1:]):
-            end_a = a["unblock"] if a["unblock"] is not None else a["durable"]
-            begin_z = t[z["start"]] if z["start"] is not None else t[z["durable"]] - (
-                int(round(stall[z["durable"]] * 1e6)) if np.isfinite(stall[z["durable"]]) else 0)
-            lost_a = (excess.get(a["unblock"]) or 0.0) if a["unblock"] is not None else 0.0
-            gaps.append(((begin_z - t[end_a]) / 1e6 - lost_a) / 60)
+    return s_hat
+
+
+def _restart_figures(t: np.ndarray, ev: np.ndarray, phase: np.ndarray, restarts: list, notes: list[str]
+                     ) -> tuple[list[float], dict[str, dict[str, float | None]]]:
+    """(each completed restart's time in minutes, each restart phase's quantiles in minutes)."""
     restart_min = [(t[z] - t[a]) / 60e6 for a, z in restarts if z is not None]
     phases_min = {}
     prow = np.flatnonzero(ev == RPHASE)
@@ -399,6 +516,13 @@ def measure_split(events: pd.DataFrame, source: str = "events", confidence: floa
     no_phase = sum(1 for a, z in restarts if z is not None and not ((prow > a) & (prow < z)).any())
     if no_phase:
         notes.append(f"{no_phase} restart(s) without restart_phase rows: their time is restart_unsplit")
+    return restart_min, phases_min
+
+
+def _job_mtbf(t: np.ndarray, segs: list, c: float, notes: list[str]
+              ) -> tuple[int, int, float | None, float | None, float | None]:
+    """(running time in microseconds, unplanned failures, the job MTBF and its interval in hours; None without
+    running time)."""
     running_us = sum(int(t[z] - t[a]) for a, z, *_ in segs if z is not None)
     failures = sum(1 for sg in segs if sg[2] == "interruption" and not sg[3])
     low = high = mtbf = None
@@ -409,23 +533,4 @@ def measure_split(events: pd.DataFrame, source: str = "events", confidence: floa
             notes.append(est.note)
     else:
         notes.append("no running time: job MTBF not estimated")
-    if not saves:
-        notes.append("no saves logged: checkpoint stall, write time and interval not measured")
-    elif not timed:
-        notes.append("no save_start rows: the background write time of the saves is not measured")
-    if not has_steps:
-        notes.append("no step rows: running time between events is work (productive or rework); no baseline step "
-                     "time, async slowdown or start-up split")
-    goodput = productive / wall
-    measured: dict[str, float | None] = {
-        "checkpoint_stall_min": _median(blocking), "async_write_min": _median(writes) if timed else None,
-        "async_slowdown_fraction": s_hat, "restart_min": float(np.mean(restart_min)) if restart_min else None,
-        "job_mtbf_h": mtbf, "job_mtbf_h_low": low, "job_mtbf_h_high": high,
-        "checkpoint_interval_min": _median(gaps), "goodput": goodput, "failures": failures,
-        "baseline_step_s": b, "running_h": running_us / _H, "interruptions": len(restarts),
-        "saves": sum(1 for s in saves if s.get("durable") is not None), "steps": int(len(srows)),
-        "rework_steps": int(step_lost.sum()),
-        **{f"restart_{p}_min": phases_min[p]["median"] for p in PHASES}}
-    return MeasuredSplit(source=source, confidence=c, wall_h=wall / _H, productive_h=productive / _H,
-                         badput_h={k: v / _H for k, v in badput_us.items()}, goodput=goodput, ettr=goodput,
-                         measured=measured, restart_phases_min=phases_min, notes=tuple(notes))
+    return running_us, failures, mtbf, low, high

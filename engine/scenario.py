@@ -491,21 +491,49 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
     The models run on the validated arrays through their unchecked kernels: each value is checked
     once, at the boundary, not again inside every model call.
     """
-    # a row without domain i (empty cells) gets a domain that never fails
+    job_mtbf_h = _job_mtbf_h(table, cols)
+    M, work, deadline_min = _in_minutes(table, job_mtbf_h, cols)
+    C, W, s, R = cols["checkpoint_stall_min"], cols["async_write_min"], cols["async_slowdown_fraction"], cols["restart_min"]
+    intervals = _intervals(cols, M)
+    chosen = intervals["chosen_interval_min"]
+    parts = waste.time_breakdown_kernel(work, chosen, C, M, R, W, s)
+    gpus = _gpus(cols)
+    new = {"job_mtbf_h": job_mtbf_h, **intervals, **_wastes(cols, M, intervals),
+           "expected_failures": parts["failures"], "wall_h": parts["total"] / 60.0}
+    for cat in cost.CATEGORIES:
+        new[f"{cat}_h"] = parts[cat] / 60.0
+    new.update(_money(table, cols, gpus, new))
+    # the finite job's wall-time distribution (exponential failures, no final save): analytic deadline answer
+    deadline = wall_distribution.deadline_answers_kernel(work, chosen, C, M, R, W, s, deadline_min)
+    new["p_finish_by_deadline"] = deadline["p_finish_by_deadline"]
+    for q in ("p50", "p90", "p99"):
+        new[f"wall_h_{q}"] = deadline[f"wall_{q}"] / 60.0
+    new["deadline_approximation_ok"] = deadline["ok"]
+    return _result_frame(table, new)
+
+
+def _job_mtbf_h(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> np.ndarray:
+    """Each row's job MTBF in hours: its ``job_mtbf_h`` override, else from its nodes, node MTBF, non-fatal
+    share and failure domains (a row without domain i, its cells empty, gets a domain that never fails)."""
     domains = [(np.nan_to_num(cols[f"domain{i}_mtbf_h"], nan=np.inf),
                 np.nan_to_num(cols[f"domain{i}_nodes_per_domain"], nan=1.0))
                for i in domain_indices(table.columns)]
     node_given = ~np.isnan(cols["node_mtbf_h"])
     # rows that give only job_mtbf_h get a placeholder node MTBF; their derived value is discarded
     rate = reliability.job_failure_rate_kernel(np.where(node_given, cols["node_mtbf_h"], 1.0), cols["nodes"],
-                                 cols["nonfatal_share"], domains)
+                                               cols["nonfatal_share"], domains)
     override = ~np.isnan(cols["job_mtbf_h"])
     if np.any((rate <= 0) & ~override):
         p = int(np.flatnonzero((rate <= 0) & ~override)[0])
         raise InputError(f"row {table.index[p]}: node_mtbf_h", float(cols["node_mtbf_h"][p]),
                          "no failure can stop the job (infinite MTBF or every failure non-fatal): give a finite MTBF")
     with np.errstate(divide="ignore"):
-        job_mtbf_h = np.where(override, cols["job_mtbf_h"], 1.0 / rate)
+        return np.where(override, cols["job_mtbf_h"], 1.0 / rate)
+
+
+def _in_minutes(table: pd.DataFrame, job_mtbf_h: np.ndarray, cols: dict[str, np.ndarray]
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(job MTBF, useful work, deadline) in minutes, the models' unit; a value that overflows there is refused."""
     with np.errstate(over="ignore"):
         M = job_mtbf_h * 60.0
         work = cols["useful_training_h"] * 60.0
@@ -516,56 +544,65 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
             p = int(np.flatnonzero(np.isinf(minutes))[0])
             raise InputError(f"row {table.index[p]}: {name}", float(hours[p]),
                              f"must be at most {FLOAT_MAX / 60:.4g} h (in minutes it overflows the float64 range)")
+    return M, work, deadline_min
+
+
+def _intervals(cols: dict[str, np.ndarray], M: np.ndarray) -> dict[str, np.ndarray]:
+    """The effective stall, then Young's, Daly's, the exact and the chosen interval (the row's own, else the exact)."""
     C, W, s = cols["checkpoint_stall_min"], cols["async_write_min"], cols["async_slowdown_fraction"]
-    R = cols["restart_min"]
     c_eff = waste.effective_stall_kernel(C, W, s)
     young = waste.young_interval_kernel(c_eff, M)
     daly = waste.daly_interval_kernel(c_eff, M)
     exact = waste.exact_optimal_interval_kernel(C, M, W, s)
     chosen = np.where(np.isnan(cols["interval_min"]), exact, cols["interval_min"])
+    return {"effective_stall_min": c_eff, "young_interval_min": young, "daly_interval_min": daly,
+            "exact_interval_min": exact, "chosen_interval_min": chosen}
+
+
+def _wastes(cols: dict[str, np.ndarray], M: np.ndarray, intervals: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The first-order waste at the chosen interval and at Young's, and the exact model's waste at each interval."""
+    C, W, s = cols["checkpoint_stall_min"], cols["async_write_min"], cols["async_slowdown_fraction"]
+    R = cols["restart_min"]
+    c_eff, chosen = intervals["effective_stall_min"], intervals["chosen_interval_min"]
     floor = W * (1 - s)  # Young/Daly ignore the write; never evaluate them below the durability floor
-    parts = waste.time_breakdown_kernel(work, chosen, C, M, R, W, s)
+    return {
+        "first_order_waste": waste.first_order_waste_kernel(chosen, c_eff, M),
+        "young_min_waste": waste.young_min_waste_kernel(c_eff, M),
+        "waste_fraction": waste.waste_fraction_kernel(chosen, C, M, R, W, s),
+        "waste_fraction_at_optimum": waste.waste_fraction_kernel(intervals["exact_interval_min"], C, M, R, W, s),
+        "waste_fraction_at_young": waste.waste_fraction_kernel(np.maximum(intervals["young_interval_min"], floor),
+                                                               C, M, R, W, s),
+        "waste_fraction_at_daly": waste.waste_fraction_kernel(np.maximum(intervals["daly_interval_min"], floor),
+                                                              C, M, R, W, s),
+    }
+
+
+def _gpus(cols: dict[str, np.ndarray]) -> np.ndarray:
+    """Nodes x GPUs per node; refused where it overflows."""
     with np.errstate(over="ignore"):
         gpus = cols["nodes"] * cols["gpus_per_node"]
     check_finite_result("gpus_per_node", gpus, "nodes x GPUs per node overflows",
                         {"nodes": cols["nodes"], "gpus_per_node": cols["gpus_per_node"]})
-    price = cols["price_per_gpu_hour"]
+    return gpus
 
-    new: dict[str, np.ndarray] = {
-        "job_mtbf_h": job_mtbf_h,
-        "effective_stall_min": c_eff,
-        "young_interval_min": young,
-        "daly_interval_min": daly,
-        "exact_interval_min": exact,
-        "chosen_interval_min": chosen,
-        "first_order_waste": waste.first_order_waste_kernel(chosen, c_eff, M),
-        "young_min_waste": waste.young_min_waste_kernel(c_eff, M),
-        "waste_fraction": waste.waste_fraction_kernel(chosen, C, M, R, W, s),
-        "waste_fraction_at_optimum": waste.waste_fraction_kernel(exact, C, M, R, W, s),
-        "waste_fraction_at_young": waste.waste_fraction_kernel(np.maximum(young, floor), C, M, R, W, s),
-        "waste_fraction_at_daly": waste.waste_fraction_kernel(np.maximum(daly, floor), C, M, R, W, s),
-        "expected_failures": parts["failures"],
-        "wall_h": parts["total"] / 60.0,
-    }
-    for cat in cost.CATEGORIES:
-        new[f"{cat}_h"] = parts[cat] / 60.0
-    new["gpus"] = gpus
-    new.update(cost.plan_money({cat: new[f"{cat}_h"] for cat in cost.CATEGORIES}, new["wall_h"], gpus, price))
-    new["goodput"] = cost.goodput_kernel(new["useful_h"], new["wall_h"])
+
+def _money(table: pd.DataFrame, cols: dict[str, np.ndarray], gpus: np.ndarray, new: dict[str, np.ndarray]
+           ) -> dict[str, np.ndarray]:
+    """The GPUs, GPU-hours and money in all and by category (:func:`engine.cost.plan_money`), goodput and the
+    cost per useful GPU-hour, from the hours in ``new``; a price whose cost per useful GPU-hour overflows is
+    refused."""
+    price = cols["price_per_gpu_hour"]
+    out = {"gpus": gpus}
+    out.update(cost.plan_money({cat: new[f"{cat}_h"] for cat in cost.CATEGORIES}, new["wall_h"], gpus, price))
+    out["goodput"] = cost.goodput_kernel(new["useful_h"], new["wall_h"])
     with np.errstate(over="ignore", invalid="ignore"):
-        new["cost_per_useful_gpu_hour"] = new["total_cost"] / new["useful_gpu_hours"]
-    if not np.isfinite(new["cost_per_useful_gpu_hour"]).all():
-        p = int(np.flatnonzero(~np.isfinite(new["cost_per_useful_gpu_hour"]))[0])
+        out["cost_per_useful_gpu_hour"] = out["total_cost"] / out["useful_gpu_hours"]
+    if not np.isfinite(out["cost_per_useful_gpu_hour"]).all():
+        p = int(np.flatnonzero(~np.isfinite(out["cost_per_useful_gpu_hour"]))[0])
         raise InputError(f"row {table.index[p]}: price_per_gpu_hour", float(price[p]),
                          "the cost per useful GPU-hour overflows the float64 range: a smaller price or more "
                          "useful training")
-    # the finite job's wall-time distribution (exponential failures, no final save): analytic deadline answer
-    deadline = wall_distribution.deadline_answers_kernel(work, chosen, C, M, R, W, s, deadline_min)
-    new["p_finish_by_deadline"] = deadline["p_finish_by_deadline"]
-    for q in ("p50", "p90", "p99"):
-        new[f"wall_h_{q}"] = deadline[f"wall_{q}"] / 60.0
-    new["deadline_approximation_ok"] = deadline["ok"]
-    return _result_frame(table, new)
+    return out
 
 
 @functools.cache

@@ -215,15 +215,40 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
     ``restore_min``, ``restart_min`` (pipeline with this tier's load), ``retention``, ``copies``,
     ``storage_cost`` (single-level plans list one tier, ``checkpoint``).
     """
-    from .scenario import evaluate
-    from .storage import months_from_hours, storage_cost
-
     st = setup if setup is not None else RecoverySetup()
     if not isinstance(scenario, Scenario):
         raise InputError("scenario", type(scenario).__name__, "must be a Scenario")
     if not isinstance(st, RecoverySetup):
         raise InputError("setup", type(st).__name__, "must be a RecoverySetup")
     notes: list[str] = []
+    base, row, sizes, parts, spare = _derived_scenario(scenario, st, notes)
+    if st.tiers:
+        figures, tiers, checked = _tiered(base, st, row, parts, sizes, notes)
+    else:
+        figures, tiers = _single(base, st, row, sizes, parts)
+        checked = {}
+        _single_level_bills(tiers, sizes, figures["wall_h"])   # a tiered plan's bills come with its tiers
+    figures.update(_money(base, st, figures, tiers, sizes, spare))
+    figures.update(_best_spares(base, st, parts, figures, notes, tiered=bool(st.tiers)))
+    from .tiers.table import stall_derived
+
+    row = row.copy()   # the plan's money (one meaning per name: total_cost is everything the plan pays)
+    for f in COST_FIELDS:
+        row[f.name] = figures[f.name]
+    # a stall derived from the real checkpoint size was not measured on a small model
+    size, derived = (math.nan if sizes[k] is None else sizes[k] for k in ("checkpoint_size_gb",
+                                                                          "derived_checkpoint_stall_min"))
+    row["stall_derived"] = float(stall_derived(size, derived, "checkpoint_stall_min" in st.stated, st.tiers))
+    return SetupPlan(base, row, figures, tuple(tiers), parts, tuple(notes), _warnings(row, checked))
+
+
+def _derived_scenario(scenario: Scenario, st: Any, notes: list[str]) -> tuple[Scenario, Any, dict[str, Any],
+                                                                              dict[str, float], dict[str, Any]]:
+    """The scenario with the stall, background write and restart its setup derives (one the scenario states
+    wins, and a note says so): (that scenario, its :func:`engine.evaluate` row, what the setup derives, the
+    restart pipeline's parts, the spare pool's figures)."""
+    from .scenario import evaluate
+
     # the spare pool needs the job's failure rate (the stall and restart do not change it)
     job_mtbf_h = float(evaluate(scenario).iloc[0]["job_mtbf_h"]) if st.repair_h is not None else None
     sizes = _derived(scenario, st, job_mtbf_h)
@@ -248,32 +273,41 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
         elif pipeline != base.restart_min:
             base = base.replace(restart_min=pipeline)
             row = evaluate(base).iloc[0]
-    if st.tiers:
-        figures, tiers, checked = _tiered(base, st, row, parts, sizes, notes)
-    else:
-        figures, tiers = _single(base, st, row, sizes, parts)
-        checked = {}
-    gpn = base.gpus_per_node
-    spares = spare["spares"]
-    wall_h = figures["wall_h"]
-    price = base.price_per_gpu_hour
+    return base, row, sizes, parts, spare
+
+
+def _single_level_bills(tiers: list[dict], sizes: dict[str, Any], wall_h: float) -> None:
+    """Each tier's ``storage_cost`` over the plan's months (0 without a checkpoint size), in place; a storage
+    price without a checkpoint size is refused."""
+    from .storage import months_from_hours, storage_cost
+
     months = float(months_from_hours(wall_h))
-    for t in (tiers if not st.tiers else ()):   # a tiered plan's bills come with its tiers
+    for t in tiers:
         size = sizes["checkpoint_size_gb"]
         if t["price_per_gb_month"] and size is None:
             raise InputError(f"tiers ({t['name']}).price_per_gb_month", t["price_per_gb_month"],
                              "needs the checkpoint size: give parameters_b")
         t["storage_cost"] = (float(storage_cost(size, t["retention"], t["price_per_gb_month"], months, t["copies"]))
                              if size is not None else 0.0)
+
+
+def _money(base: Scenario, st: Any, figures: dict[str, Any], tiers: list[dict], sizes: dict[str, Any],
+           spare: dict[str, Any]) -> dict[str, Any]:
+    """The plan's figures besides the model's: what the setup derives, the restart used, the spares, the
+    GPU-hours of job and spares, the money (compute by category, storage, spares, :data:`engine.fields.COST_PARTS`'
+    sums) and the cost per useful GPU-hour."""
+    spares = spare["spares"]
+    wall_h = figures["wall_h"]
+    price = base.price_per_gpu_hour
     job_gpu_h = figures["gpus"] * wall_h
-    spare_gpu_h = spares * gpn * wall_h
+    spare_gpu_h = spares * base.gpus_per_node * wall_h
     money = {f"{k}_cost": figures[f"{k}_h"] * figures["gpus"] * price for k in ("useful", "save", "rework", "restart")}
     money["storage_cost"] = sum(t["storage_cost"] for t in tiers)
     money["spare_cost"] = spare_gpu_h * price
     for key in ("compute_cost", "total_cost"):   # compute = useful + save + rework + restart; total = + storage + spares
         money[key] = sum(money[k] for k in COST_PARTS[key])
     useful_gpu_h = figures["gpus"] * base.useful_training_h
-    figures.update({
+    return {
         "checkpoint_size_gb": sizes["checkpoint_size_gb"],
         "derived_checkpoint_stall_min": sizes["derived_checkpoint_stall_min"],
         "derived_async_write_min": sizes["derived_async_write_min"],
@@ -282,18 +316,7 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
         "spares": spares, "spare_free_probability": spare["spare_free_probability"],
         "job_gpu_hours": job_gpu_h, "spare_gpu_hours": spare_gpu_h, "total_gpu_hours": job_gpu_h + spare_gpu_h,
         **money, "cost_per_useful_gpu_hour": money["total_cost"] / useful_gpu_h, "currency": base.currency,
-    })
-    figures.update(_best_spares(base, st, parts, figures, notes, tiered=bool(st.tiers)))
-    from .tiers.table import stall_derived
-
-    row = row.copy()   # the plan's money (one meaning per name: total_cost is everything the plan pays)
-    for f in COST_FIELDS:
-        row[f.name] = figures[f.name]
-    # a stall derived from the real checkpoint size was not measured on a small model
-    size, derived = (math.nan if sizes[k] is None else sizes[k] for k in ("checkpoint_size_gb",
-                                                                          "derived_checkpoint_stall_min"))
-    row["stall_derived"] = float(stall_derived(size, derived, "checkpoint_stall_min" in st.stated, st.tiers))
-    return SetupPlan(base, row, figures, tuple(tiers), parts, tuple(notes), _warnings(row, checked))
+    }
 
 
 def _warnings(row: Any, checked: dict[str, Any]) -> tuple[str, ...]:

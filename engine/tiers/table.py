@@ -264,56 +264,88 @@ def tiered_columns(design: TierDesign, *, size_gb: Any, writers: Any, job_mtbf_h
     records each refused row (field named: ``tiers (remote).checkpoint_stall_min``, ``M`` ...);
     without it the first problem is raised.
     """
-    from .. import storage
-    from ..setup_table import isolate_refusals
-
-    args = [np.atleast_1d(np.asarray(a, dtype=np.float64)) for a in (size_gb, writers, job_mtbf_h, restart_other_min, async_write_min,
-                                                      async_slowdown_fraction, interval_min, useful_training_h, gpus,
-                                                      price_per_gpu_hour)]
+    args = [np.atleast_1d(np.asarray(a, dtype=np.float64)) for a in (size_gb, writers, job_mtbf_h, restart_other_min,
+                                                                      async_write_min, async_slowdown_fraction,
+                                                                      interval_min, useful_training_h, gpus,
+                                                                      price_per_gpu_hour)]
     size, n_writers, mtbf_h, R, W, s, given_T, useful, gpus_, price = (a.reshape(-1) for a in np.broadcast_arrays(*args))
     n = size.size
     sink = problems if problems is not None else _Sink()
-    m = len(design.tiers)
-    names = list(design.classes)
-    out = {c: np.full(n, np.nan) for c in TIERED_COLUMNS + tier_columns(m)}
+    out = {c: np.full(n, np.nan) for c in TIERED_COLUMNS + tier_columns(len(design.tiers))}
     before = _mask(sink, n)
     stalls, restores = tier_times(design, size, n_writers, problems=sink)
-    for i, t in enumerate(design.tiers):   # a storage price needs the size (as plan_setup says)
+    _check_priced_tiers(design, size, sink)
+    rows = np.flatnonzero(~_mask(sink, n) & ~before)
+    with np.errstate(over="ignore"):   # a job MTBF beyond float64 in minutes: the model refuses that row
+        M = mtbf_h * 60.0
+    rows, T, wpw, split = _exact_plan(design, stalls, restores, rows, M, R, W, s, given_T, useful, sink)
+    o = _time_and_money(design, restores, rows, T, wpw, split, R, useful, gpus_, price)
+    o.update(_tier_figures(design, stalls, restores, rows, T, R, size, o["wall_h"], sink))
+    with np.errstate(invalid="ignore"):
+        broken = ~np.all([np.isfinite(v) for v in o.values()], axis=0) & ~_mask(sink, n)[rows]
+    if broken.any():
+        sink.add(rows[broken], lambda _p: InputError("price_per_gpu_hour", float(price[_p]),
+                                                     "the plan's money overflows (results must stay within the "
+                                                     "float64 range)"))
+    keep = ~broken
+    for k, v in o.items():
+        out[k][rows[keep]] = np.asarray(v, dtype=np.float64)[keep]
+    return out
+
+
+def _check_priced_tiers(design: TierDesign, size: np.ndarray, problems: Any) -> None:
+    """A tier with a storage price needs the checkpoint size (as plan_setup says): each row without one is a
+    problem of that tier's price."""
+    for i, t in enumerate(design.tiers):
         if t["price_per_gb_month"]:
             lonely = np.flatnonzero(np.isnan(size))
             if lonely.size:
-                sink.add(lonely, lambda _p, lab=design.label(i), v=t["price_per_gb_month"]: InputError(
+                problems.add(lonely, lambda _p, lab=design.label(i), v=t["price_per_gb_month"]: InputError(
                     f"{lab}.price_per_gb_month", v, "needs the checkpoint size: give parameters_b"))
-    ok = ~_mask(sink, n) & ~before
-    rec = recovery_index(check_design([{**_structure(d), "checkpoint_stall_min": 0.0, "restore_min": 0.0}
-                                               for d in design.tiers], design.classes), design.classes)
 
-    def design_at(r: np.ndarray) -> list:
-        return [Tier(t["name"], stalls[i][r], restores[i][r], t["every"], t["survives"], t["retention"],
-                        t["price_per_gb_month"]) for i, t in enumerate(design.tiers)]
+
+def _exact_plan(design: TierDesign, stalls: list, restores: list, rows: np.ndarray, M: np.ndarray, R: np.ndarray,
+                W: np.ndarray, s: np.ndarray, given_T: np.ndarray, useful: np.ndarray, problems: Any
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """The exact model at each row's first interval (the given one, else :func:`best_first_interval`):
+    (the rows it answered, T, wall per unit of work, the breakdown's save, rework, restart and rollbacks in
+    minutes). Rows the model refuses become problems (``M`` named as the table's ``job_mtbf_h``)."""
+    from ..setup_table import isolate_refusals
 
     def plan(r: np.ndarray) -> tuple:
-        ts, M = design_at(r), mtbf_h[r] * 60.0
+        ts = [Tier(t["name"], stalls[i][r], restores[i][r], t["every"], t["survives"], t["retention"],
+                   t["price_per_gb_month"]) for i, t in enumerate(design.tiers)]
         T = given_T[r].copy()
         free = np.isnan(T)
         if free.any():
-            T[free] = best_first_interval(M[free], R[r][free], W[r][free], s[r][free], classes=design.classes,
+            T[free] = best_first_interval(M[r][free], R[r][free], W[r][free], s[r][free], classes=design.classes,
                                           tiers=[Tier(x.name, x.checkpoint_stall_min[free], x.restore_min[free],
-                                                         x.every, x.survives) for x in ts])
-        wpw = np.asarray(tiered_wall_per_work(T, M, R[r], W[r], s[r], tiers=ts, classes=design.classes))
-        split = tiered_breakdown(useful[r] * 60.0, T, M, R[r], W[r], s[r], tiers=ts, classes=design.classes)
+                                                      x.every, x.survives) for x in ts])
+        wpw = np.asarray(tiered_wall_per_work(T, M[r], R[r], W[r], s[r], tiers=ts, classes=design.classes))
+        split = tiered_breakdown(useful[r] * 60.0, T, M[r], R[r], W[r], s[r], tiers=ts, classes=design.classes)
         # failures outside restarts, as engine.evaluate counts them (an interrupted restart is restart time)
         return T, wpw, split["save"], split["rework"], split["restart"], split["rollbacks"]
 
-    rows = np.flatnonzero(ok)
-    T, wpw, save, rework, restart, failures = isolate_refusals(_Through(sink, rewrite=_job_mtbf_named), rows, plan, 6)
-    rows_ok = ~np.isnan(wpw)
-    rows, T, wpw, save, rework, restart, failures = (a[rows_ok] for a in (rows, T, wpw, save, rework, restart, failures))
+    T, wpw, save, rework, restart, failures = isolate_refusals(_Through(problems, rewrite=_job_mtbf_named), rows,
+                                                               plan, 6)
+    answered = ~np.isnan(wpw)
+    split = {"save": save[answered], "rework": rework[answered], "restart": restart[answered],
+             "rollbacks": failures[answered]}
+    return rows[answered], T[answered], wpw[answered], split
+
+
+def _time_and_money(design: TierDesign, restores: list, rows: np.ndarray, T: np.ndarray, wpw: np.ndarray,
+                    split: dict[str, np.ndarray], R: np.ndarray, useful: np.ndarray, gpus: np.ndarray,
+                    price: np.ndarray) -> dict[str, np.ndarray]:
+    """The plan's figures of the answered ``rows``: interval, waste, failures, hours by category, GPU-hours and
+    compute money (``compute_cost``: the job's GPU time), goodput and the mean restart per failure (over the
+    classes)."""
     wall_h = useful[rows] * wpw
-    o = {"chosen_interval_min": T, "waste_fraction": 1.0 - 1.0 / wpw, "expected_failures": failures,
-         "wall_h": wall_h, "useful_h": useful[rows], "save_h": save / 60.0, "rework_h": rework / 60.0,
-         "restart_h": restart / 60.0, "gpus": gpus_[rows], "goodput": 1.0 / wpw}
-    g, p = gpus_[rows], price[rows]
+    o = {"chosen_interval_min": T, "waste_fraction": 1.0 - 1.0 / wpw, "expected_failures": split["rollbacks"],
+         "wall_h": wall_h, "useful_h": useful[rows], "save_h": split["save"] / 60.0,
+         "rework_h": split["rework"] / 60.0, "restart_h": split["restart"] / 60.0, "gpus": gpus[rows],
+         "goodput": 1.0 / wpw}
+    g, p = gpus[rows], price[rows]
     compute = 0.0
     for k in _CATEGORIES:
         o[f"{k}_gpu_hours"] = o[f"{k}_h"] * g
@@ -321,10 +353,22 @@ def tiered_columns(design: TierDesign, *, size_gb: Any, writers: Any, job_mtbf_h
         compute = compute + o[f"{k}_cost"]
     o["total_gpu_hours"] = g * wall_h
     o["compute_cost"] = compute
+    rec = recovery_index(check_design([{**_structure(d), "checkpoint_stall_min": 0.0, "restore_min": 0.0}
+                                       for d in design.tiers], design.classes), design.classes)
     mean_restart = 0.0
-    for j, c in enumerate(names):
+    for j, c in enumerate(design.classes):
         mean_restart = mean_restart + design.classes[c] * (R[rows] + restores[rec[j]][rows])
     o["mean_restart_min"] = mean_restart
+    return o
+
+
+def _tier_figures(design: TierDesign, stalls: list, restores: list, rows: np.ndarray, T: np.ndarray, R: np.ndarray,
+                  size: np.ndarray, wall_h: np.ndarray, problems: Any) -> dict[str, np.ndarray]:
+    """Per tier of the answered ``rows`` (:data:`TIER_COLUMNS`): every, interval, stall, restore, restart and
+    storage bill over the wall time's months; and ``storage_cost``, all tiers' bills."""
+    from .. import storage
+
+    o: dict[str, np.ndarray] = {}
     months = np.asarray(storage.months_from_hours(wall_h), dtype=np.float64)
     sized = ~np.isnan(size[rows])
     storage_total = 0.0
@@ -337,20 +381,11 @@ def tiered_columns(design: TierDesign, *, size_gb: Any, writers: Any, job_mtbf_h
         o[f"tier{i + 1}_restart_min"] = R[rows] + restores[i][rows]
         bill = np.zeros(rows.size)
         if sized.any():
-            bill[sized] = _bill(design, i, size[rows], months, np.flatnonzero(sized), _Through(sink, rows))
+            bill[sized] = _bill(design, i, size[rows], months, np.flatnonzero(sized), _Through(problems, rows))
         o[f"tier{i + 1}_storage_cost"] = bill
         storage_total = storage_total + bill
     o["storage_cost"] = np.broadcast_to(np.asarray(storage_total, dtype=np.float64), (rows.size,))
-    with np.errstate(invalid="ignore"):
-        broken = ~np.all([np.isfinite(v) for v in o.values()], axis=0) & ~_mask(sink, n)[rows]
-    if broken.any():
-        sink.add(rows[broken], lambda _p: InputError("price_per_gpu_hour", float(price[_p]),
-                                                     "the plan's money overflows (results must stay within the "
-                                                     "float64 range)"))
-    keep = ~broken
-    for k, v in o.items():
-        out[k][rows[keep]] = np.asarray(v, dtype=np.float64)[keep]
-    return out
+    return o
 
 
 def _bill(design: TierDesign, i: int, size: np.ndarray, months: np.ndarray, at: np.ndarray, problems: Any) -> np.ndarray:

@@ -203,6 +203,31 @@ def _duplicates(t: TokenTable, key: int) -> np.ndarray:
 
 def parse_table(t: TokenTable, spec: TableSpec) -> ParsedLog:
     """Header and per-row checks (``rank`` orders a row's problems as the fields are read)."""
+    col, ignored = _header(t, spec)
+    notes: list[str] = []
+    t = _without_duplicates(t, col[spec.time], notes)
+    n = len(t.rows)
+    check = _RowChecks(t, col)
+    if t.nfields is not None:
+        for i in np.flatnonzero(t.nfields > len(t.header)):
+            check.add(i, 0, "row", ",".join(t.long_rows.get(int(t.rows[i]), [])), f"has {t.nfields[i]} fields but "
+                      f"the header has {len(t.header)}")
+    us, ok, is_aware = _timestamps(check, spec)
+    ev = _event_codes(check, spec, n)
+    known = ev >= 0
+    cause_t = check.text("cause")
+    cause = _np(cause_t) if cause_t is not None else np.full(n, "", object)
+    for i in np.flatnonzero((cause != "") & known & (ev != INTR)):
+        check.add(i, 3, "cause", cause[i], "is only given on interruption rows")
+    stall = _stalls(check, ev, known, n)
+    step = _step_numbers(check, ev, n)
+    phase = _phase_codes(check, ev, known, n)
+    return ParsedLog(t.name, t.rows, us, ok, is_aware, ev, cause, stall, step, phase, ignored, notes, check.problems)
+
+
+def _header(t: TokenTable, spec: TableSpec) -> tuple[dict[str, int], list[str]]:
+    """(column name -> its index, the header cells ignored): refuses a duplicate column, a missing required one
+    and a header without data rows, every problem of the header at once."""
     spelled = [h.strip().lower() for h in t.header]
     names = [spec.aliases.get(h, h) for h in spelled]
     required = t.required if t.required is not None else spec.required
@@ -228,99 +253,128 @@ def parse_table(t: TokenTable, spec: TableSpec) -> ParsedLog:
     col = {c: seen[c] for c in spec.required + spec.optional if c in seen}
     ignored = [t.header[i].strip() or f"(unnamed column {i + 1})" for i, c in enumerate(names)
                if c not in col or seen[c] != i]
-    notes: list[str] = []
-    dup = _duplicates(t, col[spec.time])
-    if dup.any():
-        rows = t.rows[dup]
-        listed = ", ".join(str(r) for r in rows[:10]) + (", ..." if len(rows) > 10 else "")
-        notes.append(f"dropped {len(rows)} exact duplicate row(s) (rows {listed}): each repeats an earlier row cell "
-                     "for cell, as a logger that wrote a row twice leaves it")
-        keep = pa.array(~dup)
-        t = replace(t, rows=t.rows[~dup], cells=[pc.filter(c, keep) for c in t.cells],
-                    nfields=None if t.nfields is None else t.nfields[~dup])
-    n, rows = len(t.rows), t.rows
-    problems: list[tuple[int, int, RowProblem]] = [(p.row, -1, p) for p in t.problems]
+    return col, ignored
 
-    def add(i: np.ndarray | int, rank: int, fld: str, value: Any, rule: str) -> None:
-        problems.append((int(rows[i]), rank, RowProblem(int(rows[i]), fld, value, rule)))
 
-    def text(c: str) -> pa.Array | None:
-        return pc.utf8_trim_whitespace(t.cells[col[c]]) if c in col else None
+def _without_duplicates(t: TokenTable, time_col: int, notes: list[str]) -> TokenTable:
+    """The table without its exact duplicate rows (a note lists them)."""
+    dup = _duplicates(t, time_col)
+    if not dup.any():
+        return t
+    rows = t.rows[dup]
+    listed = ", ".join(str(r) for r in rows[:10]) + (", ..." if len(rows) > 10 else "")
+    notes.append(f"dropped {len(rows)} exact duplicate row(s) (rows {listed}): each repeats an earlier row cell "
+                 "for cell, as a logger that wrote a row twice leaves it")
+    keep = pa.array(~dup)
+    return replace(t, rows=t.rows[~dup], cells=[pc.filter(c, keep) for c in t.cells],
+                   nfields=None if t.nfields is None else t.nfields[~dup])
 
-    if t.nfields is not None:
-        for i in np.flatnonzero(t.nfields > len(t.header)):
-            add(i, 0, "row", ",".join(t.long_rows.get(int(rows[i]), [])), f"has {t.nfields[i]} fields but the header "
-                f"has {len(t.header)}")
-    ts = text(spec.time)
+
+class _RowChecks:
+    """What the per-row checks share: a column's trimmed cells, and the problems found as (row, rank, problem)."""
+
+    def __init__(self, t: TokenTable, col: dict[str, int]):
+        self.t, self.col, self.rows = t, col, t.rows
+        self.problems: list[tuple[int, int, RowProblem]] = [(p.row, -1, p) for p in t.problems]
+
+    def add(self, i: np.ndarray | int, rank: int, fld: str, value: Any, rule: str) -> None:
+        self.problems.append((int(self.rows[i]), rank, RowProblem(int(self.rows[i]), fld, value, rule)))
+
+    def text(self, c: str) -> pa.Array | None:
+        return pc.utf8_trim_whitespace(self.t.cells[self.col[c]]) if c in self.col else None
+
+
+def _timestamps(check: _RowChecks, spec: TableSpec) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(microseconds, parsed and in order, whether the log's times carry a UTC offset): every row an offset or
+    none, rows sorted by time."""
+    rows = check.rows
+    ts = check.text(spec.time)
     us, ok, aware, bad = _times(ts, spec.epoch)
     for i, rule in bad:
-        add(i, 1, "timestamp", ts[i].as_py(), rule)
+        check.add(i, 1, "timestamp", ts[i].as_py(), rule)
     ref = np.flatnonzero(ok)
     is_aware = bool(aware[ref[0]]) if len(ref) else False
     if len(ref):
         for i in ref[aware[ref] != is_aware]:
             a = bool(aware[i])
-            add(i, 1, "timestamp", ts[int(i)].as_py(), f"{'has' if a else 'has no'} UTC offset but row {rows[ref[0]]} "
-                f"{'has one' if is_aware else 'has none'}: give an offset on every row or on none")
+            check.add(i, 1, "timestamp", ts[int(i)].as_py(), f"{'has' if a else 'has no'} UTC offset but row "
+                      f"{rows[ref[0]]} {'has one' if is_aware else 'has none'}: give an offset on every row or on none")
         ok[ref[aware[ref] != is_aware]] = False
         ref = np.flatnonzero(ok)
         back = np.flatnonzero(us[ref[1:]] < us[ref[:-1]])
         for j in back:
             i, p = int(ref[j + 1]), int(ref[j])
-            add(i, 1, "timestamp", ts[i].as_py(), f"is earlier than row {rows[p]} ({ts[p].as_py()}): rows must be "
-                "sorted by time (if the clock stepped back, e.g. an NTP correction or another host's clock, fix the "
-                "rows after the step)")
+            check.add(i, 1, "timestamp", ts[i].as_py(), f"is earlier than row {rows[p]} ({ts[p].as_py()}): rows must "
+                      "be sorted by time (if the clock stepped back, e.g. an NTP correction or another host's clock, "
+                      "fix the rows after the step)")
+    return us, ok, is_aware
+
+
+def _event_codes(check: _RowChecks, spec: TableSpec, n: int) -> np.ndarray:
+    """Each row's event code (:data:`ckptplan.engine.fitting.ALL_EVENTS` order; -1: unknown, a problem); the
+    step table's rows are all steps."""
     if spec.event is not None:
-        ev = np.full(n, spec.event, np.int8)
-    else:
-        raw = text("event")
-        enc = pc.dictionary_encode(pc.utf8_lower(raw))
-        lookup = np.array([_E.get(v, -1) for v in enc.dictionary.to_pylist()], np.int8)
-        ev = lookup[_np(enc.indices).astype(np.int64)] if n else np.zeros(0, np.int8)
-        for i in np.flatnonzero(ev < 0):
-            add(i, 2, "event", raw[int(i)].as_py(), f"unknown event; expected one of {', '.join(ALL_EVENTS)}")
-    known = ev >= 0
-    cause_t = text("cause")
-    cause = _np(cause_t) if cause_t is not None else np.full(n, "", object)
-    for i in np.flatnonzero((cause != "") & known & (ev != INTR)):
-        add(i, 3, "cause", cause[i], "is only given on interruption rows")
+        return np.full(n, spec.event, np.int8)
+    raw = check.text("event")
+    enc = pc.dictionary_encode(pc.utf8_lower(raw))
+    lookup = np.array([_E.get(v, -1) for v in enc.dictionary.to_pylist()], np.int8)
+    ev = lookup[_np(enc.indices).astype(np.int64)] if n else np.zeros(0, np.int8)
+    for i in np.flatnonzero(ev < 0):
+        check.add(i, 2, "event", raw[int(i)].as_py(), f"unknown event; expected one of {', '.join(ALL_EVENTS)}")
+    return ev
+
+
+def _stalls(check: _RowChecks, ev: np.ndarray, known: np.ndarray, n: int) -> np.ndarray:
+    """``checkpoint_stall_s`` of each checkpoint_saved row (NaN elsewhere, or when not a number >= 0)."""
     stall = np.full(n, np.nan)
-    if "checkpoint_stall_s" in col:
-        st = text("checkpoint_stall_s")
-        given = _np(pc.greater(pc.utf8_length(st), 0))
-        for i in np.flatnonzero(given & known & (ev != CKPT)):
-            add(i, 4, "checkpoint_stall_s", st[int(i)].as_py(), "is only given on checkpoint_saved rows")
-        given &= ~known | (ev == CKPT)
-        stall = _numbers(st, given)
-        badv = given & ~(np.isfinite(stall) & (stall >= 0))
-        for i in np.flatnonzero(badv):
-            add(i, 4, "checkpoint_stall_s", st[int(i)].as_py(), "must be a number of seconds >= 0")
-        stall[badv] = np.nan
-    stx = text("step") if "step" in col else pa.array([""] * n)
+    if "checkpoint_stall_s" not in check.col:
+        return stall
+    st = check.text("checkpoint_stall_s")
+    given = _np(pc.greater(pc.utf8_length(st), 0))
+    for i in np.flatnonzero(given & known & (ev != CKPT)):
+        check.add(i, 4, "checkpoint_stall_s", st[int(i)].as_py(), "is only given on checkpoint_saved rows")
+    given &= ~known | (ev == CKPT)
+    stall = _numbers(st, given)
+    badv = given & ~(np.isfinite(stall) & (stall >= 0))
+    for i in np.flatnonzero(badv):
+        check.add(i, 4, "checkpoint_stall_s", st[int(i)].as_py(), "must be a number of seconds >= 0")
+    stall[badv] = np.nan
+    return stall
+
+
+def _step_numbers(check: _RowChecks, ev: np.ndarray, n: int) -> np.ndarray:
+    """Each row's step number (NaN when not given or not a whole number >= 0); required on step rows."""
+    stx = check.text("step") if "step" in check.col else pa.array([""] * n)
     given = _np(pc.greater(pc.utf8_length(stx), 0))
     step = _numbers(stx, given)
     with np.errstate(invalid="ignore"):
         badv = given & ~(np.isfinite(step) & (step >= 0) & (step == np.floor(step)))
     for i in np.flatnonzero(badv):
-        add(i, 5, "step", stx[int(i)].as_py(), "must be a whole number >= 0")
+        check.add(i, 5, "step", stx[int(i)].as_py(), "must be a whole number >= 0")
     step[badv] = np.nan
     for i in np.flatnonzero(~given & (ev == STEP)):
-        add(i, 5, "step", "", "is required on step rows (the number of the step that finished)")
+        check.add(i, 5, "step", "", "is required on step rows (the number of the step that finished)")
+    return step
+
+
+def _phase_codes(check: _RowChecks, ev: np.ndarray, known: np.ndarray, n: int) -> np.ndarray:
+    """Each phase row's phase (index in PHASES; -1 elsewhere): required there, given nowhere else, and no
+    detection phase in a first start-up."""
     phase = np.full(n, -1, np.int8)
     ph_rows = (ev == RPHASE) | (ev == SPHASE)
-    ptx = pc.utf8_lower(text("phase")) if "phase" in col else pa.array([""] * n)
+    ptx = pc.utf8_lower(check.text("phase")) if "phase" in check.col else pa.array([""] * n)
     given = _np(pc.greater(pc.utf8_length(ptx), 0))
     for i in np.flatnonzero(given & known & ~ph_rows):
-        add(i, 6, "phase", ptx[int(i)].as_py(), "is only given on restart_phase and startup_phase rows")
+        check.add(i, 6, "phase", ptx[int(i)].as_py(), "is only given on restart_phase and startup_phase rows")
     for i in np.flatnonzero(ph_rows):
         p = ptx[int(i)].as_py()
         if p in PHASES and not (p == "detection" and ev[i] == SPHASE):
             phase[i] = PHASES.index(p)
         else:
-            add(i, 6, "phase", p, "detection is a restart phase: a first start has no failure to detect"
-                if p == "detection" else f"unknown phase; expected one of {', '.join(PHASES)}" if p
-                else f"is required on {ALL_EVENTS[ev[i]]} rows: one of {', '.join(PHASES)}")
-    return ParsedLog(t.name, rows, us, ok, is_aware, ev, cause, stall, step, phase, ignored, notes, problems)
+            check.add(i, 6, "phase", p, "detection is a restart phase: a first start has no failure to detect"
+                      if p == "detection" else f"unknown phase; expected one of {', '.join(PHASES)}" if p
+                      else f"is required on {ALL_EVENTS[ev[i]]} rows: one of {', '.join(PHASES)}")
+    return phase
 
 
 # ------------------------------------------------------------------------------- the sequence
@@ -337,9 +391,17 @@ def _sequence(p: ParsedLog) -> str:
         src = p.names[p.src[i]] if p.src is not None else None
         p.problems.append((i if src else int(rows[i]), rank, RowProblem(int(rows[i]), fld, value, rule, src)))
 
-    is_step = ev == STEP
-    ctrl = np.flatnonzero((ev >= 0) & ~is_step)
-    steps_upto = np.cumsum(is_step)
+    ctrl = np.flatnonzero((ev >= 0) & (ev != STEP))
+    state, ok_after, why_after = _control_rows(p, ctrl, label, add)
+    _step_rows(p, ctrl, ok_after, why_after, label, add)
+    return _STATES[state]
+
+
+def _control_rows(p: ParsedLog, ctrl: np.ndarray, label: Any, add: Any) -> tuple[int, np.ndarray, list[str]]:
+    """The lifecycle, save and phase rows against the job's state: (the final state, whether a step may follow
+    each of them, and why not)."""
+    ev = p.ev
+    steps_upto = np.cumsum(ev == STEP)
     state, since, sub, save_at, open_init, last_phase, phase_at = 0, -1, 0, -1, False, -1, -1
     ok_after = np.zeros(len(ctrl), bool)
     why_after: list[str] = []
@@ -399,7 +461,15 @@ def _sequence(p: ParsedLog) -> str:
         else:
             why_after.append(f"step while the save begun at {label(save_at)} blocks training: log save_unblocked (or "
                              "checkpoint_saved for a synchronous save) before the next step" if sub == 2 else "")
-    srows = np.flatnonzero(is_step)
+    return state, ok_after, why_after
+
+
+def _step_rows(p: ParsedLog, ctrl: np.ndarray, ok_after: np.ndarray, why_after: list[str], label: Any,
+               add: Any) -> None:
+    """Each step while the job runs and no save blocks it, and step numbers never going back between two
+    restores (start, restart_complete)."""
+    ev = p.ev
+    srows = np.flatnonzero(ev == STEP)
     k = np.searchsorted(ctrl, srows) - 1
     bad = (k < 0) | ~ok_after[np.maximum(k, 0)] if len(ctrl) else np.ones(len(srows), bool)
     for i, kk in zip(srows[bad].tolist(), k[bad].tolist()):
@@ -413,7 +483,6 @@ def _sequence(p: ParsedLog) -> str:
         i, q = int(have[j + 1]), int(have[j])
         add(i, 8, "step", str(int(p.step[i])), f"is lower than step {int(p.step[q])} at {label(q)} with no restore in "
             "between: step numbers go back only after start or restart_complete")
-    return _STATES[state]
 
 
 def _frame(p: ParsedLog) -> pd.DataFrame:
@@ -498,6 +567,76 @@ def synthetic_step_log(*, running_h: float, mtbf_h: float, step_s: float, checkp
     :func:`.logs.synthetic_log`. ``log_save_windows=False`` leaves out ``save_start`` and
     ``save_unblocked``, the stall then only in ``checkpoint_stall_s`` (the older form of the log).
     """
+    job = _generator_job(running_h=running_h, mtbf_h=mtbf_h, step_s=step_s, checkpoint_every_min=checkpoint_every_min,
+                         checkpoint_stall_s=checkpoint_stall_s, async_write_s=async_write_s,
+                         async_slowdown_fraction=async_slowdown_fraction, restart_phases_min=restart_phases_min,
+                         startup_phases_min=startup_phases_min, planned_every_h=planned_every_h, jitter=jitter)
+    try:
+        t0 = pd.Timestamp(start)
+    except (TypeError, ValueError):
+        raise InputError("start", start, "must be an ISO 8601 timestamp") from None
+    t0_us = int(np.datetime64((t0.tz_convert("UTC").tz_localize(None) if t0.tzinfo else t0).to_datetime64(), "us")
+                .astype(np.int64))
+    rng = np.random.default_rng(seed)
+    out = _EventRows()
+    clock, done, step0, first = 0.0, 0.0, 0, True
+    out.add([0.0], [START], [0])
+    while True:
+        ttf, planned = rng.exponential(job.mtbf_s), (rng.exponential(job.planned_s) if job.planned_s else math.inf)
+        remaining = job.run_s - done
+        cut = min(ttf, planned, remaining)
+        ph = [(k, m * job.jittered(rng)) for k, m in (job.startup if first else [])]
+        pt = np.cumsum([x for _, x in ph]) if ph else np.zeros(0)
+        keep = pt <= cut
+        out.add(clock + pt[keep], [SPHASE] * int(keep.sum()), [-1] * int(keep.sum()),
+                phases=[k for (k, _), kk in zip(ph, keep) if kk])
+        begin = float(pt[-1]) if len(pt) else 0.0
+        restore, last = step0, step0
+        if begin < cut:
+            restore, last = _run_segment(job, rng, out, clock, begin, cut, step0, log_save_windows)
+        clock += cut
+        done += cut
+        if remaining <= min(ttf, planned):
+            out.add([clock], [END], [last])
+            break
+        cause = "planned" if planned < ttf else str(rng.choice(_CAUSES, p=_CAUSE_SHARES))
+        out.add([clock], [INTR], [last], causes=[cause])
+        dur = np.array([m * job.jittered(rng) for _, m in job.restart])
+        at = clock + np.cumsum(dur)
+        if log_phases and len(job.restart):
+            out.add(at, [RPHASE] * len(job.restart), [-1] * len(job.restart), phases=[k for k, _ in job.restart])
+        clock += float(dur.sum())
+        out.add([clock], [RESTART], [restore])
+        step0, first = restore, False
+    return out.frame(t0_us)
+
+
+@dataclass(frozen=True)
+class _GeneratorJob:
+    """:func:`synthetic_step_log`'s job, checked, in seconds; restart and start-up phases as (phase index, s)."""
+
+    run_s: float
+    mtbf_s: float
+    d_s: float
+    every_s: float
+    c_s: float
+    w_s: float
+    s: float
+    jit: float
+    planned_s: float | None
+    restart: list
+    startup: list
+
+    def jittered(self, rng: np.random.Generator, size: Any = None) -> Any:
+        """``1 + jitter * U(-1, 1)``: the factor of each nominal duration (one draw, or ``size``)."""
+        return 1.0 + self.jit * rng.uniform(-1.0, 1.0, size)
+
+
+def _generator_job(*, running_h: Any, mtbf_h: Any, step_s: Any, checkpoint_every_min: Any, checkpoint_stall_s: Any,
+                   async_write_s: Any, async_slowdown_fraction: Any, restart_phases_min: Any, startup_phases_min: Any,
+                   planned_every_h: Any, jitter: Any) -> _GeneratorJob:
+    """:func:`synthetic_step_log`'s arguments checked: each a finite number in its range, the write ending before
+    the next save, at most 5e7 steps."""
     run_s = _check_number("running_h", running_h, 0.0, True) * 3600.0
     mtbf_s = _check_number("mtbf_h", mtbf_h, 0.0, True) * 3600.0
     d_s = _check_number("step_s", step_s, 0.0, True)
@@ -515,86 +654,68 @@ def synthetic_step_log(*, running_h: float, mtbf_h: float, step_s: float, checkp
                          f"not exceed the save interval {every_s:.6g} s: the write ends before the next save")
     if run_s / (d_s * (1 - jit)) > 5e7:
         raise InputError("step_s", step_s, "gives more than 5e7 steps over running_h: use longer steps")
-    try:
-        t0 = pd.Timestamp(start)
-    except (TypeError, ValueError):
-        raise InputError("start", start, "must be an ISO 8601 timestamp") from None
-    t0_us = int(np.datetime64((t0.tz_convert("UTC").tz_localize(None) if t0.tzinfo else t0).to_datetime64(), "us")
-                .astype(np.int64))
-    rng = np.random.default_rng(seed)
-    u = lambda size=None: 1.0 + jit * rng.uniform(-1.0, 1.0, size)  # noqa: E731
-    parts: list[tuple] = []  # (times, codes, steps, stalls, causes, phases) per block, in order
+    return _GeneratorJob(run_s, mtbf_s, d_s, every_s, c_s, w_s, s, jit, planned_s, restart, startup)
 
-    def block(times, codes, steps, stalls=None, causes=None, phases=None) -> None:
+
+class _EventRows:
+    """The generated rows, block by block in time order: (times in s, event codes, steps, stalls, causes, phases)."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple] = []
+
+    def add(self, times: Any, codes: Any, steps: Any, stalls: Any = None, causes: Any = None,
+            phases: Any = None) -> None:
         m = len(times)
-        parts.append((np.asarray(times, float), np.asarray(codes, np.int8), np.asarray(steps, np.int64),
-                      np.full(m, np.nan) if stalls is None else np.asarray(stalls, float),
-                      np.full(m, "", object) if causes is None else np.asarray(causes, object),
-                      np.full(m, -1, np.int8) if phases is None else np.asarray(phases, np.int8)))
+        self.parts.append((np.asarray(times, float), np.asarray(codes, np.int8), np.asarray(steps, np.int64),
+                           np.full(m, np.nan) if stalls is None else np.asarray(stalls, float),
+                           np.full(m, "", object) if causes is None else np.asarray(causes, object),
+                           np.full(m, -1, np.int8) if phases is None else np.asarray(phases, np.int8)))
 
-    clock, done, step0, first = 0.0, 0.0, 0, True
-    block([0.0], [START], [0])
-    while True:
-        ttf, planned = rng.exponential(mtbf_s), (rng.exponential(planned_s) if planned_s else math.inf)
-        remaining = run_s - done
-        cut = min(ttf, planned, remaining)
-        ph = [(k, m * u()) for k, m in (startup if first else [])]
-        pt = np.cumsum([x for _, x in ph]) if ph else np.zeros(0)
-        keep = pt <= cut
-        block(clock + pt[keep], [SPHASE] * int(keep.sum()), [-1] * int(keep.sum()),
-              phases=[k for (k, _), kk in zip(ph, keep) if kk])
-        begin = float(pt[-1]) if len(pt) else 0.0
-        restore, last = step0, step0
-        if begin < cut:
-            n = int((cut - begin) / (d_s * (1 - jit))) + 2
-            cw = np.cumsum(d_s * u(n))  # compute done at the end of each step, at full speed
-            idx, pos = [], 0.0
-            while (i := int(np.searchsorted(cw, pos + every_s, "left"))) < n:
-                idx.append(i)  # a save after the first step that completes every_s of compute
-                pos = cw[i]
-            sidx = np.asarray(idx, np.int64)
-            cj, wj = c_s * u(len(sidx)), w_s * u(len(sidx))
-            k = np.searchsorted(sidx, np.arange(n), "left")  # saves before each step
-            j = np.maximum(k - 1, 0)
-            cum_c, cum_sw = (np.concatenate(([0.0], np.cumsum(x))) for x in (cj, s * wj))
-            part = s / (1 - s) * np.minimum(cw - cw[sidx[j]], (1 - s) * wj[j]) if len(sidx) else 0.0
-            end = begin + cw + cum_c[k] + np.where(k > 0, cum_sw[j] + part, 0.0)  # wall time at each step's end
-            ns = int(np.searchsorted(end, cut, "right"))
-            ss = end[sidx]
-            un, cap = ss + cj, step0 + sidx + 1
-            du = un + wj
-            sv, ub, durable = ss <= cut, (un <= cut) & (w_s > 0), du <= cut
-            restore, last = (int(cap[durable][-1]) if durable.any() else step0), step0 + ns
-            tt = np.concatenate((end[:ns], ss[sv], un[ub], du[durable]))
-            kk = np.concatenate((3.0 * np.arange(ns), 3.0 * sidx[sv] + 1, 3.0 * sidx[ub] + 2, 3.0 * sidx[durable] + 2
-                                 if w_s == 0 else 3.0 * np.searchsorted(end, du[durable], "right") - 0.5))
-            cc = np.repeat([STEP, SAVE_START, UNBLOCKED, CKPT], [ns, sv.sum(), ub.sum(), durable.sum()])
-            st = np.concatenate((step0 + 1 + np.arange(ns), cap[sv], cap[ub], cap[durable]))
-            stl = np.concatenate((np.full(len(tt) - int(durable.sum()), np.nan), cj[durable]))
-            o = np.lexsort((kk, tt))
-            o = o[log_save_windows | ~np.isin(cc[o], (SAVE_START, UNBLOCKED))]
-            block(clock + tt[o], cc[o], st[o], stl[o])
-        clock += cut
-        done += cut
-        if remaining <= min(ttf, planned):
-            block([clock], [END], [last])
-            break
-        cause = "planned" if planned < ttf else str(rng.choice(_CAUSES, p=_CAUSE_SHARES))
-        block([clock], [INTR], [last], causes=[cause])
-        dur = np.array([m * u() for _, m in restart])
-        at = clock + np.cumsum(dur)
-        if log_phases and len(restart):
-            block(at, [RPHASE] * len(restart), [-1] * len(restart), phases=[k for k, _ in restart])
-        clock += float(dur.sum())
-        block([clock], [RESTART], [restore])
-        step0, first = restore, False
-    t, codes, steps, stalls, causes, phases = (np.concatenate([p[i] for p in parts]) for i in range(6))
-    us = (t0_us + np.round(t * 1e6).astype(np.int64)).astype("datetime64[us]")
-    stall_text = np.full(len(t), "", object)
-    have = np.isfinite(stalls)
-    stall_text[have] = [f"{x:.6f}" for x in stalls[have]]
-    return pd.DataFrame({
-        "timestamp": np.datetime_as_string(us, unit="us", timezone="UTC"),
-        "event": np.asarray(ALL_EVENTS, object)[codes], "cause": causes, "checkpoint_stall_s": stall_text,
-        "step": np.where(steps >= 0, steps.astype(str), ""),
-        "phase": np.asarray(PHASES + ("",), object)[phases]}).astype("str")
+    def frame(self, t0_us: int) -> pd.DataFrame:
+        """The log as text cells (as read from CSV), timestamps UTC with microseconds from ``t0_us``."""
+        t, codes, steps, stalls, causes, phases = (np.concatenate([p[i] for p in self.parts]) for i in range(6))
+        us = (t0_us + np.round(t * 1e6).astype(np.int64)).astype("datetime64[us]")
+        stall_text = np.full(len(t), "", object)
+        have = np.isfinite(stalls)
+        stall_text[have] = [f"{x:.6f}" for x in stalls[have]]
+        return pd.DataFrame({
+            "timestamp": np.datetime_as_string(us, unit="us", timezone="UTC"),
+            "event": np.asarray(ALL_EVENTS, object)[codes], "cause": causes, "checkpoint_stall_s": stall_text,
+            "step": np.where(steps >= 0, steps.astype(str), ""),
+            "phase": np.asarray(PHASES + ("",), object)[phases]}).astype("str")
+
+
+def _run_segment(job: _GeneratorJob, rng: np.random.Generator, out: _EventRows, clock: float, begin: float,
+                 cut: float, step0: int, log_save_windows: bool) -> tuple[int, int]:
+    """The steps and saves of one run segment, from ``begin`` (after start-up) to ``cut`` (a failure or the end),
+    added to ``out``: (the step a restart restores, the last step finished)."""
+    d_s, every_s, c_s, w_s, s, jit = job.d_s, job.every_s, job.c_s, job.w_s, job.s, job.jit
+    n = int((cut - begin) / (d_s * (1 - jit))) + 2
+    cw = np.cumsum(d_s * job.jittered(rng, n))  # compute done at the end of each step, at full speed
+    idx, pos = [], 0.0
+    while (i := int(np.searchsorted(cw, pos + every_s, "left"))) < n:
+        idx.append(i)  # a save after the first step that completes every_s of compute
+        pos = cw[i]
+    sidx = np.asarray(idx, np.int64)
+    cj, wj = c_s * job.jittered(rng, len(sidx)), w_s * job.jittered(rng, len(sidx))
+    k = np.searchsorted(sidx, np.arange(n), "left")  # saves before each step
+    j = np.maximum(k - 1, 0)
+    cum_c, cum_sw = (np.concatenate(([0.0], np.cumsum(x))) for x in (cj, s * wj))
+    part = s / (1 - s) * np.minimum(cw - cw[sidx[j]], (1 - s) * wj[j]) if len(sidx) else 0.0
+    end = begin + cw + cum_c[k] + np.where(k > 0, cum_sw[j] + part, 0.0)  # wall time at each step's end
+    ns = int(np.searchsorted(end, cut, "right"))
+    ss = end[sidx]
+    un, cap = ss + cj, step0 + sidx + 1
+    du = un + wj
+    sv, ub, durable = ss <= cut, (un <= cut) & (w_s > 0), du <= cut
+    restore, last = (int(cap[durable][-1]) if durable.any() else step0), step0 + ns
+    tt = np.concatenate((end[:ns], ss[sv], un[ub], du[durable]))
+    kk = np.concatenate((3.0 * np.arange(ns), 3.0 * sidx[sv] + 1, 3.0 * sidx[ub] + 2, 3.0 * sidx[durable] + 2
+                         if w_s == 0 else 3.0 * np.searchsorted(end, du[durable], "right") - 0.5))
+    cc = np.repeat([STEP, SAVE_START, UNBLOCKED, CKPT], [ns, sv.sum(), ub.sum(), durable.sum()])
+    st = np.concatenate((step0 + 1 + np.arange(ns), cap[sv], cap[ub], cap[durable]))
+    stl = np.concatenate((np.full(len(tt) - int(durable.sum()), np.nan), cj[durable]))
+    o = np.lexsort((kk, tt))
+    o = o[log_save_windows | ~np.isin(cc[o], (SAVE_START, UNBLOCKED))]
+    out.add(clock + tt[o], cc[o], st[o], stl[o])
+    return restore, last

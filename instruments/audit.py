@@ -291,139 +291,34 @@ def _classify(root: Any, leaves: list[tuple[tuple[str, ...], Leaf]]) -> tuple[tu
     if isinstance(root, (list, tuple)):
         what = "the file's root is a list, not a mapping of named state"
         return tuple(PieceStatus(pc, "unknown", what, WHY[pc]) for pc in PIECES), top
-
-    def lower(p: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(c.lower() for c in p)
-
-    prefixes: set[tuple[str, ...]] = set()
-    children: dict[tuple[str, ...], set[str]] = {}
-    for p, _ in rootless:
-        lp = lower(p)
-        for i in range(1, len(lp) + 1):
-            prefixes.add(lp[:i])
-            children.setdefault(lp[:i - 1], set()).add(lp[i - 1])
-
-    def under(p: tuple[str, ...], roots: set[tuple[str, ...]]) -> bool:
-        return any(p[:len(r)] == r for r in roots)
-
-    def named(piece: str, max_depth: int = 3) -> set[tuple[str, ...]]:
-        out = set()
-        for pre in prefixes:
-            if len(pre) <= max_depth:
-                comp = pre[-1]
-                if piece in _NAME_RULES and _NAME_RULES[piece].fullmatch(comp):
-                    out.add(pre)
-                elif piece in _SEARCH_RULES and _SEARCH_RULES[piece].search(comp):
-                    out.add(pre)
-        return outermost(out)
-
-    def structural(required: tuple[str, ...], any_of: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
-        """Prefixes whose children include every ``required`` key and (if given) one of ``any_of``."""
-        return {pre for pre, kids in children.items()
-                if all(n in kids for n in required) and (not any_of or any(a in kids for a in any_of))}
-
-    low_leaves = [(lower(p), leaf) for p, leaf in rootless]
-    def outermost(roots: set[tuple[str, ...]]) -> set[tuple[str, ...]]:
-        return {r for r in roots if not any(r != o and r[:len(o)] == o for o in roots)}
-
-    def holds_something(roots: set[tuple[str, ...]]) -> bool:
-        return any(under(p, roots) and not (lf.kind in ("mapping", "none") or (lf.kind == "sequence" and lf.numel == 0))
-                   for p, lf in low_leaves)
-
-    optim = outermost(named("optimizer") | structural(("state", "param_groups")))
-    sched = outermost(named("lr_scheduler") | structural(("last_epoch",), ("base_lrs", "_step_count")))
-    scaler = outermost(named("grad_scaler") | structural(("scale",), ("growth_factor", "_growth_tracker")))
+    tree = _KeyTree(rootless)
+    optim = tree.outermost(tree.named("optimizer") | tree.structural(("state", "param_groups")))
+    sched = tree.outermost(tree.named("lr_scheduler") | tree.structural(("last_epoch",), ("base_lrs", "_step_count")))
+    scaler = tree.outermost(tree.named("grad_scaler") | tree.structural(("scale",), ("growth_factor", "_growth_tracker")))
     claimed = optim | sched | scaler
-    model_named = {r for r in named("model") if not under(r, claimed)}
     result: dict[str, PieceStatus] = {}
-
-    # model
-    model_tensors = [(p, lf) for p, lf in low_leaves if lf.kind == "tensor" and under(p, model_named)]
-    if model_tensors:
-        roots = ", ".join(sorted("/".join(r) for r in model_named if any(p[:len(r)] == r for p, _ in model_tensors)))
-        result["model"] = PieceStatus("model", "present",
-                                      f"{roots}: {len(model_tensors)} tensors, {_mb(sum(leaf.nbytes for _, leaf in model_tensors))}",
-                                      WHY["model"])
-    else:
-        loose = [(p, lf) for p, lf in low_leaves if lf.kind == "tensor" and p[-1].rsplit(".", 1)[-1] in _PARAM_LEAVES
-                 and not under(p, claimed)]
-        if loose:
-            result["model"] = PieceStatus("model", "present", f"{len(loose)} parameter-like tensors (*.weight, *.bias) "
-                                          f"outside other pieces, {_mb(sum(leaf.nbytes for _, leaf in loose))}", WHY["model"])
-            model_named = {p[:1] for p, _ in loose}
+    model_named = _model_piece(tree, claimed, result)
+    _optimizer_piece(tree, optim, result)
     claimed_all = claimed | model_named
-
-    # optimizer
-    if optim:
-        opt_tensors = [lf for p, lf in low_leaves if lf.kind == "tensor" and under(p, optim)]
-        names = ", ".join(sorted("/".join(r) for r in optim))
-        if opt_tensors:
-            result["optimizer"] = PieceStatus("optimizer", "present",
-                                              f"{names}: {len(opt_tensors)} state tensors, {_mb(sum(leaf.nbytes for leaf in opt_tensors))}",
-                                              WHY["optimizer"])
-        else:
-            result["optimizer"] = PieceStatus("optimizer", "unknown", f"{names} holds no per-parameter state tensors "
-                                              "(never stepped, or a stateless optimizer such as plain SGD)", WHY["optimizer"])
-
-    def scalar_evidence(roots: set[tuple[str, ...]]) -> str:
-        """Key paths, with the values of numeric leaves at or just under them (at most 4)."""
-        parts = []
-        for r in sorted(roots):
-            here = [(p, lf) for p, lf in low_leaves if p[:len(r)] == r and len(p) <= len(r) + 1]
-            vals = [("/".join(p[len(r):]) or "", lf.value) for p, lf in here if lf.kind in ("number", "bool")]
-            if vals and vals[0][0] == "":
-                parts.append(f"{'/'.join(r)} = {vals[0][1]}")
-            elif vals:
-                inner = ", ".join(f"{k} = {v}" for k, v in vals[:4]) + (", ..." if len(vals) > 4 else "")
-                parts.append(f"{'/'.join(r)} ({inner})")
-            else:
-                parts.append("/".join(r))
-        return ", ".join(parts)
-
-    def empty(piece: str, roots: set[tuple[str, ...]]) -> None:
-        result[piece] = PieceStatus(piece, "missing", f"{', '.join(sorted('/'.join(r) for r in roots))} is empty", WHY[piece])
-
-    # step
-    steps = {r for r in named("step") if not under(r, claimed_all)}
-    if steps and not holds_something(steps):
-        empty("step", steps)
-    elif steps:
-        result["step"] = PieceStatus("step", "present", scalar_evidence(steps), WHY["step"])
-    # data position
-    data = {r for r in named("data_position") if not under(r, claimed_all)}
-    if data and not holds_something(data):
-        empty("data_position", data)
-    elif data:
-        result["data_position"] = PieceStatus("data_position", "present", scalar_evidence(data), WHY["data_position"])
-    else:
-        epochs = {pre for pre in prefixes if len(pre) <= 2 and pre[-1] in ("epoch", "epochs") and not under(pre, claimed_all)}
+    steps = {r for r in tree.named("step") if not tree.under(r, claimed_all)}
+    _named_piece(tree, "step", steps, result, tree.scalar_evidence)
+    data = {r for r in tree.named("data_position") if not tree.under(r, claimed_all)}
+    if not _named_piece(tree, "data_position", data, result, tree.scalar_evidence):
+        epochs = {pre for pre in tree.prefixes if len(pre) <= 2 and pre[-1] in ("epoch", "epochs")
+                  and not tree.under(pre, claimed_all)}
         if epochs:
             result["data_position"] = PieceStatus("data_position", "unknown",
-                                                  f"only an epoch counter ({scalar_evidence(epochs)}): a mid-epoch "
+                                                  f"only an epoch counter ({tree.scalar_evidence(epochs)}): a mid-epoch "
                                                   "resume also needs the position within the epoch", WHY["data_position"])
-    # rng
-    rng = {r for r in named("rng") if not under(r, claimed_all)}
-    if rng and not holds_something(rng):
-        empty("rng", rng)
-    elif rng:
-        result["rng"] = PieceStatus("rng", "present", ", ".join(sorted("/".join(r) for r in rng)), WHY["rng"])
-    else:
-        gens = [p for p, lf in low_leaves if lf.kind == "tensor" and lf.dtype == "uint8"
-                and lf.numel == _TORCH_CPU_RNG_BYTES and not under(p, claimed_all)]
+    rng = {r for r in tree.named("rng") if not tree.under(r, claimed_all)}
+    if not _named_piece(tree, "rng", rng, result, _paths):
+        gens = [p for p, lf in tree.leaves if lf.kind == "tensor" and lf.dtype == "uint8"
+                and lf.numel == _TORCH_CPU_RNG_BYTES and not tree.under(p, claimed_all)]
         if gens:
             result["rng"] = PieceStatus("rng", "present", f"{'/'.join(gens[0])}: a {_TORCH_CPU_RNG_BYTES}-byte uint8 "
                                         "tensor (torch CPU generator state)", WHY["rng"])
-    if sched and not holds_something(sched):
-        empty("lr_scheduler", sched)
-    elif sched:
-        result["lr_scheduler"] = PieceStatus("lr_scheduler", "present", ", ".join(sorted("/".join(r) for r in sched)),
-                                             WHY["lr_scheduler"])
-    if scaler and not holds_something(scaler):
-        empty("grad_scaler", scaler)
-    elif scaler:
-        result["grad_scaler"] = PieceStatus("grad_scaler", "present", ", ".join(sorted("/".join(r) for r in scaler)),
-                                            WHY["grad_scaler"])
-
+    _named_piece(tree, "lr_scheduler", sched, result, _paths)
+    _named_piece(tree, "grad_scaler", scaler, result, _paths)
     accounted = {r[0] for pc in (optim, sched, scaler, model_named, steps, data, rng) for r in pc if r}
     unrecognised = [k for k in top if k.lower() not in accounted and not _BENIGN_TOP.fullmatch(k.lower())]
     for pc in PIECES:
@@ -436,6 +331,117 @@ def _classify(root: Any, leaves: list[tuple[tuple[str, ...], Leaf]]) -> tuple[tu
         else:
             result[pc] = PieceStatus(pc, "missing", "no key with a recognised name", WHY[pc])
     return tuple(result[pc] for pc in PIECES), top
+
+
+class _KeyTree:
+    """The leaves' key paths (lower case) as the heuristics read them: every prefix, and each prefix's children."""
+
+    def __init__(self, rootless: list[tuple[tuple[str, ...], Leaf]]):
+        self.leaves = [(tuple(c.lower() for c in p), leaf) for p, leaf in rootless]
+        self.prefixes: set[tuple[str, ...]] = set()
+        self.children: dict[tuple[str, ...], set[str]] = {}
+        for lp, _ in self.leaves:
+            for i in range(1, len(lp) + 1):
+                self.prefixes.add(lp[:i])
+                self.children.setdefault(lp[:i - 1], set()).add(lp[i - 1])
+
+    @staticmethod
+    def under(p: tuple[str, ...], roots: set[tuple[str, ...]]) -> bool:
+        return any(p[:len(r)] == r for r in roots)
+
+    @staticmethod
+    def outermost(roots: set[tuple[str, ...]]) -> set[tuple[str, ...]]:
+        return {r for r in roots if not any(r != o and r[:len(o)] == o for o in roots)}
+
+    def named(self, piece: str, max_depth: int = 3) -> set[tuple[str, ...]]:
+        """The outermost keys (at most ``max_depth`` deep) whose name matches the piece's rule."""
+        out = set()
+        for pre in self.prefixes:
+            if len(pre) <= max_depth:
+                comp = pre[-1]
+                if piece in _NAME_RULES and _NAME_RULES[piece].fullmatch(comp):
+                    out.add(pre)
+                elif piece in _SEARCH_RULES and _SEARCH_RULES[piece].search(comp):
+                    out.add(pre)
+        return self.outermost(out)
+
+    def structural(self, required: tuple[str, ...], any_of: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+        """Prefixes whose children include every ``required`` key and (if given) one of ``any_of``."""
+        return {pre for pre, kids in self.children.items()
+                if all(n in kids for n in required) and (not any_of or any(a in kids for a in any_of))}
+
+    def holds_something(self, roots: set[tuple[str, ...]]) -> bool:
+        return any(self.under(p, roots) and not (lf.kind in ("mapping", "none") or (lf.kind == "sequence" and
+                                                                                     lf.numel == 0))
+                   for p, lf in self.leaves)
+
+    def scalar_evidence(self, roots: set[tuple[str, ...]]) -> str:
+        """Key paths, with the values of numeric leaves at or just under them (at most 4)."""
+        parts = []
+        for r in sorted(roots):
+            here = [(p, lf) for p, lf in self.leaves if p[:len(r)] == r and len(p) <= len(r) + 1]
+            vals = [("/".join(p[len(r):]) or "", lf.value) for p, lf in here if lf.kind in ("number", "bool")]
+            if vals and vals[0][0] == "":
+                parts.append(f"{'/'.join(r)} = {vals[0][1]}")
+            elif vals:
+                inner = ", ".join(f"{k} = {v}" for k, v in vals[:4]) + (", ..." if len(vals) > 4 else "")
+                parts.append(f"{'/'.join(r)} ({inner})")
+            else:
+                parts.append("/".join(r))
+        return ", ".join(parts)
+
+
+def _paths(roots: set[tuple[str, ...]]) -> str:
+    return ", ".join(sorted("/".join(r) for r in roots))
+
+
+def _model_piece(tree: _KeyTree, claimed: set[tuple[str, ...]], result: dict[str, PieceStatus]) -> set[tuple[str, ...]]:
+    """The model: tensors under a key named for it (outside the other pieces), else parameter-like tensors
+    (``*.weight``, ``*.bias``) outside the other pieces (a bare state_dict). Returns the keys that hold it."""
+    model_named = {r for r in tree.named("model") if not tree.under(r, claimed)}
+    model_tensors = [(p, lf) for p, lf in tree.leaves if lf.kind == "tensor" and tree.under(p, model_named)]
+    if model_tensors:
+        roots = ", ".join(sorted("/".join(r) for r in model_named if any(p[:len(r)] == r for p, _ in model_tensors)))
+        result["model"] = PieceStatus("model", "present",
+                                      f"{roots}: {len(model_tensors)} tensors, {_mb(sum(leaf.nbytes for _, leaf in model_tensors))}",
+                                      WHY["model"])
+    else:
+        loose = [(p, lf) for p, lf in tree.leaves if lf.kind == "tensor" and p[-1].rsplit(".", 1)[-1] in _PARAM_LEAVES
+                 and not tree.under(p, claimed)]
+        if loose:
+            result["model"] = PieceStatus("model", "present", f"{len(loose)} parameter-like tensors (*.weight, *.bias) "
+                                          f"outside other pieces, {_mb(sum(leaf.nbytes for _, leaf in loose))}", WHY["model"])
+            model_named = {p[:1] for p, _ in loose}
+    return model_named
+
+
+def _optimizer_piece(tree: _KeyTree, optim: set[tuple[str, ...]], result: dict[str, PieceStatus]) -> None:
+    """The optimizer: present with its per-parameter state tensors, unknown without any (never stepped, or stateless)."""
+    if not optim:
+        return
+    opt_tensors = [lf for p, lf in tree.leaves if lf.kind == "tensor" and tree.under(p, optim)]
+    names = ", ".join(sorted("/".join(r) for r in optim))
+    if opt_tensors:
+        result["optimizer"] = PieceStatus("optimizer", "present",
+                                          f"{names}: {len(opt_tensors)} state tensors, {_mb(sum(leaf.nbytes for leaf in opt_tensors))}",
+                                          WHY["optimizer"])
+    else:
+        result["optimizer"] = PieceStatus("optimizer", "unknown", f"{names} holds no per-parameter state tensors "
+                                          "(never stepped, or a stateless optimizer such as plain SGD)", WHY["optimizer"])
+
+
+def _named_piece(tree: _KeyTree, piece: str, roots: set[tuple[str, ...]], result: dict[str, PieceStatus],
+                 evidence: Any) -> bool:
+    """``piece`` from the keys named for it: missing when they hold nothing, else present with ``evidence(roots)``.
+    False when no key is named for it (the caller may look for other signs)."""
+    if not roots:
+        return False
+    if not tree.holds_something(roots):
+        result[piece] = PieceStatus(piece, "missing", f"{', '.join(sorted('/'.join(r) for r in roots))} is empty",
+                                    WHY[piece])
+    else:
+        result[piece] = PieceStatus(piece, "present", evidence(roots), WHY[piece])
+    return True
 
 
 def _mb(n: int) -> str:

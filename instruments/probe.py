@@ -337,6 +337,33 @@ def _probe(cfg: ProbeConfig, torch: Any, work: Path, say: Callable[[str], None],
         log.startup_phase("init")
         trainer.step_log = log
     say(f"model: {trainer.parameters:,} parameters; burn-in and baseline")
+    baseline, p90, state_bytes = _baseline(trainer, cfg)
+    saves, latest = _timed_saves(trainer, cfg, ckpt_dir, baseline, say)
+    if log is not None:
+        trainer.step_log = None
+        log.end(trainer.step)
+    variant_paths: dict[str, Path] = {}
+    if cfg.verify and cfg.variants:
+        full = trainer.state_plain()
+        for name, key in VARIANTS.items():
+            p = ckpt_dir / f"variant-{name}.pt"
+            torch.save({k: v for k, v in full.items() if k != key}, p)
+            variant_paths[name] = p
+        del full
+    trainer.run_until(trainer.step + cfg.resume_steps)
+    checks, by_method = _verify(cfg, trainer, work, latest, variant_paths, say) if cfg.verify else ([], {})
+    return ProbeResult(
+        config=cfg, date_utc=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        torch_version=torch.__version__, python_version=platform.python_version(),
+        platform=f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
+        checkpoint_dir=str(work), parameters=trainer.parameters, state_bytes=state_bytes,
+        baseline_step_s=baseline, baseline_step_p90_s=p90, final_step=trainer.step, saves=saves,
+        methods=_summaries(cfg, saves, by_method), resume_checks=checks, notes=_notes(cfg, saves, checks, state_bytes))
+
+
+def _baseline(trainer: Trainer, cfg: ProbeConfig) -> tuple[float, float, int]:
+    """After the burn-in steps, the baseline step time (median and 90th percentile of the baseline steps, s) and
+    the bytes of the model's and optimizer's state."""
     for _ in range(cfg.burn_in_steps):
         trainer.train_step()
     base = [e - s for s, e in (trainer.train_step() for _ in range(cfg.baseline_steps))]
@@ -345,8 +372,13 @@ def _probe(cfg: ProbeConfig, torch: Any, work: Path, say: Callable[[str], None],
     state = trainer.state_plain()
     state_bytes = sum(t.numel() * t.element_size() for t in _tensors(state["model"]))
     state_bytes += sum(t.numel() * t.element_size() for t in _tensors(state["optimizer"]))
-    del state
+    return baseline, p90, state_bytes
 
+
+def _timed_saves(trainer: Trainer, cfg: ProbeConfig, ckpt_dir: Path, baseline: float, say: Callable[[str], None]
+                 ) -> tuple[list[SaveMeasurement], dict[str, tuple[Path, int]]]:
+    """Every method's timed saves, in turns (the previous checkpoint of a method removed once the next is
+    written): (the measurements, each method's latest checkpoint and its step)."""
     saves: list[SaveMeasurement] = []
     latest: dict[str, tuple[Path, int]] = {}
     for i in range(cfg.saves_per_method):
@@ -358,40 +390,38 @@ def _probe(cfg: ProbeConfig, torch: Any, work: Path, say: Callable[[str], None],
             if method in latest:
                 remove(latest[method][0])
             latest[method] = (path, m.step)
-    if log is not None:
-        trainer.step_log = None
-        log.end(trainer.step)
+    return saves, latest
 
-    variant_paths: dict[str, Path] = {}
-    if cfg.verify and cfg.variants:
-        full = trainer.state_plain()
-        for name, key in VARIANTS.items():
-            p = ckpt_dir / f"variant-{name}.pt"
-            torch.save({k: v for k, v in full.items() if k != key}, p)
-            variant_paths[name] = p
-        del full
-    trainer.run_until(trainer.step + cfg.resume_steps)
+
+def _verify(cfg: ProbeConfig, trainer: Trainer, work: Path, latest: dict[str, tuple[Path, int]],
+            variant_paths: dict[str, Path], say: Callable[[str], None]
+            ) -> tuple[list[ResumeCheck], dict[str, ResumeCheck]]:
+    """Each method's latest checkpoint and each incomplete variant restored in a fresh process and run to the
+    trainer's final step, against its uninterrupted losses and parameters: (every check, each method's)."""
     final_step = trainer.step
     ref_losses = list(trainer.losses)
     ref_params = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
-
     checks: list[ResumeCheck] = []
     by_method: dict[str, ResumeCheck] = {}
-    if cfg.verify:
-        child_dir = work / "children"
-        child_dir.mkdir()
-        for method, (path, step) in latest.items():
-            say(f"restore {method} checkpoint (step {step}) in a fresh process, continue to step {final_step}")
-            out, timing = run_restore_child(cfg, path, "torch" if method == "torch_save" else "dcp", final_step,
-                                     child_dir, method, cfg.evict_page_cache)
-            check = compare_resume(f"complete ({method})", method, path, (), out, timing, ref_losses, ref_params)
-            checks.append(check)
-            by_method[method] = check
-        for name, path in variant_paths.items():
-            say(f"restore incomplete checkpoint {name} in a fresh process")
-            out, timing = run_restore_child(cfg, path, "torch", final_step, child_dir, name, cfg.evict_page_cache)
-            checks.append(compare_resume(name, "torch_save", path, (VARIANTS[name],), out, timing, ref_losses, ref_params))
+    child_dir = work / "children"
+    child_dir.mkdir()
+    for method, (path, step) in latest.items():
+        say(f"restore {method} checkpoint (step {step}) in a fresh process, continue to step {final_step}")
+        out, timing = run_restore_child(cfg, path, "torch" if method == "torch_save" else "dcp", final_step,
+                                        child_dir, method, cfg.evict_page_cache)
+        check = compare_resume(f"complete ({method})", method, path, (), out, timing, ref_losses, ref_params)
+        checks.append(check)
+        by_method[method] = check
+    for name, path in variant_paths.items():
+        say(f"restore incomplete checkpoint {name} in a fresh process")
+        out, timing = run_restore_child(cfg, path, "torch", final_step, child_dir, name, cfg.evict_page_cache)
+        checks.append(compare_resume(name, "torch_save", path, (VARIANTS[name],), out, timing, ref_losses, ref_params))
+    return checks, by_method
 
+
+def _summaries(cfg: ProbeConfig, saves: list[SaveMeasurement], by_method: dict[str, ResumeCheck]
+               ) -> dict[str, MethodSummary]:
+    """Per method: the medians of its saves, its write rate and its resume check."""
     summaries: dict[str, MethodSummary] = {}
     for method in cfg.methods:
         ms = [s for s in saves if s.method == method]
@@ -402,7 +432,11 @@ def _probe(cfg: ProbeConfig, torch: Any, work: Path, say: Callable[[str], None],
             async_write_s=statistics.median(s.async_write_s for s in ms), total_s=total,
             async_slowdown_fraction=statistics.median(s.async_slowdown_fraction for s in ms), size_bytes=size,
             write_mb_per_s=size / 1e6 / total, resume=by_method.get(method))
+    return summaries
 
+
+def _notes(cfg: ProbeConfig, saves: list[SaveMeasurement], checks: list[ResumeCheck], state_bytes: int) -> list[str]:
+    """What the figures do not say: the probe's limits, and the measurements that lack something."""
     notes = [
         "CPU-only single-process measurement; a GPU job adds the device-to-host copy to the stall and "
         "shares storage bandwidth between ranks.",
@@ -417,13 +451,7 @@ def _probe(cfg: ProbeConfig, torch: Any, work: Path, say: Callable[[str], None],
     if cfg.verify and cfg.evict_page_cache and not all(c.timing.page_cache_eviction_requested for c in checks):
         notes.append("The page-cache eviction request failed for some checkpoints: their restore may read "
                      "from memory.")
-    return ProbeResult(
-        config=cfg, date_utc=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        torch_version=torch.__version__, python_version=platform.python_version(),
-        platform=f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
-        checkpoint_dir=str(work), parameters=trainer.parameters, state_bytes=state_bytes,
-        baseline_step_s=baseline, baseline_step_p90_s=p90, final_step=final_step, saves=saves,
-        methods=summaries, resume_checks=checks, notes=notes)
+    return notes
 
 
 def _tensors(obj: Any) -> Iterable[Any]:

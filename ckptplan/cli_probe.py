@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # the probe and the audit load when their command runs
 from ckptplan import common as _cli
 from ckptplan.common import literal
 
-__all__ = ["emit_probed", "print_audit", "print_probe", "register"]
+__all__ = ["audit", "emit_probed", "print_audit", "print_probe", "probe", "register"]
 
 
 def _ms(seconds: float) -> str:
@@ -152,120 +152,141 @@ def print_audit(report: "_audit.AuditReport") -> None:
         con.print(f"note: {literal(note)}", highlight=False)
 
 
+# -------------------------------------------------------------------------------------- commands
+
+def probe(
+    hidden: int = typer.Option(256, "--hidden", help="Hidden width of the probe's MLP"),
+    layers: int = typer.Option(2, "--layers", help="Hidden layers of the MLP"),
+    batch: int = typer.Option(32, "--batch", help="Samples per training step"),
+    saves: int = typer.Option(2, "--saves", help="Timed saves per method (methods interleaved)"),
+    resume_steps: int = typer.Option(8, "--resume-steps", help="Steps to continue after the last save"),
+    methods: str = typer.Option(",".join(_trainer.METHODS), "--methods",
+                                help="Comma-separated save methods: torch_save, dcp_sync, dcp_async"),
+    threads: int = typer.Option(1, "--threads", help="torch intra-op threads (fixed for determinism)"),
+    seed: int = typer.Option(0, "--seed", help="Seed for data, initialisation, dropout and data order"),
+    directory: Optional[Path] = typer.Option(
+        None, "--dir", help="Write checkpoints here (the storage to measure); default: a temporary directory"),
+    keep: bool = _cli.flag("--keep", help="Keep the checkpoints (in a ckptplan-probe-* folder)"),
+    no_verify: bool = _cli.flag("--no-verify",
+                                help="Skip the fresh-process restores (no restore time, no resume check)"),
+    no_variants: bool = _cli.flag("--no-variants", help="Skip the deliberately incomplete checkpoints"),
+    as_json: bool = _cli.flag("--json", help="Print JSON instead of tables"),
+    emit_scenario: Optional[Path] = typer.Option(
+        None, "--emit-scenario", help="Write the template with the measured save costs to this TOML file"),
+    template: Optional[str] = typer.Option(
+        None, "--template", "-t", help="Base scenario for --emit-scenario (preset or TOML); default: seed"),
+    emit_from: str = typer.Option("dcp_async", "--emit-from", help="Method whose figures --emit-scenario uses"),
+    force: bool = _cli.flag("--force", help="Overwrite the --emit-scenario file if it exists"),
+) -> None:
+    """Measure save stall, background write, slowdown and restore time on a real (CPU) training loop,
+    and prove a checkpoint resumes training bit-identically (and what breaks when pieces are missing)."""
+    try:
+        cfg = _trainer.ProbeConfig(hidden=hidden, layers=layers, batch=batch, saves_per_method=saves,
+                                   resume_steps=resume_steps, methods=methods, threads=threads, seed=seed,
+                                   verify=not no_verify, variants=not no_variants)
+    except ValueError as exc:
+        _cli.fail(str(exc))
+    if emit_scenario is not None:  # check everything the emission needs before spending the run
+        _check_emission(cfg, emit_scenario, template, emit_from, force)
+    result = _run_probe(cfg, directory, keep)
+    emitted: dict[str, Any] | None = None
+    if emit_scenario is not None:
+        plan = _cli.emit_scenario_file(
+            emit_scenario, lambda: emit_probed(emit_scenario, result, template, emit_from, force), "probed")
+        emitted = {"path": str(emit_scenario), "name": plan.scenario.name, "method": emit_from,
+                   "overrides": result.scenario_overrides(emit_from)}
+    _show_probe(result, as_json, emitted, emit_from)
+    if keep:
+        _cli.err_console.print(f"checkpoints kept in {result.checkpoint_dir}", highlight=False)
+    if emitted is not None:
+        (_cli.err_console if as_json else _cli.console).print(
+            f"wrote scenario {emitted['name']!r} to {emitted['path']}", highlight=False)
+    failed = [c.name for c in result.resume_checks if not c.missing and not c.identical]
+    if failed:
+        _cli.err_console.print(f"[bold red]warning:[/] complete checkpoint(s) did not resume bit-identically: "
+                               f"{', '.join(failed)}", highlight=False)
+        raise typer.Exit(1)
+
+
+def _check_emission(cfg: "_trainer.ProbeConfig", emit_scenario: Path, template: Optional[str], emit_from: str,
+                    force: bool) -> None:
+    """Fail before the run when ``--emit-scenario`` could not be written: a method not probed, an existing file
+    without ``--force``, a missing folder, a bad ``--template``."""
+    if emit_from not in cfg.methods:
+        _cli.fail(f"--emit-from {emit_from}: not among the probed methods ({', '.join(cfg.methods)})")
+    if emit_scenario.exists() and not force:
+        _cli.fail(f"{emit_scenario} exists; use --force to overwrite it")
+    if not emit_scenario.parent.is_dir():
+        _cli.fail(f"--emit-scenario {emit_scenario}: directory {emit_scenario.parent} does not exist")
+    try:
+        _cli.scenario_from_options(template, {})
+    except ValueError as exc:
+        _cli.fail(f"--template: {exc}")
+
+
+def _run_probe(cfg: "_trainer.ProbeConfig", directory: Optional[Path], keep: bool) -> "_probe.ProbeResult":
+    """The probe's run (progress on stderr); a missing PyTorch, a bad configuration or an unwritable folder fails."""
+    if not _trainer.torch_available():
+        _cli.fail("PyTorch is not installed: the probe needs it (pip install 'ckptplan[torch]'; "
+                  "a CPU build is enough). `ckptplan audit` works without it.")
+    try:
+        from .instruments import probe as _probe
+
+        return _probe.run_probe(cfg, directory=directory, keep=keep,
+                                progress=lambda msg: _cli.err_console.print(f"[dim]{literal(msg)}[/]",
+                                                                            highlight=False))
+    except _trainer.TorchMissingError as exc:
+        _cli.fail(str(exc))
+    except ValueError as exc:
+        _cli.fail(str(exc))
+    except OSError as exc:
+        _cli.fail(f"cannot write checkpoints: {exc}")
+
+
+def _show_probe(result: "_probe.ProbeResult", as_json: bool, emitted: dict[str, Any] | None, emit_from: str) -> None:
+    """The result as JSON (with the emitted scenario), or as tables with the scenario fields it measures."""
+    if as_json:
+        data = result.to_dict()
+        if emitted is not None:
+            data["emitted_scenario"] = emitted
+        typer.echo(json.dumps(_cli.json_ready(data), indent=2, allow_nan=False))
+    else:
+        print_probe(result)
+        o = result.scenario_overrides(emit_from if emit_from in result.methods else next(iter(result.methods)))
+        _cli.console.print("scenario fields: " + ", ".join(f"{k} = {v:.4g}" for k, v in o.items()), highlight=False)
+
+
+def audit(
+    checkpoint: Path = typer.Argument(..., help="A torch.save file or a torch.distributed.checkpoint directory"),
+    as_json: bool = _cli.flag("--json", help="Print JSON instead of a table"),
+    strict: bool = typer.Option(False, "--strict",
+                                help="Exit 1 unless model, optimizer, step, data position, RNG and LR schedule "
+                                     "are present and the checkpoint is complete"),
+) -> None:
+    """Which restorable-state pieces a checkpoint holds: read without executing anything from the file."""
+    try:
+        from .instruments import audit as _audit
+
+        report = _audit.audit_checkpoint(checkpoint)
+    except ValueError as exc:
+        _cli.fail(str(exc))
+    except OSError as exc:
+        _cli.fail(f"cannot read {checkpoint}: {exc.strerror or exc}")
+    if as_json:
+        typer.echo(json.dumps(_cli.json_ready(report.to_dict()), indent=2, allow_nan=False))
+    else:
+        print_audit(report)
+    if strict:
+        lacking = [p for p in _audit.RESUME_PIECES if report.status(p) != "present"]
+        if lacking or not report.complete:
+            why = ([f"not present: {', '.join(lacking)}"] if lacking else []) + ([] if report.complete else ["incomplete"])
+            _cli.err_console.print(f"[bold red]not restorable as-is:[/] {literal('; '.join(why))}", highlight=False)
+            raise typer.Exit(1)
+
+
 # --------------------------------------------------------------------------------------- register
 
 def register(app: typer.Typer) -> None:
     """Add the ``probe`` and ``audit`` commands to ``app``."""
-
-    @app.command("probe")
-    def probe(
-        hidden: int = typer.Option(256, "--hidden", help="Hidden width of the probe's MLP"),
-        layers: int = typer.Option(2, "--layers", help="Hidden layers of the MLP"),
-        batch: int = typer.Option(32, "--batch", help="Samples per training step"),
-        saves: int = typer.Option(2, "--saves", help="Timed saves per method (methods interleaved)"),
-        resume_steps: int = typer.Option(8, "--resume-steps", help="Steps to continue after the last save"),
-        methods: str = typer.Option(",".join(_trainer.METHODS), "--methods",
-                                    help="Comma-separated save methods: torch_save, dcp_sync, dcp_async"),
-        threads: int = typer.Option(1, "--threads", help="torch intra-op threads (fixed for determinism)"),
-        seed: int = typer.Option(0, "--seed", help="Seed for data, initialisation, dropout and data order"),
-        directory: Optional[Path] = typer.Option(
-            None, "--dir", help="Write checkpoints here (the storage to measure); default: a temporary directory"),
-        keep: bool = _cli.flag("--keep", help="Keep the checkpoints (in a ckptplan-probe-* folder)"),
-        no_verify: bool = _cli.flag("--no-verify",
-                                       help="Skip the fresh-process restores (no restore time, no resume check)"),
-        no_variants: bool = _cli.flag("--no-variants", help="Skip the deliberately incomplete checkpoints"),
-        as_json: bool = _cli.flag("--json", help="Print JSON instead of tables"),
-        emit_scenario: Optional[Path] = typer.Option(
-            None, "--emit-scenario", help="Write the template with the measured save costs to this TOML file"),
-        template: Optional[str] = typer.Option(
-            None, "--template", "-t", help="Base scenario for --emit-scenario (preset or TOML); default: seed"),
-        emit_from: str = typer.Option("dcp_async", "--emit-from", help="Method whose figures --emit-scenario uses"),
-        force: bool = _cli.flag("--force", help="Overwrite the --emit-scenario file if it exists"),
-    ) -> None:
-        """Measure save stall, background write, slowdown and restore time on a real (CPU) training loop,
-        and prove a checkpoint resumes training bit-identically (and what breaks when pieces are missing)."""
-        try:
-            cfg = _trainer.ProbeConfig(hidden=hidden, layers=layers, batch=batch, saves_per_method=saves,
-                                       resume_steps=resume_steps, methods=methods, threads=threads, seed=seed,
-                                       verify=not no_verify, variants=not no_variants)
-        except ValueError as exc:
-            _cli.fail(str(exc))
-        if emit_scenario is not None:  # check everything the emission needs before spending the run
-            if emit_from not in cfg.methods:
-                _cli.fail(f"--emit-from {emit_from}: not among the probed methods ({', '.join(cfg.methods)})")
-            if emit_scenario.exists() and not force:
-                _cli.fail(f"{emit_scenario} exists; use --force to overwrite it")
-            if not emit_scenario.parent.is_dir():
-                _cli.fail(f"--emit-scenario {emit_scenario}: directory {emit_scenario.parent} does not exist")
-            try:
-                _cli.scenario_from_options(template, {})
-            except ValueError as exc:
-                _cli.fail(f"--template: {exc}")
-        if not _trainer.torch_available():
-            _cli.fail("PyTorch is not installed: the probe needs it (pip install 'ckptplan[torch]'; "
-                      "a CPU build is enough). `ckptplan audit` works without it.")
-        try:
-            from .instruments import probe as _probe
-
-            result = _probe.run_probe(cfg, directory=directory, keep=keep,
-                                      progress=lambda msg: _cli.err_console.print(f"[dim]{literal(msg)}[/]",
-                                                                                  highlight=False))
-        except _trainer.TorchMissingError as exc:
-            _cli.fail(str(exc))
-        except ValueError as exc:
-            _cli.fail(str(exc))
-        except OSError as exc:
-            _cli.fail(f"cannot write checkpoints: {exc}")
-        emitted: dict[str, Any] | None = None
-        if emit_scenario is not None:
-            plan = _cli.emit_scenario_file(
-                emit_scenario, lambda: emit_probed(emit_scenario, result, template, emit_from, force), "probed")
-            emitted = {"path": str(emit_scenario), "name": plan.scenario.name, "method": emit_from,
-                       "overrides": result.scenario_overrides(emit_from)}
-        if as_json:
-            data = result.to_dict()
-            if emitted is not None:
-                data["emitted_scenario"] = emitted
-            typer.echo(json.dumps(_cli.json_ready(data), indent=2, allow_nan=False))
-        else:
-            print_probe(result)
-            o = result.scenario_overrides(emit_from if emit_from in result.methods else next(iter(result.methods)))
-            _cli.console.print("scenario fields: " + ", ".join(f"{k} = {v:.4g}" for k, v in o.items()), highlight=False)
-        if keep:
-            _cli.err_console.print(f"checkpoints kept in {result.checkpoint_dir}", highlight=False)
-        if emitted is not None:
-            (_cli.err_console if as_json else _cli.console).print(
-                f"wrote scenario {emitted['name']!r} to {emitted['path']}", highlight=False)
-        failed = [c.name for c in result.resume_checks if not c.missing and not c.identical]
-        if failed:
-            _cli.err_console.print(f"[bold red]warning:[/] complete checkpoint(s) did not resume bit-identically: "
-                                   f"{', '.join(failed)}", highlight=False)
-            raise typer.Exit(1)
-
-    @app.command("audit")
-    def audit(
-        checkpoint: Path = typer.Argument(..., help="A torch.save file or a torch.distributed.checkpoint directory"),
-        as_json: bool = _cli.flag("--json", help="Print JSON instead of a table"),
-        strict: bool = typer.Option(False, "--strict",
-                                    help="Exit 1 unless model, optimizer, step, data position, RNG and LR schedule "
-                                         "are present and the checkpoint is complete"),
-    ) -> None:
-        """Which restorable-state pieces a checkpoint holds: read without executing anything from the file."""
-        try:
-            from .instruments import audit as _audit
-
-            report = _audit.audit_checkpoint(checkpoint)
-        except ValueError as exc:
-            _cli.fail(str(exc))
-        except OSError as exc:
-            _cli.fail(f"cannot read {checkpoint}: {exc.strerror or exc}")
-        if as_json:
-            typer.echo(json.dumps(_cli.json_ready(report.to_dict()), indent=2, allow_nan=False))
-        else:
-            print_audit(report)
-        if strict:
-            lacking = [p for p in _audit.RESUME_PIECES if report.status(p) != "present"]
-            if lacking or not report.complete:
-                why = ([f"not present: {', '.join(lacking)}"] if lacking else []) + ([] if report.complete else ["incomplete"])
-                _cli.err_console.print(f"[bold red]not restorable as-is:[/] {literal('; '.join(why))}", highlight=False)
-                raise typer.Exit(1)
+    app.command("probe")(probe)
+    app.command("audit")(audit)

@@ -40,10 +40,19 @@ def actual_sheet(wb: Workbook, split: Any, variance: Any) -> None:
     S.title(ws, "Plan vs actual: where the job's time went, beside the plan (values, not formulas)",
             f"Log {split.source} against the plan {variance.scenario!r}, measured by ckptplan's engine on {when}. "
             "Regenerate the workbook (ckptplan workbook --log LOG) to compare another log.", 6)
+    row = _measured(ws, 4, split, variance.planned_inputs)
+    row = _buckets(ws, row + 2, variance, cur)
+    row = _explanations(ws, row + 2, variance, cur)
+    _notes(ws, row + 2, split, variance, cur)
+    for col, width in zip("ABCDEF", (62, 14, 14, 16, 18, 18)):
+        ws.column_dimensions[col].width = width
+    S.print_setup(ws)
+
+
+def _measured(ws: Any, row: int, split: Any, plan_in: dict[str, Any]) -> int:
+    """What the log measures beside the plan's value, from ``row`` (the header); returns the last row."""
     m = split.measured
-    row = 4
     S.header(ws, row, ["Measured from the log", "Value", "Unit", "Plan's value"])
-    plan_in = variance.planned_inputs
     facts = [("Wall hours covered by the log", split.wall_h, "h", None, F.HOURS),
              ("Goodput (ETTR: productive / wall)", split.goodput, "", None, F.PERCENT),
              ("Failures", m.get("failures"), "", None, "0"),
@@ -65,7 +74,11 @@ def actual_sheet(wb: Workbook, split: Any, variance: Any) -> None:
         ws.cell(row=row, column=3, value=unit).alignment = Alignment(indent=1)
         if planned is not None:
             ws.cell(row=row, column=4, value=planned).number_format = fmt
-    row += 2
+    return row
+
+
+def _buckets(ws: Any, row: int, variance: Any, cur: str) -> int:
+    """Where the time went, planned against actual, bucket by bucket and in all; returns the last row."""
     S.header(ws, row, ["Where the time went", "Planned h", "Actual h", "Difference h", "Difference GPU-h",
                        f"Difference ({cur})"])
     _text(ws, row, 6, f"Difference ({cur})")
@@ -83,7 +96,11 @@ def actual_sheet(wb: Workbook, split: Any, variance: Any) -> None:
                             (6, t["difference_money"], F.MONEY)):
         c = ws.cell(row=row, column=col, value=value)
         c.number_format, c.font = fmt, Font(bold=True)
-    row += 2
+    return row
+
+
+def _explanations(ws: Any, row: int, variance: Any, cur: str) -> int:
+    """What explains the difference, one input at a time, and the rest of it; returns the last row."""
     S.header(ws, row, ["What explains the difference (one input at a time against the plan)", "Hours", "GPU-hours",
                        f"Money ({cur})"])
     _text(ws, row, 4, f"Money ({cur})")
@@ -98,8 +115,12 @@ def actual_sheet(wb: Workbook, split: Any, variance: Any) -> None:
         row += 1
         ws.cell(row=row, column=1, value=f"{key} (rest of the difference)")
         ws.cell(row=row, column=2, value=variance.attribution.get(key, 0.0)).number_format = F.HOURS
+    return row
+
+
+def _notes(ws: Any, row: int, split: Any, variance: Any, cur: str) -> None:
+    """What the optimum interval would have saved, then the log's and the comparison's notes, from ``row``."""
     o = variance.optimum_savings
-    row += 2
     S.note(ws, row, f"Interval used {o['interval_used_min']:.1f} min; the exact optimum for the measured inputs is "
                     f"{o['optimal_interval_min']:.1f} min, which would have saved {o['wall_h_saved']:,.2f} wall hours = "
                     f"{o['gpu_hours_saved']:,.0f} GPU-hours = {o['money_saved']:,.0f} {cur} for the same useful work.", 6)
@@ -109,6 +130,3 @@ def actual_sheet(wb: Workbook, split: Any, variance: Any) -> None:
         c.font, c.alignment = S.NOTE_FONT, Alignment(wrap_text=True, vertical="top")
         ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=6)
         ws.row_dimensions[row].height = 30
-    for col, width in zip("ABCDEF", (62, 14, 14, 16, 18, 18)):
-        ws.column_dimensions[col].width = width
-    S.print_setup(ws)

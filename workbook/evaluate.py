@@ -324,59 +324,82 @@ def cached_values(wb: Workbook, max_cells_per_sheet: int = MAX_CACHED_CELLS_PER_
     """sheet title -> {cell coordinate: value} for every formula cell the evaluator can compute
     (sheets holding more than ``max_cells_per_sheet`` formulas are skipped; cells they feed still
     evaluate)."""
-    names: dict[str, tuple[str, str]] = {}
-    for name, defn in wb.defined_names.items():
-        dests = list(defn.destinations)
-        if len(dests) == 1:
-            names[name] = (dests[0][0], dests[0][1].replace("$", ""))
-    raw: dict[tuple[str, str], Any] = {}
-    where: dict[tuple[str, str], tuple[int, int]] = {}
-    order: list[tuple[str, str]] = []
-    for ws in wb.worksheets:
-        for row in ws.iter_rows():
-            for c in row:
-                if c.value is not None:
-                    raw[(ws.title, c.coordinate)] = c.value
-                    where[(ws.title, c.coordinate)] = (c.column, c.row)
-                    if c.data_type == "f" and isinstance(c.value, str) and c.value.startswith("="):
-                        order.append((ws.title, c.coordinate))
-    formula_keys = set(order)
-    memo: dict[tuple[str, str], Any] = {}
-    parsed: dict[str, tuple] = {}
-    busy: set[tuple[str, str]] = set()
+    book = _Book(wb)
+    out: dict[str, dict[str, Any]] = {ws.title: {} for ws in wb.worksheets}
+    per_sheet: dict[str, int] = {}
+    for sheet, _ in book.order:
+        per_sheet[sheet] = per_sheet.get(sheet, 0) + 1
+    for key in book.order:
+        if per_sheet[key[0]] > max_cells_per_sheet:
+            continue
+        try:
+            out[key[0]][key[1]] = book.cell(key)
+        except _ExcelError:
+            continue
+    return out
 
-    def cell(key: tuple[str, str]) -> Any:
-        if key in memo:
-            value = memo[key]
+
+class _Book:
+    """A workbook's cells as the evaluator reads them: defined names, values and formulas (``order``: the formula
+    cells, sheet by sheet), each formula's value computed once, on demand (``cell``)."""
+
+    def __init__(self, wb: Workbook):
+        self.names: dict[str, tuple[str, str]] = {}
+        for name, defn in wb.defined_names.items():
+            dests = list(defn.destinations)
+            if len(dests) == 1:
+                self.names[name] = (dests[0][0], dests[0][1].replace("$", ""))
+        self.raw: dict[tuple[str, str], Any] = {}
+        self.where: dict[tuple[str, str], tuple[int, int]] = {}
+        self.order: list[tuple[str, str]] = []
+        for ws in wb.worksheets:
+            for row in ws.iter_rows():
+                for c in row:
+                    if c.value is not None:
+                        self.raw[(ws.title, c.coordinate)] = c.value
+                        self.where[(ws.title, c.coordinate)] = (c.column, c.row)
+                        if c.data_type == "f" and isinstance(c.value, str) and c.value.startswith("="):
+                            self.order.append((ws.title, c.coordinate))
+        self.formula_keys = set(self.order)
+        self.memo: dict[tuple[str, str], Any] = {}
+        self.parsed: dict[str, tuple] = {}
+        self.busy: set[tuple[str, str]] = set()
+
+    def cell(self, key: tuple[str, str]) -> Any:
+        """The value of the cell ``(sheet, coordinate)``: its formula's result (an :class:`_ExcelError` raised),
+        or what it holds."""
+        if key in self.memo:
+            value = self.memo[key]
             if isinstance(value, _ExcelError):
                 raise value
             return value
-        text = raw.get(key)
-        if key not in formula_keys:  # a value, or text that only looks like a formula (written as text)
+        text = self.raw.get(key)
+        if key not in self.formula_keys:  # a value, or text that only looks like a formula (written as text)
             return text
-        if key in busy:
+        if key in self.busy:
             raise _ExcelError("#REF! circular")
-        busy.add(key)
+        self.busy.add(key)
         try:
-            col, row = where[key]
+            col, row = self.where[key]
             form = _relative(text[1:], col, row)
-            if form not in parsed:
-                parsed[form] = _Parser(_tokens(form)).parse()
-            value = run(parsed[form], key[0], col, row)
+            if form not in self.parsed:
+                self.parsed[form] = _Parser(_tokens(form)).parse()
+            value = self.run(self.parsed[form], key[0], col, row)
             if isinstance(value, float):
                 _checked(value)
-            memo[key] = value
+            self.memo[key] = value
             return value
         except _ExcelError as exc:
-            memo[key] = exc
+            self.memo[key] = exc
             raise
         except (ZeroDivisionError, OverflowError, RecursionError):
-            memo[key] = _ExcelError("#NUM!")
-            raise memo[key] from None
+            self.memo[key] = _ExcelError("#NUM!")
+            raise self.memo[key] from None
         finally:
-            busy.discard(key)
+            self.busy.discard(key)
 
-    def run(node: tuple, sheet: str, col: int, row: int) -> Any:
+    def run(self, node: tuple, sheet: str, col: int, row: int) -> Any:
+        """The value of a parsed formula ``node`` in the cell at ``col``, ``row`` of ``sheet``."""
         kind = node[0]
         if kind == "const":
             return node[1]
@@ -385,57 +408,48 @@ def cached_values(wb: Workbook, max_cells_per_sheet: int = MAX_CACHED_CELLS_PER_
             if m:
                 c = int(m.group(2).replace("m", "-")) + (col if m.group(1) == "r" else 0)
                 r = int(m.group(4).replace("m", "-")) + (row if m.group(3) == "r" else 0)
-                return cell((sheet, f"{_letters(c)}{r}"))
-            if node[1] not in names:
+                return self.cell((sheet, f"{_letters(c)}{r}"))
+            if node[1] not in self.names:
                 raise _ExcelError(f"#NAME? {node[1]}")
-            return cell(names[node[1]])
+            return self.cell(self.names[node[1]])
         if kind == "neg":
-            return -_number(run(node[1], sheet, col, row))
+            return -_number(self.run(node[1], sheet, col, row))
         if kind == "op":
-            op, a, b = node[1], run(node[2], sheet, col, row), run(node[3], sheet, col, row)
-            if op == "&":
-                return _text(a) + _text(b)
-            if op in ("=", "<>", "<", ">", "<=", ">="):
-                return _compare(op, a, b)
-            x, y = _number(a), _number(b)
-            if op == "+":
-                return _checked(x + y)
-            if op == "-":
-                return _checked(x - y)
-            if op == "*":
-                return _checked(x * y)
-            if op == "/":
-                if y == 0:
-                    raise _ExcelError("#DIV/0!")
-                return _checked(x / y)
-            try:
-                return _checked(float(x ** y))
-            except (OverflowError, ValueError, ZeroDivisionError, TypeError):
-                raise _ExcelError("#NUM!") from None
+            return _operate(node[1], self.run(node[2], sheet, col, row), self.run(node[3], sheet, col, row))
         if kind == "call":
             fname, args = node[1], node[2]
             if fname == "IF":
-                test = _number(run(args[0], sheet, col, row))
+                test = _number(self.run(args[0], sheet, col, row))
                 if test:
-                    return run(args[1], sheet, col, row) if len(args) > 1 else True
-                return run(args[2], sheet, col, row) if len(args) > 2 else False
+                    return self.run(args[1], sheet, col, row) if len(args) > 1 else True
+                return self.run(args[2], sheet, col, row) if len(args) > 2 else False
             if fname not in FUNCTIONS:
                 raise _ExcelError(f"#NAME? {fname}")
-            return FUNCTIONS[fname](*(run(a, sheet, col, row) for a in args))
+            return FUNCTIONS[fname](*(self.run(a, sheet, col, row) for a in args))
         raise _ExcelError(f"#NAME? {kind}")
 
-    out: dict[str, dict[str, Any]] = {ws.title: {} for ws in wb.worksheets}
-    per_sheet: dict[str, int] = {}
-    for sheet, _ in order:
-        per_sheet[sheet] = per_sheet.get(sheet, 0) + 1
-    for key in order:
-        if per_sheet[key[0]] > max_cells_per_sheet:
-            continue
-        try:
-            out[key[0]][key[1]] = cell(key)
-        except _ExcelError:
-            continue
-    return out
+
+def _operate(op: str, a: Any, b: Any) -> Any:
+    """A binary operator on two values, as Excel computes it (errors as :class:`_ExcelError`)."""
+    if op == "&":
+        return _text(a) + _text(b)
+    if op in ("=", "<>", "<", ">", "<=", ">="):
+        return _compare(op, a, b)
+    x, y = _number(a), _number(b)
+    if op == "+":
+        return _checked(x + y)
+    if op == "-":
+        return _checked(x - y)
+    if op == "*":
+        return _checked(x * y)
+    if op == "/":
+        if y == 0:
+            raise _ExcelError("#DIV/0!")
+        return _checked(x / y)
+    try:
+        return _checked(float(x ** y))
+    except (OverflowError, ValueError, ZeroDivisionError, TypeError):
+        raise _ExcelError("#NUM!") from None
 
 
 def store_cached_values(path: Path, wb: Workbook, values: dict[str, dict[str, Any]]) -> None:

@@ -244,86 +244,117 @@ class _XlsxSink(Sink):
         self.wb.save(self.path)
 
     def _write_summary(self, summary: Optional[BatchSummary]) -> None:
+        ws = self.wb.create_sheet("Summary")  # after Results: the results are the first sheet
+        for col, width in zip("ABCD", (34, 60, 22, 22)):
+            ws.column_dimensions[col].width = width
+        cells = _SummaryCells(ws)
+        s = summary or BatchSummary()
+        _summary_counts(ws, cells, s, self.source)
+        _summary_ranking(ws, cells, s)
+        _summary_first_problems(ws, cells, s)
+        _summary_notes(ws, cells, s)
+
+
+class _SummaryCells:
+    """The summary sheet's cells (write-only): text stored as text, numbers with their format."""
+
+    def __init__(self, ws: Any):
+        self.ws = ws
+
+    def text(self, v: Any, bold: bool = False) -> Any:
         from openpyxl.cell import WriteOnlyCell
         from openpyxl.styles import Font
 
-        ws = self.wb.create_sheet("Summary")  # after Results: the results are the first sheet
-        ws.column_dimensions["A"].width = 34
-        ws.column_dimensions["B"].width = 60
-        ws.column_dimensions["C"].width = 22
-        ws.column_dimensions["D"].width = 22
+        cell = WriteOnlyCell(self.ws)
+        cell._value, cell.data_type = _excel_text(v), "s"
+        if bold:
+            cell.font = Font(bold=True)
+        return cell
 
-        def text(v: Any, bold: bool = False):
-            cell = WriteOnlyCell(ws)
-            cell._value, cell.data_type = _excel_text(v), "s"
-            if bold:
-                cell.font = Font(bold=True)
-            return cell
+    def num(self, v: Any, fmt: str) -> Any:
+        from openpyxl.cell import WriteOnlyCell
 
-        def num(v: Any, fmt: str):
-            if v is None or not math.isfinite(v):
-                return None
-            cell = WriteOnlyCell(ws, v)
-            cell.number_format = fmt
-            return cell
+        if v is None or not math.isfinite(v):
+            return None
+        cell = WriteOnlyCell(self.ws, v)
+        cell.number_format = fmt
+        return cell
 
-        ws.append([text("ckptplan batch results", bold=True)])
-        ws.append([text("written (UTC)"), text(_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"))])
-        if self.source:
-            ws.append([text("source"), text(self.source)])
-        s = summary or BatchSummary()
-        ws.append([text("rows"), num(s.rows, "#,##0")])
-        ws.append([text("ok"), num(s.ok, "#,##0")])
-        ws.append([text("errors (status = error)"), num(s.errors, "#,##0")])
-        ws.append([text("ok rows with model warnings"), num(s.warned, "#,##0")])
-        if s.template:
-            filled = s.template.get("filled", {})
-            ws.append([text("base scenario (template)"), text(s.template.get("template", ""))])
-            ws.append([text("filled from the template"), text(", ".join(f"{k}={_show(v)}" for k, v in filled.items())
-                                                             or "nothing: the file gives every column")])
-            for k, why in s.template.get("not_taken", {}).items():
-                ws.append([text(f"not taken from the template: {k}"), text(why)])
-            if s.template.get("tiers"):
-                ws.append([text("checkpoint tiers (every row)"), text(", ".join(s.template["tiers"]))])
+
+def _summary_counts(ws: Any, cells: _SummaryCells, s: BatchSummary, source: Optional[str]) -> None:
+    """Title, time, source, row counts, and what the template filled in (and its tiers)."""
+    text, num = cells.text, cells.num
+    ws.append([text("ckptplan batch results", bold=True)])
+    ws.append([text("written (UTC)"), text(_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"))])
+    if source:
+        ws.append([text("source"), text(source)])
+    ws.append([text("rows"), num(s.rows, "#,##0")])
+    ws.append([text("ok"), num(s.ok, "#,##0")])
+    ws.append([text("errors (status = error)"), num(s.errors, "#,##0")])
+    ws.append([text("ok rows with model warnings"), num(s.warned, "#,##0")])
+    if s.template:
+        filled = s.template.get("filled", {})
+        ws.append([text("base scenario (template)"), text(s.template.get("template", ""))])
+        ws.append([text("filled from the template"), text(", ".join(f"{k}={_show(v)}" for k, v in filled.items())
+                                                         or "nothing: the file gives every column")])
+        for k, why in s.template.get("not_taken", {}).items():
+            ws.append([text(f"not taken from the template: {k}"), text(why)])
+        if s.template.get("tiers"):
+            ws.append([text("checkpoint tiers (every row)"), text(", ".join(s.template["tiers"]))])
+    ws.append([])
+
+
+def _summary_ranking(ws: Any, cells: _SummaryCells, s: BatchSummary) -> None:
+    """The best and worst row per currency by cost per useful GPU-hour."""
+    text, num = cells.text, cells.num
+    ws.append([text("Ranked by cost per useful GPU-hour", bold=True),
+               text("total cost (GPU time + storage + spares) / useful GPU-hours, in each row's currency (saves, "
+                    "rework and restarts included)")])
+    ws.append([text("", bold=True), text("scenario", bold=True), text("cost per useful GPU-h", bold=True),
+               text("total cost", bold=True), text("goodput", bold=True)])
+    for label, store in (("best", s.best), ("worst", s.worst)):
+        for cur, rec in store.items():
+            ws.append([text(f"{label} ({cur})"), text(f"row {rec['row']}: {BatchSummary.describe_record(rec)}"),
+                       num(rec["value"], "#,##0.0000"), num(rec["total_cost"], "#,##0"), num(rec["goodput"], "0.00%")])
+
+
+def _summary_first_problems(ws: Any, cells: _SummaryCells, s: BatchSummary) -> None:
+    """The first errors and the first model warnings, row by row."""
+    text = cells.text
+    if s.first_errors:
         ws.append([])
-        ws.append([text("Ranked by cost per useful GPU-hour", bold=True),
-                   text("total cost (GPU time + storage + spares) / useful GPU-hours, in each row's currency (saves, "
-                        "rework and restarts included)")])
-        ws.append([text("", bold=True), text("scenario", bold=True), text("cost per useful GPU-h", bold=True),
-                   text("total cost", bold=True), text("goodput", bold=True)])
-        for label, store in (("best", s.best), ("worst", s.worst)):
-            for cur, rec in store.items():
-                ws.append([text(f"{label} ({cur})"), text(f"row {rec['row']}: {BatchSummary.describe_record(rec)}"),
-                           num(rec["value"], "#,##0.0000"), num(rec["total_cost"], "#,##0"), num(rec["goodput"], "0.00%")])
-        if s.first_errors:
-            ws.append([])
-            ws.append([text(f"First {len(s.first_errors)} errors (filter the status column for all)", bold=True)])
-            ws.append([text("row", bold=True), text("error", bold=True)])
-            for r, message in s.first_errors:
-                ws.append([text(f"row {r}"), text(message)])
-        if s.first_warnings:
-            ws.append([])
-            ws.append([text(f"First {len(s.first_warnings)} model warnings (filter the warnings column for all)",
-                            bold=True)])
-            for r, message in s.first_warnings:
-                ws.append([text(f"row {r}"), text(message)])
+        ws.append([text(f"First {len(s.first_errors)} errors (filter the status column for all)", bold=True)])
+        ws.append([text("row", bold=True), text("error", bold=True)])
+        for r, message in s.first_errors:
+            ws.append([text(f"row {r}"), text(message)])
+    if s.first_warnings:
         ws.append([])
-        ws.append([text("Notes", bold=True)])
-        for note in (
-            "One row per input row, in input order; row = the data row in the input file (1 = the first row under "
-            "the header). A row that could not be evaluated has status = error, its figures blank and its problems "
-            "in the error column (field=value: rule); a cell that was no number keeps its text.",
-            "warnings: why an ok row's answer leaves its model's range (engine.validity); empty when none.",
-            "Units are in the column names: _min minutes, _h hours, _gpu_hours GPU-hours, _cost money in the row's "
-            "currency; fractions are formatted as percentages.",
-            ("Long-run figures: the exact multi-level model of the template's checkpoint tiers for exponential "
-             "failures split into classes (engine.tiers.table); tier{i}_ columns per tier. mc_* and p_finish columns: "
-             "the tiered Monte Carlo (engine.montecarlo_tiers), seeded per row (deadline_seed)."
-             if s.template and s.template.get("tiers") else
-             "Long-run figures: Daly's model for exponential failures (engine.evaluate). mc_* and p_finish columns: "
-             "Monte Carlo of the finite job (engine.deadline), seeded per row (deadline_seed)."),
-        ):
-            ws.append([text(note)])
+        ws.append([text(f"First {len(s.first_warnings)} model warnings (filter the warnings column for all)",
+                        bold=True)])
+        for r, message in s.first_warnings:
+            ws.append([text(f"row {r}"), text(message)])
+
+
+def _summary_notes(ws: Any, cells: _SummaryCells, s: BatchSummary) -> None:
+    """How to read the results: rows, warnings, units, and which models gave the figures."""
+    text = cells.text
+    ws.append([])
+    ws.append([text("Notes", bold=True)])
+    for note in (
+        "One row per input row, in input order; row = the data row in the input file (1 = the first row under "
+        "the header). A row that could not be evaluated has status = error, its figures blank and its problems "
+        "in the error column (field=value: rule); a cell that was no number keeps its text.",
+        "warnings: why an ok row's answer leaves its model's range (engine.validity); empty when none.",
+        "Units are in the column names: _min minutes, _h hours, _gpu_hours GPU-hours, _cost money in the row's "
+        "currency; fractions are formatted as percentages.",
+        ("Long-run figures: the exact multi-level model of the template's checkpoint tiers for exponential "
+         "failures split into classes (engine.tiers.table); tier{i}_ columns per tier. mc_* and p_finish columns: "
+         "the tiered Monte Carlo (engine.montecarlo_tiers), seeded per row (deadline_seed)."
+         if s.template and s.template.get("tiers") else
+         "Long-run figures: Daly's model for exponential failures (engine.evaluate). mc_* and p_finish columns: "
+         "Monte Carlo of the finite job (engine.deadline), seeded per row (deadline_seed)."),
+    ):
+        ws.append([text(note)])
 
 
 def _show(v: Any) -> str:

@@ -153,6 +153,28 @@ def add_udf_sheet(wb: Workbook, sheet_name: str = "Add-in check",
         raise ValueError(f"host must be one of {', '.join(HOSTS)} (got {host!r})")
     if sheet_name in wb.sheetnames:
         raise ValueError(f"the workbook already has a sheet named {sheet_name!r}")
+    _check_defined_names(wb)
+    index = wb.sheetnames.index("Readiness") if "Readiness" in wb.sheetnames else len(wb.sheetnames)
+    ws = wb.create_sheet(sheet_name, index)
+    currency = _currency(wb)
+    S.title(ws, SHEET_TITLE, HOSTS[host], 7)
+    _sheet_head(ws)
+    triples: list[tuple[str, str, str]] = []
+    row = _function_rows(ws, 6, function_prefix, currency, triples)
+    row = _breakdown_blocks(ws, row + 1, function_prefix, triples)
+    _deadline_rows(ws, row, function_prefix, host)
+    for col, width in zip("ABCDEFG", (62, 20, 18, 18, 16, 12, 24)):
+        ws.column_dimensions[col].width = width
+    ws.freeze_panes = "A6"
+    S.print_setup(ws)
+    if all(n in wb.defined_names for n in _setup_names()):   # a workbook with the Storage & recovery sheet
+        add_setup_udf_sheet(wb, function_prefix=function_prefix, host=host)
+    S.keep_text_literal(wb, [currency])  # a currency such as "=1+1" labels cells as text, never as a formula
+    return triples
+
+
+def _check_defined_names(wb: Workbook) -> None:
+    """``ValueError`` unless the workbook defines every name the check sheet's formulas use."""
     used = {"deadline_h"} | _names_in(BREAKDOWN_ARGS) | _names_in(DEADLINE_ARGS)
     for _, _, _, args, plain, _, _ in CHECKS:
         used |= _names_in(args) | _names_in(plain)
@@ -160,23 +182,23 @@ def add_udf_sheet(wb: Workbook, sheet_name: str = "Add-in check",
     if missing:
         raise ValueError(f"the workbook lacks defined names {', '.join(missing)}: "
                          "add the check sheet to a workbook made by workbook.build_workbook")
-    index = wb.sheetnames.index("Readiness") if "Readiness" in wb.sheetnames else len(wb.sheetnames)
-    ws = wb.create_sheet(sheet_name, index)
-    currency = _currency(wb)
-    fn = function_prefix
-    S.title(ws, SHEET_TITLE, HOSTS[host], 7)
-    _sheet_head(ws)
-    triples: list[tuple[str, str, str]] = []
-    row = 6
+
+
+def _function_rows(ws: Worksheet, row: int, fn: str, currency: str, triples: list[tuple[str, str, str]]) -> int:
+    """One row per function of :data:`CHECKS` from ``row``, each pair of cells added to ``triples``; returns the
+    row after the last."""
     for key, label, func, args, plain, unit, fmt in CHECKS:
         agree = (f'=IF(ISNUMBER(D{row}),IF(ABS(D{row})<=$B$3*MAX(1,ABS(C{row})),"yes","NO"),'
                  f'"no value in B: add-in not loaded, or see the message in B")')
         _check_row(ws, row, label, f"{fn}{func}({args})", plain, fmt, agree, currency if unit == "money" else unit, func)
         triples.append((f"B{row}", f"C{row}", key))
         row += 1
+    return row
 
-    # the spilled cost breakdown, the same table from the Plan sheet, and their differences
-    row += 1
+
+def _breakdown_blocks(ws: Worksheet, row: int, fn: str, triples: list[tuple[str, str, str]]) -> int:
+    """The spilled cost breakdown, the same table from the Plan sheet, and their differences, from ``row`` (a
+    note); each pair of cells added to ``triples``. Returns the row after the last block plus one."""
     S.note(ws, row, "CKPT_COST_BREAKDOWN returns a 6 x 4 table (entered here as an array formula, so it works in "
           "every Excel version); below it the same figures from the Plan sheet, then the differences.", 7)
     top = row + 1
@@ -199,9 +221,12 @@ def add_udf_sheet(wb: Workbook, sheet_name: str = "Add-in check",
             ws[f"{letter}{diff_top + i}"] = _diff(udf_cell, plain_cell)
             ws[f"{letter}{diff_top + i}"].number_format = "0.00E+00"
             triples.append((udf_cell, plain_cell, key))
+    return diff_top + size + 1
 
-    # the Monte Carlo: no plain-formula twin (Excel cannot simulate); the Deadline sheet has its answer
-    row = diff_top + size + 1
+
+def _deadline_rows(ws: Worksheet, row: int, fn: str, host: str) -> None:
+    """The Monte Carlo's P(finish by the deadline), from ``row``: no plain-formula twin (Excel cannot simulate);
+    the Deadline sheet has its answer."""
     S.header(ws, row, ["Deadline (Monte Carlo: Excel has no plain-formula twin)", "Add-in (CKPT_ function)"])
     S.header(ws, row, ["Unit", "Function"], col=6)
     runs_row, seed_row, p_row = row + 1, row + 2, row + 3
@@ -220,15 +245,6 @@ def add_udf_sheet(wb: Workbook, sheet_name: str = "Add-in check",
     ws.cell(row=p_row, column=7, value="CKPT_DEADLINE_PROB").font = S.NOTE_FONT
     S.note(ws, p_row + 1, "Exponential failures at the job MTBF; with the same runs and seed it matches P(finish) on "
           "the Deadline sheet, when the workbook has one.", 7)
-
-    for col, width in zip("ABCDEFG", (62, 20, 18, 18, 16, 12, 24)):
-        ws.column_dimensions[col].width = width
-    ws.freeze_panes = "A6"
-    S.print_setup(ws)
-    if all(n in wb.defined_names for n in _setup_names()):   # a workbook with the Storage & recovery sheet
-        add_setup_udf_sheet(wb, function_prefix=function_prefix, host=host)
-    S.keep_text_literal(wb, [currency])  # a currency such as "=1+1" labels cells as text, never as a formula
-    return triples
 
 
 # ------------------------------------------------------------------------------- the setup's functions (udfs_setup)

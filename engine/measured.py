@@ -250,7 +250,8 @@ def _walk(ev: np.ndarray, cause: pd.Series, events: pd.DataFrame, notes: list[st
         walk.saves.append(save)
         walk.abandoned += 1
     if mode == DOWN:
-        notes.append(f"the log stops while the job is down (after row {int(events['row'].iloc[walk.restarts[-1][0]])}): "
+        last = int(events["row"].iloc[walk.restarts[-1][0]])
+        notes.append(f"the log stops while the job is down (after row {last}): "
                      "that restart has no restart_complete, its time so far is counted by phase")
     elif walk.segs and walk.segs[-1][1] is None:
         walk.segs[-1][1] = n - 1

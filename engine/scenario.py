@@ -493,7 +493,8 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
     """
     job_mtbf_h = _job_mtbf_h(table, cols)
     M, work, deadline_min = _in_minutes(table, job_mtbf_h, cols)
-    C, W, s, R = cols["checkpoint_stall_min"], cols["async_write_min"], cols["async_slowdown_fraction"], cols["restart_min"]
+    C, W, s = cols["checkpoint_stall_min"], cols["async_write_min"], cols["async_slowdown_fraction"]
+    R = cols["restart_min"]
     intervals = _intervals(cols, M)
     chosen = intervals["chosen_interval_min"]
     parts = waste.time_breakdown_kernel(work, chosen, C, M, R, W, s)

@@ -48,7 +48,7 @@ from .gate import as_float_array
 from .scenario import Scenario, to_table
 from .scenario import is_absent as _is_absent
 from .scenario import is_number as _is_number
-from .template_fill import TemplateFill, check_base_scenario, fill_from_template  # TemplateFill, fill_from_...: re-exported
+from .template_fill import TemplateFill, check_base_scenario, fill_from_template  # the first and last re-exported
 
 __all__ = ["MAX_AXIS_VALUES", "BatchSummary", "SweepGrid", "TemplateFill", "fill_from_template", "iter_results",
            "parse_axis", "summarize", "sweep", "sweep_dask", "sweep_grid"]

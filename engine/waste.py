@@ -40,8 +40,8 @@ from .gate import check_finite_result, prepare
 __all__ = ["MAX_LOG", "check_async_write", "daly_interval", "daly_interval_kernel", "effective_stall",
            "effective_stall_kernel", "exact_optimal_interval", "exact_optimal_interval_kernel", "expected_wall_time",
            "first_order_waste", "first_order_waste_kernel", "log_wall_per_work", "time_breakdown",
-           "time_breakdown_kernel", "waste_fraction", "waste_fraction_kernel", "young_interval", "young_interval_kernel",
-           "young_min_waste", "young_min_waste_kernel"]
+           "time_breakdown_kernel", "waste_fraction", "waste_fraction_kernel", "young_interval",
+           "young_interval_kernel", "young_min_waste", "young_min_waste_kernel"]
 
 #: largest exponent whose exp() is finite in float64 (log of float max is 709.78)
 MAX_LOG = 709.0

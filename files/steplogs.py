@@ -23,8 +23,8 @@ import pyarrow.compute as pc
 from ..engine.errors import InputError
 from ..engine.fitting import ALL_EVENTS, PHASES
 
-__all__ = ["DEFAULT_RESTART_PHASES_MIN", "LogError", "ParsedLog", "RowProblem", "TableSpec", "TokenTable", "events_table",
-           "parse_table", "synthetic_step_log"]
+__all__ = ["DEFAULT_RESTART_PHASES_MIN", "LogError", "ParsedLog", "RowProblem", "TableSpec", "TokenTable",
+           "events_table", "parse_table", "synthetic_step_log"]
 
 _E = {name: i for i, name in enumerate(ALL_EVENTS)}
 START, CKPT, INTR, RESTART, END, STEP, SAVE_START, UNBLOCKED, RPHASE, SPHASE = range(len(ALL_EVENTS))  # their order

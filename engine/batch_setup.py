@@ -133,7 +133,8 @@ def setup_figures(table: pd.DataFrame, res: Mapping[str, np.ndarray], problems: 
         out["storage_cost"][good] = res["storage_cost"][good]
     compute = res["compute_cost"][good]
     with np.errstate(over="ignore", invalid="ignore"):
-        total = compute + np.nan_to_num(out["storage_cost"][good], nan=0.0) + np.nan_to_num(out["spare_cost"][good], nan=0.0)
+        storage, spare = (np.nan_to_num(out[k][good], nan=0.0) for k in ("storage_cost", "spare_cost"))
+        total = compute + storage + spare
         per_useful = total / res["useful_gpu_hours"][good]
     broken = np.flatnonzero(~(np.isfinite(total) & np.isfinite(per_useful)) & np.isfinite(compute)
                             & ~np.isin(np.arange(len(good)), list(found.by_row)))

@@ -218,7 +218,8 @@ def compare_designs(scenario: Scenario, setup: Any = None, designs: Any = None) 
             "interval_min": f["interval_min"],
             "tier_intervals": ", ".join(f"{t['name']} {t['interval_min']:.1f} min" for t in plan.tiers),
             "waste_fraction": f["waste_fraction"], "wall_h": f["wall_h"], "total_gpu_hours": f["total_gpu_hours"],
-            **{k: f[k] for k in ("compute_cost", "storage_cost", "spare_cost", "total_cost", "cost_per_useful_gpu_hour")},
+            **{k: f[k] for k in ("compute_cost", "storage_cost", "spare_cost", "total_cost",
+                                 "cost_per_useful_gpu_hour")},
             "p_finish_by_deadline": f["p_finish_by_deadline"], "baseline": design is None,
         })
     table = pd.DataFrame(rows)

@@ -304,7 +304,7 @@ def _money(base: Scenario, st: Any, figures: dict[str, Any], tiers: list[dict], 
     money = {f"{k}_cost": figures[f"{k}_h"] * figures["gpus"] * price for k in ("useful", "save", "rework", "restart")}
     money["storage_cost"] = sum(t["storage_cost"] for t in tiers)
     money["spare_cost"] = spare_gpu_h * price
-    for key in ("compute_cost", "total_cost"):   # compute = useful + save + rework + restart; total = + storage + spares
+    for key in ("compute_cost", "total_cost"):   # useful + save + rework + restart; compute + storage + spares
         money[key] = sum(money[k] for k in COST_PARTS[key])
     useful_gpu_h = figures["gpus"] * base.useful_training_h
     return {

@@ -97,12 +97,12 @@ def test_plan_setup_figures_and_row_carry_the_same_money():
 
 def test_batch_rows_with_and_without_a_setup_and_with_tiers():
     plan = files.load_plan(STORAGE)
-    base = {k: v for k, v in engine.scenario_to_dict(plan.scenario).items() if k not in ("domains", "checkpoint_stall_min")}
-    setup = plan.setup.columns()
-    rows = pd.DataFrame([{**base, **setup, "nodes": n} for n in (1024, 2048)])
+    base = {k: v for k, v in engine.scenario_to_dict(plan.scenario).items()
+            if k not in ("domains", "checkpoint_stall_min")}   # the setup derives the stall per row
+    rows = pd.DataFrame([{**base, **plan.setup.columns(), "nodes": n} for n in (1024, 2048)])
+    tiers = plan.with_design("in-memory tier").setup
     for label, out in (("setup", evaluate_rows(rows)),
-                       ("tiers", evaluate_rows(rows, tiers=list(plan.with_design("in-memory tier").setup.tiers),
-                                               failure_classes=plan.with_design("in-memory tier").setup.failure_classes)),
+                       ("tiers", evaluate_rows(rows, tiers=list(tiers.tiers), failure_classes=tiers.failure_classes)),
                        ("none", evaluate_rows(engine.to_table([files.load_scenario("seed")])))):
         assert (out["status"] == "ok").all(), out["error"].tolist()
         assert "design_cost" not in out.columns

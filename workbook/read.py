@@ -8,7 +8,8 @@ once, by sheet, cell and rule.
 
 :func:`read_plan` reads everything the workbook holds, as a :class:`ckptplan.files.plans.PlanFile`:
 
-* the scenario (Inputs: every field, the scenario name and currency);
+* the scenario (Inputs: every field; the name, currency, description, source, published failure rate
+  and the domains' names under them);
 * the storage and recovery setup (Storage & recovery: ``setup_<field>``), the baseline's tiers
   (``tier<i>_<key>``; ``survives`` lists class names separated by commas) and failure classes
   (``class<j>_name``, ``class<j>_share``);
@@ -63,8 +64,7 @@ class WorkbookInputError(InputError):
 
     def __init__(self, path: Path, problems: list[tuple[str, str, str, Any, str]]):
         self.problems = problems
-        lines = [f"{sheet}!{cell} ({name}) = {value!r}: {rule}" if cell else f"{sheet} ({name}) = {value!r}: {rule}"
-                 for sheet, cell, name, value, rule in problems]
+        lines = [f"{sheet}!{cell} ({name}) = {value!r}: {rule}" for sheet, cell, name, value, rule in problems]
         ValueError.__init__(self, f"{path}: {len(problems)} invalid input(s):\n  " + "\n  ".join(lines))
         self.field, self.value, self.rule, self.position = "workbook", str(path), "invalid inputs", None
 

@@ -229,7 +229,7 @@ def _curve_sheet(wb: Workbook, refs: dict[str, str], built: Built) -> None:
     for i, factor in enumerate(CURVE_FACTORS):
         r = first + i
         ws.cell(row=r, column=1, value=factor).number_format = "0.000"
-        ws.cell(row=r, column=2, value=f"={F._floor(f'A{r}*exact_interval_min', refs)}").number_format = F.MINUTES
+        ws.cell(row=r, column=2, value=f"={F.floor_interval(f'A{r}*exact_interval_min', refs)}").number_format = F.MINUTES
         ws.cell(row=r, column=3, value=f"={F.first_order_waste_at(f'B{r}', refs)}").number_format = F.PERCENT
         ws.cell(row=r, column=4, value=f"={F.waste_at(f'B{r}', refs)}").number_format = F.PERCENT
         built.checks.append(Check("Interval curve", f"C{r}", ("curve", i), "first_order_waste"))

@@ -69,13 +69,49 @@ def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]",
             "or 'x baseline' a factor of the baseline's value (0.25 = a quarter). Blank = same as the baseline. "
             "Positive savings favour the alternative.", 3 + _COLS_PER_DESIGN * len(designs))
     ws.row_dimensions[2].height = 30
+    _design_heads(wb, ws, designs, built)
+    refs_b, refs_a, row = _input_rows(wb, ws, base, designs, built)
+    ws.cell(row=row, column=1, value="Input check (each alternative's inputs against their rules)").font = Font(bold=True)
+    ws.cell(row=row, column=3, value='=IF(input_problems="","OK",input_problems)')
+    flags.highlight(ws, f"C{row}")
+    check_row = row   # written once the plan's rows are: a stall is required, stated or derived from the design
+    row += 2
+    S.header(ws, row, ["Figure", "Unit", "Baseline"] + [x for k in designs for x in ("", "", "value")])
+    row += 1
+    columns = [(3, refs_b, ("compare", "base"))] + [(value_column(k), refs_a[k - 1], ("compare", k))
+                                                      for k in range(1, len(designs) + 1)]
+    chain = row + len(D.PLAN_CALCS) + _SAVINGS_ROWS   # the spare pool's sums, hidden below the savings
+    row = _plan_rows(ws, row, columns, chain, terms, base.currency, built)
+    for k in range(1, len(designs) + 1):
+        problems = F.input_problems(refs_a[k - 1])
+        c = ws.cell(row=check_row, column=value_column(k), value=f'=IF(({problems})="","OK",{problems})')
+        flags.highlight(ws, c.coordinate)
+    ws.cell(row=row, column=1, value="Model check (where the answer leaves the models' range)").font = Font(bold=True)
+    for col, refs, ctx in columns:
+        cell = ws.cell(row=row, column=col, value="=" + flags.model_check(refs))
+        cell.alignment = Alignment(wrap_text=True, vertical="top")
+        flags.highlight(ws, cell.coordinate)
+        built.flags.append(Check(SHEET, cell.coordinate, ctx, "warnings"))
+    ws.row_dimensions[row].height = 45
+    row = _savings(ws, row + 2, refs_b, refs_a, base.currency, built)
+    assert row <= chain, (row, chain)
+    _pool_sums(ws, columns, chain, terms)
+    widths = {"A": 58, "B": 14, "C": 16}
+    for k in range(1, len(designs) + 1):
+        vcol = value_column(k)
+        widths.update({get_column_letter(vcol - 2): 10, get_column_letter(vcol - 1): 10, get_column_letter(vcol): 16})
+    for col, width in widths.items():
+        ws.column_dimensions[col].width = width
+    ws.freeze_panes = f"D{FIRST_INPUT_ROW}"
+    ws.sheet_properties.outlinePr.summaryBelow = False
+
+
+def _design_heads(wb: Workbook, ws, designs: "tuple[Design, ...]", built: Built) -> None:
+    """Each alternative's name (an input) and the live text of what it changes, over its three columns."""
     names_row, changes_row, head_row = 4, 5, 6
     ws.cell(row=names_row, column=1, value="Alternative (type a name)").font = Font(bold=True)
     ws.cell(row=changes_row, column=1, value="What changes (from the blue cells below)").font = S.NOTE_FONT
     S.header(ws, head_row, ["Input", "Unit", "Baseline"])
-    refs_b: dict[str, str] = {}
-    refs_a: list[dict[str, str]] = [{} for _ in designs]
-    row = FIRST_INPUT_ROW
     keys = list(F.INPUTS)
     for k, design in enumerate(designs, start=1):
         vcol = value_column(k)
@@ -94,6 +130,15 @@ def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]",
         c.font, c.alignment = S.NOTE_FONT, Alignment(wrap_text=True, vertical="top")
         S.header(ws, head_row, ["set to", "x baseline", "value"], col=vcol - 2)
     ws.row_dimensions[changes_row].height = 42
+
+
+def _input_rows(wb: Workbook, ws, base: "Scenario", designs: "tuple[Design, ...]",
+                built: Built) -> tuple[dict[str, str], list[dict[str, str]], int]:
+    """One row per input: the baseline's link to Inputs, each alternative's change cells and value.
+    Returns the baseline's and the alternatives' references and the row after the block."""
+    refs_b: dict[str, str] = {}
+    refs_a: list[dict[str, str]] = [{} for _ in designs]
+    row = FIRST_INPUT_ROW
     for key, field in F.INPUTS.items():
         ws.cell(row=row, column=1, value=field.label)
         ws.cell(row=row, column=2, value=S.fmt_unit(field.unit if field.unit != "per GPU-h" else "money per GPU-h",
@@ -120,24 +165,18 @@ def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]",
             value.number_format = base_cell.number_format
             refs_a[k - 1][key] = f"${get_column_letter(vcol)}${row}"
         row += 1
-    row += 1
-    ws.cell(row=row, column=1, value="Input check (each alternative's inputs against their rules)").font = Font(bold=True)
-    ws.cell(row=row, column=3, value='=IF(input_problems="","OK",input_problems)')
-    flags.highlight(ws, f"C{row}")
-    check_row = row   # written once the plan's rows are: a stall is required, stated or derived from the design
-    row += 2
-    S.header(ws, row, ["Figure", "Unit", "Baseline"] + [x for k in designs for x in ("", "", "value")])
-    row += 1
-    columns = [(3, refs_b, ("compare", "base"))] + [(value_column(k), refs_a[k - 1], ("compare", k))
-                                                      for k in range(1, len(designs) + 1)]
-    chain = row + len(D.PLAN_CALCS) + _SAVINGS_ROWS   # the spare pool's sums, hidden below the savings
+    return refs_b, refs_a, row + 1
+
+
+def _plan_rows(ws, row: int, columns: list, chain: int, terms: int, currency: str, built: Built) -> int:
+    """The whole plan (:data:`workbook.design_formulas.PLAN_CALCS`) in every column; returns the next row."""
     for col, refs, _ in columns:
         refs.update(D.setup_refs(lambda name: f"setup_{name}"))
         refs.update(pool_terms=str(terms), pool_correction=f"${get_column_letter(col)}${chain + terms - 1}"
                     if terms else "0")
     for calc in D.PLAN_CALCS:
         ws.cell(row=row, column=1, value=calc.label)
-        ws.cell(row=row, column=2, value=S.fmt_unit(calc.unit, base.currency))
+        ws.cell(row=row, column=2, value=S.fmt_unit(calc.unit, currency))
         for col, refs, ctx in columns:
             letter = get_column_letter(col)
             cell = ws.cell(row=row, column=col, value="=" + calc.expr(refs))
@@ -149,32 +188,16 @@ def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]",
             ws.row_dimensions[row].outlineLevel = 1
             ws.row_dimensions[row].hidden = True
         row += 1
-    for k in range(1, len(designs) + 1):
-        problems = F.input_problems(refs_a[k - 1])
-        c = ws.cell(row=check_row, column=value_column(k), value=f'=IF(({problems})="","OK",{problems})')
-        flags.highlight(ws, c.coordinate)
-    ws.cell(row=row, column=1, value="Model check (where the answer leaves the models' range)").font = Font(bold=True)
-    for col, refs, ctx in columns:
-        cell = ws.cell(row=row, column=col, value="=" + flags.model_check(refs))
-        cell.alignment = Alignment(wrap_text=True, vertical="top")
-        flags.highlight(ws, cell.coordinate)
-        built.flags.append(Check(SHEET, cell.coordinate, ctx, "warnings"))
-    ws.row_dimensions[row].height = 45
-    row = _savings(ws, row + 2, refs_b, refs_a, base.currency, built)
-    assert row <= chain, (row, chain)
+    return row
+
+
+def _pool_sums(ws, columns: list, chain: int, terms: int) -> None:
+    """Each column's spare-pool sum (:func:`workbook.design_formulas.pool_chain_cell`) in hidden rows."""
     for n in range(terms):
         for col, refs, _ in columns:
             prev = f"{get_column_letter(col)}{chain + n - 1}" if n else None
             ws.cell(row=chain + n, column=col, value="=" + D.pool_chain_cell(n, prev, refs))
         ws.row_dimensions[chain + n].hidden = True
-    widths = {"A": 58, "B": 14, "C": 16}
-    for k in range(1, len(designs) + 1):
-        vcol = value_column(k)
-        widths.update({get_column_letter(vcol - 2): 10, get_column_letter(vcol - 1): 10, get_column_letter(vcol): 16})
-    for col, width in widths.items():
-        ws.column_dimensions[col].width = width
-    ws.freeze_panes = f"D{FIRST_INPUT_ROW}"
-    ws.sheet_properties.outlinePr.summaryBelow = False
 
 
 def _savings(ws, row: int, refs_b: dict[str, str], refs_a: list[dict[str, str]], currency: str, built: Built) -> int:

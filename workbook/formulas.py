@@ -33,7 +33,7 @@ from ..engine.fields import DOMAIN_FIELDS, DOMAIN_SLOTS, FIELDS, Field, domain_f
 from . import wall_formulas as _wall
 
 __all__ = ["CALCS", "CALC_BY_KEY", "GPU_HOURS", "HOURS", "INPUTS", "INPUT_KEYS", "MAX_EXPONENT", "MINUTES", "MONEY",
-           "NEVER", "NEWTON_STEPS", "PERCENT", "RATIO", "SERIES_BELOW", "Calc", "Refs", "first_order_waste_at",
+           "NEVER", "NEWTON_STEPS", "PERCENT", "RATIO", "SERIES_BELOW", "Calc", "Refs", "first_order_waste_at", "floor_interval",
            "input_problems", "waste_at"]
 
 Refs = Mapping[str, str]
@@ -82,7 +82,8 @@ def _guard(expr: str, r: Refs) -> str:
     return f"IF({r['model_ok']},{expr},{NEVER})"
 
 
-def _floor(T: str, r: Refs) -> str:
+def floor_interval(T: str, r: Refs) -> str:
+    """MAX(T, W (1 - s)): an interval no shorter than the async write it must fit (engine.waste)."""
     return f"MAX({T},{r['async_write_min']}*(1-{r['async_slowdown_fraction']}))"
 
 
@@ -138,7 +139,7 @@ CALCS: tuple[Calc, ...] = (
          lambda r: f"{r['effective_stall_min']}/{r['job_mtbf_min']}"),
     *_newton_calcs(),
     Calc("exact_interval_min", "Exact optimum interval (Daly's complete model)", "min", MINUTES,
-         lambda r: _floor(f"{r['job_mtbf_min']}*IF({r['stall_ratio']}<{SERIES_BELOW},{_series(r)},1-{r[f'newton_y{NEWTON_STEPS}']})", r),
+         lambda r: floor_interval(f"{r['job_mtbf_min']}*IF({r['stall_ratio']}<{SERIES_BELOW},{_series(r)},1-{r[f'newton_y{NEWTON_STEPS}']})", r),
          "exact_interval_min"),
     Calc("chosen_interval_min", "Chosen interval (input, else the exact optimum)", "min", MINUTES,
          lambda r: f'IF({r["interval_min"]}<>"",{r["interval_min"]},{r["exact_interval_min"]})', "chosen_interval_min"),
@@ -155,9 +156,9 @@ CALCS: tuple[Calc, ...] = (
     Calc("waste_fraction_at_optimum", "Exact waste at the exact optimum", "share", PERCENT,
          lambda r: _guard(_waste(r["exact_interval_min"], r), r), "waste_fraction_at_optimum"),
     Calc("waste_fraction_at_young", "Exact waste at Young's interval", "share", PERCENT,
-         lambda r: _guard(_waste(_floor(r["young_interval_min"], r), r), r), "waste_fraction_at_young"),
+         lambda r: _guard(_waste(floor_interval(r["young_interval_min"], r), r), r), "waste_fraction_at_young"),
     Calc("waste_fraction_at_daly", "Exact waste at Daly's interval", "share", PERCENT,
-         lambda r: _guard(_waste(_floor(r["daly_interval_min"], r), r), r), "waste_fraction_at_daly"),
+         lambda r: _guard(_waste(floor_interval(r["daly_interval_min"], r), r), r), "waste_fraction_at_daly"),
     Calc("expected_failures", "Expected failures per run", "failures", "#,##0.0",
          lambda r: _guard("{0}*(1-EXP(-({1}+{2}+{3}*{4})/{5}))*EXP(({1}+{2}+{3})/{5})".format(
              _parts(r)[0], r["chosen_interval_min"], r["checkpoint_stall_min"], r["async_write_min"],

@@ -401,7 +401,14 @@ def _engine_values(g: _Grid, columns, plans, designs) -> None:
 
 def _tiers(g: _Grid, st, plan) -> None:
     """The baseline's tiers and failure classes as inputs; per tier the first-order interval and storage cost."""
-    ws, x = g.ws, g.refs[0]
+    t_rows = _tier_table(g, st)
+    c_rows, total = _class_table(g, st, t_rows)
+    _tier_figures(g, st, plan, t_rows, c_rows, total)
+
+
+def _tier_table(g: _Grid, st) -> list[int]:
+    """The baseline's tiers as input rows (``tier<i>_<key>``); returns their rows."""
+    ws = g.ws
     _put(ws, g.row, 1, "Checkpoint tiers (baseline): a save writes tier 1, tier i takes every k-th save",
          font=Font(bold=True))
     S.header(ws, g.row + 1, [S.fmt_unit(h, g.currency) for h, _ in _TIER.values()])
@@ -420,6 +427,13 @@ def _tiers(g: _Grid, st, plan) -> None:
             g.name(f"tier{i + 1}_{key}", ref)
         t_rows.append(g.row)
         g.row += 1
+    return t_rows
+
+
+def _class_table(g: _Grid, st, t_rows: list[int]) -> tuple[list[int], str]:
+    """The failure classes as input rows, each with the tier it restores from; returns their rows and the
+    formula of their shares' sum."""
+    ws = g.ws
     S.header(ws, g.row + 1, ["Failure class (name)", "Share of failures", "Restores from tier"])
     ws.row_dimensions[g.row + 1].height = 30
     g.row, c_rows, names = g.row + 2, [], list(st.failure_classes)
@@ -441,6 +455,12 @@ def _tiers(g: _Grid, st, plan) -> None:
         c_rows.append(r)
         g.row += 1
     total = "+".join(f'IF(A{r}="",0,B{r})' for r in c_rows)
+    return c_rows, total
+
+
+def _tier_figures(g: _Grid, st, plan, t_rows: list[int], c_rows: list[int], total: str) -> None:
+    """Per tier: stall, restore, level cost, share, rate, first-order interval and every, storage cost."""
+    ws, x = g.ws, g.refs[0]
     S.header(ws, g.row + 1, ["Tier figures (baseline)", None, None, "Stall (min)", "Restore (min)",
                              "Level cost C (min)", "Share restored here", "Rate (per min)", "First-order interval (min)",
                              "First-order every", f"Storage cost ({g.currency})", "Engine interval (min)"])

@@ -96,7 +96,7 @@ def test_every_design_column_equals_ckptplan_compare(books, which):
     by_name = {d["name"]: d for d in want["designs"]}
     storage, compare = got[SHEET], got["Compare"]
     total_row = next(r for r in range(1, storage.max_row + 1)
-                     if storage.cell(row=r, column=3).value == "Plan: total_cost")
+                     if storage.cell(row=r, column=3).value == "total_cost")
     compared = 0
     for k, design in enumerate(plan.designs, start=1):
         col = 4 + 3 * k

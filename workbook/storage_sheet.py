@@ -27,6 +27,7 @@ from weakref import WeakKeyDictionary
 
 from openpyxl import Workbook
 from openpyxl.styles import Alignment, Font
+from openpyxl.worksheet.pagebreak import Break
 from openpyxl.utils import get_column_letter as col_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
@@ -133,7 +134,7 @@ class _Grid:
         for k in range(self.n + 1):
             letter = col_letter(self.col(k))
             if single and self.tiered[k]:
-                _put(self.ws, r, self.col(k), "tiered plan: see the engine's figures below", wrap=False)
+                _put(self.ws, r, self.col(k), "tiered plan: below", wrap=False)
                 D.bind(self.refs[k], key, '""')
                 continue
             _fx(self.ws, r, self.col(k), base if k == 0 and base else expr(self.refs[k]), fmt)
@@ -171,11 +172,13 @@ def storage_sheet(wb: Workbook, scenario, setup, designs, built: Built, terms: i
     S.title(ws, "Storage & recovery: where the stall and the restart come from, and what they cost",
             "Checkpoint size and bandwidths give the save stall, background write and restore; the restart parts "
             "and the spare pool give the restart; the plan, storage and spare money follow "
-            "(engine.setup.plan_setup). Blue cells are inputs; blank = not given.", 7)
+            "(the Plan sheet's formulas; the baseline column is the Plan sheet). Blue cells are inputs; blank = not "
+            "given.", 7)
     _inputs(g, st, designs)
     _derived(g)
     _plan(g)
     _engine_values(g, columns, plans, designs)
+    ws.row_breaks.append(Break(id=g.row - 1))   # the tier and class tables print on a page of their own
     _tiers(g, st, plans[0])
     g.row = design_tier_rows(ws, g.row, designs, g.name, (TIER_SLOTS, CLASS_SLOTS), g.currency)
     for i, text in enumerate([t.format(N=terms) for t in _NOTES] + flags.legend()):
@@ -183,6 +186,9 @@ def storage_sheet(wb: Workbook, scenario, setup, designs, built: Built, terms: i
     for col, width in zip("ABCDEFGHIJKLMNOP", (_WIDTH_A, 16, 30, 16, 10, 10, 16, 10, 10, 16, 10, 10, 16, 10, 10, 16)):
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "E8"
+    # readable print: labels and units repeat on each page, two designs per page across beyond two
+    ws.print_title_cols, ws.print_title_rows = "A:B", "7:7"
+    ws.page_setup.fitToWidth = 1 + len(designs) // 3
     ws.sheet_properties.outlinePr.summaryBelow = ws.sheet_properties.outlinePr.summaryRight = False
     _REGISTRY[wb] = (g.checks, g.flags)
     if st.given() or designs or st.stated:
@@ -204,7 +210,7 @@ def _inputs(g: _Grid, st, designs) -> None:
             ws.merge_cells(start_row=r, start_column=c, end_row=r, end_column=c + 2)
         _put(ws, 4, c, d.name, font=Font(bold=True, color="0000FF"), fill=S.INPUT_FILL)
         g.name(f"setup_design{k}_name", f"{col_letter(c)}4")
-    S.header(ws, 7, ["Input or figure", "Unit", "Name / engine function", "Baseline"]
+    S.header(ws, 7, ["Input or figure", "Unit", "Defined name (Plan sheet)", "Baseline"]
              + ["set to", "x baseline", "value"] * len(designs))
 
     def change_row(key, dkey, label, unit, rule, integer, value=None, link=False, default=None):
@@ -290,7 +296,7 @@ def _derived(g: _Grid) -> None:
         g.refs[k].update(pool_terms=str(g.terms),
                          pool_correction=f"${col_letter(_HELPER_COL + k)}${first + g.terms - 1}" if k else '""')
     for calc in D.DESIGN_CALCS:
-        g.figure(calc.key, calc.label, calc.unit, calc.fmt, calc.expr, "Plan: " + calc.key, calc.engine_key,
+        g.figure(calc.key, calc.label, calc.unit, calc.fmt, calc.expr, calc.key, calc.engine_key,
                  hidden=calc.key not in _DESIGN_VISIBLE, base=calc.key,
                  dn=_NAMES.get(calc.key, f"setup_{calc.key.replace('used_', 'used_')}"))
     S.header(ws, 7, [f"Spare pool sum, {col_letter(g.col(k))}" for k in range(1, g.n + 1)], col=_HELPER_COL + 1)
@@ -310,7 +316,7 @@ def _plan(g: _Grid) -> None:
     for calc in D.PLAN_CALCS:
         if calc.key in design or calc.key in money:
             continue
-        g.figure(calc.key, calc.label, calc.unit, calc.fmt, calc.expr, "Plan: " + calc.key,
+        g.figure(calc.key, calc.label, calc.unit, calc.fmt, calc.expr, calc.key,
                  f"row:{calc.engine_key}" if calc.engine_key else None, calc.key not in _VISIBLE or calc.helper,
                  base=calc.key, dn=_NAMES.get(calc.key), single=True)
     g.head("Model check (keys: see the legend at the bottom)", bold=True)
@@ -324,7 +330,7 @@ def _plan(g: _Grid) -> None:
     g.row += 1
     g.band("Storage, spares and the total")
     for calc in D.MONEY_CALCS:
-        g.figure(calc.key, calc.label, calc.unit, calc.fmt, calc.expr, "Plan: " + calc.key, calc.engine_key,
+        g.figure(calc.key, calc.label, calc.unit, calc.fmt, calc.expr, calc.key, calc.engine_key,
                  base=calc.key, dn=_NAMES.get(calc.key), single=True)
 
 
@@ -341,7 +347,7 @@ _ENGINE_ROWS = (
 def _engine_values(g: _Grid, columns, plans, designs) -> None:
     ws = g.ws
     g.band("Engine, at build time: tiered plans (values, not formulas)")
-    g.head("Checkpoint tiers", "", "setup.tiers")
+    g.head("Checkpoint tiers", "", "tiers below")
     for k, ((_, su), d) in enumerate(zip(columns, (None,) + tuple(designs))):
         names = " + ".join(str(t.get("name", "?")) for t in su.tiers) or "none (single level)"
         text = names if k == 0 else ("same as the baseline" if d.tiers is None else f"replaced: {names}")
@@ -358,7 +364,7 @@ def _engine_values(g: _Grid, columns, plans, designs) -> None:
          "engine: regenerate the workbook after changing inputs.", font=S.NOTE_FONT)
     g.row += 1
     for key, label, unit, fmt in _ENGINE_ROWS:
-        g.head(label + " (engine, at build time)", unit, "setup.plan_setup")
+        g.head(label + " (tiered model, at build time)", unit, "ckptplan plan")
         for k, ((_, su), p) in enumerate(zip(columns, plans)):
             if not su.tiers:
                 value = "single level: live above" if key == "interval_min" else None
@@ -368,7 +374,8 @@ def _engine_values(g: _Grid, columns, plans, designs) -> None:
                 value = float(p.figures[key])
                 value = "no deadline given" if math.isnan(value) else value
             _put(ws, g.row, g.col(k), value, fmt, wrap=True)
-            ws.row_dimensions[g.row].height = 42 if key == "tier_intervals" else None
+            if key == "tier_intervals":
+                ws.row_dimensions[g.row].height = 42
         if key == "wall_h":
             g.refs[0]["engine_wall_h"] = f"$D${g.row}"
         g.row += 1
@@ -497,7 +504,7 @@ def _tier_figures(g: _Grid, st, plan, t_rows: list[int], c_rows: list[int], tota
         _put(ws, r, 12, plan.tiers[i]["interval_min"] if st.tiers and i < len(plan.tiers) else None, F.MINUTES)
         f_rows.append(r)
         g.row += 1
-    g.head("First-order design: interval T (min) and overhead (share of work)", cite="tiers.first_order_tier_intervals")
+    g.head("First-order design: interval T (min) and overhead (share of work)", cite="Benoit et al. 2017")
     _fx(ws, T_row, 4, f'IF($A${t_rows[0]}="","",MAX(I{f_rows[0]},{W}*(1-{s})))', F.MINUTES)
     over = "+".join(f'IF(OR($A${tr}="",G{fr}=0),0,SQRT(2*F{fr}*G{fr}/{M}))' for tr, fr in zip(t_rows, f_rows))
     _fx(ws, T_row, 5, f'IF($A${t_rows[0]}="","",{over})', F.PERCENT)

@@ -114,7 +114,8 @@ def fit_rows(ws, first_row: int, last_row: int) -> None:
 def print_setup(ws, landscape: bool = True) -> None:
     ws.page_setup.orientation = "landscape" if landscape else "portrait"
     ws.page_setup.paperSize = ws.PAPERSIZE_A4
-    ws.page_setup.fitToWidth = 1
+    # a sheet that asked for more pages across (a wide design comparison) keeps them; the rest fit one page across
+    ws.page_setup.fitToWidth = ws.page_setup.fitToWidth if (ws.page_setup.fitToWidth or 0) > 1 else 1
     ws.page_setup.fitToHeight = 0
     ws.sheet_properties.pageSetUpPr.fitToPage = True
     ws.print_options.gridLines = False

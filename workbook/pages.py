@@ -49,19 +49,21 @@ def fit_model_check(ws, row: int, results: Any, width: float) -> None:
 
 
 def _scaling_rows(sc: engine.Scenario, st: Any, nodes_list: list[int]) -> pd.DataFrame | None:
-    """The engine's plan of each Scaling row (the design re-derived at its node count), None where one is refused."""
-    from ..engine.setup import RecoverySetup, plan_setup
+    """The engine's plan of each Scaling row (the design re-derived at its node count), in one table pass
+    (:func:`engine.batch.evaluate_rows`: each row equals ``plan_setup`` of it); None where a row is refused."""
+    import numpy as np
+
+    from ..engine.batch import evaluate_rows
+    from ..engine.setup import RecoverySetup
 
     st = (st if st is not None else RecoverySetup()).replace(tiers=(), failure_classes={})
-    out = []
-    try:
-        for n in nodes_list:
-            plan = plan_setup(sc.with_nodes(n).replace(interval_min=None), st)
-            out.append(plan.row.to_dict() | {k: plan.figures[k] for k in ("total_cost", "total_gpu_hours")
-                                             if plan.figures.get(k) is not None})
-    except (ValueError, ArithmeticError):  # a row the models refuse: its cells say so in words
-        return None
-    return pd.DataFrame(out)
+    table = engine.to_table([sc.with_nodes(n).replace(interval_min=None) for n in nodes_list])
+    for key in st.derives():   # derived per row from the row's own nodes, as the sheet does
+        table[key] = np.nan
+    for key, value in st.columns().items():
+        table[key] = value
+    rows = evaluate_rows(table)
+    return None if (rows["status"] != "ok").any() else rows
 
 
 def fit_scaling(ws, sc: engine.Scenario, st: Any, nodes_list: list[int], first: int, cols: dict[str, int]) -> None:

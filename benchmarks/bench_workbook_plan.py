@@ -1,0 +1,81 @@
+"""The storage template's workbook: whole-command time against an earlier checkout, and the plan passes it runs.
+
+    python benchmarks/bench_workbook_plan.py --before-python /path/to/old/checkout/venv/bin/python [--runs 5]
+
+1. ``ckptplan workbook -t llama3-405b-storage`` (the command a planner runs, Deadline Monte Carlo included)
+   timed as a whole process with this checkout's Python and with ``--before-python`` (an interpreter whose
+   ``ckptplan`` is the earlier checkout, e.g. a virtualenv with ``pip install -e`` of it), runs
+   interleaved so both sides share the machine's load; prints min and median seconds and the ratio.
+2. The plan passes one workbook runs in this checkout, counted by wrapping the engine's entry points
+   (``plan_setup``, ``evaluate``, ``validate_table``, from a profile of ``workbook.build_workbook`` of the
+   template with its designs). Both sides write the same template to a
+   temporary folder; nothing of either is imported into the other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TEMPLATE = "llama3-405b-storage"
+
+
+def _command(python: str, out: Path) -> list[str]:
+    code = ("import sys\nfrom ckptplan.cli import main\nsys.argv = ['ckptplan', 'workbook', '-t', "
+            f"{TEMPLATE!r}, '-o', {str(out)!r}, '--force']\nmain()\n")
+    return [python, "-c", code]
+
+
+def _time(python: str, out: Path) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(_command(python, out), check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def count_passes() -> dict[str, int]:
+    """Calls of the engine's plan entry points while this checkout builds the template's workbook (read from
+    a profile of the build, so calls through names imported elsewhere count too)."""
+    import cProfile
+    import pstats
+
+    from ckptplan import files, workbook
+
+    plan = files.load_plan(TEMPLATE)
+    prof = cProfile.Profile()
+    prof.runcall(workbook.build_workbook, plan.scenario, setup=plan.setup, designs=plan.designs)
+    counts = {"plan_setup": 0, "evaluate": 0, "validate_table": 0}
+    for (path, _, func), (_, calls, *_rest) in pstats.Stats(prof).stats.items():
+        if func in counts and "/engine/" in path.replace("\\", "/"):
+            counts[func] += calls
+    return counts
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--before-python", required=True, help="Python whose ckptplan is the earlier checkout")
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    now, before = {"now": [], "before": []}, None
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(args.runs):   # interleaved: the two sides see the same neighbours
+            now["before"].append(_time(args.before_python, Path(tmp) / "before.xlsx"))
+            now["now"].append(_time(sys.executable, Path(tmp) / "now.xlsx"))
+    before = now.pop("before")
+    after = now["now"]
+    print(f"ckptplan workbook -t {TEMPLATE}, {args.runs} interleaved runs each (whole process, seconds):")
+    print(f"  before: min {min(before):.2f}  median {statistics.median(before):.2f}")
+    print(f"  now:    min {min(after):.2f}  median {statistics.median(after):.2f}")
+    print(f"  ratio now / before: {min(after) / min(before):.2f} (min), "
+          f"{statistics.median(after) / statistics.median(before):.2f} (median)")
+    counts = count_passes()
+    print("plan passes in one build_workbook of the template with its designs (this checkout): "
+          + ", ".join(f"{k} {v}" for k, v in counts.items()))
+
+
+if __name__ == "__main__":
+    main()

@@ -33,7 +33,8 @@ def _command(python: str, out: Path) -> list[str]:
 
 def _time(python: str, out: Path) -> float:
     t0 = time.perf_counter()
-    subprocess.run(_command(python, out), check=True, capture_output=True)
+    # run in the output folder: a checkout in the working directory would shadow the interpreter's ckptplan
+    subprocess.run(_command(python, out), check=True, capture_output=True, cwd=out.parent)
     return time.perf_counter() - t0
 
 

@@ -256,7 +256,8 @@ def _row(ref: str) -> int:
 
 
 def _name_column(wb) -> dict[str, int]:
-    """Row of each row name in the Storage & recovery sheet's name column (C): ``Inputs: <name>``, ``setup.tiers``."""
+    """Row of each row name in the Storage & recovery sheet's name column (C): ``Inputs: <name>``, the
+    "Checkpoint tiers" row's ``tiers below`` (``setup.tiers`` in workbooks written before)."""
     if STORAGE not in wb.sheetnames:
         return {}
     rows: dict[str, int] = {}
@@ -284,7 +285,7 @@ def _storage_designs(wb, problems: list) -> list[tuple[Design, tuple[str, str]]]
         cells += [(f, f"setup_design{k}_{{kind}}_{f.name}", *(at(_row(base[1]), col + j) for j in (0, 1)))
                   for f in SETUP_FIELDS if (base := _cell(wb, f"setup_{f.name}")) is not None]
         set_, times = _changes(cells, problems)
-        tiers, classes = _design_tiers(wb, k, at(rows.get("setup.tiers"), col), problems)
+        tiers, classes = _design_tiers(wb, k, at(rows.get("tiers below", rows.get("setup.tiers")), col), problems)
         designs.append((Design(name, set=set_, times=times, tiers=tiers, failure_classes=classes), found[:2]))
         k += 1
     return designs

@@ -298,7 +298,7 @@ def _derived(g: _Grid) -> None:
     for calc in D.DESIGN_CALCS:
         g.figure(calc.key, calc.label, calc.unit, calc.fmt, calc.expr, calc.key, calc.engine_key,
                  hidden=calc.key not in _DESIGN_VISIBLE, base=calc.key,
-                 dn=_NAMES.get(calc.key, f"setup_{calc.key.replace('used_', 'used_')}"))
+                 dn=_NAMES.get(calc.key, f"setup_{calc.key}"))
     S.header(ws, 7, [f"Spare pool sum, {col_letter(g.col(k))}" for k in range(1, g.n + 1)], col=_HELPER_COL + 1)
     for k in range(1, g.n + 1):
         col = _HELPER_COL + k

@@ -147,15 +147,6 @@ _PLAN_VISIBLE_DESIGN = {"checkpoint_size_gb", "derived_checkpoint_stall_min", "d
 _PLAN_HIDDEN = {c.key for c in D.DESIGN_CALCS} - _PLAN_VISIBLE_DESIGN | {"billing_months"}
 
 
-def _pool_chain_down(ws, col: int, first_row: int, terms: int, refs: dict[str, str]) -> None:
-    """The spare pool's finite sum (:func:`design_formulas.pool_chain_cell`) down a hidden column."""
-    letter = get_column_letter(col)
-    for n in range(terms):
-        prev = f"{letter}{first_row + n - 1}" if n else None
-        ws.cell(row=first_row + n, column=col, value="=" + D.pool_chain_cell(n, prev, refs))
-    ws.column_dimensions[letter].hidden = True
-
-
 def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int) -> dict[str, str]:
     ws = wb.create_sheet("Plan")
     S.title(ws, "Plan: how often to save, and what it costs",
@@ -205,7 +196,8 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int) -> 
         if calc.engine_key:
             built.checks.append(Check("Plan", f"B{row}", ("plan",), calc.engine_key))
         row += 1
-    _pool_chain_down(ws, chain_col, first, terms, refs)
+    D.write_pool_chain(ws, first, chain_col, terms, refs)
+    ws.column_dimensions[get_column_letter(chain_col)].hidden = True
     S.note(ws, row + 1, "Rows grouped under the design and 'c = effective stall / job MTBF' (expand with +) derive "
           "the stall and restart from the design and solve the exact optimum by Newton steps; Excel has no Lambert W.", 4)
     S.note(ws, row + 2, "Long-run averages for exponential failures; P(finish by the deadline) and the wall-time "
@@ -305,9 +297,7 @@ def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], di
             D.bind(refs, calc.key, f"{letter}{r}")
             if calc.engine_key:
                 checks.append(Check(sheet, f"{letter}{r}", context(i), calc.engine_key))
-        for n in range(terms):
-            prev = f"{get_column_letter(flag_col + n)}{r}" if n else None
-            ws.cell(row=r, column=flag_col + 1 + n, value="=" + D.pool_chain_cell(n, prev, refs))
+        D.write_pool_chain(ws, r, flag_col + 1, terms, refs, across=True)
         flag = ws.cell(row=r, column=flag_col, value="=" + flags.model_check(refs, keys=True))
         flag.alignment = Alignment(wrap_text=True, vertical="top")
         if flag_checks is not None:

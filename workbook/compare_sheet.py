@@ -193,10 +193,9 @@ def _plan_rows(ws, row: int, columns: list, chain: int, terms: int, currency: st
 
 def _pool_sums(ws, columns: list, chain: int, terms: int) -> None:
     """Each column's spare-pool sum (:func:`workbook.design_formulas.pool_chain_cell`) in hidden rows."""
+    for col, refs, _ in columns:
+        D.write_pool_chain(ws, chain, col, terms, refs)
     for n in range(terms):
-        for col, refs, _ in columns:
-            prev = f"{get_column_letter(col)}{chain + n - 1}" if n else None
-            ws.cell(row=chain + n, column=col, value="=" + D.pool_chain_cell(n, prev, refs))
         ws.row_dimensions[chain + n].hidden = True
 
 

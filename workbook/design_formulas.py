@@ -37,17 +37,14 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from ..engine.fields import SETUP_FIELDS
+from ..engine.setup import DERIVED, PARTS   # the fields a design derives and the restart parts: the engine's
 from ..engine.storage import HOURS_PER_BILLING_MONTH
 from . import formulas as F
 from .formulas import Calc
 
 __all__ = ["DERIVED", "DESIGN_CALCS", "MONEY_CALCS", "PLAN_CALCS", "PLAN_CALC_BY_KEY", "POOL_TERMS", "PARTS", "bind",
-           "blank_setup_refs", "plan_refs", "pool_chain_cell", "pool_terms", "setup_refs"]
+           "bandwidth", "blank_setup_refs", "either", "plan_refs", "pool_chain_cell", "pool_terms", "setup_refs", "write_pool_chain"]
 
-#: the scenario fields a design derives (a stated value wins), in the order the plan uses them
-DERIVED = ("checkpoint_stall_min", "async_write_min", "restart_min")
-#: the restart parts, in pipeline order (``init_per_1000_nodes_min`` is folded into ``init_min``)
-PARTS = ("detection_min", "reallocation_min", "startup_min", "init_min", "load_min", "warmup_min")
 #: least number of terms of the spare pool's finite sum (one helper cell per possible busy spare count)
 POOL_TERMS = 64
 _DEFAULTS = {f.name: f.default for f in SETUP_FIELDS}
@@ -96,11 +93,26 @@ def pool_chain_cell(n: int, prev: str | None, x: Mapping[str, str]) -> str:
     return f'IF(OR({x["repair_h"]}="",{x["spares_d"]}<=0),0,{(prev + "+") if prev else ""}{term})'
 
 
-def _either(a: str, b: str) -> str:
+def write_pool_chain(ws, row: int, col: int, terms: int, x: Mapping[str, str], across: bool = False) -> str:
+    """Write the spare pool's finite sum (:func:`pool_chain_cell`, ``terms`` cells) from ``(row, col)`` down a
+    column (``across``: along a row); returns the reference of its last cell (the ``pool_correction``)."""
+    from openpyxl.utils import get_column_letter
+
+    ref = None
+    for n in range(terms):
+        r, c = (row, col + n) if across else (row + n, col)
+        cell = ws.cell(row=r, column=c, value="=" + pool_chain_cell(n, ref, x))
+        cell.number_format = "0.0000"
+        ref = f"{get_column_letter(c)}{r}"
+    return ref or "0"
+
+
+def either(a: str, b: str) -> str:
+    """``a``, or ``b`` where ``a`` is blank."""
     return f'IF({a}="",{b},{a})'
 
 
-def _bw(per: str, agg: str, n: str) -> str:
+def bandwidth(per: str, agg: str, n: str) -> str:
     """MIN(per x writers, aggregate), a blank side being no limit (storage.effective_bandwidth_gb_s)."""
     return f'IF({per}="",{agg},IF({agg}="",{per}*{n},MIN({per}*{n},{agg})))'
 
@@ -109,14 +121,14 @@ def _t(template: str) -> Callable[[Mapping[str, str]], str]:
     return lambda r: template.format_map(r)
 
 
-_READ = _bw(_either("{read_gb_s_per_writer}", "{write_gb_s_per_writer}"),
-            _either("{aggregate_read_gb_s}", "{aggregate_write_gb_s}"), "{writers_used}")
+_READ = bandwidth(either("{read_gb_s_per_writer}", "{write_gb_s_per_writer}"),
+            either("{aggregate_read_gb_s}", "{aggregate_write_gb_s}"), "{writers_used}")
 _PART_EXPR = {
     "detection_min": "{detection_min_d}",
-    "reallocation_min": _either("{reallocation_min}", 'IF({repair_h}<>"",{replacement_share_d}*{pool_reallocation_min},0)'),
+    "reallocation_min": either("{reallocation_min}", 'IF({repair_h}<>"",{replacement_share_d}*{pool_reallocation_min},0)'),
     "startup_min": "{startup_min_d}",
     "init_min": "{init_min_d}+{init_per_1000_nodes_min_d}*{nodes}/1000",
-    "load_min": _either("{load_min}", _either("{derived_restore_min}", "0")),
+    "load_min": either("{load_min}", either("{derived_restore_min}", "0")),
     "warmup_min": "{warmup_min_d}",
 }
 _PART_LABEL = {
@@ -129,11 +141,11 @@ _PART_LABEL = {
 DESIGN_CALCS: tuple[Calc, ...] = (
     Calc("checkpoint_size_gb", "Checkpoint size = parameters x bytes per parameter + extra state", "GB", "#,##0.0",
          _t('IF({parameters_b}="","",{parameters_b}*{bytes_per_parameter_d}+{extra_state_gb_d})'), "checkpoint_size_gb"),
-    Calc("writers_used", "Writers (empty = one per node)", "writers", "#,##0", _t(_either("{writers}", "{nodes}")),
+    Calc("writers_used", "Writers (empty = one per node)", "writers", "#,##0", _t(either("{writers}", "{nodes}")),
          "writers"),
     Calc("write_bandwidth_gb_s", "Write bandwidth = MIN(per writer x writers, aggregate)", "GB/s", "#,##0.00",
          _t('IF(OR({checkpoint_size_gb}="",AND({write_gb_s_per_writer}="",{aggregate_write_gb_s}="")),"",'
-            + _bw("{write_gb_s_per_writer}", "{aggregate_write_gb_s}", "{writers_used}") + ")"), "write_bandwidth_gb_s"),
+            + bandwidth("{write_gb_s_per_writer}", "{aggregate_write_gb_s}", "{writers_used}") + ")"), "write_bandwidth_gb_s"),
     Calc("derived_checkpoint_stall_min", "Save stall from the design: size / bandwidth (async: size / device-to-host "
          "copy)", "min", F.MINUTES, _t('IF({write_bandwidth_gb_s}="","",IF({d2h_gb_s_per_writer}="",{checkpoint_size_gb}/'
                                       '{write_bandwidth_gb_s}/60,{checkpoint_size_gb}/({d2h_gb_s_per_writer}*'

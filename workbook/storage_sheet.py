@@ -86,15 +86,6 @@ def _validate(ws, ref: str, rule: str | None, what: str) -> None:
     dv.add(ref)
 
 
-def _bw(per: str, agg: str, n: str) -> str:
-    """MIN(per x writers, aggregate), a blank side being no limit (storage.effective_bandwidth_gb_s)."""
-    return f'IF({per}="",{agg},IF({agg}="",{per}*{n},MIN({per}*{n},{agg})))'
-
-
-def _either(a: str, b: str) -> str:
-    return f'IF({a}="",{b},{a})'
-
-
 class _Grid:
     """Rows over the baseline column (D) and the design columns; references per column; checks."""
 
@@ -302,9 +293,7 @@ def _derived(g: _Grid) -> None:
     S.header(ws, 7, [f"Spare pool sum, {col_letter(g.col(k))}" for k in range(1, g.n + 1)], col=_HELPER_COL + 1)
     for k in range(1, g.n + 1):
         col = _HELPER_COL + k
-        for n in range(g.terms):
-            prev = f"{col_letter(col)}{first + n - 1}" if n else None
-            _fx(ws, first + n, col, D.pool_chain_cell(n, prev, g.refs[k]), "0.0000")
+        D.write_pool_chain(ws, first, col, g.terms, g.refs[k])
         ws.column_dimensions[col_letter(col)].outlineLevel, ws.column_dimensions[col_letter(col)].hidden = 1, True
 
 
@@ -479,14 +468,14 @@ def _tier_figures(g: _Grid, st, plan, t_rows: list[int], c_rows: list[int], tota
     for i, tr in enumerate(t_rows):
         r, c = g.row, (lambda key: f"${col_letter(1 + TIER_KEYS.index(key))}${tr}")
         wper, wagg = c("write_gb_s_per_writer"), c("aggregate_write_gb_s")
-        rp, ra = _either(c("read_gb_s_per_writer"), wper), _either(c("aggregate_read_gb_s"), wagg)
+        rp, ra = D.either(c("read_gb_s_per_writer"), wper), D.either(c("aggregate_read_gb_s"), wagg)
         pe, na = f"J{r - 1}", '"n/a: give it, or parameters_b and a bandwidth"'
         _put(ws, r, 1, f"Tier {i + 1}", font=Font(bold=True))
         cells = {   # column -> formula; the Check key; the number format
-            4: (_either(c("checkpoint_stall_min"), f'IF(AND({size}<>"",OR({wper}<>"",{wagg}<>"")),'
-                                                   f'{size}/{_bw(wper, wagg, n)}/60,{na})'),
+            4: (D.either(c("checkpoint_stall_min"), f'IF(AND({size}<>"",OR({wper}<>"",{wagg}<>"")),'
+                                                   f'{size}/{D.bandwidth(wper, wagg, n)}/60,{na})'),
                 "checkpoint_stall_min", F.MINUTES),
-            5: (_either(c("restore_min"), f'IF(AND({size}<>"",OR({rp}<>"",{ra}<>"")),{size}/{_bw(rp, ra, n)}/60,{na})'),
+            5: (D.either(c("restore_min"), f'IF(AND({size}<>"",OR({rp}<>"",{ra}<>"")),{size}/{D.bandwidth(rp, ra, n)}/60,{na})'),
                 "restore_min", F.MINUTES),
             6: (f"D{r}" + (f"+{W}*{s}" if i == 0 else ""), "level_cost_min", F.MINUTES),
             7: (f'({"+".join(f"IF($C${cr}={i + 1},$B${cr},0)" for cr in c_rows)})/({total})', "share", "0.000000"),
@@ -495,9 +484,9 @@ def _tier_figures(g: _Grid, st, plan, t_rows: list[int], c_rows: list[int], tota
                 F.MINUTES),
             10: ("1" if i == 0 else f"{pe}*IF(ISNUMBER(I{r}),MAX(1,MIN(MAX(1,INT(1000/{pe})),INT(I{r}/({pe}*$D${T_row})"
                  f"+0.5))),MAX(1,INT(1000/{pe})))", "first_order_every", "0"),
-            11: (f'IF({size}="",0,{size}*{_either(c("retention"), "1")}*{_either(c("copies"), "1")}*IF(ISNUMBER('
+            11: (f'IF({size}="",0,{size}*{D.either(c("retention"), "1")}*{D.either(c("copies"), "1")}*IF(ISNUMBER('
                  f'{x["engine_wall_h"]}),{x["engine_wall_h"]},{x["wall_h"]})/{HOURS_PER_BILLING_MONTH!r}*'
-                 f'{_either(c("price_per_gb_month"), "0")})', "storage_cost", F.MONEY)}
+                 f'{D.either(c("price_per_gb_month"), "0")})', "storage_cost", F.MONEY)}
         for col, (expr, key, fmt) in cells.items():
             _fx(ws, r, col, f'IF($A${tr}="","",{expr})', fmt)
             g.checks.append(Check(SHEET, f"{col_letter(col)}{r}", ("setup_tier", i), key))

@@ -57,6 +57,4 @@ def figure(key: str, sc, st, plan=None):
                "checkpoint_size_gb", "derived_checkpoint_stall_min", "derived_async_write_min", "derived_restore_min",
                "spare_free_probability"):
         return f[key] if key != "spare_free_probability" or st.repair_h is not None else None
-    if key == "compute_cost" and key not in row.index:   # before the money rename: the job's GPU time
-        return row["total_cost"]
     return row[key]

@@ -90,8 +90,6 @@ def expected(context: tuple, key: str, sc: engine.Scenario, alt: tuple, table_ro
             return row["total_gpu_hours"]
         if key.startswith("used:"):
             return row[key[5:]]
-        if key == "compute_cost" and key not in row.index:
-            return row["total_cost"]
         if key in ("writers",):
             return row["nodes"]
         if key in row.index:

@@ -12,7 +12,6 @@ renamed) and an existing file is replaced only with ``--force``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -143,10 +142,7 @@ def register(app: typer.Typer) -> None:
                                            "fitted")
             emitted = {"path": str(emit_scenario), "name": plan.scenario.name, "overrides": result.scenario_overrides()}
         if as_json:
-            data = result.to_dict()
-            if emitted is not None:
-                data["emitted_scenario"] = emitted
-            typer.echo(json.dumps(_cli.json_ready(data), indent=2, allow_nan=False))
+            _cli.echo_json(result.to_dict(), emitted)
         else:
             print_fit(result)
         if emitted is not None:

@@ -16,7 +16,6 @@ atomically and checked by loading it; an existing file is replaced only with ``-
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
@@ -246,10 +245,7 @@ def _run_probe(cfg: "_trainer.ProbeConfig", directory: Optional[Path], keep: boo
 def _show_probe(result: "_probe.ProbeResult", as_json: bool, emitted: dict[str, Any] | None, emit_from: str) -> None:
     """The result as JSON (with the emitted scenario), or as tables with the scenario fields it measures."""
     if as_json:
-        data = result.to_dict()
-        if emitted is not None:
-            data["emitted_scenario"] = emitted
-        typer.echo(json.dumps(_cli.json_ready(data), indent=2, allow_nan=False))
+        _cli.echo_json(result.to_dict(), emitted)
     else:
         print_probe(result)
         o = result.scenario_overrides(emit_from if emit_from in result.methods else next(iter(result.methods)))
@@ -273,7 +269,7 @@ def audit(
     except OSError as exc:
         _cli.fail(f"cannot read {checkpoint}: {exc.strerror or exc}")
     if as_json:
-        typer.echo(json.dumps(_cli.json_ready(report.to_dict()), indent=2, allow_nan=False))
+        _cli.echo_json(report.to_dict())
     else:
         print_audit(report)
     if strict:

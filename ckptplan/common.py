@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the models load only when a command runs
     from .engine.scenario import Scenario
 
 __all__ = ["DEFAULT_TEMPLATE", "PIPED_WIDTH", "console", "duration", "emit_scenario_file", "err_console", "fail",
-           "field_options", "flag", "json_ready", "kept", "literal", "print_rows",
+           "echo_json", "field_options", "flag", "json_ready", "kept", "literal", "print_rows",
            "plan_from_options", "scenario_from_options"]
 
 #: width of the output when it is piped or redirected (a terminal's own width is used on a terminal):
@@ -247,6 +247,18 @@ def emit_scenario_file(path: Path, write: Callable[[], Any], what: str) -> Any:
         fail(f"cannot build the {what} scenario: {exc}")
     except OSError as exc:
         fail(f"cannot write {path}: {exc.strerror or exc}")
+
+
+def echo_json(value: Any, emitted: dict[str, Any] | None = None) -> None:
+    """Print ``value`` as strict, indented JSON (:func:`json_ready`); ``emitted``: the scenario file a command
+    wrote, added as ``emitted_scenario``."""
+    import json
+
+    import typer
+
+    if emitted is not None:
+        value = {**value, "emitted_scenario": emitted}
+    typer.echo(json.dumps(json_ready(value), indent=2, allow_nan=False))
 
 
 def json_ready(value: Any) -> Any:

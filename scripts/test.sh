@@ -7,25 +7,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v soffice >/dev/null 2>&1; then
+# need COMMAND PACKAGE WHY: apt-get PACKAGE when COMMAND is missing (as root with apt-get), else warn
+need() {
+    command -v "$1" >/dev/null 2>&1 && return 0
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "installing LibreOffice Calc (headless recalculation for the workbook tests)..."
+        echo "installing $2 ($3)..."
         apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libreoffice-calc >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$2" >/dev/null
     else
-        echo "warning: LibreOffice (soffice) not found and cannot apt-get it here; workbook recalculation tests will fail" >&2
+        echo "warning: $1 not found and cannot apt-get $2 here; $3 will fail" >&2
     fi
-fi
-
-if ! command -v pdftotext >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "installing poppler-utils (pdftotext reads the printed workbook pages in tests/test_workbook_pages.py)..."
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends poppler-utils >/dev/null
-    else
-        echo "warning: pdftotext not found and cannot apt-get it here; tests/test_workbook_pages.py will fail" >&2
-    fi
-fi
+}
+need soffice libreoffice-calc "the workbook recalculation tests"
+need pdftotext poppler-utils "tests/test_workbook_pages.py (the printed workbook pages)"
 
 # torch==2.13.0 (the [torch] extra) is a CPU build that lies on this kind of machine's disk; the probe tests need it
 python -m pip install -q --disable-pip-version-check -e '.[test,torch]'

@@ -158,3 +158,47 @@ def test_inputs_leave_the_derived_stall_and_restart_to_the_design(books):
     wb = load_workbook(Path(paths["as-built"]))
     for key in ("checkpoint_stall_min", "restart_min"):
         assert _named(wb, key) is None   # blank: derived from the design, live
+
+
+# ------------------------------------------------------------------ every shipped template, edited
+
+def _template_edits(plan) -> tuple[dict, list[str]]:
+    """A planner's edits of a template's workbook (twice the nodes; with a design, a slower detection and a
+    dearer storage) as defined names -> values, and the same as command-line options."""
+    edits, options = {"nodes": 2 * plan.scenario.nodes}, ["--nodes", str(2 * plan.scenario.nodes)]
+    if plan.setup.given():
+        edits.update(setup_detection_min=4.0, setup_price_per_gb_month=0.05)
+        options += ["--detection-min", "4", "--price-per-gb-month", "0.05"]
+    return edits, options
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory):
+    src, out = tmp_path_factory.mktemp("tsrc"), tmp_path_factory.mktemp("tout")
+    built, paths = {}, []
+    for name in files.list_templates():
+        plan = files.load_plan(name)
+        built[name] = workbook.write_workbook(src / f"{name}.xlsx", plan.scenario, setup=plan.setup,
+                                              designs=plan.designs or None)
+        wb = load_workbook(src / f"{name}.xlsx")
+        for key, value in _template_edits(plan)[0].items():
+            sheet, cell = next(iter(wb.defined_names[key].destinations))
+            wb[sheet][cell.replace("$", "")] = value
+        wb.save(src / f"{name}.xlsx")
+        paths.append(src / f"{name}.xlsx")
+    return built, dict(zip(files.list_templates(), recalculate(paths, out)))
+
+
+@pytest.mark.parametrize("name", files.list_templates())
+def test_every_template_edited_equals_ckptplan_plan(templates, name):
+    """Each shipped template's workbook, edited (nodes, and a design's inputs where it has one) and recalculated:
+    the Plan sheet equals `ckptplan plan` with the same edits, and no cell is an error."""
+    built, outs = templates
+    plan = files.load_plan(name)
+    got = load_workbook(outs[name], data_only=True)
+    want = _cli("plan", "-t", name, "--json", *_template_edits(plan)[1])
+    for key in ("checkpoint_stall_min", "restart_min", "waste_fraction", "wall_h", "total_cost", "storage_cost"):
+        name_ = f"used_{key}" if key in ("checkpoint_stall_min", "restart_min") else key
+        assert math.isclose(_named(got, name_), want[key], rel_tol=1e-9), (name, key, _named(got, name_), want[key])
+    assert _named(got, "input_check") == "OK"
+    assert error_cells(outs[name]) == []

@@ -51,8 +51,8 @@ def figure(key: str, sc, st, plan=None):
         if key == "mean_in_repair":
             return rate * st.repair_h
         return recovery.expected_reallocation_min(rate, st.repair_h, st.spares or 0, st.swap_min or 0.0)
-    if key == "all_gpu_hours":
-        return f["total_gpu_hours"]
+    if key in ("job_gpu_hours", "total_gpu_hours"):   # the job's; the job's and the spares'
+        return f[key]
     if key in ("storage_cost", "spare_cost", "spare_gpu_hours", "total_cost", "cost_per_useful_gpu_hour",
                "checkpoint_size_gb", "derived_checkpoint_stall_min", "derived_async_write_min", "derived_restore_min",
                "spare_free_probability"):

@@ -161,7 +161,7 @@ def test_every_formula_of_the_sheet_equals_the_engine(recalculated, name):
     assert error_cells(outs[name]) == []
     plan = _single(sc, st)   # the documented names of the baseline's headline figures
     for key in ("checkpoint_size_gb", "wall_h", "total_cost", "total_gpu_hours", "spare_cost", "storage_cost"):
-        want = _setup_figure("all_gpu_hours" if key == "total_gpu_hours" else key, sc, st, plan)  # job and spares
+        want = _setup_figure(key, sc, st, plan)  # total_gpu_hours: job and spares
         got = _named(outs[name], f"setup_{key}")
         if st.tiers and key != "checkpoint_size_gb":   # a tiered baseline's plan is the engine's, below
             assert got.startswith("tiered plan"), (key, got)

@@ -66,6 +66,7 @@ def expected(context: tuple, key: str, sc: engine.Scenario, alt: tuple, table_ro
             p = single_plan(x, st)
             out = p.row.copy()
             out["total_cost"] = p.figures["total_cost"]
+            out["total_gpu_hours"] = p.figures["total_gpu_hours"]
             return out
 
         b, a = row(sc), row(alt[context[1] - 1].apply(sc))
@@ -86,7 +87,7 @@ def expected(context: tuple, key: str, sc: engine.Scenario, alt: tuple, table_ro
         row = table_rows.iloc[context[1]]
         if key in ("storage_cost", "spare_cost", "spare_gpu_hours"):   # a table without a design
             return 0.0
-        if key == "all_gpu_hours":
+        if key == "job_gpu_hours":   # a table without a design: no spares, the job's GPU-hours are the total
             return row["total_gpu_hours"]
         if key.startswith("used:"):
             return row[key[5:]]

@@ -177,13 +177,13 @@ CALCS: tuple[Calc, ...] = (
              r["expected_failures"], r["job_mtbf_min"], _parts(r)[0], r["chosen_interval_min"],
              r["checkpoint_stall_min"], r["async_write_min"], r["async_slowdown_fraction"]), r), "rework_h"),
     Calc("gpus", "GPUs", "GPUs", "#,##0", lambda r: f"{r['nodes']}*{r['gpus_per_node']}", "gpus"),
-    Calc("total_gpu_hours", "GPU-hours, total", "GPU-h", GPU_HOURS,
-         lambda r: _guard(f"{r['wall_h']}*{r['gpus']}", r), "total_gpu_hours"),
+    Calc("job_gpu_hours", "GPU-hours of the job (spares apart)", "GPU-h", GPU_HOURS,
+         lambda r: _guard(f"{r['wall_h']}*{r['gpus']}", r), "job_gpu_hours"),
     *[Calc(f"{cat}_gpu_hours", f"  GPU-hours, {cat}", "GPU-h", GPU_HOURS,
            (lambda cat: lambda r: _guard(f"{r[f'{cat}_h']}*{r['gpus']}", r))(cat), f"{cat}_gpu_hours")
       for cat in ("useful", "save", "rework", "restart")],
     Calc("compute_cost", "Cost of the job's GPU time", "money", MONEY,
-         lambda r: _guard(f"{r['total_gpu_hours']}*{r['price_per_gpu_hour']}", r), "compute_cost"),
+         lambda r: _guard(f"{r['job_gpu_hours']}*{r['price_per_gpu_hour']}", r), "compute_cost"),
     *[Calc(f"{cat}_cost", f"  cost, {cat}", "money", MONEY,
            (lambda cat: lambda r: _guard(f"{r[f'{cat}_gpu_hours']}*{r['price_per_gpu_hour']}", r))(cat), f"{cat}_cost")
       for cat in ("useful", "save", "rework", "restart")],

@@ -269,7 +269,7 @@ _DESIGN_VISIBLE = {"checkpoint_size_gb", "write_bandwidth_gb_s", "derived_checkp
                    "spare_free_probability", "pool_reallocation_min", *(f"part_{p}" for p in D.PARTS),
                    "restart_pipeline_min", "used_checkpoint_stall_min", "used_async_write_min", "used_restart_min"}
 #: names of the baseline's figures on this sheet (``setup_<key>`` unless listed)
-_NAMES = {"total_gpu_hours": "setup_job_gpu_hours", "all_gpu_hours": "setup_total_gpu_hours",
+_NAMES = {
           "pool_reallocation_min": "setup_pool_reallocation_min"}
 
 

@@ -76,7 +76,7 @@ CHECKS: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     ("waste_fraction", "Exact waste at the chosen interval", "CKPT_WASTE", f'{_WASTE_ARGS},"exact"',
      "waste_fraction", "share", F.PERCENT),
     ("wall_h", "Expected wall time", "CKPT_WALL_TIME", f"useful_training_h,{_WASTE_ARGS}", "wall_h", "h", F.HOURS),
-    ("total_gpu_hours", "GPU-hours, total", "CKPT_GPU_HOURS", "wall_h,gpus", "total_gpu_hours", "GPU-h", F.GPU_HOURS),
+    ("total_gpu_hours", "GPU-hours of the job", "CKPT_GPU_HOURS", "wall_h,gpus", "total_gpu_hours", "GPU-h", F.GPU_HOURS),
     ("total_cost", "Cost, total", "CKPT_COST", "total_gpu_hours,price_per_gpu_hour", "total_cost", "money", F.MONEY),
 )
 BREAKDOWN_ARGS = f"useful_training_h,{_WASTE_ARGS},gpus,price_per_gpu_hour"

@@ -203,7 +203,16 @@ def _find(needle: Any, hay: Any, start: Any = 1.0) -> float:
     return float(i + 1)
 
 
+def _mod(n: Any, d: Any) -> float:
+    """MOD: ``n - d INT(n / d)`` (the sign of ``d``), #DIV/0! for ``d = 0``."""
+    x, y = _number(n), _number(d)
+    if y == 0:
+        raise _ExcelError("#DIV/0!")
+    return x - y * math.floor(x / y)
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "MOD": _mod,
     "_XLFN.POISSON.DIST": _poisson, "POISSON": _poisson, "FIND": _find,
     "SUBSTITUTE": lambda text, old, new: _text(text).replace(_text(old), _text(new)) if _text(old) else _text(text),
     "EXP": _exp, "LN": _ln, "SQRT": _sqrt, "INT": lambda x: float(math.floor(_number(x))),
@@ -423,6 +432,12 @@ class _Book:
                 if test:
                     return self.run(args[1], sheet, col, row) if len(args) > 1 else True
                 return self.run(args[2], sheet, col, row) if len(args) > 2 else False
+            if fname in ("IFERROR", "ISNUMBER"):   # an error is a value to these two: the fallback, or FALSE
+                try:
+                    value = self.run(args[0], sheet, col, row)
+                except (_ExcelError, ZeroDivisionError, OverflowError):
+                    return self.run(args[1], sheet, col, row) if fname == "IFERROR" else False
+                return value if fname == "IFERROR" else FUNCTIONS[fname](value)
             if fname not in FUNCTIONS:
                 raise _ExcelError(f"#NAME? {fname}")
             return FUNCTIONS[fname](*(self.run(a, sheet, col, row) for a in args))

@@ -12,7 +12,7 @@ import math
 from ckptplan.engine import recovery, storage
 from ckptplan.engine.setup import RecoverySetup, plan_setup
 
-__all__ = ["figure", "single_plan"]
+__all__ = ["LOOSE_TIERED", "figure", "single_plan", "tiered_figure"]
 
 
 def single_plan(sc, st=None):
@@ -58,3 +58,25 @@ def figure(key: str, sc, st, plan=None):
                "spare_free_probability"):
         return f[key] if key != "spare_free_probability" or st.repair_h is not None else None
     return row[key]
+
+
+#: tiered figures that move with the interval itself: the engine and the sheet each fix the optimum's T only to
+#: about 1e-7 relative by comparing values (the objective is flat there; measured up to 2.1e-6), so 1e-5
+LOOSE_TIERED = frozenset({"chosen_interval_min", "tiered_optimum_interval_min", "save_h", "rework_h", "save_gpu_hours",
+                          "rework_gpu_hours", "save_cost", "rework_cost", "tier1_interval_min", "tier2_interval_min",
+                          "tier3_interval_min"})
+
+
+def tiered_figure(key: str, sc, st):
+    """The engine's value of a tiered column's check ``key`` (``plan_setup`` of ``sc`` with its tiers ``st``)."""
+    plan = plan_setup(sc, st)
+    f = plan.figures
+    if key.startswith("tier") and key.endswith("_interval_min") and key[4:-13].isdigit():
+        i = int(key[4:-13]) - 1
+        return plan.tiers[i]["interval_min"] if i < len(plan.tiers) else None
+    cats = {f"{c}_gpu_hours": f[f"{c}_h"] * f["gpus"] for c in ("useful", "save", "rework", "restart")}
+    named = {"chosen_interval_min": f["interval_min"], "tiered_optimum_interval_min": f["interval_min"],
+             "total_gpu_hours": f["job_gpu_hours"], "all_gpu_hours": f["total_gpu_hours"],
+             "billing_months": float(storage.months_from_hours(f["wall_h"])), "mean_restart_min": f["restart_min"],
+             **cats}
+    return named[key] if key in named else f[key]

@@ -21,7 +21,7 @@ from ckptplan.engine.validity import warnings_text
 from ckptplan.workbook.recalc import error_cells, recalculate, soffice
 from ckptplan.workbook.storage_sheet import SHEET, sheet_checks
 
-from plan_figures import figure
+from plan_figures import LOOSE_TIERED, figure, tiered_figure
 
 try:
     from ckptplan.engine import tiers as tiers_mod
@@ -99,6 +99,8 @@ def _tier_figure(ctx, key, sc, st):
 
 
 def expected(ctx: tuple, key: str, sc, st, designs):
+    if ctx[0] == "setup_tiered":   # a tiered column's live plan: the engine's tiered plan of that column
+        return tiered_figure(key, *_column(sc, st, designs, ctx[1]))
     if ctx[0] == "setup":
         sck, stk = _column(sc, st, designs, ctx[1])
         plan = _single(sck, stk)
@@ -120,7 +122,8 @@ def compare_sheet(checks, flags, path: Path, sc, st, designs) -> int:
         elif math.isinf(float(want)) or math.isnan(float(want)):
             ok = isinstance(got, str)
         else:
-            ok = isinstance(got, (int, float)) and math.isclose(got, float(want), rel_tol=1e-9, abs_tol=1e-12)
+            tol = 1e-5 if chk.context[0] == "setup_tiered" and chk.key in LOOSE_TIERED else 1e-9
+            ok = isinstance(got, (int, float)) and math.isclose(got, float(want), rel_tol=tol, abs_tol=1e-12)
         if not ok:
             wrong.append((chk.cell, chk.context, chk.key, got, want))
     assert not wrong, f"{len(wrong)} of {len(checks) + len(flags)} cells differ from the engine, e.g. {wrong[:6]}"
@@ -163,9 +166,8 @@ def test_every_formula_of_the_sheet_equals_the_engine(recalculated, name):
     for key in ("checkpoint_size_gb", "wall_h", "total_cost", "total_gpu_hours", "spare_cost", "storage_cost"):
         want = _setup_figure(key, sc, st, plan)  # total_gpu_hours: job and spares
         got = _named(outs[name], f"setup_{key}")
-        if st.tiers and key != "checkpoint_size_gb":   # a tiered baseline's plan is the engine's, below
-            assert got.startswith("tiered plan"), (key, got)
-            continue
+        if st.tiers and key != "checkpoint_size_gb":   # a tiered baseline's plan: the tiered model's, live
+            want = tiered_figure("all_gpu_hours" if key == "total_gpu_hours" else key, sc, st)
         assert got in (None, "") if want is None else math.isclose(got, want, rel_tol=1e-9), key
     # the other recalculation tests know only the Plan-sheet contexts: an empty setup adds none
     mine = [c for c in builds[name].checks if c.sheet == SHEET]
@@ -181,14 +183,15 @@ def test_formulas_follow_a_planners_edits(recalculated):
     assert after["checkpoint_stall_min"] > before["checkpoint_stall_min"] and after["spare_cost"] > before["spare_cost"]
     if tiers_mod is None:
         return
-    # a tiered workbook: the live single-level figures follow; the engine's values say they are out of date
+    # a tiered workbook: the live figures (single-level and tiered) follow; the Monte Carlo value says it is stale
     sc, st, designs = CASES["tiered"]
     checks, flags = sheet_checks(builds["tiered"].workbook)
     edited = st.replace(aggregate_write_gb_s=EDITS["setup_aggregate_write_gb_s"], spares=EDITS["setup_spares"])
-    compare_sheet([c for c in checks if c.context[0] == "setup"], flags, outs["edited-tiered"], sc, edited, designs)
+    compare_sheet([c for c in checks if c.context[0] in ("setup", "setup_tiered")], flags, outs["edited-tiered"], sc,
+                  edited, designs)
     assert _named(outs["tiered"], "setup_engine_values_status") == "up to date"
     assert _named(outs["edited-tiered"], "setup_engine_values_status") == (
-        "OUT OF DATE: inputs changed since these values were computed: aggregate_write_gb_s, spares, "
+        "OUT OF DATE: inputs changed since this value was computed: aggregate_write_gb_s, spares, "
         "checkpoint_stall_min, restart_min. "
         "Regenerate the workbook.")
 

@@ -36,7 +36,7 @@ from ..engine.errors import InputError
 from ..engine.fields import RULES, SETUP_FIELDS
 from ..engine.setup import TIER_KEYS, RecoverySetup, plan_setup
 from ..engine.storage import HOURS_PER_BILLING_MONTH
-from . import design_formulas as D, flags, formulas as F, style as S
+from . import design_formulas as D, flags, formulas as F, style as S, tier_formulas as TF
 from .manifest import Built, Check
 from .tier_block import TIER_COLUMNS as _TIER, design_tier_rows
 
@@ -124,9 +124,16 @@ class _Grid:
         self.head(label, unit, cite)
         for k in range(self.n + 1):
             letter = col_letter(self.col(k))
-            if single and self.tiered[k]:
-                _put(self.ws, r, self.col(k), "tiered plan: below", wrap=False)
-                D.bind(self.refs[k], key, '""')
+            if single and self.tiered[k]:   # the tiered plan's formula, or words for a single-level figure
+                over = TF.tiered_expr(key, self.blocks[k], self.refs[k], expr, F.NEVER)
+                if over is None:
+                    _put(self.ws, r, self.col(k), TF.SINGLE_LEVEL_ONLY, wrap=False)
+                    D.bind(self.refs[k], key, '""')
+                    continue
+                _fx(self.ws, r, self.col(k), over, fmt)
+                D.bind(self.refs[k], key, f"${letter}${r}")
+                if check:
+                    self.checks.append(Check(SHEET, f"{letter}{r}", ("setup_tiered", k or "base"), key))
                 continue
             _fx(self.ws, r, self.col(k), base if k == 0 and base else expr(self.refs[k]), fmt)
             D.bind(self.refs[k], key, f"${letter}${r}")
@@ -166,7 +173,9 @@ def storage_sheet(wb: Workbook, scenario, setup, designs, built: Built, terms: i
             "(the Plan sheet's formulas; the baseline column is the Plan sheet). Blue cells are inputs; blank = not "
             "given.", 7)
     _inputs(g, st, designs)
+    stated = [dict(r) for r in g.refs]   # the column's own inputs, before the design binds what it uses
     _derived(g)
+    _tier_blocks(g, designs, stated, [len(su.tiers) for _, su in columns])
     _plan(g)
     _engine_values(g, columns, plans, designs)
     ws.row_breaks.append(Break(id=g.row - 1))   # the tier and class tables print on a page of their own
@@ -297,9 +306,33 @@ def _derived(g: _Grid) -> None:
         ws.column_dimensions[col_letter(col)].outlineLevel, ws.column_dimensions[col_letter(col)].hidden = 1, True
 
 
+def _tier_blocks(g: _Grid, designs, stated: list[dict[str, str]], counts: list[int]) -> None:
+    """Each tiered column's plan as formulas (:func:`workbook.tier_formulas.write_tier_block`), in hidden columns
+    right of the spare pool's sums: the baseline's tier and class tables, or the design's own."""
+    g.blocks = [{} for _ in range(g.n + 1)]
+    col = _HELPER_COL + DESIGN_SLOTS + 2
+    for k in range(g.n + 1):
+        if not g.tiered[k]:
+            continue
+        d = designs[k - 1] if k else None
+        own = f"setup_design{k}_"
+        m = max(TIER_SLOTS, counts[k]) if d is not None and d.tiers is not None else TIER_SLOTS
+        tiers, _ = TF.named_tables(own + "tier" if d is not None and d.tiers is not None else "tier", "", m, 0)
+        mine = d is not None and d.failure_classes is not None
+        _, classes = TF.named_tables("", own + "class" if mine else "class", 0, CLASS_SLOTS)
+        x = dict(g.refs[k], restart_other=TF.restart_other(stated[k]["restart_min"], g.refs[k]))
+        _put(g.ws, 7, col, f"Tiered plan of column {col_letter(g.col(k))}", font=Font(bold=True))
+        g.blocks[k] = TF.write_tier_block(g.ws, _FIRST, col, x, tiers, classes)
+        width = TF.block_size(m, CLASS_SLOTS)[1]
+        for c in range(col, col + width):
+            g.ws.column_dimensions[col_letter(c)].outlineLevel, g.ws.column_dimensions[col_letter(c)].hidden = 1, True
+        col += width + 1
+
+
 def _plan(g: _Grid) -> None:
     g.band("The plan at the stall, write and restart above (the Plan sheet's formulas)",
-           "A column with checkpoint tiers is planned by the engine's tiered model: its figures are below.")
+           "A column with checkpoint tiers is planned by the tiered model (Benoit et al. 2017), live: the interval is "
+           "its optimum at the tiers' stated every (hidden columns to the right).")
     design = {c.key for c in D.DESIGN_CALCS} | {"job_failure_rate_per_h", "job_mtbf_h", "job_mtbf_min"}
     money = {c.key for c in D.MONEY_CALCS}
     for calc in D.PLAN_CALCS:
@@ -310,7 +343,8 @@ def _plan(g: _Grid) -> None:
                  base=calc.key, dn=_NAMES.get(calc.key), single=True)
     g.head("Model check (keys: see the legend at the bottom)", bold=True)
     for k in range(g.n + 1):
-        if g.tiered[k]:
+        if g.tiered[k]:   # the tiered plan's own check (bad tiers, an overflow, an optimum at the search's edge)
+            flags.highlight(g.ws, _fx(g.ws, g.row, g.col(k), g.blocks[k]["tiered_check"], wrap=True).coordinate, "OK")
             continue
         c = _fx(g.ws, g.row, g.col(k), flags.model_check(g.refs[k], keys=True), wrap=True)
         flags.highlight(g.ws, c.coordinate)
@@ -323,19 +357,17 @@ def _plan(g: _Grid) -> None:
                  base=calc.key, dn=_NAMES.get(calc.key), single=True)
 
 
-_ENGINE_ROWS = (
-    ("interval_min", "First tier's compute interval (numeric optimum)", "min", F.MINUTES),
-    ("tier_intervals", "Every tier's interval", "", None), ("waste_fraction", "Waste", "share", F.PERCENT),
-    ("wall_h", "Expected wall time", "h", F.HOURS), ("restart_min", "Mean restart (classes weighted)", "min", F.MINUTES),
-    ("total_gpu_hours", "GPU-hours, job and spares", "GPU-h", F.GPU_HOURS), ("storage_cost", "Storage cost, all "
-     "tiers", "money", F.MONEY), ("spare_cost", "Spare cost", "money", F.MONEY), ("total_cost", "Total cost", "money",
-     F.MONEY), ("cost_per_useful_gpu_hour", "Cost per useful GPU-hour", "money/GPU-h", "#,##0.0000"),
-    ("p_finish_by_deadline", "P(finish by the deadline), tiered Monte Carlo (2,000 runs, seed 0)", "share", F.PERCENT))
+#: live rows of a tiered column's plan beside the ones above: key of its block -> label, unit, format
+_TIER_ROWS = {"tiered_optimum_interval_min": ("First tier's interval at the optimum for the stated every (a stated "
+                                              "interval_min wins above)", "min", F.MINUTES),
+              **{f"tier{i + 1}_interval_min": (f"Tier {i + 1}'s interval = every x the first tier's", "min", F.MINUTES)
+                 for i in range(TIER_SLOTS)},
+              "mean_restart_min": ("Mean restart (classes weighted)", "min", F.MINUTES)}
 
 
 def _engine_values(g: _Grid, columns, plans, designs) -> None:
     ws = g.ws
-    g.band("Engine, at build time: tiered plans (values, not formulas)")
+    g.band("Tiered plans (live formulas) and P(finish by the deadline) of a tiered plan (value at build time)")
     g.head("Checkpoint tiers", "", "tiers below")
     for k, ((_, su), d) in enumerate(zip(columns, (None,) + tuple(designs))):
         names = " + ".join(str(t.get("name", "?")) for t in su.tiers) or "none (single level)"
@@ -344,30 +376,28 @@ def _engine_values(g: _Grid, columns, plans, designs) -> None:
         if k:
             ws.merge_cells(start_row=g.row, start_column=g.col(k) - 2, end_row=g.row, end_column=g.col(k))
     ws.row_dimensions[g.row].height, g.row = 30, g.row + 1
-    g.refs[0]["engine_wall_h"] = '""'
+    g.refs[0]["engine_wall_h"] = g.refs[0]["wall_h"] if g.tiered[0] else '""'
     if not any(su.tiers for _, su in columns):
         _put(ws, g.row, 1, "No checkpoint tiers: every figure above is live.", font=S.NOTE_FONT)
         g.row += 2
         return
-    _put(ws, g.row, 1, "The tiered exact expectation, its numeric optimum and P(finish by the deadline) need the "
-         "engine: regenerate the workbook after changing inputs.", font=S.NOTE_FONT)
-    g.row += 1
-    for key, label, unit, fmt in _ENGINE_ROWS:
-        g.head(label + " (tiered model, at build time)", unit, "ckptplan plan")
-        for k, ((_, su), p) in enumerate(zip(columns, plans)):
-            if not su.tiers:
-                value = "single level: live above" if key == "interval_min" else None
-            elif key == "tier_intervals":
-                value = ", ".join(f"{t['name']} {t['interval_min']:.1f} min" for t in p.tiers)
-            else:
-                value = float(p.figures[key])
-                value = "no deadline given" if math.isnan(value) else value
-            _put(ws, g.row, g.col(k), value, fmt, wrap=True)
-            if key == "tier_intervals":
-                ws.row_dimensions[g.row].height = 42
-        if key == "wall_h":
-            g.refs[0]["engine_wall_h"] = f"$D${g.row}"
+    for key, (label, unit, fmt) in _TIER_ROWS.items():
+        g.head(label + " (tiered model)", unit, "ckptplan plan")
+        for k in range(g.n + 1):
+            if g.tiered[k] and key in g.blocks[k]:
+                _fx(ws, g.row, g.col(k), g.blocks[k][key], fmt)
+                g.checks.append(Check(SHEET, f"{col_letter(g.col(k))}{g.row}", ("setup_tiered", k or "base"), key))
         g.row += 1
+    _put(ws, g.row, 1, "P(finish by the deadline) of a tiered plan comes from the engine's tiered Monte Carlo: a "
+         "simulation cannot be a formula. Regenerate the workbook after changing inputs (the status says when).",
+         font=S.NOTE_FONT)
+    g.row += 1
+    g.head("P(finish by the deadline), tiered Monte Carlo (2,000 runs, seed 0), at build time", "share", "ckptplan plan")
+    for k, ((_, su), p) in enumerate(zip(columns, plans)):
+        if su.tiers:
+            value = float(p.figures["p_finish_by_deadline"])
+            _put(ws, g.row, g.col(k), "no deadline given" if math.isnan(value) else value, F.PERCENT, wrap=True)
+    g.row += 1
     sc, st = columns[0]
     values, classes = scenario_values(sc), list(st.failure_classes.values())
     pairs = [(f.name, g.refs[0][f.name], getattr(st, f.name)) for f in SETUP_FIELDS]
@@ -382,12 +412,12 @@ def _engine_values(g: _Grid, columns, plans, designs) -> None:
             return f'AND(ISNUMBER({ref}),ABS({ref}-{float(v)!r})<=1E-9*ABS({float(v)!r}))'
         return f'AND(ISNUMBER({ref}),{ref}={float(v)!r})'
 
-    g.head("Engine values: status (the baseline's inputs against those the engine used)", bold=True)
+    g.head("P(finish by the deadline) at build time: status (the baseline's inputs against those it used)", bold=True)
     _put(ws, g.row + 1, 1, "Engine values status, helper", font=S.NOTE_FONT)
     ws.row_dimensions[g.row + 1].hidden = True
     _fx(ws, g.row + 1, 4, "&".join(f'IF({same(ref, v)},"","{name}, ")' for name, ref, v in pairs))
     h = f"D{g.row + 1}"
-    _fx(ws, g.row, 4, f'IF({h}="","up to date","OUT OF DATE: inputs changed since these values were computed: "&'
+    _fx(ws, g.row, 4, f'IF({h}="","up to date","OUT OF DATE: inputs changed since this value was computed: "&'
                       f'LEFT({h},LEN({h})-2)&". Regenerate the workbook.")', wrap=True)
     ws.merge_cells(start_row=g.row, start_column=4, end_row=g.row, end_column=max(7, g.col(g.n)))
     flags.highlight(ws, f"D{g.row}", "up to date")
@@ -459,7 +489,7 @@ def _tier_figures(g: _Grid, st, plan, t_rows: list[int], c_rows: list[int], tota
     ws, x = g.ws, g.refs[0]
     S.header(ws, g.row + 1, ["Tier figures (baseline)", None, None, "Stall (min)", "Restore (min)",
                              "Level cost C (min)", "Share restored here", "Rate (per min)", "First-order interval (min)",
-                             "First-order every", f"Storage cost ({g.currency})", "Engine interval (min)"])
+                             "First-order every", f"Storage cost ({g.currency})", "Interval of the plan (min)"])
     ws.row_dimensions[g.row + 1].height = 45
     g.row += 2
     M, W, s, size, n = (x[k] for k in ("job_mtbf_min", "async_write_min", "async_slowdown_fraction",
@@ -490,7 +520,9 @@ def _tier_figures(g: _Grid, st, plan, t_rows: list[int], c_rows: list[int], tota
         for col, (expr, key, fmt) in cells.items():
             _fx(ws, r, col, f'IF($A${tr}="","",{expr})', fmt)
             g.checks.append(Check(SHEET, f"{col_letter(col)}{r}", ("setup_tier", i), key))
-        _put(ws, r, 12, plan.tiers[i]["interval_min"] if st.tiers and i < len(plan.tiers) else None, F.MINUTES)
+        if g.tiered[0]:   # the baseline's tiered plan (live, hidden columns to the right)
+            _fx(ws, r, 12, g.blocks[0][f"tier{i + 1}_interval_min"], F.MINUTES)
+            g.checks.append(Check(SHEET, f"L{r}", ("setup_tiered", "base"), f"tier{i + 1}_interval_min"))
         f_rows.append(r)
         g.row += 1
     g.head("First-order design: interval T (min) and overhead (share of work)", cite="Benoit et al. 2017")

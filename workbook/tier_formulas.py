@@ -50,7 +50,8 @@ from openpyxl.utils import get_column_letter as _letter
 
 from ..engine.storage import HOURS_PER_BILLING_MONTH
 
-__all__ = ["GOLDEN_STEPS", "RESULTS", "block_size", "expm1", "log1p", "one_minus_exp_neg", "write_tier_block"]
+__all__ = ["FROM_BLOCK", "GENERIC", "GOLDEN_STEPS", "RESULTS", "SINGLE_LEVEL_ONLY", "block_size", "expm1", "log1p",
+           "named_tables", "one_minus_exp_neg", "restart_other", "tiered_expr", "write_tier_block"]
 
 #: golden-section steps of the optimum (bracket 2 log 16 = 5.5 -> 2e-9 in log T)
 GOLDEN_STEPS = 45
@@ -368,3 +369,47 @@ def _figures(const: Callable[[str, str, str], str], k: dict[str, str], x: Mappin
         bills.append(fig(f"tier{n}_storage_cost", f"tier {n} storage", bill))
     fig("storage_cost", "storage, all tiers", "+".join(bills))
     return out
+
+
+# ------------------------------------------------------------------------------------ a sheet's tiered columns
+
+#: plan rows a tiered column takes from its block
+FROM_BLOCK = ("chosen_interval_min", "waste_fraction", "expected_failures", "wall_h", "save_h", "restart_h", "rework_h")
+#: plan and money rows whose single-level formula (:data:`workbook.design_formulas.PLAN_CALCS`) holds for a tiered
+#: column once the rows above are its own (GPUs, GPU-hours and money by category, goodput, spares, the total)
+GENERIC = ("useful_h", "gpus", "total_gpu_hours", "useful_gpu_hours", "save_gpu_hours", "rework_gpu_hours",
+           "restart_gpu_hours", "compute_cost", "useful_cost", "save_cost", "rework_cost", "restart_cost", "goodput",
+           "billing_months", "spare_gpu_hours", "all_gpu_hours", "spare_cost", "total_cost", "cost_per_useful_gpu_hour")
+#: what a tiered column shows in a single-level figure's row (Young, Daly, the analytic deadline answer ...)
+SINGLE_LEVEL_ONLY = "single level only"
+
+
+def tiered_expr(key: str, block: Mapping[str, str], refs: Mapping[str, str], expr: Callable[[Mapping[str, str]], str],
+                never: str) -> str | None:
+    """The formula of plan row ``key`` in a tiered column (``block``: its :func:`write_tier_block` references,
+    ``refs``: the column's references, ``expr``: the row's single-level formula, ``never``: the text of a plan the
+    model cannot answer); None for a single-level-only figure."""
+    if key in FROM_BLOCK:
+        return block[key]
+    if key == "model_ok":
+        return f'{block["tiered_check"]}="OK"'
+    if key == "storage_cost":
+        return f'IF(ISNUMBER({refs["wall_h"]}),{block["storage_cost"]},{never})'
+    return expr(refs) if key in GENERIC else None
+
+
+def restart_other(stated_restart: str, refs: Mapping[str, str]) -> str:
+    """The restart without the checkpoint load, ``R'`` (:func:`engine.setup.plan_setup`'s tiered plan): a stated
+    ``restart_min``, else the restart pipeline's parts but the load, else 0; each class adds its tier's restore."""
+    return (f'IF({stated_restart}<>"",{stated_restart},IF({refs["parts_given"]}="yes",'
+            f'{refs["restart_pipeline_min"]}-{refs["part_load_min"]},0))')
+
+
+def named_tables(tier_prefix: str, class_prefix: str, tiers: int, classes: int) -> tuple[list[dict[str, str]],
+                                                                                          list[tuple[str, str]]]:
+    """The defined names of a tier table (``<tier_prefix><i>_<key>``) and a class table (``<class_prefix><j>_name``
+    and ``_share``), i and j from 1."""
+    from ..engine.fields import TIER_KEYS
+
+    return ([{key: f"{tier_prefix}{i + 1}_{key}" for key in TIER_KEYS} for i in range(tiers)],
+            [(f"{class_prefix}{j + 1}_name", f"{class_prefix}{j + 1}_share") for j in range(classes)])

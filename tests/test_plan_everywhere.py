@@ -5,7 +5,10 @@ edited with openpyxl the way a planner would (nodes, the storage system's bandwi
 spares), recalculated in LibreOffice, and compared with the command line run with the same edits:
 
 * the Plan sheet (and Inputs' "plan uses" column) against `ckptplan plan --json` (1e-9 relative);
-* every Compare and Storage & recovery column against `ckptplan compare --json` (totals 1e-9, savings 1e-3);
+* every Compare and Storage & recovery column against `ckptplan compare --json` (totals 1e-9, savings 1e-3), the
+  tiered design's column included (live: waste, wall, GPU-hours and money 1e-9; its interval, the optimum at the
+  stated every, 1e-5: a search that compares values fixes it to ~1e-7 only), also after its remote tier's `every`
+  was edited (the command line reads the template with the same edit);
 * every formula cell of Plan, Interval curve, Scaling, Compare and Storage & recovery against the engine
   (engine.setup.plan_setup of the edited design, Scaling re-derived at each node count);
 * the cached values written with the file equal LibreOffice's, on every sheet, Storage & recovery included.
@@ -13,6 +16,7 @@ spares), recalculated in LibreOffice, and compared with the command line run wit
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -34,7 +38,9 @@ pytestmark = pytest.mark.skipif(soffice() is None, reason="LibreOffice not insta
 TEMPLATE = "llama3-405b-storage"
 #: a planner's edits: defined name -> value (Inputs and the design's inputs on Storage & recovery)
 EDITS = {"nodes": 1024, "setup_aggregate_write_gb_s": 1000.0, "setup_aggregate_read_gb_s": 1000.0,
-         "setup_startup_min": 5.0, "setup_spares": 12}
+         "setup_startup_min": 5.0, "setup_spares": 12, "setup_design2_tier2_every": 5}
+#: the tiered design (its position among the template's designs) and its remote tier's every after the edit
+TIERED, EVERY = "in-memory tier", 5
 #: the same edits as command-line options
 OPTIONS = ["--nodes", "1024", "--aggregate-write-gb-s", "1000", "--aggregate-read-gb-s", "1000", "--startup-min", "5",
            "--spares", "12"]
@@ -64,8 +70,26 @@ def books(tmp_path_factory):
     outs = recalculate([src / "as-built.xlsx", src / "edited.xlsx"], out)
     edited_sc = plan.scenario.replace(nodes=EDITS["nodes"])
     edited_st = plan.setup.replace(aggregate_write_gb_s=1000.0, aggregate_read_gb_s=1000.0, startup_min=5.0, spares=12)
-    return built, plan, {"as-built": outs[0], "edited": outs[1]}, {"as-built": src / "as-built.xlsx"}, (
-        edited_sc, edited_st)
+    edited_toml = src / "edited.toml"
+    edited_toml.write_text(_edited_template())
+    designs = tuple(_edited_design(d) for d in plan.designs)
+    return built, plan, {"as-built": outs[0], "edited": outs[1]}, {"as-built": src / "as-built.xlsx",
+                                                                   "toml": edited_toml}, (edited_sc, edited_st, designs)
+
+
+def _edited_template() -> str:
+    """The template's TOML with the tiered design's remote tier taking every 5th save instead of every 10th."""
+    from ckptplan.templates import __file__ as here
+
+    text = (Path(here).parent / f"{TEMPLATE}.toml").read_text()
+    assert text.count("every = 10\n") == 1
+    return text.replace("every = 10\n", f"every = {EVERY}\n")
+
+
+def _edited_design(d):
+    if d.name != TIERED:
+        return d
+    return dataclasses.replace(d, tiers=tuple({**t, "every": EVERY} if t["name"] == "remote" else t for t in d.tiers))
 
 
 @pytest.mark.parametrize("which", ["as-built", "edited"])
@@ -90,9 +114,10 @@ def test_the_plan_sheet_equals_ckptplan_plan(books, which):
 
 @pytest.mark.parametrize("which", ["as-built", "edited"])
 def test_every_design_column_equals_ckptplan_compare(books, which):
-    built, plan, outs, _, _ = books
+    built, plan, outs, paths, _ = books
     got = load_workbook(outs[which], data_only=True)
-    want = _cli("compare", "-t", TEMPLATE, "--json", *(OPTIONS if which == "edited" else []))
+    want = _cli("compare", "-t", str(paths["toml"]) if which == "edited" else TEMPLATE, "--json",
+                *(OPTIONS if which == "edited" else []))
     by_name = {d["name"]: d for d in want["designs"]}
     storage, compare = got[SHEET], got["Compare"]
     total_row = next(r for r in range(1, storage.max_row + 1)
@@ -101,11 +126,13 @@ def test_every_design_column_equals_ckptplan_compare(books, which):
     for k, design in enumerate(plan.designs, start=1):
         col = 4 + 3 * k
         value = storage.cell(row=total_row, column=col).value
-        if design.tiers is not None:   # a tiered column: the engine's figure (values, flagged when stale)
-            assert isinstance(value, str) and value.startswith("tiered plan")
-            continue
         assert math.isclose(value, by_name[design.name]["total_cost"], rel_tol=1e-9), (which, design.name)
+        saving = value - storage.cell(row=total_row, column=4).value
+        assert abs(saving - by_name[design.name]["total_cost_change"]) <= 1e-3, (which, design.name, saving)
         compared += 1
+        if design.tiers is not None:   # a tiered column: live, every figure compare prints
+            _tiered_column(storage, col, by_name[design.name], which)
+            compared += 1
     compare_total = next(r for r in range(1, compare.max_row + 1)
                          if compare.cell(row=r, column=1).value == "Total cost = job GPU time + storage + spares")
     for k, design in enumerate(built.designs, start=1):   # the designs that change scenario inputs only
@@ -117,11 +144,23 @@ def test_every_design_column_equals_ckptplan_compare(books, which):
     assert compared >= 3
 
 
+def _tiered_column(storage, col: int, want: dict, which: str) -> None:
+    """A tiered design's column of Storage & recovery against `compare --json`'s figures of that design."""
+    rows = {storage.cell(row=r, column=3).value: r for r in range(1, storage.max_row + 1)}
+    for key, name, tol in (("chosen_interval_min", "interval_min", 1e-5), ("waste_fraction", "waste_fraction", 1e-9),
+                           ("wall_h", "wall_h", 1e-9), ("all_gpu_hours", "total_gpu_hours", 1e-9),
+                           ("compute_cost", "compute_cost", 1e-9), ("storage_cost", "storage_cost", 1e-9),
+                           ("spare_cost", "spare_cost", 1e-9), ("cost_per_useful_gpu_hour", "cost_per_useful_gpu_hour",
+                                                                 1e-9)):
+        got = storage.cell(row=rows[key], column=col).value
+        assert math.isclose(got, want[name], rel_tol=tol), (which, key, got, want[name])
+
+
 def test_every_formula_cell_follows_the_edits(books):
     """Plan, Interval curve, Scaling (re-derived per node count), Compare and Storage & recovery against the engine."""
-    built, plan, outs, _, (sc, st) = books
+    built, plan, outs, _, (sc, st, designs) = books
     checks, flags = sheet_checks(built.workbook)
-    storage_test.compare_sheet(checks, flags, outs["edited"], sc, st, plan.designs)
+    storage_test.compare_sheet(checks, flags, outs["edited"], sc, st, designs)
     others = workbook.Built(built.workbook, results=built.results, designs=built.designs)
     others.checks.extend(c for c in built.checks if c.sheet != SHEET)
     others.flags.extend(c for c in built.flags if c.sheet != SHEET)

@@ -196,6 +196,23 @@ def test_formulas_follow_a_planners_edits(recalculated):
         "Regenerate the workbook.")
 
 
+def test_a_tiered_baselines_plan_sheet_shows_its_tiered_plan_live(recalculated):
+    """The Plan sheet of a tiered baseline: its tiered plan (plan_tiered_<key>) equals plan_setup, as built and after
+    the planner's edits."""
+    from ckptplan.workbook.tier_formulas import PLAN_ROWS
+
+    if tiers_mod is None:
+        pytest.skip("engine/tiers.py (the multi-level engine) is not there yet")
+    _, outs, _ = recalculated
+    sc, st, _ = CASES["tiered"]
+    edited = st.replace(aggregate_write_gb_s=EDITS["setup_aggregate_write_gb_s"], spares=EDITS["setup_spares"])
+    for name, setup in (("tiered", st), ("edited-tiered", edited)):
+        for key in PLAN_ROWS:
+            got, want = _named(outs[name], f"plan_tiered_{key}"), tiered_figure(key, sc, setup)
+            tol = 1e-5 if key in LOOSE_TIERED else 1e-9
+            assert math.isclose(got, want, rel_tol=tol), (name, key, got, want)
+
+
 def _named(path: Path, name: str):
     wb = load_workbook(path, data_only=True)
     sheet, cell = next(iter(wb.defined_names[name].destinations))

@@ -32,6 +32,7 @@ from . import flags
 from . import pages
 from . import formulas as F
 from . import design_formulas as D
+from . import tier_formulas
 from .compare_sheet import compare_sheet
 from .storage_sheet import storage_sheet
 from .evaluate import cached_values, store_cached_values
@@ -147,7 +148,7 @@ _PLAN_VISIBLE_DESIGN = {"checkpoint_size_gb", "derived_checkpoint_stall_min", "d
 _PLAN_HIDDEN = {c.key for c in D.DESIGN_CALCS} - _PLAN_VISIBLE_DESIGN | {"billing_months"}
 
 
-def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int) -> dict[str, str]:
+def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, tiered: bool = False) -> dict[str, str]:
     ws = wb.create_sheet("Plan")
     S.title(ws, "Plan: how often to save, and what it costs",
            "Live formulas over the Inputs sheet and the design (exact model: Daly 2006 with async saves; see Notes).")
@@ -203,6 +204,8 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int) -> 
     S.note(ws, row + 2, "Long-run averages for exponential failures; P(finish by the deadline) and the wall-time "
           "percentiles are the finite job's analytic answer (Model check says when it leaves its range). For clustered "
           "failures or as a check, see the Deadline sheet (Monte Carlo).", 4)
+    if tiered:
+        tier_formulas.plan_rows(wb, ws, row + 4, sc.currency)
     ws.sheet_properties.outlinePr.summaryBelow = False
     for col, width in widths.items():
         ws.column_dimensions[col].width = width
@@ -511,7 +514,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     wb = Workbook()
     built = Built(wb, results=results, designs=designs)
     _inputs_sheet(wb, scenario, built, derived)
-    refs = _plan_sheet(wb, scenario, built, terms)
+    refs = _plan_sheet(wb, scenario, built, terms, tiered=bool(st.tiers))
     _curve_sheet(wb, refs, built)
     _scaling_sheet(wb, scenario, built, terms, st)
     compare_sheet(wb, scenario, designs, built, terms)

@@ -51,7 +51,7 @@ from openpyxl.utils import get_column_letter as _letter
 from ..engine.storage import HOURS_PER_BILLING_MONTH
 
 __all__ = ["FROM_BLOCK", "GENERIC", "GOLDEN_STEPS", "RESULTS", "SINGLE_LEVEL_ONLY", "block_size", "expm1", "log1p",
-           "named_tables", "one_minus_exp_neg", "restart_other", "tiered_expr", "write_tier_block"]
+           "PLAN_ROWS", "named_tables", "one_minus_exp_neg", "plan_rows", "restart_other", "tiered_expr", "write_tier_block"]
 
 #: golden-section steps of the optimum (bracket 2 log 16 = 5.5 -> 2e-9 in log T)
 GOLDEN_STEPS = 45
@@ -413,3 +413,44 @@ def named_tables(tier_prefix: str, class_prefix: str, tiers: int, classes: int) 
 
     return ([{key: f"{tier_prefix}{i + 1}_{key}" for key in TIER_KEYS} for i in range(tiers)],
             [(f"{class_prefix}{j + 1}_name", f"{class_prefix}{j + 1}_share") for j in range(classes)])
+
+
+#: the Plan sheet's rows of a tiered baseline's plan: key -> (label, unit, format, name of the baseline's figure on
+#: the Storage & recovery sheet)
+PLAN_ROWS = {
+    "chosen_interval_min": ("First tier's interval (the tiered optimum at the stated every, else interval_min)", "min",
+                            "#,##0.00", "setup_chosen_interval_min"),
+    "waste_fraction": ("Waste (tiered)", "share", "0.00%", "setup_waste_fraction"),
+    "expected_failures": ("Expected failures outside restarts (tiered)", "failures", "#,##0.0", "setup_expected_failures"),
+    "wall_h": ("Expected wall time (tiered)", "h", "#,##0.0", "setup_wall_h"),
+    "all_gpu_hours": ("GPU-hours, job and spares (tiered)", "GPU-h", "#,##0", "setup_total_gpu_hours"),
+    "compute_cost": ("Cost of the job's GPU time (tiered)", "money", "#,##0", "setup_compute_cost"),
+    "storage_cost": ("Storage, all tiers", "money", "#,##0", "setup_storage_cost"),
+    "spare_cost": ("Spares", "money", "#,##0", "setup_spare_cost"),
+    "total_cost": ("Total cost = job GPU time + storage + spares (tiered)", "money", "#,##0", "setup_total_cost"),
+    "cost_per_useful_gpu_hour": ("Cost per useful GPU-hour (tiered)", "money/GPU-h", "#,##0.0000",
+                                 "setup_cost_per_useful_gpu_hour"),
+}
+
+
+def plan_rows(wb, ws, row: int, currency: str) -> int:
+    """The Plan sheet's block of a baseline with checkpoint tiers, from ``row``: its tiered plan, live (the baseline
+    column of Storage & recovery, named ``plan_tiered_<key>`` here); returns the next free row."""
+    from openpyxl.styles import Font
+
+    from . import style as S
+
+    ws.cell(row=row, column=1, value="The baseline's tiered plan (live, from the Storage & recovery sheet)").font = Font(
+        bold=True)
+    S.note(ws, row + 1, "The baseline has checkpoint tiers: the rows above plan its single-level view (the first "
+           "tier's stall, one restart); this is the plan it follows, the tiered model's figures (Benoit et al. 2017, "
+           "exact for Poisson failures split into classes) at the tiers' stated every.", 4)
+    row += 2
+    for key, (label, unit, fmt, source) in PLAN_ROWS.items():
+        ws.cell(row=row, column=1, value=label)
+        ws.cell(row=row, column=2, value=f"={source}").number_format = fmt
+        ws.cell(row=row, column=3, value=S.fmt_unit(unit, currency))
+        ws.cell(row=row, column=4, value=f"plan_tiered_{key}").font = S.NOTE_FONT
+        S.name(wb, f"plan_tiered_{key}", ws.title, f"B{row}")
+        row += 1
+    return row

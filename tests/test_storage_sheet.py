@@ -197,7 +197,7 @@ def test_formulas_follow_a_planners_edits(recalculated):
 
 
 def test_a_tiered_baselines_plan_sheet_shows_its_tiered_plan_live(recalculated):
-    """The Plan sheet of a tiered baseline: its tiered plan (plan_tiered_<key>) equals plan_setup, as built and after
+    """The Plan sheet of a tiered baseline: its tiered plan (tiered_<key>) equals plan_setup, as built and after
     the planner's edits."""
     from ckptplan.workbook.tier_formulas import PLAN_ROWS
 
@@ -208,7 +208,7 @@ def test_a_tiered_baselines_plan_sheet_shows_its_tiered_plan_live(recalculated):
     edited = st.replace(aggregate_write_gb_s=EDITS["setup_aggregate_write_gb_s"], spares=EDITS["setup_spares"])
     for name, setup in (("tiered", st), ("edited-tiered", edited)):
         for key in PLAN_ROWS:
-            got, want = _named(outs[name], f"plan_tiered_{key}"), tiered_figure(key, sc, setup)
+            got, want = _named(outs[name], f"tiered_{key}"), tiered_figure(key, sc, setup)
             tol = 1e-5 if key in LOOSE_TIERED else 1e-9
             assert math.isclose(got, want, rel_tol=tol), (name, key, got, want)
 

@@ -7,8 +7,9 @@ row per :data:`ckptplan.engine.fields.SETUP_FIELDS` field with its rule as data 
 is derived; a value there, or one a design sets, is stated and wins); the design's derived figures,
 the plan at them and the money, all :data:`workbook.design_formulas.PLAN_CALCS`: the baseline
 column shows the Plan sheet's own cells (one computation, one answer), each design column computes
-its own; a column with checkpoint tiers shows the engine's tiered figures (build time, with an "up to
-date" check) instead of single-level ones; the baseline's tiers (``tier<i>_<key>``) and failure
+its own; a column with checkpoint tiers plans with the tiered model, live (:mod:`.tier_formulas`, its
+cells in hidden columns to the right; only the tiered Monte Carlo's P(finish) is a value, with an "up
+to date" check), and says "single level only" in the single-level figures' rows; the baseline's tiers (``tier<i>_<key>``) and failure
 classes (``class<j>_name``/``_share``) with the first-order intervals of Benoit et al. (IEEE TC
 66(7), 2017), then the tiers and classes a design puts in their place (grouped rows, :mod:`.tier_block`);
 hidden columns to the right: each design column's spare-pool sum
@@ -331,8 +332,7 @@ def _tier_blocks(g: _Grid, designs, stated: list[dict[str, str]], counts: list[i
 
 def _plan(g: _Grid) -> None:
     g.band("The plan at the stall, write and restart above (the Plan sheet's formulas)",
-           "A column with checkpoint tiers is planned by the tiered model (Benoit et al. 2017), live: the interval is "
-           "its optimum at the tiers' stated every (hidden columns to the right).")
+           "A column with checkpoint tiers is planned by the tiered model, live (Benoit et al. 2017).")
     design = {c.key for c in D.DESIGN_CALCS} | {"job_failure_rate_per_h", "job_mtbf_h", "job_mtbf_min"}
     money = {c.key for c in D.MONEY_CALCS}
     for calc in D.PLAN_CALCS:
@@ -367,7 +367,7 @@ _TIER_ROWS = {"tiered_optimum_interval_min": ("First tier's interval at the opti
 
 def _engine_values(g: _Grid, columns, plans, designs) -> None:
     ws = g.ws
-    g.band("Tiered plans (live formulas) and P(finish by the deadline) of a tiered plan (value at build time)")
+    g.band("Tiered plans: live formulas")
     g.head("Checkpoint tiers", "", "tiers below")
     for k, ((_, su), d) in enumerate(zip(columns, (None,) + tuple(designs))):
         names = " + ".join(str(t.get("name", "?")) for t in su.tiers) or "none (single level)"
@@ -388,10 +388,10 @@ def _engine_values(g: _Grid, columns, plans, designs) -> None:
                 _fx(ws, g.row, g.col(k), g.blocks[k][key], fmt)
                 g.checks.append(Check(SHEET, f"{col_letter(g.col(k))}{g.row}", ("setup_tiered", k or "base"), key))
         g.row += 1
-    _put(ws, g.row, 1, "P(finish by the deadline) of a tiered plan comes from the engine's tiered Monte Carlo: a "
-         "simulation cannot be a formula. Regenerate the workbook after changing inputs (the status says when).",
-         font=S.NOTE_FONT)
-    g.row += 1
+    _put(ws, g.row, 1, "P(finish by the deadline) of a tiered plan: the engine's tiered Monte Carlo, a value (a "
+         "simulation is no formula). Regenerate the workbook after an edit (the status below says when).",
+         font=S.NOTE_FONT, wrap=True)
+    ws.row_dimensions[g.row].height, g.row = 40, g.row + 1
     g.head("P(finish by the deadline), tiered Monte Carlo (2,000 runs, seed 0), at build time", "share", "ckptplan plan")
     for k, ((_, su), p) in enumerate(zip(columns, plans)):
         if su.tiers:
@@ -554,5 +554,5 @@ _NOTES = (
         "save, a sum over up to {N} busy spares in hidden columns to the right (expand with +).",
         "First-order tier intervals (Benoit et al., IEEE TC 66(7), 2017): T_l = SQRT(2 C_l / lambda_l), C_1 = "
         "stall_1 + W x slowdown, C_l = stall_l; lambda_l = (share of the classes whose first surviving tier, in "
-        "order, is l) / job MTBF. Tier storage cost uses the engine's tiered wall hours (build time).",
+        "order, is l) / job MTBF. Tier storage cost uses the tiered plan's wall hours (live).",
         "Model check keys:")

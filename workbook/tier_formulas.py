@@ -418,8 +418,8 @@ def named_tables(tier_prefix: str, class_prefix: str, tiers: int, classes: int) 
 #: the Plan sheet's rows of a tiered baseline's plan: key -> (label, unit, format, name of the baseline's figure on
 #: the Storage & recovery sheet)
 PLAN_ROWS = {
-    "chosen_interval_min": ("First tier's interval (the tiered optimum at the stated every, else interval_min)", "min",
-                            "#,##0.00", "setup_chosen_interval_min"),
+    "chosen_interval_min": ("First tier's interval: the optimum at the stated every (tiered)", "min", "#,##0.00",
+                            "setup_chosen_interval_min"),
     "waste_fraction": ("Waste (tiered)", "share", "0.00%", "setup_waste_fraction"),
     "expected_failures": ("Expected failures outside restarts (tiered)", "failures", "#,##0.0", "setup_expected_failures"),
     "wall_h": ("Expected wall time (tiered)", "h", "#,##0.0", "setup_wall_h"),
@@ -435,11 +435,13 @@ PLAN_ROWS = {
 
 def plan_rows(wb, ws, row: int, currency: str) -> int:
     """The Plan sheet's block of a baseline with checkpoint tiers, from ``row``: its tiered plan, live (the baseline
-    column of Storage & recovery, named ``plan_tiered_<key>`` here); returns the next free row."""
+    column of Storage & recovery, named ``tiered_<key>`` here); returns the next free row."""
     from openpyxl.styles import Font
+    from openpyxl.worksheet.pagebreak import Break
 
     from . import style as S
 
+    ws.row_breaks.append(Break(id=row - 1))   # the block prints on a page of its own, not split from its header
     ws.cell(row=row, column=1, value="The baseline's tiered plan (live, from the Storage & recovery sheet)").font = Font(
         bold=True)
     S.note(ws, row + 1, "The baseline has checkpoint tiers: the rows above plan its single-level view (the first "
@@ -450,7 +452,7 @@ def plan_rows(wb, ws, row: int, currency: str) -> int:
         ws.cell(row=row, column=1, value=label)
         ws.cell(row=row, column=2, value=f"={source}").number_format = fmt
         ws.cell(row=row, column=3, value=S.fmt_unit(unit, currency))
-        ws.cell(row=row, column=4, value=f"plan_tiered_{key}").font = S.NOTE_FONT
-        S.name(wb, f"plan_tiered_{key}", ws.title, f"B{row}")
+        ws.cell(row=row, column=4, value=f"tiered_{key}").font = S.NOTE_FONT
+        S.name(wb, f"tiered_{key}", ws.title, f"B{row}")
         row += 1
     return row

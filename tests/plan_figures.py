@@ -76,7 +76,7 @@ def tiered_figure(key: str, sc, st):
         return plan.tiers[i]["interval_min"] if i < len(plan.tiers) else None
     cats = {f"{c}_gpu_hours": f[f"{c}_h"] * f["gpus"] for c in ("useful", "save", "rework", "restart")}
     named = {"chosen_interval_min": f["interval_min"], "tiered_optimum_interval_min": f["interval_min"],
-             "total_gpu_hours": f["job_gpu_hours"], "all_gpu_hours": f["total_gpu_hours"],
+             "job_gpu_hours": f["job_gpu_hours"], "total_gpu_hours": f["total_gpu_hours"],
              "billing_months": float(storage.months_from_hours(f["wall_h"])), "mean_restart_min": f["restart_min"],
              **cats}
     return named[key] if key in named else f[key]

@@ -148,7 +148,7 @@ def _tiered_column(storage, col: int, want: dict, which: str) -> None:
     """A tiered design's column of Storage & recovery against `compare --json`'s figures of that design."""
     rows = {storage.cell(row=r, column=3).value: r for r in range(1, storage.max_row + 1)}
     for key, name, tol in (("chosen_interval_min", "interval_min", 1e-5), ("waste_fraction", "waste_fraction", 1e-9),
-                           ("wall_h", "wall_h", 1e-9), ("all_gpu_hours", "total_gpu_hours", 1e-9),
+                           ("wall_h", "wall_h", 1e-9), ("total_gpu_hours", "total_gpu_hours", 1e-9),
                            ("compute_cost", "compute_cost", 1e-9), ("storage_cost", "storage_cost", 1e-9),
                            ("spare_cost", "spare_cost", 1e-9), ("cost_per_useful_gpu_hour", "cost_per_useful_gpu_hour",
                                                                  1e-9)):

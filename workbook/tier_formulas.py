@@ -377,9 +377,9 @@ def _figures(const: Callable[[str, str, str], str], k: dict[str, str], x: Mappin
 FROM_BLOCK = ("chosen_interval_min", "waste_fraction", "expected_failures", "wall_h", "save_h", "restart_h", "rework_h")
 #: plan and money rows whose single-level formula (:data:`workbook.design_formulas.PLAN_CALCS`) holds for a tiered
 #: column once the rows above are its own (GPUs, GPU-hours and money by category, goodput, spares, the total)
-GENERIC = ("useful_h", "gpus", "total_gpu_hours", "useful_gpu_hours", "save_gpu_hours", "rework_gpu_hours",
+GENERIC = ("useful_h", "gpus", "job_gpu_hours", "useful_gpu_hours", "save_gpu_hours", "rework_gpu_hours",
            "restart_gpu_hours", "compute_cost", "useful_cost", "save_cost", "rework_cost", "restart_cost", "goodput",
-           "billing_months", "spare_gpu_hours", "all_gpu_hours", "spare_cost", "total_cost", "cost_per_useful_gpu_hour")
+           "billing_months", "spare_gpu_hours", "total_gpu_hours", "spare_cost", "total_cost", "cost_per_useful_gpu_hour")
 #: what a tiered column shows in a single-level figure's row (Young, Daly, the analytic deadline answer ...)
 SINGLE_LEVEL_ONLY = "single level only"
 
@@ -423,7 +423,7 @@ PLAN_ROWS = {
     "waste_fraction": ("Waste (tiered)", "share", "0.00%", "setup_waste_fraction"),
     "expected_failures": ("Expected failures outside restarts (tiered)", "failures", "#,##0.0", "setup_expected_failures"),
     "wall_h": ("Expected wall time (tiered)", "h", "#,##0.0", "setup_wall_h"),
-    "all_gpu_hours": ("GPU-hours, job and spares (tiered)", "GPU-h", "#,##0", "setup_total_gpu_hours"),
+    "total_gpu_hours": ("GPU-hours, total = job + spares (tiered)", "GPU-h", "#,##0", "setup_total_gpu_hours"),
     "compute_cost": ("Cost of the job's GPU time (tiered)", "money", "#,##0", "setup_compute_cost"),
     "storage_cost": ("Storage, all tiers", "money", "#,##0", "setup_storage_cost"),
     "spare_cost": ("Spares", "money", "#,##0", "setup_spare_cost"),

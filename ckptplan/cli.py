@@ -27,7 +27,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="How often should a training job checkpoint, and what does it cost?")
 
 from .common import (DEFAULT_TEMPLATE, console, duration, err_console, fail, field_options, flag,  # noqa: E402,F401
-                     literal, plan_from_options, scenario_from_options)
+                     literal, literal_help, plan_from_options, scenario_from_options)
 
 
 def _money(x: float, currency: str) -> str:
@@ -335,6 +335,7 @@ cli_deadline.register(app)
 cli_fit.register(app)
 cli_excel.register(app)
 cli_probe.register(app)
+literal_help(app)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

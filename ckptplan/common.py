@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the models load only when a command runs
     from .engine.scenario import Scenario
 
 __all__ = ["DEFAULT_TEMPLATE", "PIPED_WIDTH", "console", "duration", "emit_scenario_file", "err_console", "fail",
-           "echo_json", "field_options", "flag", "json_ready", "kept", "literal", "print_rows",
+           "echo_json", "field_options", "flag", "json_ready", "kept", "literal", "literal_help", "print_rows",
            "plan_from_options", "scenario_from_options"]
 
 #: width of the output when it is piped or redirected (a terminal's own width is used on a terminal):
@@ -145,6 +145,25 @@ def print_rows(title: str, head: tuple[str, ...], rows: list[tuple[str, ...]], l
     for row in rows:
         t.add_row(*row)
     console.print(t)
+
+
+def literal_help(app: typer.Typer) -> None:
+    """Every help text of ``app``'s commands shown as written: typer renders help through rich's console
+    markup, which would eat ``[[designs]]`` ("Apply this [] entry"); the command docstrings and each option's
+    and argument's help are escaped (:func:`rich.markup.escape`) once, when the commands are registered."""
+    for info in app.registered_commands:
+        callback = info.callback
+        if callback is None or getattr(callback, "_ckptplan_literal_help", False):
+            continue
+        if callback.__doc__:
+            callback.__doc__ = escape(callback.__doc__)
+        if info.help:
+            info.help = escape(info.help)
+        for param in inspect.signature(callback).parameters.values():
+            help_text = getattr(param.default, "help", None)
+            if isinstance(help_text, str):
+                param.default.help = escape(help_text)
+        callback._ckptplan_literal_help = True  # type: ignore[attr-defined]
 
 
 def fail(message: str, code: int = 2) -> None:

@@ -164,7 +164,7 @@ def _validate(table: pd.DataFrame, cell_errors: Mapping[tuple[Hashable, str], st
     Numbers written as text (CSV, Excel text cells) count as numbers here; cells the reader
     already refused (``cell_errors``: a formula, a quoted TOML number) are reported first and then
     treated as blank. ``bad cells``: per number column of a non-numeric dtype, the cells that hold
-    no number (text, a refused cell, a boolean): the output shows their original value.
+    no number (text, a refused cell, a boolean): blank in the output, their text in the row's error.
     """
     n = len(table)
     problems = RowProblems(n)
@@ -227,17 +227,19 @@ def _row_warnings(n: int, eff: Mapping[str, np.ndarray], res: Mapping[str, np.nd
 
 
 def _number_output(name: str, raw: pd.Series, vals: np.ndarray, bad: Optional[np.ndarray]) -> pd.Series:
-    """An input number column as the results give it back: its own type, a bad cell's original value."""
-    if raw.dtype.kind in "iu":  # whole numbers in, whole numbers out (a job MTBF override stays as given)
+    """An input number column as the results give it back: numbers in their own type on every row.
+
+    A cell that holds no number (text such as ``2 min``, a formula, a boolean) is blank here: its text is
+    in the row's ``error`` (``checkpoint_stall_min='2 min': must be a number``), so one bad cell never turns
+    the whole column into text in a CSV, XLSX or Parquet output. Whole-number fields stay whole numbers.
+    """
+    if bad is not None and bad.any():
+        vals = np.where(bad, np.nan, vals)
+    if raw.dtype.kind in "iu" or (raw.dtype.kind == "O" and is_integer_column(name)):  # whole numbers stay whole
         return integer_typed(pd.Series(vals, index=raw.index, name=name))
-    if bad is None:
-        if not vals.flags.writeable:  # a read-only view of the input: the results must be editable
-            vals = vals.copy()
-        return pd.Series(vals, index=raw.index, copy=False)
-    out = vals.astype(object)
-    if bad.any():
-        out[bad] = raw.to_numpy(dtype=object)[bad]
-    return pd.Series(out, index=raw.index, dtype=object)
+    if not vals.flags.writeable:  # a read-only view of the input: the results must be editable
+        vals = vals.copy()
+    return pd.Series(np.asarray(vals, dtype=np.float64), index=raw.index, copy=False)
 
 
 def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUNS, seed: int = DEFAULT_SEED,
@@ -258,8 +260,8 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
 
     Cells: numbers; numbers written as text (``" 1.5 "``, as CSV, Excel and Dask's string
     conversion hold them) count as numbers; blank, ``None``/NaN and the words ``NA``, ``N/A``,
-    ``null``, ``none``, ``nan`` mean "not given" (the field's default, or "is required"); any other
-    text, booleans and dates are row errors (``must be a number``) and keep their value in the output.
+    ``null``, ``none`` mean "not given" (the field's default, or "is required"); any other
+    text, booleans and dates are row errors (``must be a number``, quoting the cell), blank in the output.
 
     ``extra_columns``: ``"error"`` (default) refuses columns that are no scenario field; ``"keep"``
     carries them through unchanged and unevaluated. ``cell_errors``: ``{(row label, column): message}``

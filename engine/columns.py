@@ -27,8 +27,9 @@ __all__ = ["INTEGER_RESULT_COLUMNS", "NA_WORDS", "TEXT_DTYPE", "coerce_numeric_t
            "int_series", "integer_typed", "is_dask", "is_integer_column", "plain_value", "real_numbers", "text_series",
            "text_values"]
 
-#: words a cell may hold to mean "not given" (case-insensitive), besides blank
-NA_WORDS = ("nan", "na", "n/a", "null", "none")
+#: words a cell may hold to mean "not given" (case-insensitive), besides blank. Not ``nan``: "not a number" is
+#: a value, and a scenario file refuses it (``writers = nan``), so a table cell holding it is a row error too
+NA_WORDS = ("na", "n/a", "null", "none")
 
 #: derived columns that hold whole numbers: pandas ``Int64`` in results, int64 in Parquet
 INTEGER_RESULT_COLUMNS = ("gpus", "deadline_seed", "mc_runs")

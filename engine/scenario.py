@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from . import cost, reliability, wall_distribution, waste
-from .errors import InputError
+from .errors import BLANK, InputError
 from .fields import DOMAIN_FIELDS, FIELDS, RULES, TEXT_FIELDS, Field
 from .frames import result_frame as _result_frame
 from .gate import FLOAT_MAX, check_finite_result
@@ -292,7 +292,7 @@ def number_column(name: str, rule: str, required: bool, default: float | None, r
         problems.add(np.flatnonzero(fails), lambda p: InputError(name, float(eff[p]), check.message))
         bad.append(fails)
     if required and absent is not None and absent.any():
-        problems.add(np.flatnonzero(absent), lambda p: InputError(name, None, "is required"))
+        problems.add(np.flatnonzero(absent), lambda p: InputError(name, BLANK, "is required"))
         bad.append(absent)
     if not bad:
         return given, eff, _all(n, True)

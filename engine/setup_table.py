@@ -45,7 +45,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
+from .errors import BLANK, InputError
 from .fields import COST_PARTS, FIELD_BY_NAME, RULES, SETUP_FIELDS
 
 __all__ = ["FILLED", "MONEY_COLUMNS", "SETUP_COLUMNS", "bandwidth_columns", "blank_cells", "fill_scenario_columns",
@@ -480,7 +480,7 @@ def plan_columns(table: pd.DataFrame, *, problems: Any = None) -> pd.DataFrame:
     filled = fill_scenario_columns(table.reset_index(drop=True), problems=problems)
     stall_missing = blank_cells(filled["checkpoint_stall_min"]) & ~problems.mask()
     _problem(problems, stall_missing, lambda p: InputError(
-        "checkpoint_stall_min", None, "is required: give it, or parameters_b with a write bandwidth to derive it"))
+        "checkpoint_stall_min", BLANK, "is required: give it, or parameters_b with a write bandwidth to derive it"))
     _, _, found = table_problems(filled)
     already = problems.mask()
     for p, errs in found.by_row.items():

@@ -80,7 +80,7 @@ def read_scenarios(path: Union[str, Path], *, sheet: Optional[str] = None, delim
     in TOML, the scenario's position (1, 2, ...). Wholly blank rows hold no scenario and are left
     out, but they count, so the numbers stay those of the file. Numeric cells written as text
     (``"1.5"``, as Excel and CSV often store them) become numbers; blank cells and ``NA``/``N/A``/
-    ``null``/``none``/``nan`` mean "not given"; any other text stays text and becomes a row error in
+    ``null``/``none`` mean "not given" (``nan`` is a row error, as in a scenario file); any other text stays text and becomes a row error in
     :func:`~ckptplan.engine.batch.evaluate_rows`, which keeps it in the output. TOML is typed: a
     quoted number there is a row error (in ``attrs["cell_errors"]``). Column types: a numeric
     column is float64, or pandas ``Int64`` for a whole-number field (``nodes``, ``gpus_per_node``,
@@ -388,11 +388,16 @@ def _read_parquet(path: Path, max_rows: int) -> tuple[pd.DataFrame, dict]:
         raise FileInputError(_FIELD, path, f"unpacks to {size:,} bytes (limit {MAX_XLSX_UNCOMPRESSED_BYTES:,}): "
                              "refusing it")
     try:
-        table = pq.read_table(path).to_pandas()
+        arrow = pq.read_table(path)
+        arrow, nans = _plain_arrow(arrow)
+        table = arrow.to_pandas()
     except Exception as exc:  # pyarrow raises ArrowInvalid / OSError for damaged files
         raise FileInputError(_FIELD, path, f"cannot be read as Parquet ({exc})") from None
     table = table.reset_index(drop=True)
     table.index = pd.RangeIndex(1, 1 + len(table))
+    cell_errors = {(int(r) + 1, c): str(InputError(c, "NaN", "must be a number: NaN is no value (leave the cell empty "
+                                                   "for 'not given'), as in a scenario file"))
+                   for c, rows in nans.items() for r in rows}
     for c in table.columns:
         col = table[c]
         if isinstance(col.dtype, pd.StringDtype):
@@ -404,7 +409,39 @@ def _read_parquet(path: Path, max_rows: int) -> tuple[pd.DataFrame, dict]:
         if len(lengths) and lengths.max() > untrusted.MAX_CELL_CHARS:
             r = int(lengths.idxmax())
             check_text(col[r], path, f"row {r}, column {c}")
-    return _tidy(table), {}
+    return _tidy(table), cell_errors
+
+
+def _plain_arrow(table: Any) -> tuple[Any, dict[str, list[int]]]:
+    """A Parquet table in the types the scenario columns take, and the NaN cells of its number columns.
+
+    Dictionary-encoded columns are decoded (pandas would make them Categorical, which no rule reads), extension
+    types become their storage, decimals become float64, large strings plain strings; nested columns (lists,
+    structs, maps) stay as read and each cell is a row error. A float NaN (not a null) in a number column is
+    no blank: like ``nan`` in a scenario file it is refused, per row (``{column: [row positions]}``).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns, nans = [], {}
+    for name, col in zip(table.column_names, table.columns):
+        t = col.type
+        if isinstance(t, pa.ExtensionType):
+            col = pa.chunked_array([c.storage for c in col.chunks], type=t.storage_type)
+            t = col.type
+        if pa.types.is_dictionary(t):
+            col = pc.dictionary_decode(col) if hasattr(pc, "dictionary_decode") else col.cast(t.value_type)
+            t = col.type
+        if pa.types.is_decimal(t):
+            col = col.cast(pa.float64())
+        elif pa.types.is_large_string(t):
+            col = col.cast(pa.string())
+        if pa.types.is_floating(col.type) and column_kind(name) == "number":
+            hit = pc.fill_null(pc.is_nan(col), False)
+            if pc.any(hit).as_py():
+                nans[name] = np.flatnonzero(np.asarray(hit)).tolist()
+        columns.append(col)
+    return pa.Table.from_arrays(columns, names=table.column_names, metadata=table.schema.metadata), nans
 
 
 # ----------------------------------------------------------------------------------------- TOML

@@ -106,7 +106,7 @@ def test_mixed_file_reports_every_bad_row_and_evaluates_the_rest(tmp_path):
     assert status == {1: "ok", 2: "error", 3: "error", 4: "error", 6: "ok", 7: "error", 8: "error"}
     assert errors[2] == "checkpoint_stall_min=-1.0: must be >= 0"
     assert errors[3] == "checkpoint_stall_min='abc': must be a number"
-    assert errors[4] == "nodes=None: is required"
+    assert errors[4] == "nodes: blank: is required"
     assert errors[7].split("; ") == ["checkpoint_stall_min=-1.0: must be >= 0", "node_mtbf_h=-5.0: must be > 0",
                                      "nodes=1.5: must be a whole number >= 1"]
     assert errors[8].startswith("checkpoint_stall_min=0.0: checkpoint_stall_min + async_write_min must be > 0")
@@ -116,8 +116,9 @@ def test_mixed_file_reports_every_bad_row_and_evaluates_the_rest(tmp_path):
         "useful_training_h": [720.0] * 2, "price_per_gpu_hour": [2.5] * 2, "restart_min": [10.0] * 2}))
     np.testing.assert_array_equal(out.loc[[1, 6], "total_cost"].to_numpy(), good["total_cost"].to_numpy())
     assert out.loc[[2, 3, 4, 7, 8], "total_cost"].isna().all()
-    # the bad number stays visible as a number, the text keeps its original text (and is quoted in the message)
-    assert out.loc[2, "checkpoint_stall_min"] == -1.0 and out.loc[3, "checkpoint_stall_min"] == "abc"
+    # the bad number stays visible as a number; the text is quoted in the error, and the column stays numeric
+    assert out.loc[2, "checkpoint_stall_min"] == -1.0 and np.isnan(out.loc[3, "checkpoint_stall_min"])
+    assert out["checkpoint_stall_min"].dtype == np.float64
 
 
 def test_cross_field_rules_match_validate_table_row_by_row():
@@ -509,7 +510,7 @@ useful_training_h = 720.0
     out = eb.evaluate_rows(ft.read_scenarios(several))
     assert out["status"].tolist() == ["ok", "error", "error"]
     assert out["error"].tolist()[1:] == ["checkpoint_stall_min='2': must be a number (TOML: write it without quotes)",
-                                      "price_per_gpu_hour=None: is required"]
+                                      "price_per_gpu_hour: blank: is required"]
     bad = tmp_path / "bad.toml"
     bad.write_text("[[scenario]]\nname = 'x'\nnodes = 1\n")
     with pytest.raises(engine.InputError, match="missing required column"):
@@ -731,7 +732,8 @@ def test_cli_batch_on_a_planners_five_columns(app, tmp_path):
 
 # ============================================================================ results files
 
-def test_results_sheet_first_data_rows_and_bad_cells_keep_their_text(tmp_path):
+def test_results_sheet_first_data_rows_and_bad_cells_in_the_error_column(tmp_path):
+    """A cell holding no number is blank in its (numeric) column and quoted in the row's error, in every format."""
     path = tmp_path / "mixed.csv"
     path.write_text(MIXED_CSV)
     results = eb.evaluate_rows(ft.read_scenarios(path), deadline=True, runs=RUNS)
@@ -740,14 +742,16 @@ def test_results_sheet_first_data_rows_and_bad_cells_keep_their_text(tmp_path):
         wr.write_results(results, out)
         back = fr.read_results(out)
         assert list(back.index) == [1, 2, 3, 4, 6, 7, 8], suffix
-        assert back.loc[3, "checkpoint_stall_min"] == "abc" and back.loc[2, "checkpoint_stall_min"] == -1.0, suffix
+        assert np.isnan(back.loc[3, "checkpoint_stall_min"]) and back.loc[2, "checkpoint_stall_min"] == -1.0, suffix
+        assert "checkpoint_stall_min='abc': must be a number" in back.loc[3, "error"], suffix
         assert back.loc[1, "checkpoint_stall_min"] == 2.0 and back.loc[6, "checkpoint_stall_min"] == 0.5, suffix
+        assert back["checkpoint_stall_min"].dtype.kind == "f", suffix
     first = pd.read_excel(tmp_path / "r.xlsx")  # the first sheet: the results, not the Summary
     assert first.columns[:4].tolist() == ["row", "status", "error", "warnings"] and first["row"].tolist()[0] == 1
-    assert first["checkpoint_stall_min"].tolist()[2] == "abc"
+    assert first["checkpoint_stall_min"].dtype.kind == "f" and np.isnan(first["checkpoint_stall_min"].tolist()[2])
     raw = pd.read_parquet(tmp_path / "r.parquet")
-    assert raw["checkpoint_stall_min"].tolist()[:3] == ["2", "-1", "abc"]  # a text column: numbers as written
-    # xlsx input: a formula and an Excel error value keep their text too; the row is the sheet row - 1
+    assert raw["checkpoint_stall_min"].dtype.kind == "f" and raw["checkpoint_stall_min"].tolist()[:2] == [2.0, -1.0]
+    # xlsx input: a formula and an Excel error value are quoted in the error; the row is the sheet row - 1
     from openpyxl import Workbook
 
     wb = Workbook()
@@ -757,15 +761,17 @@ def test_results_sheet_first_data_rows_and_bad_cells_keep_their_text(tmp_path):
     wb.save(tmp_path / "in.xlsx")
     got = eb.evaluate_rows(ft.read_scenarios(tmp_path / "in.xlsx"))
     assert list(got.index) == [1, 2] and got["status"].tolist() == ["ok", "error"]
-    assert got.loc[2, "checkpoint_stall_min"] == "=1+1" and got.loc[2, "node_mtbf_h"] == "#DIV/0!"
+    assert np.isnan(got.loc[2, "checkpoint_stall_min"]) and np.isnan(got.loc[2, "node_mtbf_h"])
+    assert "'=1+1'" in got.loc[2, "error"] and "'#DIV/0!'" in got.loc[2, "error"]
     wr.write_results(got, tmp_path / "f.xlsx")
     from openpyxl import load_workbook
 
     ws = load_workbook(tmp_path / "f.xlsx")["Results"]
     header = [c.value for c in ws[1]]
-    cell = ws.cell(3, header.index("checkpoint_stall_min") + 1)
-    assert cell.value == "=1+1" and cell.data_type == "s"  # text, never a formula
+    cell = ws.cell(3, header.index("error") + 1)
+    assert "=1+1" in cell.value and cell.data_type == "s"  # text, never a formula
     assert ws.cell(2, header.index("checkpoint_stall_min") + 1).value == 2
+    assert ws.cell(3, header.index("checkpoint_stall_min") + 1).value is None
 
 
 def test_whole_number_columns_stay_whole_in_every_output(tmp_path):

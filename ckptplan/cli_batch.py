@@ -12,8 +12,9 @@ omitted column gets the template's value on every row, and the summary (printed,
 template: ``name``, ``description``, ``source``; its job MTBF override when the file gives
 ``node_mtbf_h`` or failure-domain columns; its domains when the file gives domain columns; its
 currency when the file gives prices; its deadline when the file gives ``useful_training_h``
-(:func:`ckptplan.engine.template_fill.fill_from_template`). A blank cell is not filled: it means the
-field's default, as everywhere.
+(:func:`ckptplan.engine.template_fill.fill_from_template`). A blank cell means the field's default, as
+everywhere; a blank cell of a required column takes the template's value when ``--template`` names one
+(the summary counts them), else the row says ``useful_training_h: blank: is required``.
 
 Input files are read as untrusted (:mod:`ckptplan.files.tables`, :mod:`ckptplan.files.untrusted`): a
 CSV file's separator (``,`` ``;`` tab) and decimal separator (``.`` or ``,``, as Excel writes CSV in
@@ -188,6 +189,8 @@ def _print_summary(summary: "BatchSummary", output: Path, elapsed: float, as_jso
              f"omits (same value on every row): {shown}" if filled else "nothing filled (the file gives every column)"))
         for column, why in summary.template["not_taken"].items():
             _say(f"  not taken from it: {column} ({why})")
+        for column, cells in summary.template.get("blank_cells", {}).items():
+            _say(f"  blank cells filled from it: {column}={_value(cells['value'])} ({cells['rows']:,} row(s))")
         if summary.template.get("tiers"):
             _say("Every row follows the template's checkpoint tiers: " + ", ".join(summary.template["tiers"])
                  + " (each tier's interval, times and storage bill in the tier{i}_ columns; total_cost is "
@@ -230,7 +233,8 @@ def batch(
                                                 "or .toml (one scenario table, or an array of them)"),
     output: Path = typer.Option(..., "--output", "-o", help="Results file: .csv, .xlsx or .parquet"),
     template: Optional[str] = typer.Option(None, "--template", "-t", help="Base scenario for the columns the file "
-                                           "omits: preset name or TOML file; default: seed"),
+                                           "omits, and for blank cells of required columns: preset name or TOML "
+                                           "file; default: seed (omitted columns only)"),
     no_template: bool = _cli.flag("--no-template", help="Fill nothing: refuse a file that omits a required "
                                      "column (all missing columns are named)"),
     design: Optional[str] = typer.Option(None, "--design", help="Apply this [[designs]] entry of the template to "
@@ -309,7 +313,8 @@ def _batch(scenarios: Path, output: Path, template: Optional[str], no_template: 
     table = read_scenarios(scenarios, sheet=sheet, delimiter=delimiter, decimal=decimal, max_rows=max_rows)
     fill = None
     if base is not None:
-        table, fill = fill_from_template(table, base.scenario, template or _cli.DEFAULT_TEMPLATE, setup=base.setup)
+        table, fill = fill_from_template(table, base.scenario, template or _cli.DEFAULT_TEMPLATE, setup=base.setup,
+                                         fill_blanks=template is not None)
     _check_output(output, force, rows=len(table))
     options = dict(deadline=deadline, runs=runs, seed=seed, failures=_failure_law(weibull_shape),
                    extra_columns="keep" if keep_extra else "error")

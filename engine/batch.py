@@ -32,9 +32,9 @@ Evaluating a table (:func:`evaluate_rows`)
   stay blank, defaults are applied inside the engine, not written back), then every derived column
   of :func:`engine.evaluate` (``job_mtbf_h`` is both: the override when given, else the derived
   value), NaN on error rows. An input column keeps its type: integer columns (int64 or pandas'
-  ``Int64``) come out as ``Int64``, float columns as float64, and a column that holds a cell that
-  is no number (text, a formula the reader refused, a boolean) comes out as an object column in
-  which that cell keeps its original value and every other cell is a float. The whole-number
+  ``Int64``) come out as ``Int64``, float columns as float64, whatever the file held: a cell that
+  is no number (text such as ``2 min``, a formula the reader refused, a boolean) is blank there and
+  quoted in the row's ``error``, so the column stays numeric in every output. The whole-number
   derived columns (``gpus``, ``deadline_seed``, ``mc_runs``: :data:`.columns.INTEGER_RESULT_COLUMNS`) are
   ``Int64``. Units are in the names (``_min`` minutes, ``_h`` hours, ``_gpu_hours``, ``_cost``
   money in the row's ``currency``, fractions in [0, 1]).
@@ -416,7 +416,7 @@ def _lead_columns(index: pd.Index, eff: Mapping[str, np.ndarray], res: Mapping[s
 def _input_columns(table: pd.DataFrame, given: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray],
                    bad_cells: Mapping[str, np.ndarray]) -> dict[str, pd.Series]:
     """The input columns as the results give them back: numbers in their own type (``job_mtbf_h`` the one each
-    row used), a bad cell's original value, text as text, other columns unchanged."""
+    row used; a bad cell blank, its text in the error), text as text, other columns unchanged."""
     out: dict[str, pd.Series] = {}
     for c in table.columns:
         kind = column_kind(c)

@@ -2,9 +2,10 @@
 
 A scenario table may omit columns; :func:`fill_from_template` adds each omitted column with the
 base scenario's value on every row (``ckptplan batch --template``, default the seed preset) and
-says which it filled (:class:`TemplateFill`). Only whole columns are filled: a blank cell in a
-column the file gives means "not given" (the field's default, or "is required"), as everywhere;
-a base value equal to the field's default is not filled (the default applies anyway).
+says which it filled (:class:`TemplateFill`). A blank cell in a column the file gives means "not given"
+(the field's default, or "is required"), as everywhere, unless ``fill_blanks``: then a blank cell of a
+required column takes the base's value; a base value equal to the field's default is not filled (the
+default applies anyway).
 Not taken from the base: ``name``, ``description`` and ``source`` (they describe the base, not the
 rows), and values that belong with a column the file gives:
 
@@ -32,10 +33,10 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from .columns import column_kind, int_series, is_integer_column, plain_value
+from .columns import coerce_numeric_text, column_kind, int_series, integer_typed, is_integer_column, plain_value
 from .errors import InputError
 from .fields import FIELD_BY_NAME, FIELDS, TEXT_FIELDS
-from .scenario import DOMAIN_COL, Scenario, to_table
+from .scenario import DOMAIN_COL, Scenario, is_absent, to_table
 
 __all__ = ["TemplateFill", "check_base_scenario", "fill_from_template"]
 
@@ -64,16 +65,19 @@ class TemplateFill:
     not_taken: dict = field(default_factory=dict)
     tiers: tuple = ()                                   # the base's checkpoint tiers (every row follows them)
     failure_classes: dict = field(default_factory=dict)
+    blank_cells: dict = field(default_factory=dict)     # {column: (value, rows filled)}: required cells left blank
 
     def to_dict(self) -> dict:
         out = {"template": self.template, "filled": dict(self.filled), "not_taken": dict(self.not_taken)}
+        if self.blank_cells:
+            out["blank_cells"] = {c: {"value": v, "rows": n} for c, (v, n) in self.blank_cells.items()}
         if self.tiers:
             out["tiers"] = [f"{t['name']} (every {t['every']})" for t in self.tiers]
         return out
 
 
-def fill_from_template(table: pd.DataFrame, base: Scenario, template: Optional[str] = None, setup: Any = None
-                       ) -> tuple[pd.DataFrame, TemplateFill]:
+def fill_from_template(table: pd.DataFrame, base: Scenario, template: Optional[str] = None, setup: Any = None,
+                       fill_blanks: bool = False) -> tuple[pd.DataFrame, TemplateFill]:
     """The table with every column it omits filled from ``base`` (same value on every row), and what was filled.
 
     See the module notes for what is never taken from the base and why. Columns the table gives
@@ -86,6 +90,11 @@ def fill_from_template(table: pd.DataFrame, base: Scenario, template: Optional[s
     write and restart the setup derives (not stated by the base) are then not filled. Its tiers and
     failure classes come back in :attr:`TemplateFill.tiers` and ``failure_classes``, for
     :func:`.batch.evaluate_rows`.
+
+    ``fill_blanks`` (``ckptplan batch --template``: the planner named the template): a blank cell of a
+    *required* column the file gives (``useful_training_h`` left empty on one row) takes the base's value
+    instead of "is required"; :attr:`TemplateFill.blank_cells` counts them. Optional fields' blanks keep
+    meaning their default; values the base may not give (above) and a stall its setup derives are not filled.
     """
     sc = check_base_scenario(base)
     if not isinstance(table, pd.DataFrame):
@@ -134,6 +143,29 @@ def fill_from_template(table: pd.DataFrame, base: Scenario, template: Optional[s
         else:
             out[c] = np.full(n, float(v))
     out.attrs = dict(table.attrs)
+    blanks = _fill_blank_cells(out, row, set(kept_out) | set(derived)) if fill_blanks else {}
     tiers = tuple(setup.tiers) if setup is not None else ()
     classes = dict(setup.failure_classes) if setup is not None else {}
-    return out, TemplateFill(template or sc.name, filled, not_taken, tiers, classes)
+    return out, TemplateFill(template or sc.name, filled, not_taken, tiers, classes, blanks)
+
+
+def _fill_blank_cells(out: pd.DataFrame, base: dict[str, Any], never: set) -> dict[str, tuple[Any, int]]:
+    """Fill, in place, the blank cells of the required columns ``out`` gives with the base's value (not those in
+    ``never``); a cell a reader refused (``attrs["cell_errors"]``) is no blank. ``{column: (value, cells)}``."""
+    refused = {(label, col) for label, col in out.attrs.get("cell_errors", {})}
+    done: dict[str, tuple[Any, int]] = {}
+    for f in FIELDS:
+        c, v = f.name, base.get(f.name)
+        if not f.required or c not in out.columns or c in never or v is None:
+            continue
+        cells = coerce_numeric_text(out[c])
+        obj = cells.to_numpy(dtype=object)
+        blank = np.fromiter((is_absent(x) for x in obj), dtype=bool, count=len(obj))
+        blank &= np.array([(label, c) not in refused for label in out.index], dtype=bool) if refused else True
+        if not blank.any():
+            continue
+        filled = cells.where(~blank, float(v))
+        out[c] = integer_typed(filled.astype(float)) if filled.dtype.kind != "O" and is_integer_column(c) else (
+            filled if filled.dtype.kind == "O" else filled.astype(float))
+        done[c] = (v, int(blank.sum()))
+    return done

@@ -14,8 +14,8 @@ CSV: UTF-8, comma, header row, numbers in shortest round-trip form (whole number
 so ``nodes`` reads ``128`` and ``deadline_seed`` all its digits), blank for missing, every text
 cell, header names included, neutralised against formula injection (:func:`neutralise_csv_text`). Parquet: zstd, one type per
 column: whole-number columns (``Int64`` in the results: ``nodes``, ``gpus``, ``deadline_seed``, ...)
-int64, other numbers float64, text string; a column that holds text as well as numbers (an input
-cell that was no number keeps its original text) is a string column, numbers written as in the CSV.
+int64, other numbers float64, text string; a column that holds text as well as numbers (a column the
+batch carried through unchanged, ``--keep-extra``) is a string column, numbers written as in the CSV.
 Both through pyarrow (imported when a file is written).
 """
 

@@ -299,6 +299,9 @@ def _summary_counts(ws: Any, cells: _SummaryCells, s: BatchSummary, source: Opti
                                                          or "nothing: the file gives every column")])
         for k, why in s.template.get("not_taken", {}).items():
             ws.append([text(f"not taken from the template: {k}"), text(why)])
+        for k, cells in s.template.get("blank_cells", {}).items():
+            ws.append([text(f"blank cells filled from the template: {k}"),
+                       text(f"{k}={_show(cells['value'])} ({cells['rows']:,} row(s))")])
         if s.template.get("tiers"):
             ws.append([text("checkpoint tiers (every row)"), text(", ".join(s.template["tiers"]))])
     ws.append([])
@@ -343,7 +346,7 @@ def _summary_notes(ws: Any, cells: _SummaryCells, s: BatchSummary) -> None:
     for note in (
         "One row per input row, in input order; row = the data row in the input file (1 = the first row under "
         "the header). A row that could not be evaluated has status = error, its figures blank and its problems "
-        "in the error column (field=value: rule); a cell that was no number keeps its text.",
+        "in the error column (field=value: rule), a cell that was no number quoted there (its column stays numeric).",
         "warnings: why an ok row's answer leaves its model's range (engine.validity); empty when none.",
         "Units are in the column names: _min minutes, _h hours, _gpu_hours GPU-hours, _cost money in the row's "
         "currency; fractions are formatted as percentages.",

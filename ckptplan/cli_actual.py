@@ -16,7 +16,7 @@ import typer
 
 from .common import DEFAULT_TEMPLATE, console, duration, emit_scenario_file, err_console, fail, flag, json_ready, literal
 
-__all__ = ["actual", "actual_h", "compare_log", "emit_measured", "register", "summary_row"]
+__all__ = ["actual", "actual_h", "compare_log", "distinct_names", "emit_measured", "register", "summary_row"]
 
 #: the plan-vs-actual buckets (engine.variance.BUCKETS) and the measured split's buckets they gather
 RESTART_BUCKETS = ("restart_detection", "restart_reallocation", "restart_startup", "restart_init", "restart_load",
@@ -66,10 +66,11 @@ def emit_measured(path: Path, source: str, split: Any, log: Any, force: bool) ->
 
 
 def summary_row(log: Any, split: Any, variance: Any) -> dict[str, Any]:
-    """One job's row for several logs: measured inputs, goodput and the plan difference."""
+    """One job's row for several logs: the log's full path, measured inputs, goodput and the plan difference
+    (``actual`` puts each log's shortest distinct name, :func:`distinct_names`, before it as ``job``)."""
     m = split.measured
     t = variance.totals
-    row = {"log": str(log), "wall_h": split.wall_h, "productive_h": split.productive_h, "goodput": split.goodput}
+    row = {"log": str(Path(str(log)).resolve()), "wall_h": split.wall_h, "productive_h": split.productive_h, "goodput": split.goodput}
     for k in ("failures", "job_mtbf_h", "checkpoint_stall_min", "async_write_min", "async_slowdown_fraction",
               "restart_min", "checkpoint_interval_min"):
         row[k] = m.get(k)
@@ -127,7 +128,8 @@ def _print_one(split: Any, v: Any) -> None:
 
 
 def actual(
-    logs: List[Path] = typer.Argument(..., help="Step-level job log(s): CSV or JSON Lines (see `ckptplan fit --help` for the format)"),
+    logs: List[Path] = typer.Argument(..., help="Step-level job log(s): CSV or JSON Lines, one event per row (the "
+                                      "format is described above)"),
     template: Optional[str] = typer.Option(None, "--template", "-t", help="The plan: preset name or TOML file; default: seed"),
     scenario_file: Optional[Path] = typer.Option(None, "--scenario", help="The plan as a scenario TOML file (same as --template FILE)"),
     confidence: float = typer.Option(0.9, "--confidence", help="Confidence level of the job MTBF interval"),
@@ -140,7 +142,24 @@ def actual(
 
     Reads the job's own step-level log (saves, restarts and their phases, steps), measures the
     blocking stall, the async write and slowdown, each restart phase and the job MTBF, and explains
-    the difference from the plan input by input. Several logs: one row per job.
+    the difference from the plan input by input. Several logs: one row per job (each named by the
+    shortest part of its path no other log shares; --output keeps the full path too).
+
+    Step log format (CSV with a header row, or JSON Lines: one object per line with the same keys),
+    rows sorted by time, one event per row. Columns: timestamp (ISO 8601, e.g. 2024-03-01T08:00:00Z);
+    event; cause (on interruption rows: hardware, software, network, planned ..., else empty);
+    checkpoint_stall_s (optional: the blocking seconds of a checkpoint_saved row); step (the step
+    number, required on step rows); phase (on restart_phase and startup_phase rows).
+
+    Events: start, step (a training step finished), save_start (training blocked), save_unblocked
+    (training resumes while the save is written in the background), checkpoint_saved (the checkpoint
+    is durable), interruption, restart_phase (the end of one restart phase: detection, reallocation,
+    startup, init, load, warmup, in that order), startup_phase (the same after a start),
+    restart_complete, end. Example rows: 2024-03-01T00:00:00Z,start,,,0, then
+    2024-03-01T00:01:02Z,step,,,1, and 2024-03-01T05:00:00Z,interruption,hardware,,290,
+    (templates/example-step-log.csv is a whole log). An interruption log (what `ckptplan fit` reads:
+    start, checkpoint_saved, interruption, restart_complete, end) is a step log without the step,
+    save and phase rows: it gives the job MTBF, restart and stall but no split of the time.
     """
     from .common import scenario_from_options
 
@@ -172,10 +191,10 @@ def actual(
                                                         highlight=False)
         return
     rows, problems = [], []
-    for log in logs:
+    for log, job in zip(logs, distinct_names(logs)):
         try:
             split, variance = compare_log(log, plan, confidence)
-            rows.append(summary_row(log, split, variance))
+            rows.append({"job": job, **summary_row(log, split, variance)})
         except ValueError as exc:
             problems.append(str(exc))
     if output is not None and rows:
@@ -189,6 +208,25 @@ def actual(
         err_console.print(f"[bold red]error:[/] {literal(p)}", highlight=False, soft_wrap=True)
     if problems:
         raise typer.Exit(2)
+
+
+def distinct_names(paths: list[Any]) -> list[str]:
+    """Each path as the shortest tail of its folders that no other path shares (``a/run1/steps.csv`` and
+    ``b/run1/steps.csv``, not ``steps.csv`` twice); the same file given twice is told by ``(2nd)``."""
+    parts = [Path(str(p)).resolve().parts or (str(p),) for p in paths]
+    names = []
+    for i, mine in enumerate(parts):
+        k = 1
+        while k < len(mine) and any(o != mine and o[-k:] == mine[-k:] for o in parts):
+            k += 1
+        names.append(str(Path(*mine[-k:])))
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        n = seen[name]
+        out.append(name if n == 1 else f"{name} ({n}{'nd' if n == 2 else 'rd' if n == 3 else 'th'})")
+    return out
 
 
 def _print_rows(rows: list[dict[str, Any]], plan: Any) -> None:
@@ -205,9 +243,10 @@ def _print_rows(rows: list[dict[str, Any]], plan: Any) -> None:
     print_rows(f"Plan {literal(plan.name)} vs {len(rows)} jobs",
                ("log", "wall time", "goodput", "failures", "job MTBF", "save stall", "restart", "waste vs plan h",
                 f"vs plan ({cur})", f"optimum would save ({cur})"),
-               [(literal(r["log"]), h(r["wall_h"]), f"{r['goodput']:.2%}", n(r["failures"], ".0f"), h(r["job_mtbf_h"]),
+               [(literal(r["job"]), h(r["wall_h"]), f"{r['goodput']:.2%}", n(r["failures"], ".0f"), h(r["job_mtbf_h"]),
                  duration(r["checkpoint_stall_min"]), duration(r["restart_min"]), f"{r['difference_h']:+,.2f}",
-                 f"{r['difference_money']:+,.0f}", f"{r['optimum_money_saved']:,.0f}") for r in rows])
+                 f"{r['difference_money']:+,.0f}", f"{r['optimum_money_saved']:,.0f}") for r in rows],
+               drop=(f"optimum would save ({cur})", "failures", "restart", "save stall", "waste vs plan h"))
 
 
 def _write_rows(rows: list[dict[str, Any]], output: Path, force: bool) -> None:

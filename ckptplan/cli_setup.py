@@ -17,7 +17,7 @@ from .common import (DEFAULT_TEMPLATE, console, duration, fail, field_options, f
                      print_rows)
 from .engine.fields import FIELDS, SETUP_FIELDS
 
-__all__ = ["compare", "money_line", "print_setup", "register", "setup_json"]
+__all__ = ["COMPARE_DROP_ORDER", "compare", "compare_heads", "money_line", "print_setup", "register", "setup_json"]
 
 
 def setup_json(plan: Any, headline: dict[str, Any]) -> dict[str, Any]:
@@ -83,7 +83,7 @@ def print_setup(plan: Any, money: bool = True) -> None:
                [(literal(str(tier["name"])), _every(tier["every"]), duration(tier["interval_min"]),
                  duration(tier["checkpoint_stall_min"]), duration(tier["restore_min"]), duration(tier["restart_min"]),
                  kept(tier["retention"], tier["copies"]), f"{tier['storage_cost']:,.0f}") for tier in plan.tiers],
-               left=("saved on", "keeps"))
+               left=("saved on", "keeps"), wrap=("saved on", "keeps"), drop=("restore", "restart"))
     console.print(f"waste {f['waste_fraction']:.2%}  |  wall {duration(f['wall_h'] * 60)}  |  GPU-hours "
                   f"{f['job_gpu_hours']:,.0f} job + {f['spare_gpu_hours']:,.0f} spares", highlight=False)
     if money:
@@ -105,8 +105,6 @@ def compare(
     The designs are the file's [[designs]] tables (default: storage 4x faster, 2x nodes, restarts 2x
     faster). Every scenario and setup field can be set here for the baseline; the designs change it.
     """
-    from rich.table import Table
-
     from .engine.designs import compare_designs
 
     try:
@@ -123,51 +121,31 @@ def compare(
         return
     from rich import box
 
-    head = ("design", "interval", "waste", "wall h", "GPU-hours", "compute", "storage", "spares", "total",
-            "vs baseline", "per useful GPU-h", "P(on time)")
-    cells = [(f"[bold]{literal(str(r.name))}[/]\n(baseline)" if r.baseline else literal(str(r.name)),
+    cells = [(f"[bold]{literal(str(r.name))}[/] (baseline)" if r.baseline else literal(str(r.name)),
               literal(_intervals(r.tier_intervals)).replace(" / ", "\n"), f"{r.waste_fraction:.2%}", f"{r.wall_h:,.1f}",
               f"{r.total_gpu_hours:,.0f}", f"{r.compute_cost:,.0f}", f"{r.storage_cost:,.0f}", f"{r.spare_cost:,.0f}",
               f"[bold]{r.total_cost:,.0f}[/]", "-" if r.baseline else f"{r.total_cost_change:+,.0f}",
               f"{r.cost_per_useful_gpu_hour:,.3f}", _num(r.p_finish_by_deadline, ".1%")) for r in table.itertuples()]
-    # each column as wide as its widest line, headings wrapping between words (rich would otherwise cut a
-    # long design name short to give a heading room); then names wrapping too; then one paragraph per design
-    def width(j: int, wrap: bool) -> int:
-        lines = [line.replace("[bold]", "").replace("[/]", "") for row in cells for line in row[j].split("\n")]
-        return max(len(w) for text in [head[j]] + (lines if wrap else []) for w in text.split()) if wrap else \
-            max([len(w) for w in head[j].split()] + [len(line) for line in lines])
-
-    widths = [width(j, False) for j in range(len(head))]
-    if sum(widths) + 3 * len(widths) + 1 > console.width:
-        widths[0] = width(0, True)
-    if sum(widths) + 3 * len(widths) + 1 > console.width:
-        _print_designs(table, plan.scenario.name, cur)
-        return
-    t = Table(title=f"{literal(plan.scenario.name)}: designs side by side, cheapest first ({literal(cur)})",
-              title_justify="left", box=box.SIMPLE_HEAD)  # no column rules: twelve columns fit 160 characters
-    for col, width in zip(head, widths):
-        t.add_column(col, justify="left" if col == "design" else "right", width=width)
-    for row in cells:
-        t.add_row(*row)
-    console.print(t)
+    deadline = plan.scenario.deadline_h
+    print_rows(f"{literal(plan.scenario.name)}: designs side by side, cheapest first"
+               + ("" if deadline is None else f"; P(finish) by the {duration(deadline * 60)} deadline, analytic "
+                  "(exponential failures, as plan and the workbook)"), compare_heads(cur), cells,
+               drop=COMPARE_DROP_ORDER, box=box.SIMPLE_HEAD)
     for r in table.itertuples():
         if not r.baseline:
             console.print(f"  {literal(str(r.name))}: {literal(str(r.changes))}", highlight=False)
 
 
-def _print_designs(table: Any, baseline: str, cur: str) -> None:
-    """The compare table as one paragraph per design, for a terminal too narrow for its twelve columns."""
-    console.print(f"{literal(baseline)}: designs, cheapest first ({literal(cur)})", highlight=False)
-    for r in table.itertuples():
-        vs = "the baseline" if r.baseline else f"{r.total_cost_change:+,.0f} vs the baseline"
-        console.print(f"[bold]{literal(str(r.name))}[/]: total [bold]{r.total_cost:,.0f}[/] ({vs}), "
-                      f"{r.cost_per_useful_gpu_hour:,.3f} per useful GPU-hour", highlight=False)
-        console.print(f"  save every {literal(_intervals(r.tier_intervals))}; waste {r.waste_fraction:.2%}; wall "
-                      f"{duration(r.wall_h * 60)}; {r.total_gpu_hours:,.0f} GPU-hours = compute {r.compute_cost:,.0f} "
-                      f"+ storage {r.storage_cost:,.0f} + spares {r.spare_cost:,.0f}; P(on time) "
-                      f"{_num(r.p_finish_by_deadline, '.1%')}" + ("" if r.baseline else
-                                                                   f"; changes: {literal(str(r.changes))}"),
-                      highlight=False)
+#: the compare table's columns a narrow terminal leaves out, least needed first (the README's table keeps the rest)
+COMPARE_DROP_ORDER = ("compute", "storage", "spares", "GPU-hours", "interval", "per useful GPU-h")
+
+
+def compare_heads(currency: str) -> tuple[str, ...]:
+    """The compare table's headings (the README's worked example uses the same). ``P(finish)``: by the
+    scenario's deadline, analytic (exponential failures: what plan and the workbook's Plan sheet say)."""
+    cur = literal(str(currency))
+    return ("design", "interval", "waste", "wall h", "GPU-hours", "compute", "storage", "spares",
+            f"total cost ({cur})", "vs baseline", "per useful GPU-h", "P(finish)")
 
 
 def _intervals(text: str) -> str:

@@ -21,7 +21,8 @@ if TYPE_CHECKING:  # the models load only when a command runs
     from .engine.scenario import Scenario
 
 __all__ = ["DEFAULT_TEMPLATE", "PIPED_WIDTH", "console", "duration", "emit_scenario_file", "err_console", "fail",
-           "echo_json", "field_options", "flag", "json_ready", "kept", "literal", "literal_help", "print_rows",
+           "echo_json", "field_options", "fit_columns", "flag", "json_ready", "kept", "literal", "literal_help",
+           "print_rows",
            "plan_from_options", "scenario_from_options"]
 
 #: width of the output when it is piped or redirected (a terminal's own width is used on a terminal):
@@ -120,31 +121,92 @@ def kept(retention: int, copies: int) -> str:
     return f"latest only, {each}" if retention == 1 else f"last {retention}, {each} each"
 
 
-def print_rows(title: str, head: tuple[str, ...], rows: list[tuple[str, ...]], left: tuple[str, ...] = ()) -> None:
-    """A table of (already escaped) text cells, each column as wide as its widest line and headings wrapping
-    between words; on a terminal too narrow for that, one line per row instead (``name: heading value;
-    ...``) rather than a table whose figures are cut to ``…``. The first column and those named in ``left``
-    are left-aligned, the others (figures) right-aligned."""
-    from rich.table import Table
+def _plain_lines(text: str) -> list[str]:
     from rich.text import Text
 
-    def plain(text: str) -> list[str]:
-        return Text.from_markup(text).plain.split("\n")
+    return Text.from_markup(text).plain.split("\n")
 
-    widths = [max([len(w) for w in h.split()] + [len(line) for row in rows for line in plain(row[j])])
-              for j, h in enumerate(head)]
-    if sum(widths) + 3 * len(widths) + 1 > console.width:
+
+def fit_columns(head: tuple[str, ...], rows: list[tuple[str, ...]], width: int, drop: tuple[str, ...] = (),
+                wrap: tuple[str, ...] = (), edge: int = 3, extra: int = 1) -> Optional[tuple[list[int], list[int]]]:
+    """Which columns of a table to show in ``width`` characters, and how wide, without cutting a figure.
+
+    Each column is first as wide as its widest line (headings wrap between words); if that is too wide the
+    ``wrap`` columns (names) wrap between words; then the ``drop`` columns are left out, in that order (the
+    least needed first), until the table fits. Returns (indices kept, their widths), or None when even the
+    narrowest table does not fit. ``edge``: characters a column costs besides its text (padding, rule);
+    ``extra``: the table's own (its outer rule).
+    """
+    words = [max([len(w) for w in h.split()] or [1]) for h in head]
+    cells = [[line for row in rows for line in _plain_lines(row[j])] for j in range(len(head))]
+    full = [max([words[j]] + [len(line) for line in cells[j]]) for j in range(len(head))]
+    narrow = [max([words[j]] + [len(w) for line in cells[j] for w in line.split()]) if head[j] in wrap else full[j]
+              for j in range(len(head))]
+    keep = list(range(len(head)))
+
+    def total(ws: list[int]) -> int:
+        return sum(ws[j] for j in keep) + edge * len(keep) + extra
+
+    def widened(ws: list[int]) -> tuple[list[int], list[int]]:
+        """The spare room to headings a few characters short of one line, then to the wrapped names."""
+        spare = width - (sum(ws) + edge * len(keep) + extra)
+        for k in sorted(range(len(keep)), key=lambda k: len(head[keep[k]]) - ws[k]):
+            need = len(head[keep[k]]) - ws[k]
+            if 0 < need <= min(spare, 8):  # a heading on one line, where a few characters buy it
+                ws[k] += need
+                spare -= need
+        for k, j in enumerate(keep):
+            if head[j] in wrap and spare > 0:
+                grow = min(spare, full[j] - ws[k])
+                ws[k] += grow
+                spare -= grow
+        return keep, ws
+
+    for name in (None,) + tuple(drop):
+        if name is not None and name in head:
+            keep.remove(head.index(name))
+        if total(full) <= width:
+            return widened([full[j] for j in keep])
+        if total(narrow) <= width:  # names wrap
+            return widened([narrow[j] for j in keep])
+    return None
+
+
+def print_rows(title: str, head: tuple[str, ...], rows: list[tuple[str, ...]], left: tuple[str, ...] = (),
+               drop: tuple[str, ...] = (), wrap: tuple[str, ...] = (), box: Any = None) -> list[str]:
+    """A table of (already escaped) text cells that fits the terminal and never cuts a figure to ``…``.
+
+    Each column is as wide as its widest line, headings wrapping between words; on a narrower terminal the
+    ``wrap`` columns wrap and then the ``drop`` columns are left out, least needed first, and a line under the
+    table names them; on a terminal too narrow even for that, one line per row (``name: heading value; ...``).
+    The first column and those named in ``left`` are left-aligned, the others (figures) right-aligned.
+    Returns the headings left out.
+    """
+    from rich.table import Table
+
+    # rich's default box: a rule and a space either side of every column, and the outer rules; a compact ``box``
+    # is drawn without outer rules (show_edge=False)
+    fit = fit_columns(head, rows, console.width, drop, (head[0],) + tuple(wrap), 3, 1 if box is None else -1)
+    if fit is None:
         console.print(title, highlight=False)
         for row in rows:
-            console.print(f"{row[0]}: " + "; ".join(f"{h} {cell}" for h, cell in zip(head[1:], row[1:])),
+            name = " ".join(line.strip() for line in row[0].split("\n"))
+            console.print(f"{name}: " + "; ".join(f"{h} {' '.join(cell.split())}" for h, cell in zip(head[1:], row[1:])),
                           highlight=False)
-        return
-    t = Table(title=title, title_justify="left")
-    for j, (h, width) in enumerate(zip(head, widths)):
-        t.add_column(h, justify="left" if j == 0 or h in left else "right", width=width)
+        return []
+    keep, widths = fit
+    t = Table(title=title, title_justify="left", **({} if box is None else {"box": box, "show_edge": False}))
+    for j, width in zip(keep, widths):
+        t.add_column(head[j], justify="left" if j == 0 or head[j] in left else "right", width=width,
+                     overflow="fold")
     for row in rows:
-        t.add_row(*row)
+        t.add_row(*(row[j] for j in keep))
     console.print(t)
+    dropped = [h for j, h in enumerate(head) if j not in keep]
+    if dropped:
+        console.print(f"left out at {console.width} columns: {', '.join(dropped)} (a wider terminal shows them; "
+                      "--json gives every figure)", highlight=False)
+    return dropped
 
 
 def literal_help(app: typer.Typer) -> None:

@@ -247,20 +247,52 @@ def test_readme_glossary_lists_every_setup_field_and_tier_key():
         assert f"`{key}`" in glossary
 
 
-def test_readme_worked_design_example_is_what_compare_prints():
+def test_readme_worked_design_example_is_what_compare_prints(monkeypatch):
+    """The README's compare table is the command's own table at 80 columns: the same headings, names and cells."""
     import re
     from pathlib import Path
 
+    from typer.testing import CliRunner
+
+    from ckptplan import common
+    from ckptplan.cli import app
+
     text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = text[text.index("$ ckptplan compare -t llama3-405b-storage"):]
+    body = block.splitlines()
+    first = next(i for i, ln in enumerate(body) if ln.startswith("|"))
+    table_lines = body[first:next(i for i in range(first, len(body)) if not body[i].startswith("|"))]
+    readme = [[c.strip() for c in ln.strip("|").split("|")] for ln in table_lines]
+    head, rows = readme[0], readme[2:]
+    monkeypatch.setattr(common.console, "width", 240)  # the console was sized when the CLI was imported
+    wide = CliRunner().invoke(app, ["compare", "-t", "llama3-405b-storage"])
+    monkeypatch.setattr(common.console, "width", 80)
+    narrow = CliRunner().invoke(app, ["compare", "-t", "llama3-405b-storage"])
+    assert wide.exit_code == 0 and narrow.exit_code == 0
+    # the README's columns are the 80-column table's: every heading but those it says it left out
+    from ckptplan.cli_setup import compare_heads
+
+    flat = " ".join(narrow.output.split())
+    left_out = flat[flat.index("left out at 80 columns: ") + 24:flat.index(" (a wider terminal")].split(", ")
+    assert head == [h for h in compare_heads("USD") if h not in left_out]
+    assert all(len(ln) <= 80 for ln in narrow.output.splitlines())
+    # each README row is a row of the wide table (cells split on runs of 2+ spaces), its columns picked by heading
     plan = files.load_plan("llama3-405b-storage")
     table = compare_designs(plan.scenario, plan.setup, plan.designs)
-    rows = re.findall(r"^\| (.+?) \| ([\d.]+) % \| ([\d,.]+) \| ([\d,]+) \| \S+ \| ([\d.]+) % \|$", text, flags=re.M)
-    assert len(rows) == len(table)
-    for (label, waste, wall, total, p), r in zip(rows, table.itertuples()):
-        assert label.startswith(r.name) or (r.baseline and label.startswith("baseline"))
-        assert float(waste) == round(r.waste_fraction * 100, 2)
-        assert wall == f"{r.wall_h:,.1f}" and total == f"{r.total_cost:,.0f}"
-        assert float(p) == round(r.p_finish_by_deadline * 100, 1)
+    assert [r[0] for r in rows] == [f"{n} (baseline)" if b else n for n, b in zip(table["name"], table["baseline"])]
+    printed = {}
+    for ln in wide.output.splitlines():
+        cells = re.split(r"\s{2,}", ln.strip())
+        for r in rows:
+            if cells and cells[0] == r[0]:
+                printed[r[0]] = cells
+    for r in rows:
+        got = printed[r[0]]
+        for cell in r[1:]:
+            assert cell in got, (r[0], cell, got)
+    for (label, waste, wall, total, _vs, p), t in zip(rows, table.itertuples()):
+        assert waste == f"{t.waste_fraction:.2%}" and wall == f"{t.wall_h:,.1f}" and total == f"{t.total_cost:,.0f}"
+        assert p == f"{t.p_finish_by_deadline:.1%}"
 
 
 def test_only_failures_that_need_a_node_wait_for_one():

@@ -15,68 +15,74 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from .common import console, duration, err_console, fail, field_options, flag, literal, scenario_from_options
+from .common import (console, duration, err_console, fail, field_options, flag, literal, print_rows,
+                     scenario_from_options)
 from .engine.fields import DEFAULT_RUNS, DEFAULT_SEED
 
 if TYPE_CHECKING:  # the models load when the command runs, not when the CLI starts
-    from rich.table import Table
-
     from .engine import deadline as dl
 
 __all__ = ["deadline", "register"]
 
 
-def _report_table(rep: dict[str, Any]) -> "Table":
-    from rich.table import Table
+def _outlook(rep: dict[str, Any], analytic: dict[str, Any] | None, seed: int) -> None:
+    """The outlook at the chosen interval: the simulated figures (the interval table's row for it, the same runs)
+    and, side by side and labelled, the analytic ones where they apply (exponential failures, no final save)."""
+    cur = literal(str(rep["currency"]))
 
-    cur = rep["currency"]
-    def h(key: str) -> str:
-        return duration(rep[key] * 60)
+    def h(key: str, src: dict[str, Any] = rep) -> str:
+        v = src.get(key)
+        return "-" if v is None else duration(v * 60)
 
-    t = Table(title=f"Deadline outlook saving every {duration(rep['interval_min'])} ({rep['segments']} segments, "
-                    f"{rep['runs']:,} simulated runs)", title_justify="left")
-    t.add_column("figure")
-    t.add_column("value", justify="right")
-    t.add_row(f"P(finish by {h('deadline_h')})",
-              f"{rep['p_finish']:.1%}  (95% CI {rep['p_finish_low']:.1%} - {rep['p_finish_high']:.1%})")
-    t.add_row("wall time: mean", f"{h('wall_h_mean')} +- {h('wall_h_mean_se')}")
-    t.add_row("wall time: P50 / P90 / P99", f"{h('wall_h_p50')} / {h('wall_h_p90')} / {h('wall_h_p99')}")
-    if rep["expected_wall_h_exact"] is not None:
-        t.add_row("wall time: exact finite-job mean", h("expected_wall_h_exact"))
-    t.add_row("wall time: long-run formula", h("long_run_wall_h"))
-    t.add_row("wall time with no failure", h("failure_free_wall_h"))
-    t.add_row("failures per run (mean)", f"{rep['failures_mean']:.1f}")
-    t.add_row("time split: useful / save / rework / restart",
-              f"{h('useful_h')} / {h('save_h')} / {h('rework_h')} / {h('restart_h')}")
-    t.add_row("GPU-hours: mean / P90", f"{rep['gpu_hours_mean']:,.0f} / {rep['gpu_hours_p90']:,.0f}")
-    t.add_row(f"cost ({cur}): mean / P90", f"{rep['cost_mean']:,.0f} / {rep['cost_p90']:,.0f}")
-    return t
+    sim_head = f"simulated ({rep['runs']:,} runs, seed {seed})"
+    rows = [(f"P(finish by {h('deadline_h')})",
+             f"{rep['p_finish']:.1%} (95% CI {rep['p_finish_low']:.1%} - {rep['p_finish_high']:.1%})",
+             "-" if not analytic or analytic.get("p_finish_by_deadline") is None
+             else f"{analytic['p_finish_by_deadline']:.1%}"),
+            ("wall time: mean", f"{h('wall_h_mean')} +- {h('wall_h_mean_se')}", f"{h('expected_wall_h_exact')} (exact)"),
+            ("wall time: long-run formula", "-", h("long_run_wall_h")),
+            ("wall time: P50 / P90 / P99", f"{h('wall_h_p50')} / {h('wall_h_p90')} / {h('wall_h_p99')}",
+             " / ".join(h(k, analytic) for k in ("wall_h_p50", "wall_h_p90", "wall_h_p99")) if analytic else "-"),
+            ("wall time with no failure", h("failure_free_wall_h"), h("failure_free_wall_h")),
+            ("failures per run (mean)", f"{rep['failures_mean']:.1f}", "-"),
+            ("time split: useful / save / rework / restart (mean)",
+             " / ".join(h(k) for k in ("useful_h", "save_h", "rework_h", "restart_h")), "-"),
+            ("GPU-hours: mean / P90", f"{rep['gpu_hours_mean']:,.0f} / {rep['gpu_hours_p90']:,.0f}", "-"),
+            (f"cost ({cur}): mean / P90", f"{rep['cost_mean']:,.0f} / {rep['cost_p90']:,.0f}", "-")]
+    head: tuple[str, ...] = ("figure", sim_head, "analytic (exponential failures)")
+    if not analytic:  # a failure law or a final save the analytic answer does not model: the simulation alone
+        rows = [r[:2] for r in rows]
+        head = head[:2]
+    print_rows(f"Deadline outlook saving every {duration(rep['interval_min'])} ({rep['segments']:,} segments)",
+               head, rows, wrap=head[1:])
 
 
-def _search_table(res: "dl.DeadlineSearch") -> "Table":
-    from rich.table import Table
-
-    t = Table(title=f"Interval choice for the {duration(res.deadline_h * 60)} deadline ({res.runs:,} runs per interval, "
-                    "same failures for every interval)", title_justify="left")
-    for col, just in (("interval", "left"), ("save every", "right"), ("P(finish)", "right"), ("mean wall h", "right"),
-                      ("P90 wall h", "right"), (f"mean cost ({res.currency})", "right")):
-        t.add_column(col, justify=just)
+def _search_table(res: "dl.DeadlineSearch", seed: int) -> None:
+    cur = literal(res.currency)
     table = res.candidates
+    rows = []
 
     def row_for(label: str, interval: float) -> None:
         r = table.iloc[int((table["interval_min"] - interval).abs().idxmin())]
-        t.add_row(label, duration(interval), f"{r['p_finish']:.1%}", f"{r['wall_h_mean']:,.1f}",
-                  f"{r['wall_h_p90']:,.1f}", f"{r['cost_mean']:,.0f}")
+        rows.append((label, duration(interval), f"{r['p_finish']:.1%}", f"{r['wall_h_mean']:,.1f}",
+                     f"{r['wall_h_p90']:,.1f}", f"{r['cost_mean']:,.0f}"))
 
-    row_for("long-run exact optimum", res.exact_optimum_interval_min)
+    exact, chosen = res.exact_optimum_interval_min, res.chosen_interval_min
+    same = chosen is None or math.isclose(chosen, exact, rel_tol=1e-12)
+    row_for("long-run exact optimum" + (" (the outlook above)" if same else ""), exact)
+    if not same:
+        row_for("chosen interval (the outlook above)", chosen)
     if res.finite_optimum_interval_min is not None:
-        row_for(f"finite-job optimum ({res.finite_optimum_segments} segments)", res.finite_optimum_interval_min)
+        row_for(f"finite-job optimum ({res.finite_optimum_segments:,} segments)", res.finite_optimum_interval_min)
     row_for("highest P(finish)", res.best_probability["interval_min"])
     if res.cheapest_meeting_target is not None:
         row_for(f"cheapest with P >= {res.target:.0%}", res.cheapest_meeting_target["interval_min"])
     else:
-        t.add_row(f"cheapest with P >= {res.target:.0%}", "none", "-", "-", "-", "-")
-    return t
+        rows.append((f"cheapest with P >= {res.target:.0%}", "none", "-", "-", "-", "-"))
+    print_rows(f"Interval choice for the {duration(res.deadline_h * 60)} deadline (simulated: the same "
+               f"{res.runs:,} runs, seed {seed}, for every interval)",
+               ("interval", "save every", "P(finish)", "mean wall h", "P90 wall h", f"mean cost ({cur})"), rows,
+               drop=("P90 wall h", "mean wall h"), first=24)
 
 
 @field_options()
@@ -107,7 +113,9 @@ def deadline(
         mc.check_simulation_size(runs, dl.MAX_SEARCH_INTERVALS)
         sc = scenario_from_options(str(scenario_file) if scenario_file else template, overrides or {})
         law = mc.FailureLaw.weibull(weibull_shape) if weibull_shape is not None else mc.FailureLaw.exponential()
-        report = dl.deadline_report(sc, runs=runs, seed=seed, failures=law, final_save=final_save)
+        # the per-failure sampler: the report is, run by run, the search's row for the chosen interval
+        report = dl.deadline_report(sc, runs=runs, seed=seed, failures=law, final_save=final_save,
+                                    method="per_failure")
         with Progress(TextColumn("simulating intervals"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                       TimeElapsedColumn(), console=err_console, transient=True, disable=as_json) as bar:
             task = bar.add_task("search", total=None)
@@ -126,16 +134,11 @@ def deadline(
         return
 
     console.print(f"[bold]{literal(str(report['name']))}[/]  job MTBF {duration(report['job_mtbf_h'] * 60)}  |  failures: "
-                  f"{report['failure_law']}  |  {int(report['gpus']):,} GPUs", highlight=False)
-    console.print(_report_table(report))
-    if analytic:
-        console.print(f"analytic answer (exponential failures, the same as plan and the workbook): P(finish) "
-                      f"{analytic['p_finish_by_deadline']:.1%}, wall time P50 / P90 / P99 "
-                      f"{' / '.join(duration(analytic[k] * 60) for k in ('wall_h_p50', 'wall_h_p90', 'wall_h_p99'))}",
-                      highlight=False)
-    console.print(_search_table(search))
+                  f"{literal(report['failure_law'])}  |  {int(report['gpus']):,} GPUs", highlight=False)
+    _outlook(report, analytic, seed)
+    _search_table(search, seed)
     for note in search.notes:
-        console.print(f"- {note}", highlight=False)
+        console.print(f"- {literal(note)} (simulated)", highlight=False)
 
 
 def _whole_number(text: str, option: str) -> int:

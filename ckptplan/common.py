@@ -127,21 +127,48 @@ def _plain_lines(text: str) -> list[str]:
     return Text.from_markup(text).plain.split("\n")
 
 
+#: where a figure may break onto the next line: after " / ", "; " or ", ", before " (": never inside "3.11 min"
+_FIGURE_BREAK = re.compile(r"(?<=[/;,]) | (?=\()")
+
+
+def _chunks(line: str, j: int) -> list[str]:
+    """The unbreakable pieces of a cell line: words in the first column (names), figures in the others."""
+    return line.split() if j == 0 else [c for c in _FIGURE_BREAK.split(line) if c]
+
+
+def reflow(text: str, width: int) -> str:
+    """A figure cell's lines re-broken at :data:`_FIGURE_BREAK` to fit ``width`` (a piece wider stays whole)."""
+    out = []
+    for line in text.split("\n"):
+        cur = ""
+        for piece in _chunks(line, 1):
+            if cur and len(cur) + 1 + len(piece) > width:
+                out.append(cur)
+                cur = piece
+            else:
+                cur = f"{cur} {piece}" if cur else piece
+        out.append(cur)
+    return "\n".join(out)
+
+
 def fit_columns(head: tuple[str, ...], rows: list[tuple[str, ...]], width: int, drop: tuple[str, ...] = (),
-                wrap: tuple[str, ...] = (), edge: int = 3, extra: int = 1) -> Optional[tuple[list[int], list[int]]]:
+                wrap: tuple[str, ...] = (), edge: int = 3, extra: int = 1, first: int = 0
+                ) -> Optional[tuple[list[int], list[int]]]:
     """Which columns of a table to show in ``width`` characters, and how wide, without cutting a figure.
 
     Each column is first as wide as its widest line (headings wrap between words); if that is too wide the
     ``wrap`` columns (names) wrap between words; then the ``drop`` columns are left out, in that order (the
     least needed first), until the table fits. Returns (indices kept, their widths), or None when even the
     narrowest table does not fit. ``edge``: characters a column costs besides its text (padding, rule);
-    ``extra``: the table's own (its outer rule).
+    ``extra``: the table's own (its outer rule); ``first``: the narrowest the first column (row names) may
+    wrap to before a column is left out.
     """
     words = [max([len(w) for w in h.split()] or [1]) for h in head]
     cells = [[line for row in rows for line in _plain_lines(row[j])] for j in range(len(head))]
     full = [max([words[j]] + [len(line) for line in cells[j]]) for j in range(len(head))]
-    narrow = [max([words[j]] + [len(w) for line in cells[j] for w in line.split()]) if head[j] in wrap else full[j]
+    narrow = [max([words[j]] + [len(w) for line in cells[j] for w in _chunks(line, j)]) if head[j] in wrap else full[j]
               for j in range(len(head))]
+    narrow[0] = max(narrow[0], min(full[0], first))
     keep = list(range(len(head)))
 
     def total(ws: list[int]) -> int:
@@ -155,11 +182,19 @@ def fit_columns(head: tuple[str, ...], rows: list[tuple[str, ...]], width: int, 
             if 0 < need <= min(spare, 8):  # a heading on one line, where a few characters buy it
                 ws[k] += need
                 spare -= need
-        for k, j in enumerate(keep):
-            if head[j] in wrap and spare > 0:
-                grow = min(spare, full[j] - ws[k])
-                ws[k] += grow
-                spare -= grow
+        def lines(k: int) -> int:  # the most lines a cell of the column wraps to, at its width
+            j = keep[k]
+            return max([reflow(line, ws[k]).count("\n") + 1 if j else -(-len(line) // ws[k]) for line in cells[j]]
+                       or [1])
+
+        growing = [k for k, j in enumerate(keep) if head[j] in wrap]
+        while spare > 0:  # one character at a time to the wrapped column that needs the most lines
+            open_ = [k for k in growing if ws[k] < full[keep[k]]]
+            if not open_:
+                break
+            k = max(open_, key=lambda k: (lines(k), -k))
+            ws[k] += 1
+            spare -= 1
         return keep, ws
 
     for name in (None,) + tuple(drop):
@@ -173,7 +208,7 @@ def fit_columns(head: tuple[str, ...], rows: list[tuple[str, ...]], width: int, 
 
 
 def print_rows(title: str, head: tuple[str, ...], rows: list[tuple[str, ...]], left: tuple[str, ...] = (),
-               drop: tuple[str, ...] = (), wrap: tuple[str, ...] = (), box: Any = None) -> list[str]:
+               drop: tuple[str, ...] = (), wrap: tuple[str, ...] = (), box: Any = None, first: int = 0) -> list[str]:
     """A table of (already escaped) text cells that fits the terminal and never cuts a figure to ``…``.
 
     Each column is as wide as its widest line, headings wrapping between words; on a narrower terminal the
@@ -186,7 +221,7 @@ def print_rows(title: str, head: tuple[str, ...], rows: list[tuple[str, ...]], l
 
     # rich's default box: a rule and a space either side of every column, and the outer rules; a compact ``box``
     # is drawn without outer rules (show_edge=False)
-    fit = fit_columns(head, rows, console.width, drop, (head[0],) + tuple(wrap), 3, 1 if box is None else -1)
+    fit = fit_columns(head, rows, console.width, drop, (head[0],) + tuple(wrap), 3, 1 if box is None else -1, first)
     if fit is None:
         console.print(title, highlight=False)
         for row in rows:
@@ -199,8 +234,9 @@ def print_rows(title: str, head: tuple[str, ...], rows: list[tuple[str, ...]], l
     for j, width in zip(keep, widths):
         t.add_column(head[j], justify="left" if j == 0 or head[j] in left else "right", width=width,
                      overflow="fold")
-    for row in rows:
-        t.add_row(*(row[j] for j in keep))
+    for row in rows:  # figures re-broken between figures, never inside one (rich would break "3.11 min")
+        t.add_row(*(reflow(row[j], w) if j and head[j] in wrap and _plain_lines(row[j]) == row[j].split("\n")
+                    else row[j] for j, w in zip(keep, widths)))
     console.print(t)
     dropped = [h for j, h in enumerate(head) if j not in keep]
     if dropped:

@@ -48,8 +48,9 @@ __all__ = [
 
 #: intervals of the default search grid (geometric), besides the exact and the finite-job optimum
 DEFAULT_GRID_POINTS = 25
-#: most intervals the default search simulates (the grid and both optima): what a caller reserves memory for
-MAX_SEARCH_INTERVALS = DEFAULT_GRID_POINTS + 2
+#: most intervals the default search simulates (the grid, both optima and the scenario's chosen interval): what a
+#: caller reserves memory for
+MAX_SEARCH_INTERVALS = DEFAULT_GRID_POINTS + 3
 
 # ------------------------------------------------------------------------- scenario answers
 
@@ -156,7 +157,8 @@ def _summary(sim: Simulation, job: _Job, T: float, law: FailureLaw, final_save: 
 
 
 def deadline_report(scenario: Scenario, deadline_h=None, interval_min=None, runs=10000, seed=0,
-                    failures: Union[str, FailureLaw] = "exponential", final_save=False) -> dict[str, Any]:
+                    failures: Union[str, FailureLaw] = "exponential", final_save=False,
+                    method: str = "auto") -> dict[str, Any]:
     """Will the job finish by its deadline, and what will it cost? Monte Carlo of one interval.
 
     ``deadline_h`` defaults to ``scenario.deadline_h`` (error if neither is given) and must be at
@@ -164,9 +166,12 @@ def deadline_report(scenario: Scenario, deadline_h=None, interval_min=None, runs
     ``interval_min``, else the exact long-run optimum). Job MTBF from :func:`engine.evaluate`
     (``job_mtbf_h``; failure domains and non-fatal shares folded into one failure process).
 
-    Simulated with :func:`engine.montecarlo.simulate`'s default sampler (per window for exponential
-    failures), like the batch and Excel answers for the same seed; :func:`deadline_search` uses the
-    per-failure sampler, so its row for the same interval differs within sampling error.
+    Simulated with :func:`engine.montecarlo.simulate`'s sampler ``method``: by default per window for
+    exponential failures, like the batch and Excel-function answers for the same seed. With
+    ``method="per_failure"`` (what ``ckptplan deadline`` and the workbook's Deadline sheet use) the
+    report is, run by run, :func:`deadline_search`'s row for the same interval, seed and runs (the
+    search always simulates the scenario's chosen interval): one simulation answers both, so the
+    outlook, the interval table and the advice say one probability.
 
     Returns a dict (units in the keys): ``p_finish`` = P(wall <= deadline) with its standard error
     ``sqrt(p(1-p)/runs)`` and 95 % Wilson interval ``p_finish_low``/``p_finish_high``
@@ -181,7 +186,7 @@ def deadline_report(scenario: Scenario, deadline_h=None, interval_min=None, runs
     runs_ = _check_runs_seed(runs, seed)
     law = as_failure_law(failures)
     final_save = check_final_save(final_save)
-    sim = simulate(job.work, job.T, job.C, job.M, job.R, job.W, job.s, runs_, seed, law, final_save)
+    sim = simulate(job.work, job.T, job.C, job.M, job.R, job.W, job.s, runs_, seed, law, final_save, method)
     out = {"name": job.name, "currency": job.currency, "failure_law": law.describe(), "runs": runs_,
            "deadline_h": job.deadline / 60.0, "job_mtbf_h": job.M / 60.0, "gpus": job.gpus,
            "exact_optimum_interval_min": job.exact_T,
@@ -201,6 +206,7 @@ class DeadlineSearch:
     (:func:`engine.exact_optimal_interval`); ``finite_optimum_segments`` / ``_interval_min``: the
     finite-job optimum for synchronous exponential failures (:func:`best_segment_count`; None for
     async saves). ``notes``: plain-language remarks where these differ materially.
+    ``chosen_interval_min``: the scenario's chosen interval, always among the candidates.
     """
 
     name: str
@@ -216,12 +222,14 @@ class DeadlineSearch:
     finite_optimum_segments: Optional[int]
     finite_optimum_interval_min: Optional[float]
     notes: list = field(default_factory=list)
+    chosen_interval_min: Optional[float] = None   # the scenario's chosen interval (its interval_min, else the optimum)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name, "currency": self.currency, "deadline_h": self.deadline_h, "target": self.target,
             "runs": self.runs, "failure_law": self.failure_law,
             "exact_optimum_interval_min": self.exact_optimum_interval_min,
+            "chosen_interval_min": self.chosen_interval_min,
             "finite_optimum_segments": self.finite_optimum_segments,
             "finite_optimum_interval_min": self.finite_optimum_interval_min,
             "best_probability": self.best_probability, "cheapest_meeting_target": self.cheapest_meeting_target,
@@ -252,7 +260,7 @@ def deadline_search(scenario: Scenario, deadline_h=None, target=0.9, intervals_m
 
     Simulates every interval in ``intervals_min`` (default: 25 geometrically spaced points from a
     quarter to four times the long-run exact optimum, capped at the whole job, plus the exact and
-    finite-job optima) on one stream of failure gaps (the per-failure sampler,
+    finite-job optima; the scenario's chosen interval is always added) on one stream of failure gaps (the per-failure sampler,
     :func:`engine.montecarlo.simulate_intervals`), so all candidates see the same failure histories
     (common random numbers: differences between intervals are not blurred by independent noise).
     The per-window sampler cannot share them (its random numbers are counts per window, which
@@ -292,6 +300,8 @@ def deadline_search(scenario: Scenario, deadline_h=None, target=0.9, intervals_m
                              f"must be >= async_write_min * (1 - async_slowdown_fraction) = {floor:.6g} "
                              "(the write must be durable before the next save)")
     grid = np.append(grid[~np.isclose(grid, job.exact_T, rtol=1e-12)], job.exact_T)  # exact optimum always in
+    if job.T >= job.W * (1.0 - job.s) and not np.isclose(grid, job.T, rtol=1e-12).any():
+        grid = np.append(grid, job.T)  # and the chosen interval: the report's figures are its row
     grid.sort()
     reported = [0]
 
@@ -316,7 +326,7 @@ def deadline_search(scenario: Scenario, deadline_h=None, target=0.9, intervals_m
                           runs=runs_, failure_law=law.describe(), candidates=table,
                           best_probability=_jsonable(best), cheapest_meeting_target=_jsonable(cheapest) if cheapest else None,
                           exact_optimum_interval_min=job.exact_T, finite_optimum_segments=finite_n,
-                          finite_optimum_interval_min=finite_T, notes=notes)
+                          finite_optimum_interval_min=finite_T, notes=notes, chosen_interval_min=job.T)
 
 
 def _paired_gain(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:

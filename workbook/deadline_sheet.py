@@ -21,14 +21,15 @@ def deadline_report(scenario: engine.Scenario, runs: int = 10000, seed: int = 0,
                     progress: Optional[Callable[[int, int], None]] = None) -> dict[str, Any] | None:
     """Rows for the Deadline sheet, or None when the scenario has no deadline (the sheet is left out).
 
-    Simulates the chosen interval (:func:`engine.deadline.deadline_report`, the per-window sampler)
-    and searches the intervals for the best chance of meeting the deadline and the cheapest one
-    meeting ``target`` (:func:`engine.deadline.deadline_search`, the per-failure sampler: every
-    interval on the same failure histories), exponential failures.
+    Simulates the chosen interval (:func:`engine.deadline.deadline_report`) and searches the intervals
+    for the best chance of meeting the deadline and the cheapest one meeting ``target``
+    (:func:`engine.deadline.deadline_search`), exponential failures, both with the per-failure sampler on
+    the same failure histories: the chosen interval's figures are the search's row for it, run by run,
+    and ``ckptplan deadline`` with the same runs and seed gives the same numbers.
     """
     if scenario.deadline_h is None:
         return None
-    at = deadline.deadline_report(scenario, runs=runs, seed=seed)
+    at = deadline.deadline_report(scenario, runs=runs, seed=seed, method="per_failure")
     search = deadline.deadline_search(scenario, target=target, runs=runs, seed=seed, progress=progress)
     cur = scenario.currency
     best, cheap = search.best_probability, search.cheapest_meeting_target
@@ -63,7 +64,7 @@ def deadline_report(scenario: engine.Scenario, runs: int = 10000, seed: int = 0,
     return {"runs": at["runs"], "seed": seed, "computed": dt.date.today().isoformat(), "rows": rows,
             "notes": list(search.notes) + [
                 f"{len(search.candidates)} intervals simulated with the same {at['runs']:,} failure histories each "
-                "(common random numbers).",
-                "The figures of the chosen interval and the interval search are separate simulations (per window, "
-                "and per failure on the shared histories): for the same interval they agree within their standard "
-                "errors, not digit for digit."]}
+                "(common random numbers), the chosen interval among them: its figures above are that simulation's, "
+                "the same as `ckptplan deadline` with these runs and seed.",
+                "P(finish by the deadline) on the Plan sheet is the analytic answer (exponential failures, a normal "
+                "approximation of the wall time); the figures here are simulated."]}

@@ -118,7 +118,7 @@ def deadline(
                                     method="per_failure")
         with Progress(TextColumn("simulating intervals"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                       TimeElapsedColumn(), console=err_console, transient=True, disable=as_json) as bar:
-            task = bar.add_task("search", total=None)
+            task = bar.add_task("search", total=dl.MAX_SEARCH_INTERVALS)  # the grid's size is set as it runs
 
             def tick(done: int, total: int) -> None:
                 bar.update(task, completed=done, total=total)

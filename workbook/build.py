@@ -167,7 +167,7 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, tie
     S.name(wb, "input_problems", "Plan", "F3")
     ws["C3"] = "Model check"
     ws["C3"].font = Font(bold=True)
-    ws["D3"] = "=" + flags.model_check(refs | {c.key: c.key for c in D.PLAN_CALCS})
+    ws["D3"] = "=" + flags.model_check(refs | {c.key: c.key for c in D.PLAN_CALCS}, problems="input_problems")
     ws["D3"].alignment = Alignment(wrap_text=True, vertical="top")
     flags.highlight(ws, "D3")
     flags.highlight(ws, "B3")

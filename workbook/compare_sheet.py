@@ -82,13 +82,23 @@ def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]",
                                                       for k in range(1, len(designs) + 1)]
     chain = row + len(D.PLAN_CALCS) + _SAVINGS_ROWS   # the spare pool's sums, hidden below the savings
     row = _plan_rows(ws, row, columns, chain, terms, base.currency, built)
-    for k in range(1, len(designs) + 1):
-        problems = F.input_problems(refs_a[k - 1])
-        c = ws.cell(row=check_row, column=value_column(k), value=f'=IF(({problems})="","OK",{problems})')
+    checks = {3: "input_problems"}
+    for k in range(1, len(designs) + 1):  # hidden helpers under the check: the change cells', then the inputs'
+        vcol = value_column(k)
+        changes = ws.cell(row=check_row + 1, column=vcol - 2, value="=" + F.change_problems(
+            {key: (f"{get_column_letter(vcol - 2)}{FIRST_INPUT_ROW + i}", f"{get_column_letter(vcol - 1)}"
+                   f"{FIRST_INPUT_ROW + i}") for i, key in enumerate(F.INPUTS)}))
+        inputs = ws.cell(row=check_row + 1, column=vcol - 1, value="=" + F.input_problems(refs_a[k - 1]))
+        c = ws.cell(row=check_row, column=vcol, value=f'=IF({changes.coordinate}<>"",{changes.coordinate},'
+                                                        f'IF({inputs.coordinate}="","OK",{inputs.coordinate}))')
+        c.alignment = Alignment(wrap_text=True, vertical="top")
         flags.highlight(ws, c.coordinate)
+        checks[vcol] = f'IF({c.coordinate}="OK","",{c.coordinate})'
+    ws.row_dimensions[check_row + 1].hidden = True
+    ws.row_dimensions[check_row].height = 45
     ws.cell(row=row, column=1, value="Model check (where the answer leaves the models' range)").font = Font(bold=True)
     for col, refs, ctx in columns:
-        cell = ws.cell(row=row, column=col, value="=" + flags.model_check(refs))
+        cell = ws.cell(row=row, column=col, value="=" + flags.model_check(refs, problems=checks[col]))
         cell.alignment = Alignment(wrap_text=True, vertical="top")
         flags.highlight(ws, cell.coordinate)
         built.flags.append(Check(SHEET, cell.coordinate, ctx, "warnings"))

@@ -19,7 +19,8 @@ from openpyxl.styles import Font, PatternFill
 from ..engine.errors import NEVER_FINISHES
 from ..engine.validity import CHECKS
 
-__all__ = ["NEVER_FINISHES", "OK", "UP_TO_DATE", "highlight", "legend", "model_check", "stale_check"]
+__all__ = ["INPUTS_FIRST", "NEVER_FINISHES", "OK", "UP_TO_DATE", "highlight", "legend", "model_check",
+           "stale_check"]
 
 OK = "OK"
 UP_TO_DATE = "up to date"
@@ -31,10 +32,14 @@ def _quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
-def model_check(refs: Mapping[str, str], keys: bool = False) -> str:
+def model_check(refs: Mapping[str, str], keys: bool = False, problems: str | None = None) -> str:
     """Formula (without "=") giving "OK" or the reasons of every failed validity check (``keys``:
     their short keys, for table rows; the sheet's legend gives the reasons).
 
+    ``problems``: a formula giving the inputs' problems ("" when every input meets its rule, e.g. the
+    Plan sheet's ``input_problems``). A bad input comes first: the check then names it ("check the
+    inputs first: nodes must be a whole number >= 1; ...") instead of what the bad input did further
+    down (an expected wall time that overflows, an error value).
     Where the sheet's own guard has given up (the expected wall time overflows once an edited
     input makes failures far more frequent than the job's steps), it says that instead, what is
     wrong and what to do: the engine refuses such a scenario with the same words
@@ -42,8 +47,16 @@ def model_check(refs: Mapping[str, str], keys: bool = False) -> str:
     """
     joined = "&".join(f'IF({check.excel_condition(refs)},{_quote("; " + (check.key if keys else check.reason))},"")'
                       for check in CHECKS)
-    return (f'IF(NOT(ISNUMBER({refs["wall_h"]})),{_quote(NEVER_FINISHES)},'
+    body = (f'IF(NOT(ISNUMBER({refs["wall_h"]})),{_quote(NEVER_FINISHES)},'
             f'IF(({joined})="",{_quote(OK)},MID({joined},3,2000)))')
+    if problems is None:
+        return body
+    first = _quote("inputs (see the Input check)") if keys else f'"check the inputs first: "&({problems})'
+    return f'IF(ISERROR({problems}),{_quote(INPUTS_FIRST)},IF(({problems})<>"",{first},{body}))'
+
+
+#: a Model check whose input check itself cannot be read (an error value where an input should be)
+INPUTS_FIRST = "check the inputs first: an input holds an error value"
 
 
 def stale_check(pairs: list[tuple[str, str, Any]]) -> str:

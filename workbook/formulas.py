@@ -33,8 +33,8 @@ from ..engine.fields import DOMAIN_FIELDS, DOMAIN_SLOTS, FIELDS, Field, domain_f
 from . import wall_formulas as _wall
 
 __all__ = ["CALCS", "CALC_BY_KEY", "GPU_HOURS", "HOURS", "INPUTS", "INPUT_KEYS", "MAX_EXPONENT", "MINUTES", "MONEY",
-           "NEVER", "NEWTON_STEPS", "PERCENT", "RATIO", "SERIES_BELOW", "Calc", "Refs", "first_order_waste_at", "floor_interval",
-           "input_problems", "waste_at"]
+           "NEVER", "NEWTON_STEPS", "PERCENT", "RATIO", "SERIES_BELOW", "Calc", "Refs", "change_problems",
+           "first_order_waste_at", "floor_interval", "input_problems", "waste_at"]
 
 Refs = Mapping[str, str]
 
@@ -286,5 +286,22 @@ def input_problems(refs: Refs) -> str:
         message = f'"{key} must be {field.check.noun}; "'
         valid = f'IF(ISNUMBER({x}),IF({field.check.excel_condition(x)},"",{message}),{message})'
         empty = '""' if not field.required else f'"{key} is required; "'
-        parts.append(f'IF({x}="",{empty},{valid})')
+        parts.append(f'IF(ISERROR({x}),"{key} is an error value; ",IF({x}="",{empty},{valid}))')
+    return "&".join(parts)
+
+
+def change_problems(cells: Mapping[str, tuple[str, str]]) -> str:
+    """Text naming every Compare change cell that holds no number ("" when all are numbers or blank).
+
+    ``cells``: input key -> ("set to" cell, "x baseline" cell). A factor typed as ``x2`` says what the cell
+    expected ("nodes: 'x baseline' takes a factor such as 2 or 0.5, not x2; ") instead of an error value
+    further down; a number that breaks the input's rule once applied is the input check's to name.
+    """
+    parts = []
+    for key, (set_cell, times_cell) in cells.items():
+        noun = INPUTS[key].check.noun
+        for cell, what in ((set_cell, f"'set to' takes {noun}"), (times_cell, "'x baseline' takes a factor such as "
+                                                                              "2 or 0.5")):
+            parts.append(f'IF(ISNUMBER({cell}),"",IF(ISERROR({cell}),"{key}: {what}, not an error value; ",'
+                         f'IF({cell}="","","{key}: {what}, not "&{cell}&"; ")))')
     return "&".join(parts)

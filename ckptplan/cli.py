@@ -63,8 +63,9 @@ def _given(overrides: dict[str, Any] | None) -> str:
     return ", ".join(f"{k} = {v:,g}" for k, v in given.items())
 
 
-def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None) -> None:
-    """The headline figures as tables; ``overrides``: the fields set on the command line (shown in the header)."""
+def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None, simulated: str | None = None) -> None:
+    """The headline figures as tables; ``overrides``: the fields set on the command line (shown in the header);
+    ``simulated``: the simulated deadline answer, shown beside the analytic one (``ckptplan workbook``)."""
     from rich.table import Table
 
     from . import engine
@@ -122,9 +123,11 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None) -> Non
     console.print(f"goodput {row['goodput']:.2%}  |  {row['cost_per_useful_gpu_hour']:,.3f} {literal(str(cur))} per useful "
                   f"GPU-hour (list price {row['price_per_gpu_hour']:,.2f})", highlight=False)
     if "p_finish_by_deadline" in row.index and row["p_finish_by_deadline"] == row["p_finish_by_deadline"]:
-        console.print(f"deadline {duration(row['deadline_h'] * 60)}: P(finish) {row['p_finish_by_deadline']:.1%}; wall "
-                      f"time P50 / P90 / P99 {' / '.join(duration(row[k] * 60) for k in DEADLINE_KEYS[1:])} "
-                      "(analytic, exponential failures; `ckptplan deadline` simulates)", highlight=False)
+        console.print(f"deadline {duration(row['deadline_h'] * 60)}: P(finish) {row['p_finish_by_deadline']:.1%} analytic "
+                      f"(exponential failures; wall time P50 / P90 / P99 "
+                      f"{' / '.join(duration(row[k] * 60) for k in DEADLINE_KEYS[1:])})"
+                      + ("; `ckptplan deadline` simulates" if simulated is None else f"  |  {simulated}"),
+                      highlight=False)
     for warning in model_warnings(row.to_frame().T)[0]:
         console.print(f"[bold yellow]warning:[/] {literal(warning)}", highlight=False)
 
@@ -261,14 +264,14 @@ def workbook_cmd(
         fail(str(exc))
     except OSError as exc:  # a full disk, a vanished folder (files.atomic.OutputError names the file)
         fail(str(exc))
-    print_plan(row)
+    simulated = None
     if report is not None:
         figures = {label.strip(): value for label, value, _, _ in report["rows"]}
-        console.print(f"deadline {duration(sc.deadline_h * 60)}: P(finish) = {figures['P(finish by the deadline)']:.1%} at "
-                      f"the chosen interval; best {figures['its P(finish by the deadline)']:.1%} saving every "
-                      f"{duration(figures['Interval with the best chance of meeting the deadline'])} "
-                      f"({report['runs']:,} simulated runs, seed {report['seed']})", highlight=False)
-    elif not no_deadline:
+        simulated = (f"{figures['P(finish by the deadline)']:.1%} simulated ({report['runs']:,} runs, seed "
+                     f"{report['seed']}: the Deadline sheet), best {figures['its P(finish by the deadline)']:.1%} "
+                     f"saving every {duration(figures['Interval with the best chance of meeting the deadline'])}")
+    print_plan(row, simulated=simulated)
+    if report is None and not no_deadline:
         console.print("no deadline_h in the scenario: Deadline sheet left out", highlight=False)
     console.print(f"wrote {output} ({len(built.workbook.sheetnames)} sheets: {', '.join(built.workbook.sheetnames)})",
                   highlight=False)

@@ -93,12 +93,13 @@ def emit_fitted(path: Path, fit: LogFit, template: Optional[str], force: bool) -
     name, m = base.scenario.name, fit.mtbf
     parts = []
     if "job_mtbf_h" in overrides:
-        parts.append(f"job MTBF {m.mtbf_h:.4g} h ({fit.confidence:.0%} interval {m.lower_h:.4g}..{m.upper_h:.4g} h) "
+        parts.append(f"job MTBF {_cli.duration(m.mtbf_h * 60)} ({fit.confidence:.0%} interval "
+                     f"{_cli.duration(m.lower_h * 60)}..{_cli.duration(m.upper_h * 60)}) "
                      f"from {m.failures} unplanned failures in {m.running_h:.4g} running hours")
     if "restart_min" in overrides:
-        parts.append(f"mean restart {fit.restart.mean_min:.4g} min (n = {fit.restart.count})")
+        parts.append(f"mean restart {_cli.duration(fit.restart.mean_min)} (n = {fit.restart.count})")
     if "checkpoint_stall_min" in overrides:
-        parts.append(f"mean stall {fit.stall.mean_min:.4g} min (n = {fit.stall.count})")
+        parts.append(f"mean stall {_cli.duration(fit.stall.mean_min)} (n = {fit.stall.count})")
     fitted = "; ".join(parts) or "nothing estimable"
     texts = {"name": f"{name}-fitted",
              "description": f"{name} with fields fitted from the interruption log {Path(fit.source).name}",

@@ -85,7 +85,7 @@ def _percent_after(text: str, marker: str) -> str:
 def test_plan(template, width, mode):
     out = run(["plan", *template], width, mode)
     check_readable(out, width)
-    assert "(analytic, exponential failures" in out  # the deadline figure says which answer it is
+    assert "analytic (exponential failures" in out  # the deadline figure says which answer it is
     if template == ["-t", "llama3-405b-storage"]:
         assert "stall 2.83 s" in out and "last 3, 1 copy each" in out
 

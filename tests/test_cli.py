@@ -183,7 +183,7 @@ STEP_LOG = str(Path(__file__).resolve().parents[1] / "templates" / "example-step
 @pytest.mark.parametrize("args", [["compare", "-t", "llama3-405b-storage"], ["plan", "-t", "llama3-405b-storage"],
                                   ["actual", STEP_LOG, STEP_LOG]])
 def test_narrow_terminals_get_whole_figures(args, monkeypatch):
-    """At 80 columns a table too wide to fit becomes one line per row: no figure is cut to '…'."""
+    """At 80 columns a table too wide to fit wraps names and leaves columns out (saying which): no figure is cut."""
     from ckptplan import common
 
     monkeypatch.setattr(common.console, "width", 80)  # the console was sized when the CLI was imported

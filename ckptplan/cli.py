@@ -181,21 +181,21 @@ def plan(
 @app.command("failure-rates")
 def failure_rates(as_json: bool = flag("--json", help="Print JSON instead of a table")) -> None:
     """List the published fleet failure rates that `--failure-rate-source` (and the scenario field) accept."""
-    from rich.table import Table
-
     from .engine.fleets import fleet_rates
 
     rates = fleet_rates()
     if as_json:
         typer.echo(json.dumps([{**r.to_dict(), "node_mtbf_h": r.node_mtbf_h} for r in rates], indent=2, allow_nan=False))
         return
-    t = Table("name", "failures per 1,000 node-days", "node MTBF (h)", "job MTBF at 2,048 nodes (h)", "source",
-              title="Published fleet failure rates (node MTBF = 24,000 h / rate; job MTBF = node MTBF / nodes)",
-              title_justify="left")
-    for r in rates:
-        t.add_row(r.name, f"{r.failures_per_1000_node_days:.3g}", f"{r.node_mtbf_h:,.0f}",
-                  f"{r.job_mtbf_h(2048):.2f}", r.source)
-    console.print(t)
+    from .common import print_rows
+
+    sources = list(dict.fromkeys(r.source for r in rates))  # the long citations under the table, numbered
+    print_rows("Published fleet failure rates (node MTBF = 24,000 h / rate; job MTBF = node MTBF / nodes)",
+               ("name", "failures per 1,000 node-days", "node MTBF (h)", "job MTBF at 2,048 nodes (h)", "source"),
+               [(literal(r.name), f"{r.failures_per_1000_node_days:.3g}", f"{r.node_mtbf_h:,.0f}",
+                 f"{r.job_mtbf_h(2048):.2f}", f"[{sources.index(r.source) + 1}]") for r in rates])
+    for i, source in enumerate(sources, start=1):
+        console.print(f"\\[{i}] {literal(source)}", highlight=False)
 
 
 @app.command()

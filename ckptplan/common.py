@@ -195,6 +195,13 @@ def fit_columns(head: tuple[str, ...], rows: list[tuple[str, ...]], width: int, 
             k = max(open_, key=lambda k: (lines(k), -k))
             ws[k] += 1
             spare -= 1
+        while spare > 0:  # what is left: one character at a time to the heading on the most lines
+            open_ = [k for k in range(len(keep)) if ws[k] < len(head[keep[k]])]
+            if not open_:
+                break
+            k = max(open_, key=lambda k: (-(-len(head[keep[k]]) // ws[k]), -k))
+            ws[k] += 1
+            spare -= 1
         return keep, ws
 
     for name in (None,) + tuple(drop):

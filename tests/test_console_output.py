@@ -187,3 +187,29 @@ def test_help_texts_keep_their_brackets_and_describe_the_step_log():
                  "checkpoint_stall_s", "JSON Lines", "step (a training step finished)"):
         assert word in flat, word
     assert "see `ckptplan fit --help`" not in flat
+
+
+def test_fit_columns_wraps_names_then_leaves_columns_out_in_order():
+    from ckptplan.common import fit_columns, reflow
+
+    head = ("name", "a figure", "money (USD)", "detail")
+    rows = [("a rather long design name", "769.5 h / 776.3 h / 782.3 h", "132,230,920", "1,234")]
+    keep, widths = fit_columns(head, rows, 200)
+    assert keep == [0, 1, 2, 3] and widths[0] == len(rows[0][0])            # room: nothing wraps
+    keep, widths = fit_columns(head, rows, 60, drop=("detail",), wrap=("name", "a figure"))
+    assert keep == [0, 1, 2, 3] and sum(widths) + 3 * 4 + 1 <= 60           # wrapping is enough
+    assert widths[1] >= len("769.5 h /") and widths[2] == len("132,230,920")  # a figure is never split
+    keep, widths = fit_columns(head, rows, 40, drop=("detail",), wrap=("name", "a figure"))
+    assert keep == [0, 1, 2] and sum(widths) + 3 * 3 + 1 <= 40             # then "detail" is left out
+    assert fit_columns(head, rows, 20, drop=("detail",)) is None            # too narrow: one line per row
+    assert reflow("769.5 h / 776.3 h / 782.3 h", 17) == "769.5 h /\n776.3 h / 782.3 h"   # breaks between figures
+    assert reflow("769.5 h / 776.3 h / 782.3 h", 10) == "769.5 h /\n776.3 h /\n782.3 h"
+    assert reflow("769.7 h +- 3.11 min", 8) == "769.7 h +- 3.11 min"                       # never inside one
+
+
+def test_distinct_names_of_logs():
+    from ckptplan.cli_actual import distinct_names
+
+    assert distinct_names(["/x/a/run/steps.csv", "/x/b/run/steps.csv"]) == ["a/run/steps.csv", "b/run/steps.csv"]
+    assert distinct_names(["/x/a.csv", "/y/b.csv"]) == ["a.csv", "b.csv"]
+    assert distinct_names(["/x/a.csv", "/x/a.csv"]) == ["a.csv", "a.csv (2nd)"]

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import collections
 import csv
+import json
 from pathlib import Path
 from typing import Any, Mapping, Optional, Union
 
@@ -416,8 +417,8 @@ def _plain_arrow(table: Any) -> tuple[Any, dict[str, list[int]]]:
     """A Parquet table in the types the scenario columns take, and the NaN cells of its number columns.
 
     Dictionary-encoded columns are decoded (pandas would make them Categorical, which no rule reads), extension
-    types become their storage, decimals become float64, large strings plain strings; nested columns (lists,
-    structs, maps) stay as read and each cell is a row error. A float NaN (not a null) in a number column is
+    types become their storage, decimals become float64, large strings plain strings; a nested column's cells
+    (lists, structs, maps) become their JSON text, each a row error where a number is needed. A float NaN (not a null) in a number column is
     no blank: like ``nan`` in a scenario file it is refused, per row (``{column: [row positions]}``).
     """
     import pyarrow as pa
@@ -436,6 +437,8 @@ def _plain_arrow(table: Any) -> tuple[Any, dict[str, list[int]]]:
             col = col.cast(pa.float64())
         elif pa.types.is_large_string(t):
             col = col.cast(pa.string())
+        elif pa.types.is_nested(t):  # a list, struct or map cell is no number nor name: its text, a row error
+            col = pa.array([None if v is None else json.dumps(v, default=str) for v in col.to_pylist()], pa.string())
         if pa.types.is_floating(col.type) and column_kind(name) == "number":
             hit = pc.fill_null(pc.is_nan(col), False)
             if pc.any(hit).as_py():

@@ -70,7 +70,7 @@ def test_a_named_template_fills_blank_required_cells(tmp_path, suffix):
         assert back[c].dtype.kind in "iuf", (suffix, c)
 
 
-def test_parquet_dictionary_extension_decimal_and_large_string_columns(tmp_path):
+def test_parquet_dictionary_nested_decimal_and_large_string_columns(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -81,6 +81,7 @@ def test_parquet_dictionary_extension_decimal_and_large_string_columns(tmp_path)
         "checkpoint_stall_min": pa.array(["2", "x", None]).dictionary_encode(),
         "useful_training_h": pa.array([720, 720, 720], type=pa.decimal128(6, 1)),
         "restart_min": pa.array([10.0, 10.0, float("nan")]),
+        "gpus_per_node": pa.array([[8], [8], [8]], type=pa.large_list(pa.int64())),
     })
     pq.write_table(table, tmp_path / "in.parquet")
     out = tmp_path / "out.parquet"
@@ -88,10 +89,11 @@ def test_parquet_dictionary_extension_decimal_and_large_string_columns(tmp_path)
     assert res.exit_code == 3, res.output
     assert "Traceback" not in res.output
     back = pd.read_parquet(out)
-    assert back["status"].tolist() == ["ok", "error", "error"]
+    assert back["status"].tolist() == ["error", "error", "error"]
     assert back["currency"].tolist() == ["EUR", "USD", "EUR"]
-    assert back["error"][1] == "checkpoint_stall_min='x': must be a number"
+    assert back["error"][0] == "gpus_per_node='[8]': must be a number"  # a nested cell, as its text
+    assert back["error"][1] == "checkpoint_stall_min='x': must be a number; gpus_per_node='[8]': must be a number"
     assert "restart_min='NaN': must be a number" in back["error"][2]  # a NaN is no blank
     assert "checkpoint_stall_min: blank: is required" in back["error"][2]
-    for c in ("nodes", "checkpoint_stall_min", "useful_training_h", "restart_min"):
+    for c in ("nodes", "checkpoint_stall_min", "useful_training_h", "restart_min", "gpus_per_node"):
         assert back[c].dtype.kind in "iuf", c

@@ -10,9 +10,9 @@ cached values equal both the engine and LibreOffice's recalculation.
 The evaluator covers the subset of Excel the generator writes: numbers, text, booleans, blank
 cells, ``+ - * / ^ & = <> < > <= >=``, unary minus, same-sheet cell references (relative or
 ``$``-absolute), workbook-level defined names, and the functions in :data:`FUNCTIONS`, with
-Excel's rules (blank = 0 or "", text sorts above numbers, lazy ``IF``). A cell whose formula uses
-anything else, or evaluates to an Excel error, is left without a cached value (it is computed on
-open, as before).
+Excel's rules (blank = 0 or "", text sorts above numbers, lazy ``IF``, ``ISERROR`` catching its
+argument's error). A cell whose formula uses anything else, or evaluates to an Excel error, is left
+without a cached value (it is computed on open, as before).
 """
 
 from __future__ import annotations
@@ -432,12 +432,14 @@ class _Book:
                 if test:
                     return self.run(args[1], sheet, col, row) if len(args) > 1 else True
                 return self.run(args[2], sheet, col, row) if len(args) > 2 else False
-            if fname in ("IFERROR", "ISNUMBER"):   # an error is a value to these two: the fallback, or FALSE
+            if fname in ("IFERROR", "ISNUMBER", "ISERROR"):   # an error is a value to these: the fallback, FALSE, TRUE
                 try:
                     value = self.run(args[0], sheet, col, row)
-                except (_ExcelError, ZeroDivisionError, OverflowError):
-                    return self.run(args[1], sheet, col, row) if fname == "IFERROR" else False
-                return value if fname == "IFERROR" else FUNCTIONS[fname](value)
+                except (_ExcelError, ZeroDivisionError, OverflowError) as exc:
+                    if fname == "ISERROR" and str(exc).startswith("#NAME?"):  # what this evaluator cannot read
+                        raise
+                    return self.run(args[1], sheet, col, row) if fname == "IFERROR" else fname == "ISERROR"
+                return value if fname == "IFERROR" else FUNCTIONS[fname](value) if fname == "ISNUMBER" else False
             if fname not in FUNCTIONS:
                 raise _ExcelError(f"#NAME? {fname}")
             return FUNCTIONS[fname](*(self.run(a, sheet, col, row) for a in args))

@@ -175,13 +175,15 @@ def fit_columns(head: tuple[str, ...], rows: list[tuple[str, ...]], width: int, 
         return sum(ws[j] for j in keep) + edge * len(keep) + extra
 
     def widened(ws: list[int]) -> tuple[list[int], list[int]]:
-        """The spare room to headings a few characters short of one line, then to the wrapped names."""
+        """The spare room: to headings a few characters short of one line, then one character at a time to the
+        wrapped column that needs the most lines, then to the headings on the most lines."""
         spare = width - (sum(ws) + edge * len(keep) + extra)
         for k in sorted(range(len(keep)), key=lambda k: len(head[keep[k]]) - ws[k]):
             need = len(head[keep[k]]) - ws[k]
             if 0 < need <= min(spare, 8):  # a heading on one line, where a few characters buy it
                 ws[k] += need
                 spare -= need
+
         def lines(k: int) -> int:  # the most lines a cell of the column wraps to, at its width
             j = keep[k]
             return max([reflow(line, ws[k]).count("\n") + 1 if j else -(-len(line) // ws[k]) for line in cells[j]]

@@ -142,8 +142,8 @@ def actual(
 
     Reads the job's own step-level log (saves, restarts and their phases, steps), measures the
     blocking stall, the async write and slowdown, each restart phase and the job MTBF, and explains
-    the difference from the plan input by input. Several logs: one row per job (each named by the
-    shortest part of its path no other log shares; --output keeps the full path too).
+    the difference from the plan input by input. Several logs: one row per job, named by the shortest
+    part of its path no other log shares (--output keeps the full path too).
 
     Step log format (CSV with a header row, or JSON Lines: one object per line with the same keys),
     rows sorted by time, one event per row. Columns: timestamp (ISO 8601, e.g. 2024-03-01T08:00:00Z);
@@ -155,8 +155,7 @@ def actual(
     (training resumes while the save is written in the background), checkpoint_saved (the checkpoint
     is durable), interruption, restart_phase (the end of one restart phase: detection, reallocation,
     startup, init, load, warmup, in that order), startup_phase (the same after a start),
-    restart_complete, end. Example rows: 2024-03-01T00:00:00Z,start,,,0, then
-    2024-03-01T00:01:02Z,step,,,1, and 2024-03-01T05:00:00Z,interruption,hardware,,290,
+    restart_complete, end. Rows: 2024-03-01T00:00:00Z,start,,,0, then 2024-03-01T00:01:02Z,step,,,1, ...
     (templates/example-step-log.csv is a whole log). An interruption log (what `ckptplan fit` reads:
     start, checkpoint_saved, interruption, restart_complete, end) is a step log without the step,
     save and phase rows: it gives the job MTBF, restart and stall but no split of the time.

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 import xlwings as xw
 
+from ..engine.errors import BLANK
 from ..engine.fields import Rule, lookup
 
 __all__ = ["CATEGORY", "ERROR_PREFIX", "EXCEL_ERRORS", "MAX_RETRIES", "MAX_UDF_CELLS", "RANGE_NOTE", "REQUIRED",
@@ -77,7 +78,7 @@ def show(item: Any) -> str:
     """How a cell value appears in an error message (never long, never raises)."""
     if type(item) is float and item - item == 0.0:  # the usual case: a finite float
         return f"{item:.10g}"
-    if item is None or (isinstance(item, str) and item == ""):
+    if item is None or item is BLANK or (isinstance(item, str) and item == ""):
         return "a blank cell"
     if isinstance(item, (bool, np.bool_)):
         return "TRUE" if item else "FALSE"

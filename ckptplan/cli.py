@@ -326,7 +326,7 @@ def main() -> None:
         app()
 
 
-from . import cli_actual, cli_batch, cli_deadline, cli_excel, cli_fit, cli_probe, cli_setup  # noqa: E402  (they import only .common, so no cycle)
+from . import cli_actual, cli_batch, cli_deadline, cli_excel, cli_fit, cli_probe, cli_risk, cli_setup  # noqa: E402  (they import only .common, so no cycle)
 
 cli_setup.register(app)
 cli_actual.register(app)
@@ -335,6 +335,7 @@ cli_deadline.register(app)
 cli_fit.register(app)
 cli_excel.register(app)
 cli_probe.register(app)
+cli_risk.register(app)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -11,7 +11,7 @@ secant point falls outside the middle 90 % of the bracket, so it never does wors
 by more than a constant factor. Stops when ``|g| <= ftol`` (absolute, per row) or the bracket is
 narrower than ``xtol`` (relative); whole-number inputs are bisected on the integers until the two
 ends are neighbours (the answer is then the end on the far side of the sign change: the first
-whole value where ``g`` has the sign of ``g(hi)``).
+whole value where ``g >= 0``, the end of the last bracket on the non-negative side).
 
 :func:`first_bracket` finds, on a grid of candidates per row, the pair of neighbours nearest to a
 start value across which the function changes sign (a monotone function has at most one).
@@ -62,7 +62,7 @@ def solve_rows(g: Callable[[np.ndarray, np.ndarray], np.ndarray], lo: Any, hi: A
         width = b - a
         if integer:
             closed = open_ & (width <= 1)
-            root[closed] = b[closed]
+            root[closed] = np.where(fb[closed] >= 0, b[closed], a[closed])
         else:
             closed = open_ & (np.abs(width) <= xtol * np.maximum(np.abs(a), np.abs(b)))
             root[closed] = np.where(np.abs(fa[closed]) <= np.abs(fb[closed]), a[closed], b[closed])

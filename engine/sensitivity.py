@@ -28,7 +28,8 @@ The saving of a design is the baseline's total cost minus the design's, both at 
 ``x`` of one input. Break-even is the ``x`` in ``[lo, hi]`` where the saving is zero: a grid of
 candidates finds the sign change nearest the base value, then :func:`engine.roots.solve_rows` refines
 every design's root together (one batch of plans per step) until the saving is below 1e-9 of the
-baseline's cost. Whole-number inputs (nodes, spares) give the first whole value on the far side.
+baseline's cost. Whole-number inputs (nodes, spares) give the whole value at the edge of the range where the design
+pays off (from it upwards, or up to it).
 No sign change on the grid: the design pays off over the whole range or never, and the answer says
 why (the cost parts that move most at the design's best point in the range). A saving that changes
 sign twice between two grid candidates is missed (the grid has :data:`GRID_POINTS` points).
@@ -48,7 +49,7 @@ from .fields import COST_FIELDS, Field
 from .uncertainty import UncertainInput, uncertain_field
 
 __all__ = ["BREAK_EVEN_COLUMNS", "GRID_POINTS", "SWING_OUTPUTS", "TORNADO_COLUMNS", "Variant", "break_even",
-           "design_value", "evaluate_variants", "tornado", "variants"]
+           "design_value", "evaluate_variants", "tornado", "variant_table", "variants"]
 
 #: the outputs a tornado swings (each a column of the plan)
 SWING_OUTPUTS = ("total_cost", "wall_h", "goodput", "p_finish_by_deadline")
@@ -118,21 +119,24 @@ def design_value(design: Any, field: str, x: Any) -> np.ndarray:
     return x
 
 
-def _table(v: Variant, values: Mapping[str, np.ndarray], n: int) -> tuple[pd.DataFrame, dict]:
+def variant_table(v: Variant, values: Mapping[str, np.ndarray], n: int) -> tuple[pd.DataFrame, dict]:
     """The variant's plan as an ``n``-row scenario table with ``values`` (baseline inputs, mapped through the
     design) in their columns, and the tier options of :func:`engine.batch.evaluate_rows`."""
     from .sweep import sweep_grid
 
-    firsts = {f: [float(np.asarray(a).reshape(-1)[0])] for f, a in values.items()} or {"nodes": [v.scenario.nodes]}
-    grid = sweep_grid(v.scenario, setup=v.setup, **firsts)   # drops an override the swept input would hide
+    mtbf = np.asarray(values.get("node_mtbf_h", np.nan), dtype=float).reshape(-1)
+    axis = {"node_mtbf_h": [float(mtbf[~np.isnan(mtbf)][0])]} if (~np.isnan(mtbf)).any() else {
+        "nodes": [v.scenario.nodes]}
+    grid = sweep_grid(v.scenario, setup=v.setup, **axis)   # a swept node MTBF drops the overrides that would hide it
     cols: dict[str, Any] = {}
     for c, val in grid.base.items():
         if isinstance(val, str) or (val is None and c in ("currency", "failure_rate_source", "name")):
             cols[c] = np.full(n, val, dtype=object)
         else:
             cols[c] = np.full(n, np.nan if val is None else float(val))
-    for f, a in values.items():
-        cols[f] = np.broadcast_to(design_value(v.design, f, a), (n,)).astype(float)
+    for f, a in values.items():   # NaN: the variant's own value (a stall or restart its setup derives stays derived)
+        x = np.broadcast_to(design_value(v.design, f, a), (n,)).astype(float)
+        cols[f] = np.where(np.isnan(x), cols.get(f, np.full(n, np.nan)), x)
     return pd.DataFrame(cols), grid.design_options()
 
 
@@ -142,7 +146,8 @@ def _tier_key(options: dict) -> str:
 
 def evaluate_variants(requests: Sequence[tuple[Variant, Mapping[str, Any]]], strict: bool = True) -> list[pd.DataFrame]:
     """The plans of many (variant, {input: baseline values}) requests, one :func:`engine.batch.evaluate_rows`
-    call per tier design (requests without tiers share one call). Each result has one row per value.
+    call per tier design (requests without tiers share one call). Each result has one row per value; a NaN
+    value is the variant's own (a stall, write or restart its setup derives stays derived).
 
     ``strict``: a row the engine refuses raises :class:`InputError` naming the plan, the input values and
     the engine's reason; else it comes back with ``status == "error"`` and NaN figures.
@@ -153,7 +158,7 @@ def evaluate_variants(requests: Sequence[tuple[Variant, Mapping[str, Any]]], str
     tables, options = [], []
     for i, (v, values) in enumerate(requests):
         n = max((np.size(a) for a in values.values()), default=1)
-        table, opts = _table(v, {f: np.asarray(a, dtype=float) for f, a in values.items()}, n)
+        table, opts = variant_table(v, {f: np.asarray(a, dtype=float) for f, a in values.items()}, n)
         tables.append(table)
         options.append(opts)
         groups.setdefault(_tier_key(opts), []).append(i)
@@ -201,7 +206,8 @@ def tornado(scenario: Any, setup: Any = None, designs: Sequence[Any] = (), input
     base = {u.field: u.base for u in inputs}
     values = {}
     for j, u in enumerate(inputs):   # row 0: all at base; rows 1 + 2j, 2 + 2j: input j at low, at high
-        col = np.full(2 * k + 1, float(u.base))
+        # NaN: each plan's own value (a stall or restart its setup derives is derived, not stated at the base)
+        col = np.full(2 * k + 1, np.nan)
         col[1 + 2 * j], col[2 + 2 * j] = u.low, u.high
         values[u.field] = col
     plans = variants(scenario, setup, designs)
@@ -333,9 +339,10 @@ def _answer(name: str, field: str, lo: float, hi: float, grid: np.ndarray, s: np
     if not math.isnan(root):
         below = s[0] > s[-1]
         row["pays_off"] = "below" if below else "above"
-        word = ("from" if not below else "up to") if integer else ("while" if below else "once")
-        row["why"] = (f"{name} pays off {word} {field} {'<' if below else '>'} {root:,.6g}" if not integer else
-                      f"{name} pays off {'below' if below else 'from'} {field} = {root:,.0f}")
+        if integer:   # the whole value at the edge on the paying side
+            row["why"] = f"{name} pays off {'up to' if below else 'from'} {field} = {root:,.0f}"
+        else:
+            row["why"] = f"{name} pays off {'while' if below else 'once'} {field} {'<' if below else '>'} {root:,.6g}"
         return row
     best = int(np.nanargmax(s))
     moved = sorted(((p, float(d[best])) for p, d in parts.items() if d[best] != 0), key=lambda t: -abs(t[1]))[:3]

@@ -1,0 +1,286 @@
+"""Risk, sensitivity and targets: input ranges, tornado, break-even and targets (engine and CLI), checked
+against independent plans (``ckptplan plan --json`` with the input changed, :func:`engine.setup.plan_setup`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from ckptplan.cli import app
+from ckptplan.engine.designs import compare_designs
+from ckptplan.engine.errors import InputError
+from ckptplan.engine.sensitivity import break_even, tornado
+from ckptplan.engine.setup import plan_setup
+from ckptplan.engine.targets import target
+from ckptplan.files import load_plan
+from ckptplan.files.scenario_toml import plan_toml
+from ckptplan.files.scenarios import template_path
+
+runner = CliRunner()
+STORAGE = template_path("llama3-405b-storage.toml")
+
+SEED_RANGES = """
+[uncertainty]
+node_mtbf_h = [1500, 4000]
+restart_min = {dist = "pert", low = 5, high = 30}
+checkpoint_stall_min = {dist = "triangular", low = 1, mode = 2, high = 4}
+price_per_gpu_hour = {dist = "uniform", low = 2.0, high = 3.0}
+"""
+STORAGE_RANGES = """
+[uncertainty]
+node_mtbf_h = [3000, 12000]
+aggregate_write_gb_s = {dist = "lognormal", low = 1000, high = 3000}
+restart_min = {dist = "pert", low = 20, high = 80}
+spares = [0, 32]
+"""
+
+
+def _with_ranges(tmp_path: Path, source: Path, ranges: str, name: str) -> Path:
+    path = tmp_path / name
+    path.write_text(source.read_text(encoding="utf-8") + ranges, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def seed_file(tmp_path: Path) -> Path:
+    return _with_ranges(tmp_path, template_path("seed.toml"), SEED_RANGES, "seed-ranges.toml")
+
+
+@pytest.fixture
+def storage_file(tmp_path: Path) -> Path:
+    return _with_ranges(tmp_path, STORAGE, STORAGE_RANGES, "storage-ranges.toml")
+
+
+# ------------------------------------------------------------------------------------------ input ranges
+
+def test_ranges_are_read_with_their_base_and_written_back(seed_file, tmp_path):
+    plan = load_plan(seed_file)
+    got = {u.field: u for u in plan.uncertainty}
+    assert list(got) == ["node_mtbf_h", "restart_min", "checkpoint_stall_min", "price_per_gpu_hour"]
+    assert (got["node_mtbf_h"].dist, got["node_mtbf_h"].low, got["node_mtbf_h"].base) == ("range", 1500, 2560)
+    assert got["restart_min"].base == 10 and got["checkpoint_stall_min"].mode == 2
+    back = tmp_path / "back.toml"
+    back.write_text(plan_toml(plan), encoding="utf-8")
+    assert load_plan(back).uncertainty == plan.uncertainty
+
+
+def test_a_derived_input_ranges_around_the_value_its_setup_derives(storage_file):
+    plan = load_plan(storage_file)
+    restart = next(u for u in plan.uncertainty if u.field == "restart_min")
+    single = plan_setup(plan.scenario, plan.setup.replace(tiers=(), failure_classes={}))
+    assert restart.base == pytest.approx(single.scenario.restart_min, rel=1e-12)
+
+
+@pytest.mark.parametrize("entry, field, rule", [
+    ("nodes_typo = [1, 2]", "nodes_typo", "is not a numeric scenario or setup field"),
+    ("node_mtbf_h = [3000, 4000]", "uncertainty.node_mtbf_h", "must hold the scenario's value node_mtbf_h = 2560"),
+    ("node_mtbf_h = [4000, 1000]", "uncertainty.node_mtbf_h", "must have low < high"),
+    ("node_mtbf_h = [1000]", "uncertainty.node_mtbf_h", "must be [low, high]"),
+    ("node_mtbf_h = [-5, 3000]", "uncertainty.node_mtbf_h.low", "must be > 0"),
+    ("node_mtbf_h = [1000, \"x\"]", "uncertainty.node_mtbf_h.high", "must be a finite number"),
+    ("node_mtbf_h = {dist = \"gamma\", low = 1, high = 5000}", "uncertainty.node_mtbf_h.dist", "must be one of"),
+    ("node_mtbf_h = {dist = \"pert\", low = 1000, mode = 9000, high = 5000}", "uncertainty.node_mtbf_h.mode",
+     "must lie in [low, high]"),
+    ("node_mtbf_h = {dist = \"uniform\", low = 1000}", "uncertainty.node_mtbf_h.high", "is required"),
+    ("node_mtbf_h = {dist = \"uniform\", low = 1000, high = 5000, mode = 2000}", "uncertainty.node_mtbf_h.mode",
+     "unknown key"),
+    ("nodes = [100.5, 200]", "uncertainty.nodes.low", "must be a whole number"),
+    ("nonfatal_share = {dist = \"lognormal\", low = 0.0, high = 0.5}", "uncertainty.nonfatal_share",
+     "a lognormal needs"),
+    ("spares = [0, 16]", "uncertainty.spares", "has no value in the scenario"),
+])
+def test_bad_ranges_name_the_field_the_value_and_the_rule(tmp_path, entry, field, rule):
+    path = _with_ranges(tmp_path, template_path("seed.toml"), f"\n[uncertainty]\n{entry}\n", "bad.toml")
+    with pytest.raises(InputError) as err:
+        load_plan(path)
+    assert field in err.value.field and rule in err.value.rule and str(path) in err.value.field
+
+
+def test_draws_follow_their_distribution(seed_file):
+    u = {x.field: x for x in load_plan(seed_file).uncertainty}
+    rng = np.random.default_rng(1)
+    tri = u["checkpoint_stall_min"].sample(200_000, rng)   # triangular(1, 2, 4): mean 7/3
+    assert tri.min() >= 1 and tri.max() <= 4 and tri.mean() == pytest.approx(7 / 3, abs=0.01)
+    pert = u["restart_min"].sample(200_000, rng)            # PERT(5, 10, 30): mean (5 + 40 + 30)/6
+    assert pert.mean() == pytest.approx(75 / 6, abs=0.05)
+    spec = load_plan(_with_ranges(Path(seed_file).parent, template_path("seed.toml"),
+                                  "\n[uncertainty]\nnode_mtbf_h = {dist = \"lognormal\", low = 1000, high = 4000}\n",
+                                  "logn.toml")).uncertainty[0]
+    q = np.quantile(spec.sample(200_000, rng), [0.05, 0.95])
+    assert q == pytest.approx([1000, 4000], rel=0.01)
+
+
+# ------------------------------------------------------------------------------------------ tornado
+
+def _plan_json(*args: str) -> dict:
+    res = runner.invoke(app, ["plan", "--json", *args])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def test_seed_tornado_checked_by_hand_against_ckptplan_plan(seed_file):
+    plan = load_plan(seed_file)
+    t = tornado(plan.scenario, plan.setup, (), plan.uncertainty)
+    for field, option in (("node_mtbf_h", "--node-mtbf-h"), ("restart_min", "--restart-min")):
+        u = next(x for x in plan.uncertainty if x.field == field)
+        for output in ("total_cost", "wall_h", "goodput", "p_finish_by_deadline"):
+            low = _plan_json("--scenario", str(seed_file), option, str(u.low))[output]
+            high = _plan_json("--scenario", str(seed_file), option, str(u.high))[output]
+            row = t[(t.input == field) & (t.output == output)].iloc[0]
+            assert row.swing == pytest.approx(low - high, rel=1e-9, abs=1e-12)
+    cost = t[t.output == "total_cost"]
+    assert list(cost["rank"]) == [1, 2, 3, 4]
+    assert (np.diff(cost["swing"].abs().to_numpy()) <= 0).all()        # ranked by the size of the swing
+    assert cost["at_base"].iloc[0] == pytest.approx(_plan_json("--scenario", str(seed_file))["total_cost"], rel=1e-12)
+
+
+def test_storage_tornado_follows_the_setup_and_each_design(storage_file):
+    plan = load_plan(storage_file)
+    t = tornado(plan.scenario, plan.setup, plan.designs, plan.uncertainty)
+    cost = t[t.output == "total_cost"]
+    # at base every plan is compare's plan (the derived restart stays derived, the tiers are planned)
+    compare = compare_designs(plan.scenario, plan.setup, plan.designs).set_index("name")["total_cost"]
+    for name, at_base in cost.groupby("plan")["at_base"].first().items():
+        assert at_base == pytest.approx(compare[name], rel=1e-12)
+    # by hand, on the baseline: the write bandwidth re-derives the stall; spares re-derive the restart
+    for field, option in (("aggregate_write_gb_s", "--aggregate-write-gb-s"), ("spares", "--spares")):
+        u = next(x for x in plan.uncertainty if x.field == field)
+        low = _plan_json("--scenario", str(storage_file), option, f"{u.low:g}")["total_cost"]
+        high = _plan_json("--scenario", str(storage_file), option, f"{u.high:g}")["total_cost"]
+        row = cost[(cost.plan == plan.scenario.name) & (cost.input == field)].iloc[0]
+        assert row.swing == pytest.approx(low - high, rel=1e-9)
+    # a design that sets an input does not swing with it
+    assert cost[(cost.plan == "16 hot spares") & (cost.input == "spares")].swing.iloc[0] == 0
+
+
+def test_sensitivity_cli_json_and_table(storage_file):
+    res = runner.invoke(app, ["sensitivity", "--scenario", str(storage_file), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert {r["plan"] for r in data["tornado"]} == {"llama3-405b-storage", "storage 2x faster", "in-memory tier",
+                                                   "16 hot spares", "2x nodes, same training"}
+    res = runner.invoke(app, ["sensitivity", "-t", "seed", "--range", "node_mtbf_h=1500:4000"])
+    assert res.exit_code == 0, res.output
+    assert "node_mtbf_h" in res.output and "ranked by the total-cost swing" in res.output
+    res = runner.invoke(app, ["sensitivity", "-t", "seed"])
+    assert res.exit_code == 2 and "no input ranges" in res.output
+    res = runner.invoke(app, ["sensitivity", "-t", "seed", "--range", "node_mtbf_h=1500"])
+    assert res.exit_code == 2 and "FIELD=LOW:HIGH" in res.output
+
+
+# ------------------------------------------------------------------------------------------ break-even
+
+def _saving_by_plan_setup(plan, design, field: str, x: float) -> float:
+    """Baseline minus design total cost with ``field`` = x, each planned by plan_setup (no batch path)."""
+    sc = plan.scenario.replace(**{field: x}, failure_rate_source="") if field == "node_mtbf_h" else plan.scenario
+    st = plan.setup.replace(**{field: int(x)}) if field in ("spares",) else plan.setup
+    if field == "nodes":
+        sc = plan.scenario.replace(nodes=int(x))
+    base = plan_setup(sc, st).figures["total_cost"]
+    return base - plan_setup(design.apply(sc), design.apply_setup(st)).figures["total_cost"]
+
+
+def test_break_even_plugged_back_in_makes_the_saving_zero(storage_file):
+    plan = load_plan(storage_file)
+    b = break_even(plan.scenario, plan.setup, plan.designs, "node_mtbf_h", 1000, 1e6)
+    found = b[b.break_even.notna()]
+    assert set(found.design) == {"16 hot spares", "2x nodes, same training"}
+    for r in found.itertuples():
+        design = next(d for d in plan.designs if d.name == r.design)
+        base = plan_setup(plan.scenario.replace(node_mtbf_h=r.break_even, failure_rate_source=""),
+                          plan.setup).figures["total_cost"]
+        assert abs(_saving_by_plan_setup(plan, design, "node_mtbf_h", r.break_even)) <= 1e-6 * base
+        assert r.pays_off == "above" and "pays off once node_mtbf_h >" in r.why
+    always = b[b.design == "in-memory tier"].iloc[0]
+    assert always.pays_off == "always" and "whole range" in always.why
+
+
+def test_break_even_on_whole_numbers_is_the_edge_value(storage_file):
+    plan = load_plan(storage_file)
+    b = break_even(plan.scenario, plan.setup, plan.designs, "nodes", 64, 4096).set_index("design")
+    faster = next(d for d in plan.designs if d.name == "storage 2x faster")
+    n = b.loc["storage 2x faster", "break_even"]
+    assert n == 2001   # the 2 TB/s store caps 1 GB/s writers only beyond 2,000 nodes
+    assert _saving_by_plan_setup(plan, faster, "nodes", n) > 0 >= _saving_by_plan_setup(plan, faster, "nodes", n - 1)
+
+
+def test_a_design_that_never_pays_off_says_why(storage_file):
+    plan = load_plan(storage_file)
+    b = break_even(plan.scenario, plan.setup, plan.designs, "price_per_gb_month", 0.0, 100.0)
+    row = b[b.design == "2x nodes, same training"].iloc[0]
+    assert row.pays_off == "never" and np.isnan(row.break_even)
+    assert "never pays off" in row.why and "because" in row.why and "restart_cost +" in row.why
+
+
+def test_compare_shows_break_even(storage_file):
+    res = runner.invoke(app, ["compare", "--scenario", str(storage_file), "--break-even", "node_mtbf_h", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert len(data["designs"]) == 5 and len(data["break_even"]) == 4
+    res = runner.invoke(app, ["compare", "--scenario", str(storage_file), "--break-even", "nodes",
+                              "--break-even-range", "64:4096"])
+    assert res.exit_code == 0, res.output
+    assert "storage 2x faster pays off from nodes = 2,001" in res.output
+
+
+# ------------------------------------------------------------------------------------------ targets
+
+@pytest.mark.parametrize("source, field, goal, value", [
+    ("seed", "checkpoint_stall_min", "goodput", 0.95),
+    ("seed", "restart_min", "p_finish", 0.9),
+    ("seed", "node_mtbf_h", "cost_per_useful_gpu_hour", 2.6),
+    (STORAGE, "node_mtbf_h", "goodput", 0.95),
+    (STORAGE, "repair_h", "goodput", 0.9),
+])
+def test_target_plugged_back_in_reaches_the_goal(source, field, goal, value):
+    plan = load_plan(source)
+    row = target(plan.scenario, plan.setup, field, goal, value)
+    assert row["reachable"]
+    x = row[field]
+    sc, st = plan.scenario, plan.setup
+    if field == "repair_h":
+        st = st.replace(repair_h=x)
+    elif field == "node_mtbf_h":
+        sc = sc.replace(node_mtbf_h=x, failure_rate_source="")
+    else:
+        sc = sc.replace(**{field: x})
+    figure = {"goodput": "goodput", "p_finish": "p_finish_by_deadline",
+              "cost_per_useful_gpu_hour": "cost_per_useful_gpu_hour"}[goal]
+    assert plan_setup(sc, st).figures[figure] == pytest.approx(value, rel=1e-6)
+
+
+def test_whole_number_target_is_the_first_count_that_reaches_it():
+    plan = load_plan(STORAGE)
+    row = target(plan.scenario, plan.setup, "spares", "goodput", 0.9)
+    n = int(row["spares"])
+    assert plan_setup(plan.scenario, plan.setup.replace(spares=n)).figures["goodput"] >= 0.9
+    assert plan_setup(plan.scenario, plan.setup.replace(spares=n - 1)).figures["goodput"] < 0.9
+
+
+def test_unreachable_target_says_why():
+    # 131,072 GPUs: the job MTBF is minutes; the restart, not the save, bounds goodput
+    plan = load_plan("seed")
+    big = plan.scenario.replace(nodes=16384)
+    row = target(big, plan.setup, "checkpoint_stall_min", "goodput", 0.95)
+    assert not row["reachable"] and np.isnan(row["checkpoint_stall_min"])
+    assert row["why"].startswith("not reachable by checkpoint_stall_min alone")
+    assert "restarts take" in row["why"] and row["achieved"] < 0.95
+
+
+def test_target_cli_json_holds_the_answer_under_the_field_name():
+    res = runner.invoke(app, ["target", "-t", "seed", "--goodput", "0.95", "--solve", "checkpoint_stall_min", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["checkpoint_stall_min"] == pytest.approx(1.0916, rel=1e-3) and data["reachable"]
+    res = runner.invoke(app, ["target", "--scenario", str(STORAGE), "--goodput", "0.95", "--solve",
+                              "aggregate_write_gb_s", "--json"])
+    data = json.loads(res.output)
+    assert data["aggregate_write_gb_s"] is None and not data["reachable"] and "because" in data["why"]
+    res = runner.invoke(app, ["target", "-t", "seed", "--goodput", "1.5", "--solve", "restart_min"])
+    assert res.exit_code == 2 and "goodput=1.5" in res.output
+    res = runner.invoke(app, ["target", "-t", "seed", "--solve", "restart_min"])
+    assert res.exit_code == 2 and "exactly one goal" in res.output

@@ -170,7 +170,70 @@ def print_break_even(table: Any) -> None:
         _cli.console.print(f"  {literal(r.why)}", highlight=False)
 
 
+def risk(
+    template: Optional[str] = typer.Option(None, "--template", "-t", help="Preset name or TOML file; default: seed"),
+    scenario_file: Optional[Path] = typer.Option(None, "--scenario", help=_SCENARIO_HELP),
+    ranges: Optional[list[str]] = typer.Option(None, "--range", help=_RANGE_HELP),
+    draws: int = typer.Option(20_000, "--draws", help="Input draws of the Monte Carlo (each with one run of the job)"),
+    seed: int = typer.Option(0, "--seed", help="Seed of the draws (same seed, same answer)"),
+    start: Optional[str] = typer.Option(None, "--start", help="Start date of the run (YYYY-MM-DD): finish dates "
+                                        "instead of days from the start"),
+    as_json: bool = _cli.flag("--json", help="Print JSON instead of a table"),
+) -> None:
+    """P10 / P50 / P90 of total cost, wall hours and finish date, combining the [uncertainty] table's input
+    ranges with failure randomness, for the baseline and each design; and P(the design costs less than the
+    baseline)."""
+    import datetime as dt
+
+    from .engine.risk import risk_percentiles
+
+    try:
+        begin = None if start is None else dt.datetime.fromisoformat(start)
+    except ValueError:
+        _cli.fail(f"--start={start!r}: must be a date, YYYY-MM-DD")
+    try:
+        plan = _plan(template, scenario_file, ranges)
+        if not plan.uncertainty:
+            _cli.fail(f"{plan.origin} has no input ranges: add an [uncertainty] table (field = [low, high]) or "
+                      "give --range FIELD=LOW:HIGH")
+        table = risk_percentiles(plan.scenario, plan.setup, plan.designs, plan.uncertainty, draws=draws, seed=seed)
+    except ValueError as exc:
+        _cli.fail(str(exc))
+    for q in ("p10", "p50", "p90"):
+        table[f"finish_{q}"] = [_finish(h, begin) for h in table[f"wall_h_{q}"]]
+    if as_json:
+        _cli.echo_json({"baseline": plan.scenario.name, "currency": plan.scenario.currency, "draws": draws,
+                        "seed": seed, "start": start, "plans": table.to_dict("records")})
+        return
+    cur = literal(plan.scenario.currency)
+    rows = []
+    for r in table.itertuples():
+        odds = ("" if r.p_finish_by_deadline != r.p_finish_by_deadline else f"P(on time) {r.p_finish_by_deadline:.1%}")
+        if r.p_beats_baseline == r.p_beats_baseline:
+            odds += f"{'; ' if odds else ''}P(cheaper than baseline) {r.p_beats_baseline:.1%}"
+        rows.append((literal(r.plan), f"total cost ({cur})", *(f"{getattr(r, f'total_cost_{q}'):,.0f}" for q in
+                                                               ("p10", "p50", "p90")), odds))
+        rows.append(("", "wall h", *(f"{getattr(r, f'wall_h_{q}'):,.0f}" for q in ("p10", "p50", "p90")), ""))
+        rows.append(("", "finish", *(getattr(r, f"finish_{q}") for q in ("p10", "p50", "p90")), ""))
+    _cli.print_rows(f"{literal(plan.scenario.name)}: {draws:,} input draws, each with one run of the job (seed {seed})",
+                    ("plan", "figure", "P10", "P50", "P90", "odds"), rows, left=("figure", "odds"))
+    for r in table.itertuples():
+        if not r.failure_randomness:
+            _cli.console.print(f"  {literal(r.plan)}: tiered plan, input uncertainty only (its failure randomness is "
+                               "simulated, not analytic)", highlight=False)
+
+
+def _finish(wall_h: float, begin: Any) -> str:
+    """The finish as a date (with ``--start``) or as days from the start."""
+    import datetime as dt
+
+    if begin is None:
+        return f"day {wall_h / 24:,.1f}"
+    return (begin + dt.timedelta(hours=float(wall_h))).strftime("%Y-%m-%d %H:%M")
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``sensitivity`` and ``target`` to ``app``."""
+    """Add ``sensitivity``, ``target`` and ``risk`` to ``app``."""
     app.command("sensitivity")(sensitivity)
     app.command("target")(target)
+    app.command("risk")(risk)

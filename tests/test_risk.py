@@ -284,3 +284,61 @@ def test_target_cli_json_holds_the_answer_under_the_field_name():
     assert res.exit_code == 2 and "goodput=1.5" in res.output
     res = runner.invoke(app, ["target", "-t", "seed", "--solve", "restart_min"])
     assert res.exit_code == 2 and "exactly one goal" in res.output
+
+
+# ------------------------------------------------------------------------------------------ percentiles
+
+ASYNC_RANGES = """
+[uncertainty]
+node_mtbf_h = {dist = "lognormal", low = 1200, high = 5000}
+async_write_min = [2, 8]
+restart_min = [5, 20]
+"""
+
+
+@pytest.mark.parametrize("source, ranges", [(template_path("seed.toml"), SEED_RANGES), (STORAGE, STORAGE_RANGES),
+                                            (template_path("async-save.toml"), ASYNC_RANGES)])
+def test_input_monte_carlo_matches_a_nested_simulation_within_sampling_error(tmp_path, source, ranges):
+    from ckptplan.engine.risk import nested_monte_carlo, risk_percentiles
+
+    plan = load_plan(_with_ranges(tmp_path, source, ranges, "ranges.toml"))
+    fast = risk_percentiles(plan.scenario, plan.setup, (), plan.uncertainty, draws=50_000, seed=1,
+                            probabilities=(0.1, 0.5, 0.9)).iloc[0]
+    n = 2500
+    slow = nested_monte_carlo(plan.scenario, plan.setup, plan.uncertainty, draws=n, seed=7)
+    for fig in ("wall_h", "total_cost"):
+        for p in (0.1, 0.5, 0.9):
+            # the share of simulated runs below the fast P-percentile is p, within its sampling error
+            share = float(np.mean(slow[fig] <= fast[f"{fig}_p{p * 100:g}"]))
+            se = np.sqrt(p * (1 - p) * (1 / n + 1 / 50_000))
+            assert abs(share - p) <= 4 * se, (fig, p, share)
+        assert fast[f"mean_{fig}"] == pytest.approx(np.mean(slow[fig]), rel=4 * np.std(slow[fig]) / np.sqrt(n)
+                                                    / np.mean(slow[fig]))
+
+
+def test_probability_a_design_beats_the_baseline(seed_file):
+    from ckptplan.engine.designs import Design
+    from ckptplan.engine.risk import risk_percentiles
+
+    plan = load_plan(seed_file)
+    same = Design("same job", set={"gpus_per_node": 8})
+    cheaper = Design("half price", times={"price_per_gpu_hour": 0.5})
+    r = risk_percentiles(plan.scenario, plan.setup, (same, cheaper), plan.uncertainty, draws=20_000, seed=3)
+    r = r.set_index("plan")
+    assert np.isnan(r.loc[plan.scenario.name, "p_beats_baseline"])
+    assert abs(r.loc["same job", "p_beats_baseline"] - 0.5) < 4 * np.sqrt(0.25 / 20_000)   # only the failures differ
+    assert r.loc["half price", "p_beats_baseline"] == 1.0
+    base = r.loc[plan.scenario.name]
+    assert base.total_cost_p10 < base.total_cost_p50 < base.total_cost_p90
+
+
+def test_risk_cli(storage_file):
+    res = runner.invoke(app, ["risk", "--scenario", str(storage_file), "--draws", "2000", "--start", "2026-01-05",
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    plans = {p["plan"]: p for p in data["plans"]}
+    assert plans["in-memory tier"]["failure_randomness"] is False
+    assert plans["llama3-405b-storage"]["finish_p50"].startswith("2026-")
+    res = runner.invoke(app, ["risk", "--scenario", str(storage_file), "--draws", "1"])
+    assert res.exit_code == 2 and "draws=1" in res.output

@@ -10,7 +10,7 @@ Method, per row and vectorised over rows (one batch of plans per step for all ro
 1. *Bracket*: the goal's margin ``h(x)`` (the figure minus the goal for goodput and P(finish), the
    goal minus the figure for the cost per useful GPU-hour: ``h >= 0`` means the goal is met) on a
    grid of candidates of the lever (:func:`candidates`: the base value times ``2^k``,
-   ``k = -16 .. 16``, with 0 where the field's rule allows it; fractions on [0, 1)), and the sign
+   ``k = -20 .. 12``, with 0 where the field's rule allows it; fractions on [0, 1)), and the sign
    change nearest the base value (:func:`engine.roots.first_bracket`).
 2. *Refine*: :func:`engine.roots.solve_rows` until ``|h| <= 1e-9`` of the goal (whole-number levers:
    the whole value at the edge where the goal is met).
@@ -21,7 +21,8 @@ Method, per row and vectorised over rows (one batch of plans per step for all ro
    is minutes and the restart, not the save, bounds goodput: no storage bandwidth reaches 0.95.
 
 Assumptions: the figure is monotone in the lever near the base (otherwise the nearest crossing is
-returned); a lever beyond the searched range (2^16 = 65,536 times the base) is not considered.
+returned); a lever beyond the searched range (from 2^-20 to 2^12 = 4,096 times the base) is not
+considered.
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ GOALS: dict[str, tuple[str, int]] = {
     "p_finish": ("p_finish_by_deadline", 1),
     "cost_per_useful_gpu_hour": ("cost_per_useful_gpu_hour", -1),
 }
-#: powers of two the grid of candidates spans around the base value
-SPAN = 16
+#: powers of two the grid of candidates spans below and above the base value (far above, the plan of a
+#: stall or restart thousands of times the base overflows: the engine refuses such rows one by one)
+SPAN = (20, 12)
 
 #: the columns of :func:`solve_targets` besides the lever's own (named as the field), declared once
 TARGET_COLUMNS: tuple[Field, ...] = (
@@ -67,7 +69,7 @@ def candidates(field: str, base: Any) -> np.ndarray:
         top = 0.999 if rule == "fraction" else 1.0
         return np.tile(np.append(np.linspace(0.0, 0.99, 100), top), (len(base), 1))
     start = np.where(base > 0, base, 1.0)
-    grid = start[:, None] * 2.0 ** np.arange(-SPAN, SPAN + 1)[None, :]
+    grid = start[:, None] * 2.0 ** np.arange(-SPAN[0], SPAN[1] + 1)[None, :]
     if spec.integer:
         grid = np.maximum(np.rint(grid), 1.0 if rule == "count" else 0.0)
     if bool(RULES[rule].predicate(np.zeros(1))[0]):

@@ -16,6 +16,7 @@ import typer
 
 from ckptplan import common as _cli
 from ckptplan.common import literal
+from ckptplan.engine.fields import FIELDS, SETUP_FIELDS
 
 __all__ = ["break_even_answer", "break_even_range_values", "parse_ranges", "print_break_even", "register"]
 
@@ -109,6 +110,7 @@ def sensitivity(
     print_tornado(table, plan.scenario.currency)
 
 
+@_cli.field_options(FIELDS + SETUP_FIELDS)
 def target(
     solve: str = typer.Option(..., "--solve", help="The input to solve for (a scenario or setup field), e.g. "
                               "aggregate_write_gb_s"),
@@ -119,11 +121,12 @@ def target(
     template: Optional[str] = typer.Option(None, "--template", "-t", help="Preset name or TOML file; default: seed"),
     scenario_file: Optional[Path] = typer.Option(None, "--scenario", help=_SCENARIO_HELP),
     as_json: bool = _cli.flag("--json", help="Print JSON instead of text"),
+    overrides: Optional[dict] = None,
 ) -> None:
     """The value of one input (--solve FIELD) that reaches a goal: a goodput, P(finish by the deadline) or a
-    cost per useful GPU-hour; or why this lever alone cannot reach it."""
+    cost per useful GPU-hour; or why this lever alone cannot reach it. Every scenario and setup field can
+    be set here (the option is the field's name); the rest come from the template."""
     from .engine.targets import target as solve_target
-    from .files import load_plan
 
     goals = {k: v for k, v in (("goodput", goodput), ("p_finish", p_finish), ("cost_per_useful_gpu_hour", cost))
              if v is not None}
@@ -131,7 +134,7 @@ def target(
         _cli.fail("give exactly one goal: --goodput, --p-finish or --cost-per-useful-gpu-hour")
     goal, value = next(iter(goals.items()))
     try:
-        plan = load_plan(str(scenario_file) if scenario_file else template or _cli.DEFAULT_TEMPLATE)
+        plan = _cli.plan_from_options(str(scenario_file) if scenario_file else template, overrides or {})
         row = solve_target(plan.scenario, plan.setup, solve, goal, value)
     except ValueError as exc:
         _cli.fail(str(exc))

@@ -34,6 +34,11 @@ value; ``low``, ``high`` (and ``mode``) are finite numbers meeting the field's o
 spares) take whole ends and their draws are rounded to whole numbers; a lognormal needs a field
 whose rule admits every positive number (not a fraction or share).
 
+A range on a stall, background write or restart that the storage and recovery setup derives states
+it (as typing it in would): the setup's parts (bandwidths, restart parts, spares) no longer move it in
+the plans of that range. To let spares or a bandwidth act on the restart, give ranges on the parts
+(``repair_h``, ``detection_min``, ``aggregate_read_gb_s`` ...) instead.
+
 Assumptions: inputs vary independently (no correlation between, say, the MTBF and the restart);
 a distribution is a planner's belief, not a fit (a fitted MTBF's confidence interval, from
 ``ckptplan fit``, can be typed in as ``[low, high]``).

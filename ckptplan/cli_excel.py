@@ -6,7 +6,7 @@ unless ``--force``:
 * ``FOLDER/xlwings.conf``: the xlwings add-in's *directory* configuration. The add-in reads it
   from the folder of the active workbook (after a ``xlwings.conf`` sheet inside the workbook, before
   the user file ``%USERPROFILE%\\.xlwings\\xlwings.conf``). One ``"KEY","value"`` line each:
-  ``"UDF MODULES","ckptplan.workbook.udfs;ckptplan.workbook.udfs_setup"`` (the modules Import Functions
+  ``"UDF MODULES","ckptplan.workbook.udfs;ckptplan.workbook.udfs_setup;ckptplan.workbook.udfs_risk"`` (the modules Import Functions
   reads, ``;``-separated as xlwings splits them) and
   ``"INTERPRETER_WIN","<python.exe>"`` (the Python that has ckptplan installed; on Windows the one
   running this command, or ``--interpreter``).
@@ -51,7 +51,7 @@ from ckptplan import common as _cli
 __all__ = ["CONFIG_NAME", "UDF_MODULE", "WORKBOOK_NAME", "config_bytes", "config_text", "lite_steps", "register", "steps",
            "write_together"]
 
-UDF_MODULE = "ckptplan.workbook.udfs;ckptplan.workbook.udfs_setup"
+UDF_MODULE = "ckptplan.workbook.udfs;ckptplan.workbook.udfs_setup;ckptplan.workbook.udfs_risk"
 CONFIG_NAME = "xlwings.conf"
 WORKBOOK_NAME = "ckptplan-udfs.xlsx"
 

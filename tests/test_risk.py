@@ -342,3 +342,63 @@ def test_risk_cli(storage_file):
     assert plans["llama3-405b-storage"]["finish_p50"].startswith("2026-")
     res = runner.invoke(app, ["risk", "--scenario", str(storage_file), "--draws", "1"])
     assert res.exit_code == 2 and "draws=1" in res.output
+
+
+# ------------------------------------------------------------------------------------------ Excel functions
+
+def _excel_plan(path: Path) -> tuple[list, list]:
+    """A plan file's scenario and setup as the two ranges an Excel function takes (names, values), as Excel
+    sends them: lists of one-cell rows, a blank value as None."""
+    from ckptplan.engine.scenario import scenario_to_dict
+
+    plan = load_plan(path)
+    fields = {k: v for k, v in scenario_to_dict(plan.scenario).items() if k not in ("domains", "description", "source")}
+    fields.update(plan.setup.columns())
+    for derived in plan.setup.derives():
+        fields[derived] = None   # blank: derived from the setup, as the workbook's Inputs sheet leaves it
+    names = [[k] for k in fields]
+    return names, [[v] for v in fields.values()]
+
+
+def test_excel_functions_equal_the_engine(storage_file):
+    from ckptplan.workbook.udfs_risk import CKPT_BREAK_EVEN, CKPT_TARGET, CKPT_TORNADO
+
+    plan = load_plan(storage_file)
+    names, values = _excel_plan(storage_file)
+    inputs = [u for u in plan.uncertainty if u.dist == "range"]
+    got = CKPT_TORNADO(names, values, [[u.field] for u in inputs], [[u.low] for u in inputs],
+                       [[u.high] for u in inputs])
+    want = tornado(plan.scenario, plan.setup, (), inputs)
+    want = want[want.output == "total_cost"]
+    assert got[0] == ["input", "low", "high", "total_cost at low", "total_cost at high", "swing"]
+    assert [r[0] for r in got[1:]] == list(want["input"])
+    assert [r[5] for r in got[1:]] == pytest.approx(list(want["swing"]), rel=1e-12)
+    # a design as a column beside the names: 16 spares, everything else the baseline's
+    design = [[16] if n == ["spares"] else [None] for n in names]
+    value = CKPT_BREAK_EVEN(names, values, design, "node_mtbf_h", 1000, 1e6)
+    spares = next(d for d in plan.designs if d.name == "16 hot spares")
+    assert value == pytest.approx(break_even(plan.scenario, plan.setup, (spares,), "node_mtbf_h", 1000, 1e6)
+                                  .iloc[0]["break_even"], rel=1e-9)
+    assert CKPT_TARGET(names, values, "spares", "goodput", 0.9) == 12
+    text = CKPT_TARGET(names, values, "aggregate_write_gb_s", "goodput", 0.95)
+    assert text.startswith("not reachable by aggregate_write_gb_s alone")
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda f: f.CKPT_TORNADO([["nodes"]], [[128], [1]], [["nodes"]], [[64]], [[256]]), "as many cells as names"),
+    (lambda f: f.CKPT_TORNADO([["bogus"]], [[1]], [["nodes"]], [[64]], [[256]]), "bogus=1.0: unknown field"),
+    (lambda f: f.CKPT_TORNADO([["nodes"]], [["many"]], [["nodes"]], [[64]], [[256]]), "nodes: must be a number"),
+    (lambda f: f.CKPT_TARGET(*_SEED_CELLS, "checkpoint_stall_min", "goodput", 1.5), "goodput=1.5: must be a fraction"),
+    (lambda f: f.CKPT_TARGET(*_SEED_CELLS, "stall", "goodput", 0.9), "is not a numeric scenario or setup field"),
+    (lambda f: f.CKPT_TORNADO(*_SEED_CELLS, [["node_mtbf_h"]], [[3000]], [[4000]]), "must hold the scenario's value"),
+    (lambda f: f.CKPT_BREAK_EVEN(*_SEED_CELLS, [[None]] * 6, "node_mtbf_h", 5000, 100), "lo < hi"),
+])
+def test_excel_functions_answer_bad_input_in_the_cell(call, message):
+    from ckptplan.workbook import udfs_risk
+
+    got = call(udfs_risk)
+    assert isinstance(got, str) and got.startswith("#CKPT!") and message in got
+
+
+_SEED_CELLS = ([["checkpoint_stall_min"], ["restart_min"], ["node_mtbf_h"], ["nodes"], ["useful_training_h"],
+                ["price_per_gpu_hour"]], [[2.0], [10.0], [2560.0], [128], [720.0], [2.5]])

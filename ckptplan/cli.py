@@ -240,7 +240,7 @@ def workbook_cmd(
             designs = None  # the alternative replaces the first design
         report = None if no_deadline else workbook.deadline_report(sc, runs=deadline_runs, seed=seed)
         built = workbook.build_workbook(sc, alternative=alt, designs=designs, deadline=report, readiness=readiness,
-                                        setup=setup)
+                                        setup=setup, uncertainty=getattr(plan, "uncertainty", ()))
         if with_udfs:
             from .workbook.udf_sheet import add_udf_sheet
             add_udf_sheet(built.workbook)

@@ -402,3 +402,52 @@ def test_excel_functions_answer_bad_input_in_the_cell(call, message):
 
 _SEED_CELLS = ([["checkpoint_stall_min"], ["restart_min"], ["node_mtbf_h"], ["nodes"], ["useful_training_h"],
                 ["price_per_gpu_hour"]], [[2.0], [10.0], [2560.0], [128], [720.0], [2.5]])
+
+
+# ------------------------------------------------------------------------------------------ the workbook
+
+@pytest.mark.parametrize("fixture", ["seed_file", "storage_file"])
+def test_workbook_sensitivity_sheet_is_live_and_equals_the_engine(fixture, request, tmp_path):
+    from dataclasses import replace
+
+    from openpyxl import load_workbook
+
+    from ckptplan.workbook.recalc import error_cells, recalculate, soffice
+
+    if soffice() is None:
+        pytest.skip("LibreOffice not installed (scripts/test.sh installs it)")
+    source = request.getfixturevalue(fixture)
+    out = tmp_path / "plan.xlsx"
+    res = runner.invoke(app, ["workbook", "--scenario", str(source), "-o", str(out), "--no-deadline"])
+    assert res.exit_code == 0, res.output
+    plan = load_plan(source)
+    # a planner's edits: the GPU price on the Inputs sheet, the first input's low on the Sensitivity sheet
+    wb = load_workbook(out)
+    sheet, cell = list(wb.defined_names["price_per_gpu_hour"].destinations)[0]
+    wb[sheet][cell.replace("$", "")] = 3.0
+    ws = wb["Sensitivity"]
+    first = ws["A5"].value
+    lows = {first: ws["B5"].value * 0.8}
+    ws["B5"] = lows[first]
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+    got_plain, got_edited = recalculate([out, edited], tmp_path / "recalc")
+    edited_inputs = tuple(replace(u, low=lows.get(u.field, u.low)) for u in plan.uncertainty)
+    for path, scenario, inputs in ((got_plain, plan.scenario, plan.uncertainty),
+                                   (got_edited, plan.scenario.replace(price_per_gpu_hour=3.0), edited_inputs)):
+        assert error_cells(path) == []
+        values = load_workbook(path, data_only=True)["Sensitivity"]
+        want = tornado(scenario, plan.setup, (), inputs).set_index(["input", "output"])
+        rows = {values.cell(row=r, column=1).value: r for r in range(5, 5 + len(inputs))}
+        assert set(rows) == {u.field for u in inputs}
+        for field, r in rows.items():
+            for j, output in enumerate(("total_cost", "wall_h", "goodput", "p_finish_by_deadline")):
+                w = want.loc[(field, output)]
+                for d, key in enumerate(("at_low", "at_high", "swing")):
+                    value = values.cell(row=r, column=4 + 3 * j + d).value
+                    assert value == pytest.approx(w[key], rel=1e-9, abs=1e-9 if output != "total_cost" else 1e-3), \
+                        (field, output, key)
+        ranks = [values.cell(row=r, column=17).value for r in sorted(rows.values())]
+        assert sorted(ranks) == list(range(1, len(rows) + 1))
+    chart = load_workbook(out)["Sensitivity"]._charts
+    assert len(chart) == 1

@@ -270,7 +270,7 @@ def workbook_cmd(
                       f"({report['runs']:,} simulated runs, seed {report['seed']})", highlight=False)
     elif not no_deadline:
         console.print("no deadline_h in the scenario: Deadline sheet left out", highlight=False)
-    console.print(f"wrote {output} ({len(built.workbook.sheetnames)} sheets: {', '.join(built.workbook.sheetnames)})",
+    console.print(f"wrote {literal(str(output))} ({len(built.workbook.sheetnames)} sheets: {', '.join(built.workbook.sheetnames)})",
                   highlight=False)
     if emit_scenario is not None:
         console.print(f"wrote scenario {literal(repr(plan.scenario.name))} to {literal(emit_scenario)}", highlight=False)

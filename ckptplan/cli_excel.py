@@ -252,7 +252,7 @@ def _report(folder: Path, targets: list[Path], lite: bool, interpreter: Optional
     if lite:
         _cli.console.print("[bold]Next steps (xlwings Lite: Excel on Windows, Mac or the web)[/]")
         for i, step in enumerate(lite_steps(folder, not no_workbook, wheel_url), start=1):
-            _cli.console.print(f"{i}. {step}", highlight=False)
+            _cli.console.print(f"{i}. {_cli.literal(step)}", highlight=False)
         return
     if not sys.platform.startswith("win"):
         _cli.console.print("note: xlwings runs desktop UDFs on Windows only: run this command on the Windows "
@@ -263,4 +263,4 @@ def _report(folder: Path, targets: list[Path], lite: bool, interpreter: Optional
                            highlight=False)
     _cli.console.print("[bold]Next steps[/]")
     for i, step in enumerate(steps(folder, interpreter, not no_workbook), start=1):
-        _cli.console.print(f"{i}. {step}", highlight=False)
+        _cli.console.print(f"{i}. {_cli.literal(step)}", highlight=False)

@@ -21,7 +21,7 @@ from ckptplan.engine.fields import FIELDS, SETUP_FIELDS
 __all__ = ["break_even_answer", "break_even_range_values", "parse_ranges", "print_break_even", "register"]
 
 _SCENARIO_HELP = "Scenario TOML file (same as --template FILE)"
-_RANGE_HELP = ("An input range FIELD=LOW:HIGH (repeatable), added to the file's [uncertainty] table "
+_RANGE_HELP = ("An input range FIELD=LOW:HIGH (repeatable), added to the file's uncertainty table "
                "(replacing its entry for FIELD)")
 
 
@@ -88,7 +88,7 @@ def sensitivity(
     ranges: Optional[list[str]] = typer.Option(None, "--range", help=_RANGE_HELP),
     as_json: bool = _cli.flag("--json", help="Print JSON instead of tables"),
 ) -> None:
-    """Tornado: each input of the [uncertainty] table swung from low to high, the others at base, ranked by
+    """Tornado: each input of the file's uncertainty table swung from low to high, the others at base, ranked by
     its swing of total cost (also wall hours, goodput and P(finish by the deadline)), for the baseline and
     each design."""
     from .engine.sensitivity import tornado
@@ -183,7 +183,7 @@ def risk(
                                         "instead of days from the start"),
     as_json: bool = _cli.flag("--json", help="Print JSON instead of a table"),
 ) -> None:
-    """P10 / P50 / P90 of total cost, wall hours and finish date, combining the [uncertainty] table's input
+    """P10 / P50 / P90 of total cost, wall hours and finish date, combining the file's uncertainty table's input
     ranges with failure randomness, for the baseline and each design; and P(the design costs less than the
     baseline)."""
     import datetime as dt

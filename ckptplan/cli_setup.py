@@ -100,7 +100,7 @@ def compare(
     break_even_field: Optional[str] = typer.Option(None, "--break-even", help="Also the value of this input at "
                                                    "which each design stops paying off (break-even)"),
     break_even_range: Optional[str] = typer.Option(None, "--break-even-range", help="LOW:HIGH searched for the "
-                                                   "break-even (default: the input's [uncertainty] entry)"),
+                                                   "break-even (default: the input's range in the file's uncertainty table)"),
     overrides: Optional[dict] = None,
 ) -> None:
     """Compare the baseline with each design of the scenario file, in money, cheapest first.

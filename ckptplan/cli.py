@@ -243,7 +243,7 @@ def workbook_cmd(
             designs = None  # the alternative replaces the first design
         report = None if no_deadline else workbook.deadline_report(sc, runs=deadline_runs, seed=seed)
         built = workbook.build_workbook(sc, alternative=alt, designs=designs, deadline=report, readiness=readiness,
-                                        setup=setup)
+                                        setup=setup, uncertainty=getattr(plan, "uncertainty", ()))
         if with_udfs:
             from .workbook.udf_sheet import add_udf_sheet
             add_udf_sheet(built.workbook)
@@ -273,7 +273,7 @@ def workbook_cmd(
     print_plan(row, simulated=simulated)
     if report is None and not no_deadline:
         console.print("no deadline_h in the scenario: Deadline sheet left out", highlight=False)
-    console.print(f"wrote {output} ({len(built.workbook.sheetnames)} sheets: {', '.join(built.workbook.sheetnames)})",
+    console.print(f"wrote {literal(str(output))} ({len(built.workbook.sheetnames)} sheets: {', '.join(built.workbook.sheetnames)})",
                   highlight=False)
     if emit_scenario is not None:
         console.print(f"wrote scenario {literal(repr(plan.scenario.name))} to {literal(emit_scenario)}", highlight=False)
@@ -329,7 +329,7 @@ def main() -> None:
         app()
 
 
-from . import cli_actual, cli_batch, cli_deadline, cli_excel, cli_fit, cli_probe, cli_setup  # noqa: E402  (they import only .common, so no cycle)
+from . import cli_actual, cli_batch, cli_deadline, cli_excel, cli_fit, cli_probe, cli_risk, cli_setup  # noqa: E402  (they import only .common, so no cycle)
 
 cli_setup.register(app)
 cli_actual.register(app)
@@ -338,6 +338,7 @@ cli_deadline.register(app)
 cli_fit.register(app)
 cli_excel.register(app)
 cli_probe.register(app)
+cli_risk.register(app)
 literal_help(app)
 
 if __name__ == "__main__":  # pragma: no cover

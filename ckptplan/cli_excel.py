@@ -6,7 +6,7 @@ unless ``--force``:
 * ``FOLDER/xlwings.conf``: the xlwings add-in's *directory* configuration. The add-in reads it
   from the folder of the active workbook (after a ``xlwings.conf`` sheet inside the workbook, before
   the user file ``%USERPROFILE%\\.xlwings\\xlwings.conf``). One ``"KEY","value"`` line each:
-  ``"UDF MODULES","ckptplan.workbook.udfs;ckptplan.workbook.udfs_setup"`` (the modules Import Functions
+  ``"UDF MODULES","ckptplan.workbook.udfs;ckptplan.workbook.udfs_setup;ckptplan.workbook.udfs_risk"`` (the modules Import Functions
   reads, ``;``-separated as xlwings splits them) and
   ``"INTERPRETER_WIN","<python.exe>"`` (the Python that has ckptplan installed; on Windows the one
   running this command, or ``--interpreter``).
@@ -51,7 +51,7 @@ from ckptplan import common as _cli
 __all__ = ["CONFIG_NAME", "UDF_MODULE", "WORKBOOK_NAME", "config_bytes", "config_text", "lite_steps", "register", "steps",
            "write_together"]
 
-UDF_MODULE = "ckptplan.workbook.udfs;ckptplan.workbook.udfs_setup"
+UDF_MODULE = "ckptplan.workbook.udfs;ckptplan.workbook.udfs_setup;ckptplan.workbook.udfs_risk"
 CONFIG_NAME = "xlwings.conf"
 WORKBOOK_NAME = "ckptplan-udfs.xlsx"
 
@@ -252,7 +252,7 @@ def _report(folder: Path, targets: list[Path], lite: bool, interpreter: Optional
     if lite:
         _cli.console.print("[bold]Next steps (xlwings Lite: Excel on Windows, Mac or the web)[/]")
         for i, step in enumerate(lite_steps(folder, not no_workbook, wheel_url), start=1):
-            _cli.console.print(f"{i}. {step}", highlight=False)
+            _cli.console.print(f"{i}. {_cli.literal(step)}", highlight=False)
         return
     if not sys.platform.startswith("win"):
         _cli.console.print("note: xlwings runs desktop UDFs on Windows only: run this command on the Windows "
@@ -263,4 +263,4 @@ def _report(folder: Path, targets: list[Path], lite: bool, interpreter: Optional
                            highlight=False)
     _cli.console.print("[bold]Next steps[/]")
     for i, step in enumerate(steps(folder, interpreter, not no_workbook), start=1):
-        _cli.console.print(f"{i}. {step}", highlight=False)
+        _cli.console.print(f"{i}. {_cli.literal(step)}", highlight=False)

@@ -6,14 +6,13 @@ A scenario file's setup (checkpoint size, bandwidths, tiers, restart parts, spar
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from .common import (DEFAULT_TEMPLATE, console, duration, fail, field_options, flag, kept, literal, plan_from_options,
+from .common import (DEFAULT_TEMPLATE, console, duration, echo_json, fail, field_options, flag, kept, literal, plan_from_options,
                      print_rows)
 from .engine.fields import FIELDS, SETUP_FIELDS
 
@@ -98,6 +97,10 @@ def compare(
     template: Optional[str] = typer.Option(None, "--template", "-t", help="Preset name or TOML file; default: seed"),
     scenario_file: Optional[Path] = typer.Option(None, "--scenario", help="Scenario TOML file (same as --template FILE)"),
     as_json: bool = flag("--json", help="Print JSON instead of a table"),
+    break_even_field: Optional[str] = typer.Option(None, "--break-even", help="Also the value of this input at "
+                                                   "which each design stops paying off (break-even)"),
+    break_even_range: Optional[str] = typer.Option(None, "--break-even-range", help="LOW:HIGH searched for the "
+                                                   "break-even (default: the input's range in the file's uncertainty table)"),
     overrides: Optional[dict] = None,
 ) -> None:
     """Compare the baseline with each design of the scenario file, in money, cheapest first.
@@ -105,19 +108,24 @@ def compare(
     The designs are the file's [[designs]] tables (default: storage 4x faster, 2x nodes, restarts 2x
     faster). Every scenario and setup field can be set here for the baseline; the designs change it.
     """
+    from .cli_risk import break_even_answer, break_even_range_values, print_break_even
     from .engine.designs import compare_designs
 
     try:
         plan = plan_from_options(str(scenario_file) if scenario_file else template or DEFAULT_TEMPLATE, overrides or {})
         table = compare_designs(plan.scenario, plan.setup, plan.designs or None)
+        even = None if break_even_field is None else break_even_answer(
+            plan, break_even_field, *break_even_range_values(break_even_range))
     except ValueError as exc:
         fail(str(exc))
     cur = plan.scenario.currency
     if as_json:
         rows = [{k: (None if isinstance(v, float) and not math.isfinite(v) else
                      bool(v) if k == "baseline" else v) for k, v in r.items()} for r in table.to_dict("records")]
-        typer.echo(json.dumps({"baseline": plan.scenario.name, "currency": cur, "designs": rows}, indent=2,
-                              allow_nan=False))
+        out = {"baseline": plan.scenario.name, "currency": cur, "designs": rows}
+        if even is not None:
+            out["break_even"] = even.to_dict("records")
+        echo_json(out)
         return
     from rich import box
 
@@ -134,6 +142,8 @@ def compare(
     for r in table.itertuples():
         if not r.baseline:
             console.print(f"  {literal(str(r.name))}: {literal(str(r.changes))}", highlight=False)
+    if even is not None:
+        print_break_even(even)
 
 
 #: the compare table's columns a narrow terminal leaves out, least needed first (the README's table keeps the rest)

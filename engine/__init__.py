@@ -14,6 +14,8 @@ command line starts fast:
 * :mod:`.scenario` the scenario record and table, and :func:`evaluate`;
 * :mod:`.finite` the exact expectation of a finite job; :mod:`.montecarlo` its simulation under
   any failure law; :mod:`.deadline` deadline answers for a scenario;
+* :mod:`.uncertainty` input ranges; :mod:`.sensitivity` tornado and break-even; :mod:`.targets` the input
+  a goal needs; :mod:`.risk` P10/P50/P90 in money (:mod:`.roots` their vectorised root finding);
 * :mod:`.batch` many scenarios at once, each row with its status; :mod:`.sweep` grids of scenarios,
   streamed in chunks; :mod:`.fitting` job MTBF, failure shape,
   restart and stall from an interruption log's events (reading the file: ``ckptplan.files.logs``).
@@ -52,8 +54,9 @@ _EXPORTS: dict[str, str] = {
     "fit_events": "fitting", "mtbf_estimate": "fitting", "weibull_fit": "fitting",
 }
 _SUBMODULES = ("batch", "cost", "deadline", "designs", "errors", "ettr", "fields", "finite", "fitting", "fleets", "gaps",
-               "measured", "montecarlo", "montecarlo_fast", "montecarlo_tiers", "recovery", "reliability", "scenario",
-               "setup", "storage", "sweep", "tiers", "validity", "variance", "waste", "wall_distribution")
+               "measured", "montecarlo", "montecarlo_fast", "montecarlo_tiers", "recovery", "reliability", "risk", "roots",
+               "scenario", "sensitivity", "setup", "storage", "sweep", "targets", "tiers", "uncertainty", "validity",
+               "variance", "waste", "wall_distribution")
 
 __all__ = [
     "InputError",

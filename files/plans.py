@@ -12,7 +12,9 @@ holds, besides the ``[scenario]`` fields:
 * ``[scenario.failure_classes]`` (or top-level ``[failure_classes]``): class name -> share of job
   failures (shares sum to 1);
 * ``[[designs]]`` tables: named changes to compare (``name``, ``set``, ``times``, ``tiers``,
-  ``failure_classes``; :class:`ckptplan.engine.designs.Design`).
+  ``failure_classes``; :class:`ckptplan.engine.designs.Design`);
+* an ``[uncertainty]`` table (or ``[scenario.uncertainty]``): input ranges, field = ``[low, high]`` or
+  a distribution table (:mod:`ckptplan.engine.uncertainty`), around the plan's own values.
 
 ``checkpoint_stall_min`` may be left out when the setup derives it (checkpoint size and write
 bandwidth); a stall, write or restart the file states overrides the derived one.
@@ -40,6 +42,7 @@ class PlanFile:
     setup: Any         # engine.setup.RecoverySetup
     designs: tuple     # engine.designs.Design, in file order
     origin: str
+    uncertainty: tuple = ()   # engine.uncertainty.UncertainInput: the [uncertainty] table's input ranges
 
     def with_design(self, name: str) -> "PlanFile":
         """The baseline with its ``[[designs]]`` entry ``name`` applied (scenario and setup), as its own plan.
@@ -81,11 +84,12 @@ def plan_from_data(data: dict[str, Any], origin: str = "scenario") -> PlanFile:
     if not isinstance(table, dict):
         raise InputError(f"{origin}: scenario", table, "must be a table")
     table = dict(table)
-    for key in ("tiers", "failure_classes"):
+    for key in ("tiers", "failure_classes", "uncertainty"):
         if key in data and "scenario" in data:
             if key in table:
                 raise InputError(f"{origin}: {key}", "given twice", f"give {key} at the top level or in [scenario], not both")
             table[key] = data[key]
+    raw_uncertainty = table.pop("uncertainty", None)
     fields, setup_data = split_setup(table)
     setup_data = {k: v for k, v in setup_data.items()}
     stated = [k for k in DERIVED if k in fields]
@@ -100,4 +104,7 @@ def plan_from_data(data: dict[str, Any], origin: str = "scenario") -> PlanFile:
     if isinstance(raw_designs, dict) or not isinstance(raw_designs, list):
         raise InputError(f"{origin}: designs", raw_designs, "must be a list of [[designs]] tables")
     designs = tuple(design_from_dict(d, origin=f"{origin}: designs[{i}]") for i, d in enumerate(raw_designs))
-    return PlanFile(scenario, setup, designs, origin)
+    from ..engine.uncertainty import uncertainty_from_dict
+
+    uncertainty = uncertainty_from_dict(raw_uncertainty, scenario, setup, origin=origin)
+    return PlanFile(scenario, setup, designs, origin, uncertainty)

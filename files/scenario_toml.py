@@ -10,7 +10,8 @@ Every command that writes a scenario file writes it here: ``ckptplan fit``, ``pr
   the file is stated: it wins over the derived one). A measured one replaces the template's and is
   stated; the header says so.
 * **The rest is kept**: every other scenario field, the setup's fields (those given, not the defaults),
-  ``[[scenario.tiers]]``, ``[scenario.failure_classes]`` and every ``[[designs]]`` table.
+  ``[[scenario.tiers]]``, ``[scenario.failure_classes]``, every ``[[designs]]`` table and the ``[uncertainty]``
+  table.
 * **The header** is a block of ``#`` comments: what wrote the file, the fields replaced and where
   their values come from, what was kept; text that a TOML comment cannot hold (line breaks, control
   characters) is shown as ``?``.
@@ -93,6 +94,10 @@ def plan_document(plan: PlanFile) -> dict[str, Any]:
     document: dict[str, Any] = {"scenario": _plain(table)}
     if plan.designs:
         document["designs"] = [_design(d) for d in plan.designs]
+    if plan.uncertainty:
+        from ..engine.uncertainty import uncertainty_to_dict
+
+        document["uncertainty"] = _plain(uncertainty_to_dict(plan.uncertainty))
     return document
 
 

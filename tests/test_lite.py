@@ -51,6 +51,7 @@ from ckptplan import engine, files
 from ckptplan.engine.fields import lookup
 from ckptplan.workbook import lite as L
 from ckptplan.workbook import udfs as U
+from ckptplan.workbook import udfs_risk as R
 from ckptplan.workbook import udfs_setup as S
 from ckptplan.workbook.cells import describe
 
@@ -310,7 +311,7 @@ def test_main_py_from_the_wheel_gives_the_desktop_results_cell_by_cell(tmp_path,
     got = run_calls(tmp_path, listed, site=site, main=lite_dir / L.MAIN_NAME)
     assert got["file"].startswith(str(site)), got["file"]       # ckptplan from the wheel, not the checkout
     assert got["decorators"] == "xlwings"                          # xlwings' own func/arg/ret (pass-through here)
-    assert got["functions"] == sorted(U.__all__ + S.__all__)   # main.py wraps both modules (test_udfs_setup: S's cells)
+    assert got["functions"] == sorted(U.__all__ + S.__all__ + R.__all__)   # main.py wraps every module (test_udfs_setup: S's cells)
     for (name, args), want, have in zip(listed, expected, got["results"]):
         assert "value" in have, (name, have)
         assert same(have["value"], in_the_browser(want)), (name, args, have["value"], want)
@@ -364,7 +365,7 @@ def test_the_capped_monte_carlo_is_the_desktop_one_within_the_cap(runs):
 def test_main_py_defines_every_function_with_the_same_arguments_docs_and_errors(lite_dir):
     namespace: dict = {"__name__": "main"}
     exec(compile((lite_dir / L.MAIN_NAME).read_text(), "main.py", "exec"), namespace)
-    assert sorted(n for n in namespace if n.startswith("CKPT_")) == sorted(U.__all__ + S.__all__)
+    assert sorted(n for n in namespace if n.startswith("CKPT_")) == sorted(U.__all__ + S.__all__ + R.__all__)
     for name in U.__all__:
         assert inspect.signature(namespace[name]) == inspect.signature(getattr(U, name)), name
         doc = inspect.getdoc(namespace[name])
@@ -387,7 +388,7 @@ def test_udf_specs_read_the_decorators_and_leave_xlwings_as_it_was():
 
     specs = L.udf_specs()
     assert cells.xw is xlwings and sys.modules["xlwings"] is xlwings
-    assert [s.name for s in specs] == list(U.__all__) + list(S.__all__)
+    assert [s.name for s in specs] == list(U.__all__) + list(S.__all__) + list(R.__all__)
     evaluate = next(s for s in specs if s.name == "CKPT_EVALUATE")
     assert evaluate.ret == {"index": False} and evaluate.args["table"]["header"] is True
     young = next(s for s in specs if s.name == "CKPT_YOUNG_INTERVAL")
@@ -497,7 +498,7 @@ def test_main_py_decorators_and_a_call_through_office_js_conventions(tmp_path, l
                            str(tmp_path / "calls.json")], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout)
-    assert sorted(got["meta"]) == sorted(U.__all__ + S.__all__)
+    assert sorted(got["meta"]) == sorted(U.__all__ + S.__all__ + R.__all__)
     for name in U.__all__:   # udfs_setup's descriptions: tests/test_udfs_setup.py
         meta = got["meta"][name]
         params = _params(name)

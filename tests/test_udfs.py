@@ -536,7 +536,7 @@ def test_excel_setup_writes_config_and_starter_workbook(tmp_path):
     res = CliRunner().invoke(_app(), ["excel-setup", str(folder), "--interpreter", r"C:\Py\python.exe"])
     assert res.exit_code == 0, res.output
     conf = (folder / "xlwings.conf").read_bytes()
-    assert conf == (b'"UDF MODULES","ckptplan.workbook.udfs;ckptplan.workbook.udfs_setup"\r\n'
+    assert conf == (b'"UDF MODULES","ckptplan.workbook.udfs;ckptplan.workbook.udfs_setup;ckptplan.workbook.udfs_risk"\r\n'
                     b'"INTERPRETER_WIN","C:\\Py\\python.exe"\r\n')
     wb = load_workbook(folder / "ckptplan-udfs.xlsx")
     assert "Add-in check" in wb.sheetnames
@@ -556,7 +556,7 @@ def test_excel_setup_never_overwrites_without_force(tmp_path):
     res = CliRunner().invoke(_app(), ["excel-setup", str(tmp_path), "--force", "--no-workbook"])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "xlwings.conf").read_bytes().startswith(
-        b'"UDF MODULES","ckptplan.workbook.udfs;ckptplan.workbook.udfs_setup"\r\n')
+        b'"UDF MODULES","ckptplan.workbook.udfs;ckptplan.workbook.udfs_setup;ckptplan.workbook.udfs_risk"\r\n')
     assert not (tmp_path / "ckptplan-udfs.xlsx").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
 

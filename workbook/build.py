@@ -34,6 +34,7 @@ from . import formulas as F
 from . import design_formulas as D
 from . import tier_formulas
 from .compare_sheet import compare_sheet
+from .sensitivity_sheet import sensitivity_sheet
 from .storage_sheet import storage_sheet
 from .evaluate import cached_values, store_cached_values
 from .manifest import Built, Check
@@ -486,7 +487,7 @@ def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None, sc: engine.Scen
 def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | None = None,
                    scenarios: pd.DataFrame | None = None, deadline: dict[str, Any] | None = None,
                    readiness: dict[str, tuple[Any, Any]] | None = None, designs: tuple | None = None,
-                   setup: Any = None) -> Built:
+                   setup: Any = None, uncertainty: tuple = ()) -> Built:
     """Build the planning workbook in memory (see :func:`write_workbook` to save it).
 
     ``designs``: the Compare sheet's alternatives, each a set of changes on the baseline
@@ -499,6 +500,8 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     status and evidence per checklist item, kept from an edited workbook (see :func:`read_inputs`).
     ``setup``: the storage and recovery setup (:class:`ckptplan.engine.setup.RecoverySetup`; None = none
     given) for the Storage & recovery sheet, which shows ``designs`` when they are given.
+    ``uncertainty``: input ranges (:class:`ckptplan.engine.uncertainty.UncertainInput`, a scenario file's
+    ``[uncertainty]`` table) for a Sensitivity sheet (:mod:`workbook.sensitivity_sheet`); none: no sheet.
     """
     given = tuple(designs) if designs is not None else ()
     # the Compare sheet shows the designs that change scenario inputs only; the others (storage, tiers,
@@ -507,6 +510,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     if alternative is not None:
         designs = (design_from_scenario(scenario, alternative),) + tuple(designs[1:])
     st = setup if setup is not None else RecoverySetup()
+    ranked = _ranked(scenario, st, uncertainty)
     scenario, derived = _planned(scenario, st)
     # one evaluation of all (refuses designs the models cannot evaluate); kept for the caller
     results = engine.evaluate([scenario] + [d.apply(scenario) for d in designs])
@@ -519,6 +523,8 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     _scaling_sheet(wb, scenario, built, terms, st)
     compare_sheet(wb, scenario, designs, built, terms)
     storage_sheet(wb, scenario, setup, given, built, terms)
+    if ranked:
+        sensitivity_sheet(wb, ranked, built, terms, scenario.currency)
     if scenarios is not None:
         _scenarios_sheet(wb, scenarios, built, scenario.currency)
     _deadline_sheet(wb, deadline, scenario)
@@ -529,6 +535,16 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
         S.print_setup(ws)
     wb.calculation.fullCalcOnLoad = True
     return built
+
+
+def _ranked(scenario: engine.Scenario, st: Any, uncertainty: tuple) -> tuple:
+    """The input ranges in the order of their total-cost swing (the engine's tornado), largest first."""
+    if not uncertainty:
+        return ()
+    from ..engine.sensitivity import tornado
+
+    order = list(tornado(scenario, st, (), uncertainty, outputs=("total_cost",))["input"])
+    return tuple(sorted(uncertainty, key=lambda u: order.index(u.field)))
 
 
 def _planned(scenario: engine.Scenario, st: Any) -> tuple[engine.Scenario, frozenset[str]]:

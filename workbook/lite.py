@@ -32,7 +32,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..engine.fields import DEFAULT_RUNS, lookup
-from . import cells, udfs, udfs_setup
+from . import cells, udfs, udfs_risk, udfs_setup
 from .cells import ERROR_PREFIX, as_array, error_text, is_blank, never_raise, show
 
 __all__ = ["LITE_MAX_RUNS", "LITE_MAX_RUNS_PER_CALL", "MAIN_NAME", "REQUIREMENTS_NAME", "UdfSpec", "WORKBOOK_NAME",
@@ -49,7 +49,7 @@ WORKBOOK_NAME = "ckptplan-lite.xlsx"
 
 _DEADLINE = "CKPT_DEADLINE_PROB"
 #: the modules of CKPT_ functions main.py wraps, each with the name main.py imports it as
-_MODULES = (("_udfs", udfs), ("_udfs_setup", udfs_setup))
+_MODULES = (("_udfs", udfs), ("_udfs_setup", udfs_setup), ("_udfs_risk", udfs_risk))
 
 
 def _functions() -> list[tuple[str, Any, str]]:

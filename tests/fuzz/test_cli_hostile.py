@@ -44,6 +44,9 @@ BASE: dict[str, list[str]] = {
     # the emission check refuses the run before the (slow) probe would start, whatever the option under test
     "probe": ["--emit-scenario", "no-such-folder/x.toml"],
     "audit": ["ckpt.pt"],
+    "sensitivity": ["--range", "node_mtbf_h=1500:4000"],
+    "target": ["--solve", "restart_min", "--goodput", "0.9"],
+    "risk": ["--range", "node_mtbf_h=1500:4000", "--draws", "200"],
 }
 #: hostile values per option (besides the out-of-range value of its type): slow commands, and compare (the
 #: options and the scenario path of plan), get fewer

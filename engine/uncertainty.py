@@ -1,0 +1,246 @@
+"""Input ranges: a scenario input given as low / base / high or as a distribution, declared once.
+
+A planner does not know the node MTBF or the storage bandwidth exactly. A scenario file's
+``[uncertainty]`` table says how wrong each input may be, by field name (the registry's,
+:data:`ckptplan.engine.fields.FIELDS` and :data:`~ckptplan.engine.fields.SETUP_FIELDS`)::
+
+    [uncertainty]
+    node_mtbf_h = [1500, 4000]                                   # low, high (triangular around the base)
+    restart_min = {dist = "pert", low = 5, mode = 10, high = 30}
+    aggregate_write_gb_s = {dist = "lognormal", low = 1000, high = 3000}
+
+The base is the scenario's own value (the one every other command plans with). The swing of a
+tornado runs from ``low`` to ``high`` (:mod:`engine.sensitivity`); a Monte Carlo over the inputs
+draws each input independently from its distribution (:mod:`engine.risk`). The distributions
+(:data:`DISTRIBUTIONS`, inverse CDFs in :meth:`UncertainInput.quantile`):
+
+* ``[low, high]``: the three-point estimate ``low / base / high`` as a triangular distribution
+  whose mode is the base;
+* ``triangular`` (``low``, ``mode``, ``high``; ``mode`` defaults to the base): inverse CDF
+  ``low + sqrt(u (high - low)(mode - low))`` below ``F(mode) = (mode - low)/(high - low)``, else
+  ``high - sqrt((1 - u)(high - low)(high - mode))``;
+* ``pert`` (``low``, ``mode``, ``high``): the Beta-PERT of Malcolm et al. (Operations Research
+  7(5), 1959; shape 4 as Vose, "Risk Analysis", 3rd ed., 2008, sec. 9.1.4): ``low + (high - low) B``
+  with ``B ~ Beta(1 + 4 (mode - low)/(high - low), 1 + 4 (high - mode)/(high - low))``;
+* ``uniform`` (``low``, ``high``);
+* ``lognormal`` (``low``, ``high`` its 5th and 95th percentiles, ``0 < low < high``): ``log X``
+  normal with mean ``(log low + log high)/2`` and standard deviation
+  ``(log high - log low)/(2 z_0.95)``. Unbounded above: the only one whose draws leave ``[low, high]``.
+
+Rules, checked where the file is read (:func:`uncertainty_from_dict`, :class:`InputError` naming
+the field, the value and the rule): the key is a numeric scenario or setup field that has a base
+value; ``low``, ``high`` (and ``mode``) are finite numbers meeting the field's own rule;
+``low <= base <= high`` with ``low < high``; ``low <= mode <= high``; whole-number fields (nodes,
+spares) take whole ends and their draws are rounded to whole numbers; a lognormal needs a field
+whose rule admits every positive number (not a fraction or share).
+
+A range on a stall, background write or restart that the storage and recovery setup derives states
+it (as typing it in would): the setup's parts (bandwidths, restart parts, spares) no longer move it in
+the plans of that range. To let spares or a bandwidth act on the restart, give ranges on the parts
+(``repair_h``, ``detection_min``, ``aggregate_read_gb_s`` ...) instead.
+
+Assumptions: inputs vary independently (no correlation between, say, the MTBF and the restart);
+a distribution is a planner's belief, not a fit (a fitted MTBF's confidence interval, from
+``ckptplan fit``, can be typed in as ``[low, high]``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from .errors import InputError
+from .fields import FIELD_BY_NAME, RULES, SETUP_FIELD_BY_NAME, Field
+
+__all__ = ["DISTRIBUTIONS", "Distribution", "UncertainInput", "base_values", "uncertain_field", "uncertainty_from_dict",
+           "uncertainty_to_dict"]
+
+#: the standard normal quantile at 0.95: a lognormal's low and high are its 5th and 95th percentiles
+Z95 = 1.6448536269514722
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """One kind of input distribution: its name (``dist = ...``), required and optional keys, meaning."""
+
+    name: str
+    keys: tuple[str, ...]
+    optional: tuple[str, ...]
+    text: str
+
+
+#: every distribution an ``[uncertainty]`` entry may name (the ``[low, high]`` form is ``range``)
+DISTRIBUTIONS: dict[str, Distribution] = {d.name: d for d in (
+    Distribution("range", ("low", "high"), (), "three-point low / base / high: triangular with its mode at the base"),
+    Distribution("triangular", ("low", "high"), ("mode",), "triangular from low to high, mode (default the base)"),
+    Distribution("pert", ("low", "high"), ("mode",), "Beta-PERT from low to high, mode (default the base)"),
+    Distribution("uniform", ("low", "high"), (), "uniform from low to high"),
+    Distribution("lognormal", ("low", "high"), (), "lognormal whose 5th and 95th percentiles are low and high"),
+)}
+
+
+def uncertain_field(name: str) -> Field:
+    """The registry entry of a field an ``[uncertainty]`` table may name; :class:`InputError` otherwise."""
+    spec = FIELD_BY_NAME.get(name) or SETUP_FIELD_BY_NAME.get(name)
+    if spec is None:
+        raise InputError(f"uncertainty: {name}", name, "is not a numeric scenario or setup field")
+    return spec
+
+
+@dataclass(frozen=True)
+class UncertainInput:
+    """One uncertain input: ``field`` from ``low`` to ``high`` around ``base`` (the scenario's value)."""
+
+    field: str
+    dist: str
+    low: float
+    high: float
+    base: float
+    mode: float | None = None
+
+    @property
+    def peak(self) -> float:
+        """The mode of a triangular or PERT (the base unless given)."""
+        return self.base if self.mode is None else self.mode
+
+    @property
+    def integer(self) -> bool:
+        return uncertain_field(self.field).integer
+
+    def quantile(self, u: Any) -> np.ndarray:
+        """The input's value at probability ``u`` (inverse CDF, vectorised); whole-number fields rounded."""
+        u = np.asarray(u, dtype=float)
+        lo, hi = self.low, self.high
+        if self.dist in ("range", "triangular"):
+            c = self.peak
+            f = (c - lo) / (hi - lo)
+            with np.errstate(invalid="ignore"):
+                x = np.where(u < f, lo + np.sqrt(u * (hi - lo) * (c - lo)),
+                             hi - np.sqrt((1 - u) * (hi - lo) * (hi - c)))
+        elif self.dist == "pert":
+            from scipy.special import betaincinv
+
+            a = 1 + 4 * (self.peak - lo) / (hi - lo)
+            b = 1 + 4 * (hi - self.peak) / (hi - lo)
+            x = lo + (hi - lo) * betaincinv(a, b, u)
+        elif self.dist == "uniform":
+            x = lo + (hi - lo) * u
+        else:  # lognormal
+            from scipy.special import ndtri
+
+            mu = 0.5 * (math.log(lo) + math.log(hi))
+            sigma = (math.log(hi) - math.log(lo)) / (2 * Z95)
+            x = np.exp(mu + sigma * ndtri(u))
+        if self.integer:
+            x = np.maximum(np.rint(x), 1.0 if uncertain_field(self.field).rule == "count" else 0.0)
+        return x
+
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` independent draws (inverse CDF of uniforms from ``rng``)."""
+        return self.quantile(rng.random(n))
+
+    def to_dict(self) -> Any:
+        """The entry as a scenario file writes it (``[low, high]`` or a table)."""
+        if self.dist == "range":
+            return [self.low, self.high]
+        out: dict[str, Any] = {"dist": self.dist, "low": self.low, "high": self.high}
+        if self.mode is not None:
+            out["mode"] = self.mode
+        return out
+
+
+def _number(where: str, key: str, value: Any, spec: Field) -> float:
+    """A finite number meeting the field's rule (whole for whole-number fields)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(f"{where}.{key}", value, "must be a finite number")
+    rule = RULES[spec.rule]
+    if not bool(rule.predicate(np.asarray([float(value)]))[0]):
+        raise InputError(f"{where}.{key}", value, f"{rule.message} (the rule of {spec.name})")
+    return float(value)
+
+
+def _entry(name: str, raw: Any, base: Any, origin: str) -> UncertainInput:
+    """One ``[uncertainty]`` entry, checked (module notes)."""
+    where = f"{origin}: uncertainty.{name}"
+    spec = uncertain_field(name)
+    if isinstance(raw, (list, tuple)):
+        if len(raw) != 2:
+            raise InputError(where, list(raw), "must be [low, high] or a table with dist, low and high")
+        raw = {"dist": "range", "low": raw[0], "high": raw[1]}
+    if not isinstance(raw, Mapping):
+        raise InputError(where, raw, "must be [low, high] or a table with dist, low and high")
+    dist = raw.get("dist")
+    if dist not in DISTRIBUTIONS:
+        raise InputError(f"{where}.dist", dist, "must be one of " + ", ".join(
+            repr(d) for d in DISTRIBUTIONS if d != "range"))
+    kind = DISTRIBUTIONS[dist]
+    unknown = sorted(set(raw) - {"dist", *kind.keys, *kind.optional})
+    if unknown:
+        raise InputError(f"{where}.{unknown[0]}", raw[unknown[0]], f"unknown key for a {dist} distribution; it takes "
+                         + ", ".join(kind.keys + kind.optional))
+    missing = [k for k in kind.keys if k not in raw]
+    if missing:
+        raise InputError(f"{where}.{missing[0]}", None, f"is required for a {dist} distribution")
+    if base is None:
+        raise InputError(where, None, f"{name} has no value in the scenario to vary around: give it one in [scenario]")
+    values = {k: _number(where, k, raw[k], spec) for k in (*kind.keys, *kind.optional) if k in raw}
+    low, high, base = values["low"], values["high"], float(base)
+    if not low < high:
+        raise InputError(where, [low, high], "must have low < high")
+    if not low <= base <= high:
+        raise InputError(where, [low, high], f"must hold the scenario's value {name} = {base:g} (low <= base <= high)")
+    mode = values.get("mode")
+    if mode is not None and not low <= mode <= high:
+        raise InputError(f"{where}.mode", mode, f"must lie in [low, high] = [{low:g}, {high:g}]")
+    if spec.integer and not (low.is_integer() and high.is_integer()):
+        raise InputError(where, [low, high], f"{name} is a whole number: give whole low and high")
+    if dist == "lognormal" and spec.rule not in ("positive", "nonnegative", "count", "whole") or (
+            dist == "lognormal" and low <= 0):
+        raise InputError(where, [low, high], f"a lognormal needs 0 < low and a field that takes any positive number "
+                         f"({name} {spec.check.message})")
+    return UncertainInput(name, dist, low, high, base, mode)
+
+
+def base_values(scenario: Any, setup: Any = None, names: Any = ()) -> dict[str, Any]:
+    """The value each scenario and setup field has in the plan of ``scenario`` with ``setup`` (None where it
+    has none): the base an input range is drawn around. A stall, write or restart the setup derives (not
+    stated) is the derived one (:func:`engine.setup.plan_setup`, single-level), computed only when ``names``
+    asks for it."""
+    from .designs import scenario_values
+    from .setup import DERIVED, plan_setup
+
+    values = dict(scenario_values(scenario))
+    if setup is not None:
+        values.update({k: getattr(setup, k) for k in SETUP_FIELD_BY_NAME})
+        derived = [n for n in names if n in setup.derives()]
+        if derived:
+            single = plan_setup(scenario, setup.replace(tiers=(), failure_classes={})).scenario
+            values.update({n: getattr(single, n) for n in DERIVED if n in derived})
+    return values
+
+
+def uncertainty_from_dict(data: Any, scenario: Any, setup: Any = None, origin: str = "scenario"
+                          ) -> tuple[UncertainInput, ...]:
+    """The checked entries of an ``[uncertainty]`` table (field -> ``[low, high]`` or a distribution table)
+    around the plan of ``scenario`` with ``setup`` (:func:`base_values`). Raises :class:`InputError` naming
+    the file, the field, the value and the rule (module notes).
+    """
+    if data is None:
+        return ()
+    if not isinstance(data, Mapping):
+        raise InputError(f"{origin}: uncertainty", data, "must be a table of field = [low, high] or a distribution")
+    for name in data:
+        try:
+            uncertain_field(str(name))
+        except InputError as exc:
+            raise InputError(f"{origin}: {exc.field}", exc.value, exc.rule) from None
+    base = base_values(scenario, setup, [str(n) for n in data])
+    return tuple(_entry(str(name), raw, base.get(name), origin) for name, raw in data.items())
+
+
+def uncertainty_to_dict(inputs: Any) -> dict[str, Any]:
+    """The ``[uncertainty]`` table of ``inputs`` (what :func:`uncertainty_from_dict` reads back)."""
+    return {u.field: u.to_dict() for u in inputs}

@@ -1,0 +1,139 @@
+"""The Sensitivity sheet: each uncertain input swung from low to high as live formulas, and a tornado chart.
+
+Written when the plan has input ranges (a scenario file's ``[uncertainty]`` table,
+:mod:`ckptplan.engine.uncertainty`). The top table holds each input's low and high as inputs (blue,
+editable) and, as formulas, the baseline's total cost, wall hours, goodput and P(finish by the
+deadline) with that input at its low and at its high, the swing (at low minus at high) and its live
+rank. Below it, each of those plans is the Plan sheet's formula sequence
+(:data:`ckptplan.workbook.design_formulas.PLAN_CALCS`) on one row, reading every input from the
+Inputs sheet and the setup's ``setup_*`` cells except the one swung, which reads the row's value; so
+an edit of any input, of a low or of a high re-plans every row, and each cell equals
+:func:`ckptplan.engine.sensitivity.tornado` of the edited plan (the tests recalculate it in
+LibreOffice). The chart's bars are the swings of total cost, in the order of the engine's ranking
+when the workbook was written (the rank column stays live).
+
+The baseline only: the designs' tornados are ``ckptplan sensitivity``'s. A swing of a stall or restart
+the setup derives states it on that row, as a value typed on the Inputs sheet would.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from openpyxl.chart import BarChart, Reference
+from openpyxl.styles import Alignment
+from openpyxl.utils import get_column_letter
+
+from ..engine.fields import FIELD_BY_NAME, SETUP_FIELD_BY_NAME
+from . import design_formulas as D
+from . import style as S
+from .manifest import Built, Check
+
+__all__ = ["SENSITIVITY_OUTPUTS", "sensitivity_sheet"]
+
+#: (plan calc key, heading) of the figures the top table swings
+SENSITIVITY_OUTPUTS = (("total_cost", "total cost"), ("wall_h", "wall h"), ("goodput", "goodput"),
+                       ("p_finish_by_deadline", "P(finish by the deadline)"))
+_FORMATS = {"total_cost": "#,##0", "wall_h": "#,##0.0", "goodput": "0.00%", "p_finish_by_deadline": "0.0%"}
+
+
+def _override(refs: dict[str, str], field: str, cell: str) -> None:
+    """The row's plan reads ``field`` from ``cell`` instead of the Inputs sheet or the setup."""
+    if field in SETUP_FIELD_BY_NAME:
+        refs[field] = cell
+        default = SETUP_FIELD_BY_NAME[field].default
+        refs[f"{field}_d"] = f'IF({cell}="",{default or 0!r},{cell})'
+    else:
+        refs[field] = cell
+        if field == "node_mtbf_h":
+            refs["job_mtbf_override_h"] = '""'   # a swung node MTBF is not hidden by a job MTBF override
+
+
+def _chain(ws, row: int, first_col: int, field: str, value_cell: str, terms: int, built: Built,
+           context: tuple) -> dict[str, str]:
+    """One plan on ``row``: the Plan sheet's calcs with ``field`` read from ``value_cell``; key -> cell."""
+    refs = D.plan_refs(terms, "")
+    _override(refs, field, value_cell)
+    pool_col = first_col + len(D.PLAN_CALCS)
+    refs["pool_correction"] = f"{get_column_letter(pool_col + terms)}{row}" if terms else "0"
+    cells: dict[str, str] = {}
+    for j, calc in enumerate(D.PLAN_CALCS):
+        ref = f"{get_column_letter(first_col + j)}{row}"
+        ws[ref] = "=" + calc.expr(refs)
+        ws[ref].number_format = calc.fmt
+        D.bind(refs, calc.key, ref)
+        cells[calc.key] = ref
+        if calc.engine_key:
+            built.checks.append(Check("Sensitivity", ref, context, calc.engine_key))
+    D.write_pool_chain(ws, row, pool_col + 1, terms, refs, across=True)
+    return cells
+
+
+def sensitivity_sheet(wb: Any, inputs: Sequence[Any], built: Built, terms: int, currency: str) -> None:
+    """Add the Sensitivity sheet for ``inputs`` (:class:`ckptplan.engine.uncertainty.UncertainInput`, in the
+    order the chart shows them); ``terms``: the spare pool's chain length (as the Plan sheet's)."""
+    ws = wb.create_sheet("Sensitivity")
+    S.title(ws, "Sensitivity: each input swung from low to high, the others as on the Inputs sheet",
+            "Swing = the plan at low minus the plan at high (ckptplan sensitivity). Low and high are inputs; every "
+            "other figure is a live formula of the plan below (one row per input and end).", 0)
+    head, first = 4, 5
+    k = len(inputs)
+    titles = ["Input", "Low", "High"]
+    for _, label in SENSITIVITY_OUTPUTS:
+        titles += [f"{label} at low", f"{label} at high", f"{label} swing"]
+    titles += ["|total cost swing|", "Rank (total cost)"]
+    S.header(ws, head, titles)
+    chain_head = first + k + 22   # below the chart
+    S.header(ws, chain_head, ["Input", "End", "Value"])
+    for i, u in enumerate(inputs):
+        r = first + i
+        ws.cell(row=r, column=1, value=u.field)
+        for col, value in ((2, u.low), (3, u.high)):
+            c = ws.cell(row=r, column=col, value=value)
+            c.font, c.fill = S.INPUT_FONT, S.INPUT_FILL
+            spec = FIELD_BY_NAME.get(u.field) or SETUP_FIELD_BY_NAME[u.field]
+            c.number_format = S.INPUT_WHOLE if spec.integer else S.INPUT_NUMBER
+        plans = {}
+        for e, (end, col) in enumerate((("low", "B"), ("high", "C"))):
+            cr = chain_head + 1 + 2 * i + e
+            ws.cell(row=cr, column=1, value=u.field)
+            ws.cell(row=cr, column=2, value=end)
+            ws.cell(row=cr, column=3, value=f"={col}{r}")
+            plans[end] = _chain(ws, cr, 4, u.field, f"C{cr}", terms, built, ("sensitivity", u.field, end))
+        for j, (key, _) in enumerate(SENSITIVITY_OUTPUTS):
+            c0 = 4 + 3 * j
+            lo, hi = (get_column_letter(c0 + d) for d in (0, 1))
+            ws.cell(row=r, column=c0, value=f"={plans['low'][key]}")
+            ws.cell(row=r, column=c0 + 1, value=f"={plans['high'][key]}")
+            ws.cell(row=r, column=c0 + 2, value=f'=IF(OR({lo}{r}="",{hi}{r}=""),"",{lo}{r}-{hi}{r})')
+            for d in range(3):
+                ws.cell(row=r, column=c0 + d).number_format = _FORMATS[key]
+            built.checks.append(Check("Sensitivity", f"{get_column_letter(c0 + 2)}{r}", ("sensitivity", u.field,
+                                                                                          "swing"), key))
+        size_col = 4 + 3 * len(SENSITIVITY_OUTPUTS)
+        ws.cell(row=r, column=size_col, value=f"=ABS(F{r})").number_format = "#,##0"
+        rng = f"${get_column_letter(size_col)}${first}:${get_column_letter(size_col)}${first + k - 1}"
+        ws.cell(row=r, column=size_col + 1, value=f"=RANK({get_column_letter(size_col)}{r},{rng})")
+    _chart(ws, first, k, currency)
+    ws.row_dimensions[head].height = 45
+    for c in range(1, 4 + 3 * len(SENSITIVITY_OUTPUTS) + 2):
+        ws.cell(row=head, column=c).alignment = Alignment(wrap_text=True, vertical="top")
+        ws.column_dimensions[get_column_letter(c)].width = 24 if c == 1 else 14
+    ws.freeze_panes = ws.cell(row=first, column=2)
+
+
+def _chart(ws, first: int, k: int, currency: str) -> None:
+    """The tornado: one horizontal bar per input, its total-cost swing."""
+    chart = BarChart()
+    chart.type = "bar"
+    chart.title = f"Total cost swing, low minus high ({currency})"
+    chart.y_axis.title = currency
+    chart.y_axis.number_format = "#,##0"
+    chart.legend = None
+    chart.add_data(Reference(ws, min_col=6, min_row=first - 1, max_row=first + k - 1), titles_from_data=True)
+    chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=first + k - 1))
+    chart.x_axis.scaling.orientation = "maxMin"   # rank 1 on top
+    chart.x_axis.delete = False
+    chart.y_axis.delete = False
+    chart.height, chart.width = 9, 18
+    ws.add_chart(chart, f"A{first + k + 2}")

@@ -1,0 +1,151 @@
+"""Risk, sensitivity and targets as Excel functions: a tornado as a spilled range, a break-even, a target.
+
+The companion of :mod:`.udfs` and :mod:`.udfs_setup`, with their conventions (:mod:`.cells`): nothing
+raises, a bad argument answers with one readable ``#CKPT!`` message, at most 250,000 cells per
+argument. A plan here is a whole scenario, so it comes as two ranges side by side: field names (the
+registry's: ``node_mtbf_h``, ``aggregate_write_gb_s`` ...) and their values; a blank value is a field
+not given (a blank stall or restart is derived from the storage and recovery setup, as everywhere).
+Text fields (``name``, ``currency``, ``failure_rate_source``) may be among them. A design is a third
+range beside them, as on the Compare sheet: a value sets that field, a blank keeps the baseline's.
+
+* :func:`CKPT_TORNADO`: each input swung from its low to its high, the others at base, ranked by the
+  size of the swing of one output; a spilled range with a header row
+  (:func:`ckptplan.engine.sensitivity.tornado`);
+* :func:`CKPT_BREAK_EVEN`: the value of one input at which the design's saving against the
+  baseline is zero (:func:`ckptplan.engine.sensitivity.break_even`), or the reason there is none;
+* :func:`CKPT_TARGET`: the value of one input that reaches a goodput, P(finish) or cost per useful
+  GPU-hour (:func:`ckptplan.engine.targets.target`), or the reason it cannot.
+
+Each is the engine function on the same plan, so a cell equals ``ckptplan sensitivity``,
+``compare --break-even`` and ``target`` for the same scenario.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .cells import ERROR_PREFIX, CallError, as_array, udf
+
+__all__ = ["CKPT_BREAK_EVEN", "CKPT_TARGET", "CKPT_TORNADO"]
+
+_NAMES = "A range of field names (the registry's, e.g. node_mtbf_h), one per value."
+_VALUES = "The fields' values, the same shape as the names (blank = not given)."
+_TEXT_FIELDS = ("name", "description", "source", "currency", "failure_rate_source")
+
+
+def _cells(name: str, value: Any) -> list:
+    """A range's cells, row by row, as Python values (blank = None)."""
+    return [None if v is None or (isinstance(v, float) and v != v) else v
+            for v in as_array(name, value).reshape(-1).tolist()]
+
+
+def _plan(names: Any, values: Any, design: Any = None) -> tuple[Any, Any]:
+    """The plan (files.plans.PlanFile) the ranges describe, and the design (a column: blank = baseline's)."""
+    from ..engine.designs import Design
+    from ..files.plans import plan_from_data
+
+    keys, vals = _cells("names", names), _cells("values", values)
+    if len(keys) != len(vals):
+        raise CallError(f"{ERROR_PREFIX} values: must have as many cells as names ({len(vals)} for {len(keys)})")
+    table: dict[str, Any] = {"name": "plan"}
+    for k, v in zip(keys, vals):
+        if k is None:
+            continue
+        if not isinstance(k, str):
+            raise CallError(f"{ERROR_PREFIX} names: {k!r} is not a field name")
+        if v is not None:
+            table[k.strip()] = v if k.strip() in _TEXT_FIELDS else _number(k.strip(), v)
+    try:
+        plan = plan_from_data({"scenario": table}, origin="plan")
+        if design is None:
+            return plan, None
+        changes = _cells("design", design)
+        if len(changes) != len(keys):
+            raise CallError(f"{ERROR_PREFIX} design: must have as many cells as names ({len(changes)} for "
+                            f"{len(keys)})")
+        sets = {k.strip(): _number(k.strip(), v) for k, v in zip(keys, changes) if k is not None and v is not None}
+        return plan, Design("design", set=sets)
+    except ValueError as exc:
+        raise CallError(_message(exc)) from None
+
+
+def _number(name: str, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise CallError(f"{ERROR_PREFIX} {name}: must be a number (got {v!r})"[:255])
+    return float(v)
+
+
+def _message(exc: ValueError) -> str:
+    return f"{ERROR_PREFIX} {exc}"[:255]
+
+
+@udf(names=_NAMES, values=_VALUES,
+     inputs="A range of the input names to swing (fields among the names).",
+     lows="Each input's low end, the same shape as inputs.", highs="Each input's high end, the same shape as inputs.",
+     output="Optional. The figure swung: total_cost (default), wall_h, goodput or p_finish_by_deadline.")
+def CKPT_TORNADO(names, values, inputs, lows, highs, output="total_cost"):
+    """The inputs ranked by their swing of one output: a spilled range (input, low, high, at low, at high, swing).
+
+    Each input at its low, then its high, every other at its value in the plan (ckptplan sensitivity;
+    swing = at low - at high, largest first).
+    """
+    from ..engine.sensitivity import SWING_OUTPUTS, tornado
+    from ..engine.uncertainty import uncertainty_from_dict
+
+    output = "total_cost" if output is None else output
+    if output not in SWING_OUTPUTS:
+        return f"{ERROR_PREFIX} output: must be one of {', '.join(SWING_OUTPUTS)} (got {output!r})"[:255]
+    plan, _ = _plan(names, values)
+    fields, lo, hi = _cells("inputs", inputs), _cells("lows", lows), _cells("highs", highs)
+    if not len(fields) == len(lo) == len(hi):
+        return f"{ERROR_PREFIX} lows, highs: must have one cell per input"
+    try:
+        ranges = {str(f).strip(): [_number("lows", a), _number("highs", b)] for f, a, b in zip(fields, lo, hi)
+                  if f is not None}
+        inputs_ = uncertainty_from_dict(ranges, plan.scenario, plan.setup, origin="inputs")
+        table = tornado(plan.scenario, plan.setup, (), inputs_, outputs=(output,))
+    except ValueError as exc:
+        return _message(exc)
+    rows = [["input", "low", "high", f"{output} at low", f"{output} at high", "swing"]]
+    for r in table.itertuples():
+        rows.append([r.input, r.low, r.high, _cell(r.at_low), _cell(r.at_high), _cell(r.swing)])
+    return rows
+
+
+def _cell(v: float) -> Any:
+    return None if v != v else float(v)
+
+
+@udf(names=_NAMES, values=_VALUES,
+     design="The design's values beside the names: a value sets that field, blank = the baseline's.",
+     field="The input whose break-even value is solved for (a field name).",
+     lo="The low end of the range searched.", hi="The high end of the range searched.")
+def CKPT_BREAK_EVEN(names, values, design, field, lo, hi):
+    """The value of one input at which the design's saving against the baseline is zero (ckptplan compare
+    --break-even); text when it pays off over the whole range or never, and why."""
+    from ..engine.sensitivity import break_even
+
+    plan, d = _plan(names, values, design)
+    try:
+        row = break_even(plan.scenario, plan.setup, (d,), str(field).strip(), _number("lo", lo), _number("hi", hi)
+                         ).iloc[0]
+    except ValueError as exc:
+        return _message(exc)
+    return float(row["break_even"]) if not np.isnan(row["break_even"]) else str(row["why"])[:255]
+
+
+@udf(names=_NAMES, values=_VALUES, solve="The input to solve for (a field name), e.g. aggregate_write_gb_s.",
+     goal="The goal: goodput, p_finish or cost_per_useful_gpu_hour.", target="The goal's value, e.g. 0.95.")
+def CKPT_TARGET(names, values, solve, goal, target):
+    """The value of one input that reaches a goal (ckptplan target): a goodput, P(finish by the deadline) or a
+    cost per useful GPU-hour; text saying why when this input alone cannot reach it."""
+    from ..engine.targets import target as solve_target
+
+    plan, _ = _plan(names, values)
+    try:
+        row = solve_target(plan.scenario, plan.setup, str(solve).strip(), str(goal).strip(), _number("target", target))
+    except ValueError as exc:
+        return _message(exc)
+    return float(row[str(solve).strip()]) if row["reachable"] else str(row["why"])[:255]

@@ -6,7 +6,7 @@ import mpmath
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 
@@ -172,10 +172,11 @@ pos = st.floats(min_value=1e-3, max_value=1e4, allow_nan=False)
 @settings(max_examples=200, deadline=None)
 @given(C=st.floats(1e-4, 100), M=st.floats(1.0, 1e5), R=st.floats(0, 100),
        W=st.floats(0, 50), s=st.floats(0, 0.95))
+@example(C=1.0, M=1.0, R=0.0, W=4.0, s=0.0)   # the write floor W (1 - s) = 4 M: the grid once collapsed to a point
 def test_wall_time_is_convex_in_T_and_minimised_at_the_optimum(C, M, R, W, s):
     T_star = engine.exact_optimal_interval(C, M, W, s)
     lo = max(W * (1 - s), 1e-6)
-    Ts = np.geomspace(lo, 4 * M, 400)
+    Ts = np.geomspace(lo, max(4 * M, 4 * lo), 400)   # a write floor at 4 M or above: the grid still spans a range
     Ts = Ts[Ts >= lo]
     f = np.asarray(engine.expected_wall_time(1.0, Ts, C, M, R, W, s) / engine.expected_wall_time(1.0, T_star, C, M, R, W, s))
     # convex on a geometric grid: slopes between consecutive points never decrease

@@ -269,8 +269,8 @@ def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], di
                    terms: int = 0) -> dict[str, int]:
     """Write calcs as columns, one row per scenario, then a model-check column; return key -> column index.
 
-    ``terms``: the spare pool's finite sum, written along each row in hidden columns after the model check
-    (its last cell is the row's ``pool_correction``); 0 = the rows have no design (their refs give it)."""
+    ``terms``: the spare pool's Erlang-B chain, written along each row in hidden columns after the model check
+    (its last cell is the row's ``pool_erlang_b``); 0 = the rows have no design (their refs give it)."""
     cols: dict[str, int] = {}
     for j, calc in enumerate(calcs):
         col = first_col + j
@@ -292,7 +292,7 @@ def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], di
         r = first_row + i
         refs = row_refs(r)
         if terms:
-            refs.update(pool_terms=str(terms), pool_correction=f"{get_column_letter(flag_col + terms)}{r}")
+            refs.update(pool_terms=str(terms), pool_erlang_b=f"{get_column_letter(flag_col + terms)}{r}")
         for calc in calcs:
             letter = get_column_letter(cols[calc.key])
             cell = ws.cell(row=r, column=cols[calc.key], value="=" + calc.expr(refs))

@@ -247,10 +247,10 @@ def _pool(job_mtbf_h, replacement_share, repair_h, spares, *swap_min):
 
 @udf(**_POOL_DOCS)
 def CKPT_SPARE_FREE_PROBABILITY(job_mtbf_h, replacement_share, repair_h, spares):
-    """Probability a failure finds a hot spare free: P(N < spares), N ~ Poisson(replacement share / job MTBF x repair_h).
+    """Probability a node-replacing failure finds a hot spare free: 1 - Erlang B(spares, replacement share / job MTBF x repair_h).
 
-    Calls :func:`engine.recovery.spare_free_probability` (Palm's theorem for the (S-1, S) pool of
-    Sherbrooke 1968: exact in steady state for any repair-time law). 0 without spares.
+    Calls :func:`engine.recovery.spare_free_probability` (Erlang's loss system: the job does not fail
+    while it waits for a node; exact in steady state for any repair-time law). 0 without spares.
     """
     return _pool(job_mtbf_h, replacement_share, repair_h, spares)
 
@@ -260,8 +260,8 @@ def CKPT_REALLOCATION_MIN(job_mtbf_h, replacement_share, repair_h, spares, swap_
     """Expected minutes to get a replacement node from a pool of hot spares (a free spare: swap_min; none: wait for a repair).
 
     Calls :func:`engine.recovery.expected_reallocation_min`, the reallocation part a restart gets
-    from the pool in ``plan_setup`` (with spares 0: 60 repair_h (1 - exp(-mu)) / mu). Deterministic
-    repair; the job's own waits are not fed back into the pool.
+    from the pool in ``plan_setup``: (1 - B) swap_min + B 60 repair_h / (spares + 1), B = Erlang B
+    (with spares 0: the full repair, 60 repair_h). Fixed or exponential repair alike.
     """
     return _pool(job_mtbf_h, replacement_share, repair_h, spares, swap_min)
 

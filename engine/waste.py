@@ -357,14 +357,24 @@ def time_breakdown(work, T, C, M, R=0.0, W=0.0, slowdown=0.0):
     * ``useful``   ``work``: compute that survives.
     * ``save``     ``(work/T) * (C + W*slowdown)``: blocking stalls and throughput lost to writes
       on the saves that succeed.
-    * ``restart``  ``failures * M (exp(R/M) - 1)``: restart time, including restarts that were
+    * ``restart``  ``rollbacks * M (exp(R/M) - 1)``: restart time, including restarts that were
       themselves interrupted.
-    * ``rework``   ``failures * M - (work/T) * P``: compute and saves lost to failures (work since
+    * ``rework``   ``rollbacks * M - (work/T) * P``: compute and saves lost to failures (work since
       the last durable checkpoint, partial saves, and the redo of work done while the lost write
       was pending). Written directly rather than as ``total - the rest``, which cancels
       catastrophically when restarts dominate.
-    * ``total``    :func:`expected_wall_time`;  ``failures`` the expected number of failures,
-      ``(work/T) * (1 - exp(-P/M)) * exp(L/M)`` (``= (work/T)(exp((T+C)/M) - 1)`` synchronously).
+    * ``total``    :func:`expected_wall_time`.
+    * ``failures`` the expected number of *all* failures, those that strike a restart included:
+      ``total / M`` (Wald's identity [Wald45]: the job is exposed the whole wall time and fails at
+      rate ``1/M``), ``= rollbacks * exp(R/M)``.
+    * ``rollbacks`` the failures outside restarts (each followed by a completed restart and a
+      rollback): ``(work/T) * (1 - exp(-P/M)) * exp(L/M)`` (``= (work/T)(exp((T+C)/M) - 1)``
+      synchronously). ``failures - rollbacks`` is the number of restarts that were themselves
+      interrupted.
+
+    [Wald45] A. Wald, "Sequential tests of statistical hypotheses", Annals of Mathematical
+    Statistics 16(2), 117-186, 1945 (the expected number of events of a Poisson stream over a
+    stopping time).
 
     Assumptions as :func:`expected_wall_time`.
     """
@@ -381,17 +391,22 @@ def time_breakdown_kernel(work_, T_, C_, M_, R_, W_, s_):
     total = _expected_wall(work_, T_, C_, M_, R_, W_, s_)
     with _quiet():
         parts = _breakdown_parts(work_, T_, C_, M_, R_, W_, s_)
-    failures, save, rework, restart = parts
+    rollbacks, save, rework, restart = parts
     named = {"M": M_, "T": T_, "C": C_, "W": W_, "work": work_}
-    check_finite_result("M", failures, "the expected number of failures overflows: (T + C + W)/M is too large", named)
+    check_finite_result("M", rollbacks, "the expected number of failures overflows: (T + C + W)/M is too large", named)
+    with _quiet():
+        failures = total / M_   # every failure, restarts included (Wald)
+    check_finite_result("M", failures, "the expected number of failures overflows: (T + C + W + R)/M is too large",
+                        named)
     check_finite_result("T", save, "the save time (work/T) * (C + W*slowdown) overflows", named)
     check_finite_result("M", rework, "the rework time overflows", named)
     check_finite_result("R", restart, "the restart time overflows", {"R": R_, **named})
-    return {"useful": work_, "save": save, "rework": rework, "restart": restart, "total": total, "failures": failures}
+    return {"useful": work_, "save": save, "rework": rework, "restart": restart, "total": total, "failures": failures,
+            "rollbacks": rollbacks}
 
 
 def _breakdown_parts(work_, T_, C_, M_, R_, W_, s_):
-    """(failures, save, rework, restart) of :func:`time_breakdown_kernel`."""
+    """(rollbacks, save, rework, restart) of :func:`time_breakdown_kernel` (``rollbacks``: failures outside restarts)."""
     segments = work_ / T_
     if _same_shape(work_, T_, C_, M_, R_, W_, s_):  # the expressions below, in place (the same bits)
         period = T_ + C_

@@ -159,10 +159,10 @@ CALCS: tuple[Calc, ...] = (
          lambda r: _guard(_waste(floor_interval(r["young_interval_min"], r), r), r), "waste_fraction_at_young"),
     Calc("waste_fraction_at_daly", "Exact waste at Daly's interval", "share", PERCENT,
          lambda r: _guard(_waste(floor_interval(r["daly_interval_min"], r), r), r), "waste_fraction_at_daly"),
-    Calc("expected_failures", "Expected failures per run", "failures", "#,##0.0",
-         lambda r: _guard("{0}*(1-EXP(-({1}+{2}+{3}*{4})/{5}))*EXP(({1}+{2}+{3})/{5})".format(
-             _parts(r)[0], r["chosen_interval_min"], r["checkpoint_stall_min"], r["async_write_min"],
-             r["async_slowdown_fraction"], r["job_mtbf_min"]), r), "expected_failures"),
+    Calc("expected_failures", "Expected failures per run, restarts included (wall time / job MTBF)", "failures",
+         "#,##0.0",
+         lambda r: _guard(f"{_parts(r)[0]}*{_parts(r)[1]}*EXP({r['restart_min']}/{r['job_mtbf_min']})", r),
+         "expected_failures"),
     Calc("wall_h", "Expected wall time", "h", HOURS,
          lambda r: _guard(f"{_parts(r)[0]}*{r['job_mtbf_min']}*EXP({r['restart_min']}/{r['job_mtbf_min']})*{_parts(r)[1]}/60", r),
          "wall_h"),
@@ -170,11 +170,12 @@ CALCS: tuple[Calc, ...] = (
     Calc("save_h", "  checkpoint stall and write slowdown", "h", HOURS,
          lambda r: f"{_parts(r)[0]}*{r['effective_stall_min']}/60", "save_h"),
     Calc("restart_h", "  restart", "h", HOURS,
-         lambda r: _guard(f"{r['expected_failures']}*{r['job_mtbf_min']}*(EXP({r['restart_min']}/{r['job_mtbf_min']})-1)/60", r),
+         lambda r: _guard(f"{_parts(r)[0]}*{_parts(r)[1]}*{r['job_mtbf_min']}*(EXP({r['restart_min']}/"
+                          f"{r['job_mtbf_min']})-1)/60", r),
          "restart_h"),
     Calc("rework_h", "  rework (progress lost to failures)", "h", HOURS,
-         lambda r: _guard("MAX(({0}*{1}-{2}*({3}+{4}+{5}*{6}))/60,0)".format(
-             r["expected_failures"], r["job_mtbf_min"], _parts(r)[0], r["chosen_interval_min"],
+         lambda r: _guard("MAX(({0}*{1}*{2}-{0}*({3}+{4}+{5}*{6}))/60,0)".format(
+             _parts(r)[0], _parts(r)[1], r["job_mtbf_min"], r["chosen_interval_min"],
              r["checkpoint_stall_min"], r["async_write_min"], r["async_slowdown_fraction"]), r), "rework_h"),
     Calc("gpus", "GPUs", "GPUs", "#,##0", lambda r: f"{r['nodes']}*{r['gpus_per_node']}", "gpus"),
     Calc("job_gpu_hours", "GPU-hours of the job (spares apart)", "GPU-h", GPU_HOURS,

@@ -554,7 +554,7 @@ def tiered_breakdown(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes) 
       term removed). The expectation is linear in ``c``, so this is ``wall (1 - 1/(lambda c))``:
       restarts, interrupted ones included.
     * ``rollbacks`` = ``wall / c``: failures outside restarts (:func:`engine.waste.time_breakdown`'s
-      ``failures``); ``failures`` = ``wall / M``: all failures, restarts included [Wald45];
+      ``rollbacks``); ``failures`` = ``wall / M``: all failures, restarts included [Wald45];
       ``failures_<class>`` = ``pi_j wall / M``; ``recoveries_<tier>`` = rollbacks restored from it.
     * ``rework`` = ``rollbacks M - useful - save`` = ``wall - useful - save - restart`` (>= 0): lost
       compute, lost saves and the writes re-run after restarts; written as in

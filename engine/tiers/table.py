@@ -308,7 +308,7 @@ def _exact_plan(design: TierDesign, stalls: list, restores: list, rows: np.ndarr
                 W: np.ndarray, s: np.ndarray, given_T: np.ndarray, useful: np.ndarray, problems: Any
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """The exact model at each row's first interval (the given one, else :func:`best_first_interval`):
-    (the rows it answered, T, wall per unit of work, the breakdown's save, rework, restart and rollbacks in
+    (the rows it answered, T, wall per unit of work, the breakdown's save, rework, restart and failures (all, restarts included) in
     minutes). Rows the model refuses become problems (``M`` named as the table's ``job_mtbf_h``)."""
     from ..setup_table import isolate_refusals
 
@@ -323,14 +323,14 @@ def _exact_plan(design: TierDesign, stalls: list, restores: list, rows: np.ndarr
                                                       x.every, x.survives) for x in ts])
         wpw = np.asarray(tiered_wall_per_work(T, M[r], R[r], W[r], s[r], tiers=ts, classes=design.classes))
         split = tiered_breakdown(useful[r] * 60.0, T, M[r], R[r], W[r], s[r], tiers=ts, classes=design.classes)
-        # failures outside restarts, as engine.evaluate counts them (an interrupted restart is restart time)
-        return T, wpw, split["save"], split["rework"], split["restart"], split["rollbacks"]
+        # every failure, restarts included (wall / M, Wald), as engine.evaluate counts them
+        return T, wpw, split["save"], split["rework"], split["restart"], split["failures"]
 
     T, wpw, save, rework, restart, failures = isolate_refusals(_Through(problems, rewrite=_job_mtbf_named), rows,
                                                                plan, 6)
     answered = ~np.isnan(wpw)
     split = {"save": save[answered], "rework": rework[answered], "restart": restart[answered],
-             "rollbacks": failures[answered]}
+             "failures": failures[answered]}
     return rows[answered], T[answered], wpw[answered], split
 
 
@@ -341,7 +341,7 @@ def _time_and_money(design: TierDesign, restores: list, rows: np.ndarray, T: np.
     compute money (``compute_cost``: the job's GPU time), goodput and the mean restart per failure (over the
     classes)."""
     wall_h = useful[rows] * wpw
-    o = {"chosen_interval_min": T, "waste_fraction": 1.0 - 1.0 / wpw, "expected_failures": split["rollbacks"],
+    o = {"chosen_interval_min": T, "waste_fraction": 1.0 - 1.0 / wpw, "expected_failures": split["failures"],
          "wall_h": wall_h, "useful_h": useful[rows], "save_h": split["save"] / 60.0,
          "rework_h": split["rework"] / 60.0, "restart_h": split["restart"] / 60.0, "gpus": gpus[rows],
          "goodput": 1.0 / wpw}

@@ -541,7 +541,8 @@ def _planned(scenario: engine.Scenario, st: Any) -> tuple[engine.Scenario, froze
     plan = plan_setup(scenario, st.replace(tiers=(), failure_classes={}))
     f = plan.figures
     can = {"checkpoint_stall_min": f["derived_checkpoint_stall_min"] is not None,
-           "async_write_min": f["derived_async_write_min"] is not None, "restart_min": bool(plan.restart_parts_min)}
+           "async_write_min": f["derived_async_write_min"] is not None, "restart_min": bool(plan.restart_parts_min),
+           "downtime_min": bool(plan.restart_parts_min) and "restart_min" not in st.stated}
     return plan.scenario, frozenset(k for k in D.DERIVED if can[k] and k not in st.stated)
 
 

@@ -20,7 +20,8 @@ Each formula mirrors the engine (cite in parentheses):
   (:func:`engine.storage.effective_bandwidth_gb_s`); an async save stalls for the device-to-host
   copy and writes in the background (:func:`engine.storage.save_times`);
 * restart = detection + reallocation + start-up + communicator init (fixed + per 1,000 nodes) +
-  load + warm-up (:mod:`engine.recovery`);
+  load + warm-up (:mod:`engine.recovery`); its reallocation part (the wait for a node) is the
+  plan's downtime, the rest exposed (:func:`engine.waste.expected_wall_time`'s ``D`` and ``R``);
 * the spare pool (:func:`engine.recovery.expected_reallocation_min`, Erlang's loss system): with
   ``mu`` nodes in repair on average (replacement share / job MTBF x repair time), ``S`` spares and
   ``B`` Erlang's loss formula (the chance a node-replacing failure finds every spare taken), the
@@ -178,6 +179,11 @@ DESIGN_CALCS: tuple[Calc, ...] = (
            _t(f'IF({{parts_given}}="yes",{_PART_EXPR[p]},"")'), f"part:{p}") for p in PARTS),
     Calc("restart_pipeline_min", "Restart pipeline = the sum of the parts", "min", F.MINUTES,
          _t('IF({parts_given}="yes",' + "+".join(f"{{part_{p}}}" for p in PARTS) + ',"")'), "pipeline_min"),
+    # before used_restart_min binds {restart_min}: a stated restart keeps its own downtime (0 when none is stated)
+    Calc("used_downtime_min", "Downtime the plan uses (the restart's wait for a node, the job cannot fail in it): "
+         "stated, else the reallocation part of a restart from the design", "min", F.MINUTES,
+         _t('IF({downtime_min}<>"",{downtime_min},IF(AND({restart_min}="",{restart_pipeline_min}<>""),'
+            '{part_reallocation_min},0))'), "used:downtime_min"),
     *(Calc(f"used_{n}", f"{label} the plan uses: stated, else from the design", "min", F.MINUTES,
            _t(f'IF({{{n}}}<>"",{{{n}}},IF({{{src}}}<>"",{{{src}}},{fallback}))'), f"used:{n}")
       for n, src, label, fallback in (("checkpoint_stall_min", "derived_checkpoint_stall_min", "Save stall", '""'),

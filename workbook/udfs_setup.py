@@ -318,12 +318,14 @@ TOTAL_COST_OPTIONAL: tuple[tuple[str, Any], ...] = (
     ("read_gb_s_per_writer", None), ("aggregate_read_gb_s", None), ("d2h_gb_s_per_writer", None),
     ("detection_min", None), ("reallocation_min", None), ("startup_min", None), ("init_min", None),
     ("init_per_1000_nodes_min", None), ("load_min", None), ("warmup_min", None), ("spares", None), ("repair_h", None),
-    ("swap_min", 0.0), ("replacement_share", 1.0), ("price_per_gb_month", 0.0), ("retention", 1))
+    ("swap_min", 0.0), ("replacement_share", 1.0), ("price_per_gb_month", 0.0), ("retention", 1), ("downtime_min", None))
 _TOTAL_COST_REQUIRED = ("useful_training_h", "nodes", "job_mtbf_h", "price_per_gpu_hour")
 _TOTAL_COST_DOCS = {"job_mtbf_h": _JOB_MTBF_H,
                 "checkpoint_stall_min": _optional("checkpoint_stall_min", "Blank = derived from the size and bandwidths."),
                 "async_write_min": _optional("async_write_min", "Blank = derived (0 for a synchronous save)."),
-                "restart_min": _optional("restart_min", "Blank = the sum of the parts given (else 0).")}
+                "restart_min": _optional("restart_min", "Blank = the sum of the parts given (else 0)."),
+                "downtime_min": _optional("downtime_min", "Blank = the reallocation part of a restart from the parts "
+                                          "(else 0).")}
 
 
 def _total_cost_message(err: Any) -> str:
@@ -341,7 +343,7 @@ def CKPT_TOTAL_COST(useful_training_h, nodes, job_mtbf_h, price_per_gpu_hour, ch
                     aggregate_read_gb_s=None, d2h_gb_s_per_writer=None, detection_min=None, reallocation_min=None,
                     startup_min=None, init_min=None, init_per_1000_nodes_min=None, load_min=None, warmup_min=None,
                     spares=None, repair_h=None, swap_min=0.0, replacement_share=1.0, price_per_gb_month=0.0,
-                    retention=1):
+                    retention=1, downtime_min=None):
     """Total cost of a single-level plan, everything it pays: compute (useful, save, rework, restart) + storage + spares.
 
     Calls :func:`engine.setup_table.plan_columns`, ``plan_setup`` of each cell (``ckptplan plan``
@@ -356,7 +358,8 @@ def CKPT_TOTAL_COST(useful_training_h, nodes, job_mtbf_h, price_per_gpu_hour, ch
         interval_min, async_write_min, async_slowdown_fraction, parameters_b, bytes_per_parameter, extra_state_gb,
         writers, write_gb_s_per_writer, aggregate_write_gb_s, read_gb_s_per_writer, aggregate_read_gb_s,
         d2h_gb_s_per_writer, detection_min, reallocation_min, startup_min, init_min, init_per_1000_nodes_min,
-        load_min, warmup_min, spares, repair_h, swap_min, replacement_share, price_per_gb_month, retention)))
+        load_min, warmup_min, spares, repair_h, swap_min, replacement_share, price_per_gb_month, retention,
+        downtime_min)))
     specs = [arg(name, values[name]) for name in _TOTAL_COST_REQUIRED]
     specs += [arg(name, values[name], blank=_BLANK) for name, _ in TOTAL_COST_OPTIONAL]
     names = [name for name, _, _ in specs]

@@ -93,7 +93,8 @@ def job_geometry(work, T, C, W, s, final_save: bool) -> dict[str, np.ndarray]:
     ``0 .. last-1`` start at durable checkpoints 0..last-1 and reach the next one), and the window
     lengths ``full_clean``, ``full_flow`` (full segments) and ``last_clean``, ``last_flow``.
     """
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is inf here: every caller checks it
+    # an overflow is inf here (a subnormal T from a subnormal work divides by 0): every caller checks it
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         n = np.maximum(np.ceil(work / T * (1.0 - SEGMENT_RTOL)), 1.0)
         T_n = np.minimum(work - (n - 1.0) * T, T)
         a = W * (1.0 - s)

@@ -231,14 +231,14 @@ def erlang_b_kernel(S, mu):
     near = np.flatnonzero(~far)
     order = near[np.argsort(-S[near], kind="stable")]   # most spares first: the rows still stepping are a prefix
     steps, m, b = S[order], mu[order], np.ones(order.size)
-    active = order.size
-    k = 1
-    while active and k <= steps[0]:
-        while active and steps[active - 1] < k:
-            active -= 1
-        mb = m[:active] * b[:active]
-        b[:active] = mb / (k + mb)
-        k += 1
+    top = int(steps[0]) if steps.size else 0
+    # rows still stepping at step k: those with S >= k, a prefix of the order
+    active = np.searchsorted(-steps, -np.arange(1, top + 1, dtype=np.float64), side="right")
+    mb, den = np.empty(order.size), np.empty(order.size)
+    for k, n in enumerate(active.tolist(), start=1):
+        np.multiply(m[:n], b[:n], out=mb[:n])
+        np.add(mb[:n], k, out=den[:n])
+        np.divide(mb[:n], den[:n], out=b[:n])
     out[order] = b
     return out.reshape(shape)
 

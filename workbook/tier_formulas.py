@@ -176,6 +176,16 @@ def _evaluation(put: Callable[[str], str], x: str, k: Mapping[str, str], m: int)
     return put(f"IFERROR({k['cw']}*{span}/({k['K']}*{T}),9.9E+307)")
 
 
+#: relative difference of two objective values the search treats as a tie (the first wins, as fc <= fd does)
+_TIE = 1e-13
+
+
+def _no_worse(fc: str, fd: str) -> str:
+    """``fc <= fd`` up to :data:`_TIE`: at the flat bottom two evaluators (LibreOffice, workbook.evaluate) may round
+    a tie apart, and either branch keeps ``T`` within the search's precision; the engine compares exactly."""
+    return f"{fc}<={fd}*(1+{_TIE!r})"
+
+
 def _constants(const: Callable[[str, str, str], str], x: Mapping[str, str], tiers: Sequence[Mapping[str, str]],
                classes: Sequence[tuple[str, str]]) -> dict[str, str]:
     """The design's numbers as cells (module notes); ``x``: the column's references, ``tiers``: per slot the cells of
@@ -283,13 +293,13 @@ def write_tier_block(ws, row: int, col: int, x: Mapping[str, str], tiers: Sequen
         elif step == 1:
             put("FALSE"), put(k["lo"]), put(k["hi"]), put(f"{k['lo']}+{_INVPHI!r}*({k['hi']}-{k['lo']})")
         elif step <= GOLDEN_STEPS + 1:
-            put(f"{prev['fc']}<={prev['fd']}")
+            put(_no_worse(prev["fc"], prev["fd"]))
             put(f"IF({here['left']},{prev['a']},{prev['c']})")
             put(f"IF({here['left']},{prev['d']},{prev['b']})")
             put(f"IF({here['left']},{here['b']}-{_INVPHI!r}*({here['b']}-{here['a']}),"
                 f"{here['a']}+{_INVPHI!r}*({here['b']}-{here['a']}))")
         elif step == GOLDEN_STEPS + 2:   # the write constraint
-            put(f"{prev['fc']}<={prev['fd']}"), put(prev["a"]), put(prev["b"])
+            put(_no_worse(prev["fc"], prev["fd"])), put(prev["a"]), put(prev["b"])
             put(f"IF({k['floor']}>0,LN({k['floor']}),IF({here['left']},{prev['c']},{prev['d']}))")
         else:                           # the interval the plan uses
             search = refs[-2]   # the last step of the search; prev: the row at the write constraint

@@ -81,7 +81,8 @@ def steps(folder: Path, interpreter: Optional[str], with_workbook: bool) -> list
     book = folder / WORKBOOK_NAME
     out = [
         "Install ckptplan into the Python that Excel will use: python -m pip install ckptplan "
-        "(or, from a checkout, python -m pip install -e .)" + (f"  [interpreter: {interpreter}]" if interpreter else ""),
+        "(or, from a checkout, python -m pip install -e .)"
+        + (f"  (interpreter: {_cli.literal(interpreter)})" if interpreter else ""),   # shown as typed, never acted on
         "Install the xlwings Excel add-in (Windows, Excel closed): xlwings addin install",
         "Excel > File > Options > Trust Center > Trust Center Settings > Macro Settings: tick "
         "'Trust access to the VBA project object model' (Import Functions writes VBA into the workbook)",

@@ -94,18 +94,21 @@ def _simulate_row(p: int, eff: Mapping[str, np.ndarray], res: Mapping[str, np.nd
                   failures: Any, final_save: bool, design: Any) -> Any:
     """The row's Monte Carlo: :func:`engine.deadline.simulate`, or the tiered one for a tier design."""
     if design is None:
+        down = eff["downtime_min"][p]   # the part of the restart the job cannot fail in (waiting for a node)
         return _mc.simulate(eff["useful_training_h"][p] * 60.0, res["chosen_interval_min"][p],
-                            eff["checkpoint_stall_min"][p], res["job_mtbf_h"][p] * 60.0, eff["restart_min"][p],
+                            eff["checkpoint_stall_min"][p], res["job_mtbf_h"][p] * 60.0, eff["restart_min"][p] - down,
                             eff["async_write_min"][p], eff["async_slowdown_fraction"][p], runs, row_seed, failures,
-                            final_save)
+                            final_save, D=down)
     from .montecarlo_tiers import simulate_tiers
     from .tiers import Tier
 
     tiers = [Tier(t["name"], res[f"tier{i + 1}_checkpoint_stall_min"][p], res[f"tier{i + 1}_restore_min"][p],
                   t["every"], t["survives"]) for i, t in enumerate(design.tiers)]
+    down = eff["downtime_min"][p]
     return simulate_tiers(eff["useful_training_h"][p] * 60.0, res["chosen_interval_min"][p], res["job_mtbf_h"][p] * 60.0,
-                          res["restart_other_min"][p], eff["async_write_min"][p], eff["async_slowdown_fraction"][p],
-                          tiers=tiers, classes=design.classes, runs=runs, seed=row_seed, final_save=final_save)
+                          max(res["restart_other_min"][p] - down, 0.0), eff["async_write_min"][p],
+                          eff["async_slowdown_fraction"][p], tiers=tiers, classes=design.classes, runs=runs,
+                          seed=row_seed, final_save=final_save, D=down)
 
 
 def monte_carlo_columns(n: int, eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray], positions: np.ndarray,

@@ -80,7 +80,7 @@ def fill_from_setup(table: pd.DataFrame, design: Any = None) -> tuple[pd.DataFra
     info["stall_derived"] = stall_derived(info["checkpoint_size_gb"], cols["derived_checkpoint_stall_min"],
                                           stated_stall, design.tiers if design is not None else ())
     out = table.copy(deep=False)
-    for c in ("checkpoint_stall_min", "async_write_min", "restart_min"):
+    for c in ("checkpoint_stall_min", "async_write_min", "restart_min", "downtime_min"):
         if c in filled.columns:
             out[c] = filled[c].to_numpy()
     return out, problems, info
@@ -170,7 +170,8 @@ def tiered_pass(design: Any, eff: Mapping[str, np.ndarray], res: dict[str, np.nd
                           async_write_min=eff["async_write_min"][good],
                           async_slowdown_fraction=eff["async_slowdown_fraction"][good],
                           interval_min=eff["interval_min"][good], useful_training_h=eff["useful_training_h"][good],
-                          gpus=res["gpus"][good], price_per_gpu_hour=eff["price_per_gpu_hour"][good], problems=found)
+                          gpus=res["gpus"][good], price_per_gpu_hour=eff["price_per_gpu_hour"][good], problems=found,
+                          downtime_min=eff["downtime_min"][good])
     for p, errs in found.by_row.items():
         for err in errs:
             problems.add([good[p]], lambda _p, err=err: err)

@@ -71,6 +71,7 @@ class _Job:
     exact_T: float
     gpus: float
     price: float
+    D: float = 0.0   # downtime after every failure (the part of the restart the job cannot fail in); R is the rest
 
 
 def _job(scenario: Scenario, deadline_h, interval_min) -> _Job:
@@ -94,7 +95,8 @@ def _job(scenario: Scenario, deadline_h, interval_min) -> _Job:
                              "minutes it would overflow the float64 range")
     row = evaluate(sc).iloc[0]
     return _Job(name=sc.name, currency=sc.currency, work=sc.useful_training_h * 60.0, C=sc.checkpoint_stall_min,
-                M=float(row["job_mtbf_h"]) * 60.0, R=sc.restart_min, W=sc.async_write_min,
+                M=float(row["job_mtbf_h"]) * 60.0, R=sc.restart_min - sc.downtime_min, D=sc.downtime_min,
+                W=sc.async_write_min,
                 s=sc.async_slowdown_fraction, T=float(row["chosen_interval_min"]), deadline=sc.deadline_h * 60.0,
                 exact_T=float(row["exact_interval_min"]), gpus=float(row["gpus"]), price=sc.price_per_gpu_hour)
 
@@ -127,7 +129,8 @@ def _summary(sim: Simulation, job: _Job, T: float, law: FailureLaw, final_save: 
     q50, q90, q99 = np.quantile(wall_h, [0.5, 0.9, 0.99])
     exact_h = None
     if law.is_exponential:
-        exact_h = float(finite_expected_wall_time(job.work, T, job.C, job.M, job.R, job.W, job.s, final_save)) / 60.0
+        exact_h = float(finite_expected_wall_time(job.work, T, job.C, job.M, job.R, job.W, job.s, final_save,
+                                                    job.D)) / 60.0
     restart_h = float(sim.restart_time.mean()) / 60.0
     save_h = (sim.failure_free - job.work) / 60.0
     return {
@@ -186,11 +189,13 @@ def deadline_report(scenario: Scenario, deadline_h=None, interval_min=None, runs
     runs_ = _check_runs_seed(runs, seed)
     law = as_failure_law(failures)
     final_save = check_final_save(final_save)
-    sim = simulate(job.work, job.T, job.C, job.M, job.R, job.W, job.s, runs_, seed, law, final_save, method)
+    sim = simulate(job.work, job.T, job.C, job.M, job.R, job.W, job.s, runs_, seed, law, final_save, method,
+                   D=job.D)
     out = {"name": job.name, "currency": job.currency, "failure_law": law.describe(), "runs": runs_,
            "deadline_h": job.deadline / 60.0, "job_mtbf_h": job.M / 60.0, "gpus": job.gpus,
            "exact_optimum_interval_min": job.exact_T,
-           "long_run_wall_h": float(waste.expected_wall_time(job.work, job.T, job.C, job.M, job.R, job.W, job.s)) / 60.0}
+           "long_run_wall_h": float(waste.expected_wall_time(job.work, job.T, job.C, job.M, job.R, job.W, job.s,
+                                                             job.D)) / 60.0}
     out.update(_summary(sim, job, job.T, law, final_save))
     return out
 
@@ -311,7 +316,7 @@ def deadline_search(scenario: Scenario, deadline_h=None, target=0.9, intervals_m
             progress(reported[0], len(grid))
 
     sims = simulate_intervals(job.work, grid, job.C, job.M, job.R, job.W, job.s, runs_, seed, law, final_save,
-                              progress=blocks_done)
+                              progress=blocks_done, D=job.D)
     rows = [_summary(sim, job, float(T), law, final_save) for T, sim in zip(grid, sims)]
     walls = [sim.wall for sim in sims]
     table = pd.DataFrame(rows)

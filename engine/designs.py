@@ -102,6 +102,7 @@ class Design:
             if key not in self.set and values.get(key) is not None:
                 values[key] = values[key] * factor
         values.update({k: v for k, v in self.set.items() if k not in SETUP_FIELD_BY_NAME})
+        _keep_downtime_share(values, base, set(self.set) | set(self.times))
         changes: dict[str, Any] = {}
         for name, spec in FIELD_BY_NAME.items():
             v = values.get(name)
@@ -123,6 +124,13 @@ class Design:
             return base.replace(**changes, domains=tuple(domains), name=self.name)
         except InputError as exc:
             raise InputError(f"design {self.name!r} ({self.describe()}): {exc.field}", exc.value, exc.rule) from None
+
+
+def _keep_downtime_share(values: dict[str, Any], base: Scenario, changed: set[str]) -> None:
+    """A design that changes ``restart_min`` but not ``downtime_min`` keeps the downtime's share of the restart
+    (a restart twice as fast waits half as long for a node), in place."""
+    if "restart_min" in changed and "downtime_min" not in changed and base.downtime_min and base.restart_min:
+        values["downtime_min"] = base.downtime_min * (values["restart_min"] / base.restart_min)
 
 
 def scenario_values(sc: Scenario) -> dict[str, Any]:

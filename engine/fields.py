@@ -146,6 +146,8 @@ FIELDS: tuple[Field, ...] = (
           "fraction", default=0.0),
     Field("restart_min", "min", "Restart time after each failure (reallocate, download, restart)", "nonnegative",
           default=0.0, short="-R"),
+    Field("downtime_min", "min", "Part of restart_min spent waiting for a node, when the job cannot fail (empty = 0, "
+          "or the design's reallocation)", "nonnegative", default=0.0),
     Field("node_mtbf_h", "h", "Mean time between failures of one node (independent failures)", "positive"),
     Field("nodes", "nodes", "Nodes in the job", "count", required=True),
     Field("gpus_per_node", "GPUs", "GPUs per node", "count", default=8),

@@ -62,7 +62,7 @@ import numpy as np
 
 from . import waste
 from .errors import NEVER_FINISHES, InputError
-from .gate import check_finite_result, prepare
+from .gate import as_float_array, check_finite_result, prepare
 
 #: relative tolerance when counting segments: work/T = 3 + 1e-15 is 3 segments, not 4
 SEGMENT_RTOL = 1e-14
@@ -93,7 +93,7 @@ def job_geometry(work, T, C, W, s, final_save: bool) -> dict[str, np.ndarray]:
     ``0 .. last-1`` start at durable checkpoints 0..last-1 and reach the next one), and the window
     lengths ``full_clean``, ``full_flow`` (full segments) and ``last_clean``, ``last_flow``.
     """
-    # an overflow (or a T that underflowed to 0) is inf here: every caller checks it
+    # an overflow is inf here (a subnormal T from a subnormal work divides by 0): every caller checks it
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         n = np.maximum(np.ceil(work / T * (1.0 - SEGMENT_RTOL)), 1.0)
         T_n = np.minimum(work - (n - 1.0) * T, T)
@@ -220,7 +220,7 @@ def finite_expected_rollbacks(work, T, C, M, W=0.0, slowdown=0.0, final_save=Fal
     return wrap(out)
 
 
-def finite_expected_wall_time(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, final_save=False):
+def finite_expected_wall_time(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, final_save=False, D=0.0):
     """Expected wall time of the finite job, exact for exponential failures (any ``work``, sync or async).
 
     With the windows of the model (module notes; lengths in :func:`failure_free_wall_time`), the
@@ -247,11 +247,16 @@ def finite_expected_wall_time(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, final_s
     Exact for every case of the model: ragged last segment, with or without final save, sync or
     async. Assumes exponential (memoryless) failures, striking during compute, saves, writes and
     restarts alike; ``W (1 - slowdown) <= T``. For other failure laws use :func:`simulate`.
+
+    ``D``: a downtime after every failure during which the job cannot fail (waiting for a node;
+    :func:`engine.waste.expected_wall_time`): the leading ``M`` becomes ``M + D`` (Wald: the exposed
+    run is unchanged and each of its ``exposed / M`` failures adds ``D``).
     """
     (work_, T_, C_, M_, R_, W_, s_), wrap = prepare_job(work, T, C, W, slowdown, M, R)
+    D_ = as_float_array("D", D, "nonnegative")
     g = job_geometry(work_, T_, C_, W_, s_, check_final_save(final_save))
     with np.errstate(over="ignore", invalid="ignore"):
-        total = M_ * np.exp(R_ / M_) * rollback_sum(g, M_)
+        total = (M_ + D_) * np.exp(R_ / M_) * rollback_sum(g, M_)
     _check_overflow(total, M_, f"{NEVER_FINISHES} ((T + C + W + R)/M is so large that the expected wall "
                     "time overflows)")
     return wrap(total)

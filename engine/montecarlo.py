@@ -351,8 +351,25 @@ def _gap_stream(law: FailureLaw, M: float, runs: int, seed: int) -> GapStream:
     return GapStream(lambda rng, size: law.draw(rng, M, size), runs, seed)
 
 
+def _downtime(D: Any) -> float:
+    """The downtime after every failure (``D``: one number >= 0)."""
+    d = as_float_array("D", D, "nonnegative")
+    if d.ndim:
+        raise InputError("D", f"array of shape {d.shape}", "must be a single number (one job per simulation)")
+    return float(d)
+
+
+def _add_downtime(wall: np.ndarray, failures: np.ndarray, restart: np.ndarray, D: float):
+    """(wall, restart) with the downtime ``D`` after each failure: the failure clock stops while the job waits
+    (it holds no nodes), so the run simulated on exposed time is unchanged and each failure adds ``D``."""
+    if D == 0.0:
+        return wall, restart
+    return wall + D * failures, restart + D * failures
+
+
 def simulate(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, runs=10000, seed=0,
-             failures: Union[str, FailureLaw] = "exponential", final_save=False, method: str = "auto") -> Simulation:
+             failures: Union[str, FailureLaw] = "exponential", final_save=False, method: str = "auto",
+             D=0.0) -> Simulation:
     """Monte Carlo of the finite job (model in :mod:`engine.finite`), vectorised over runs.
 
     Returns a :class:`Simulation` with one wall time, failure count and restart time per run.
@@ -376,6 +393,11 @@ def simulate(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, runs=10000, seed=0,
     * ``"auto"``: ``"per_window"`` for exponential failures (Weibull ``k = 1`` included), else
       ``"per_failure"``.
 
+    ``D``: a downtime after every failure (restarts' included) before its restart, during which the
+    job holds no nodes and cannot fail (waiting for a node): the failure clock stops, so the run on
+    exposed time is the one simulated and each failure adds ``D`` to the wall and restart time
+    (exact for every failure law whose clock counts exposed time only). ``R`` is the exposed restart.
+
     Refuses (``InputError`` on ``M``) configurations whose exponential estimate of rollbacks per run
     exceeds 10^4, (on ``R``) restarts that fail so often that a run would see more than 10^6
     failures, (on ``failures``) per-failure runs that reach 10^6 failures, and (on ``runs``, before
@@ -395,19 +417,22 @@ def simulate(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, runs=10000, seed=0,
     else:
         (wall, n_fail, n_roll, restart), = simulate_per_failure([g], R_, _gap_stream(law, M_, runs_, seed_))
     failure_free = float(failure_free_wall_time(work_, T_, C_, W_, s_, final_save))
+    wall, restart = _add_downtime(wall, n_fail, restart, _downtime(D))
     return Simulation(wall=wall, failures=n_fail, rollbacks=n_roll, restart_time=restart, failure_free=failure_free)
 
 
 def simulate_intervals(work, intervals, C, M, R=0.0, W=0.0, slowdown=0.0, runs=10000, seed=0,
                        failures: Union[str, FailureLaw] = "exponential", final_save=False,
-                       progress: Optional[Callable[[int, int], None]] = None) -> list[Simulation]:
+                       progress: Optional[Callable[[int, int], None]] = None, D=0.0) -> list[Simulation]:
     """:func:`simulate` with ``method="per_failure"`` at every interval of ``intervals``, on one stream.
 
     The same results, run by run, as calling ``simulate(work, T, ..., seed=seed,
     method="per_failure")`` for each ``T``: every interval sees identical failure histories (common
     random numbers), and each chunk of failure gaps is drawn once for all of them.
-    ``progress(runs done, runs)`` is called after each block of runs.
+    ``progress(runs done, runs)`` is called after each block of runs. ``D``: downtime after every
+    failure, as :func:`simulate`.
     """
+    d = _downtime(D)
     Ts = np.asarray(as_float_array("intervals", intervals, "positive"), dtype=np.float64).reshape(-1)
     if Ts.size < 1:
         raise InputError("intervals", intervals, "needs at least one interval")
@@ -423,24 +448,28 @@ def simulate_intervals(work, intervals, C, M, R=0.0, W=0.0, slowdown=0.0, runs=1
         free.append(float(failure_free_wall_time(work_, T_, C_, W_, s_, final_save)))
     work_, _, C_, M_, R_, W_, s_, runs_ = checked[0]
     outs = simulate_per_failure(geometries, R_, _gap_stream(law, M_, runs_, seed_entropy(seed)), progress=progress)
-    return [Simulation(wall=w, failures=f, rollbacks=r, restart_time=rt, failure_free=ff)
-            for (w, f, r, rt), ff in zip(outs, free)]
+    return [Simulation(*_with_downtime_tuple(w, f, r, rt, d), failure_free=ff) for (w, f, r, rt), ff in zip(outs, free)]
+
+
+def _with_downtime_tuple(wall, failures, rollbacks, restart, D: float) -> tuple:
+    wall, restart = _add_downtime(wall, failures, restart, D)
+    return wall, failures, rollbacks, restart
 
 
 def simulate_wall_times(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, runs=10000, seed=0,
                         failures: Union[str, FailureLaw] = "exponential", final_save=False,
-                        return_failures: bool = False, method: str = "auto"):
+                        return_failures: bool = False, method: str = "auto", D=0.0):
     """Simulated wall times of ``runs`` independent runs (array), see :func:`simulate`.
 
     With ``return_failures=True`` returns ``(wall_times, failure_counts)`` (failures during restarts
     included). The standard error of the mean is :func:`standard_error` ``(wall_times)``.
     """
-    sim = simulate(work, T, C, M, R, W, slowdown, runs, seed, failures, final_save, method)
+    sim = simulate(work, T, C, M, R, W, slowdown, runs, seed, failures, final_save, method, D)
     return (sim.wall, sim.failures) if return_failures else sim.wall
 
 
 def reference_simulation(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, runs=1000, seed=0,
-                         failures: Union[str, FailureLaw] = "exponential", final_save=False) -> Simulation:
+                         failures: Union[str, FailureLaw] = "exponential", final_save=False, D=0.0) -> Simulation:
     """The same model as :func:`simulate`, one run and one phase at a time in plain Python.
 
     A straightforward, independent statement of the model used to check the vectorised simulator
@@ -467,6 +496,7 @@ def reference_simulation(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, runs=1000, s
     for r in range(runs_):
         wall[r], n_fail[r], n_roll[r], restart[r] = _reference_run(stream.run(r), lengths, C_, R_, W_, s_, final_save)
     failure_free = float(failure_free_wall_time(work_, T_, C_, W_, s_, final_save))
+    wall, restart = _add_downtime(wall, n_fail, restart, _downtime(D))
     return Simulation(wall=wall, failures=n_fail, rollbacks=n_roll, restart_time=restart, failure_free=failure_free)
 
 

@@ -127,7 +127,7 @@ def _check_scalars(named: Mapping[str, Any]) -> None:
 
 
 def simulate_tiers(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any], classes: Mapping[str, Any],
-                   runs=10000, seed=0, final_save=False) -> TieredSimulation:
+                   runs=10000, seed=0, final_save=False, D=0.0) -> TieredSimulation:
     """Monte Carlo of the finite tiered job (module notes), vectorised over runs in blocks.
 
     Returns a :class:`TieredSimulation`: per run the wall time, failures (restarts included),
@@ -135,9 +135,12 @@ def simulate_tiers(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[An
     ``standard_error()`` as :class:`engine.montecarlo.Simulation`. Reproducible for a given ``seed``
     (an int, or a numpy ``Generator`` an int seed is drawn from). Every input a single number.
     Refuses (``InputError`` on ``M``) configurations expecting more than 10^4 failures per run.
+    ``D``: a downtime after every failure, before its restart, in which the job cannot fail (the wait
+    for a node): the runs are simulated on exposed time and each failure adds ``D`` to the wall and
+    restart time (``R`` is the exposed restart).
     """
     tiers = check_design(tiers, classes)
-    named = {"work": work, "T": T, "M": M, "R": R, "W": W, "slowdown": slowdown, "runs": runs}
+    named = {"work": work, "T": T, "M": M, "R": R, "W": W, "slowdown": slowdown, "runs": runs, "D": D}
     for i, t in enumerate(tiers):
         lab = tier_label(i, t)
         named.update({f"{lab}.checkpoint_stall_min": t.checkpoint_stall_min, f"{lab}.restore_min": t.restore_min,
@@ -165,6 +168,9 @@ def simulate_tiers(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[An
         rng = np.random.default_rng(np.random.SeedSequence(seed_, spawn_key=(b,)))
         wall[sl], fails[sl], rolls[sl], rtime[sl], by_class[sl], by_tier[sl] = _block(job, sl.stop - sl.start, rng)
     free = _remaining(job, np.zeros(1, np.int64))[0][0]
+    down = float(as_float_array("D", D, "nonnegative"))
+    if down:
+        wall, rtime = wall + down * fails, rtime + down * fails
     return TieredSimulation(wall=wall, failures=fails, rollbacks=rolls, restart_time=rtime, failure_free=float(free),
                             class_failures={c: by_class[:, j] for j, c in enumerate(names)},
                             recoveries={t.name: by_tier[:, i] for i, t in enumerate(tiers)})

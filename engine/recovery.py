@@ -20,43 +20,83 @@ overlaps another here (a pipeline that loads the checkpoint while communicators 
 
 Spare pool
 ----------
-Failures that need a node replaced reach the job at rate ``lambda = node_replacement_rate_per_h``
-(Poisson). The job keeps ``S`` hot spares; a replaced node goes to repair for ``repair_h`` hours
-and then rejoins the pool. The pool is Sherbrooke's ``(S-1, S)`` inventory of repairable items
-[Sherbrooke68]: by Palm's theorem the number ``N`` of nodes in repair is Poisson with mean
-``mu = lambda * repair_h`` in steady state, whatever the law of the repair time (``M/G/inf``
-insensitivity), and by PASTA [Wolff82] an arriving failure sees that same law. A spare is free iff
-``N < S``, with probability ``P(N <= S - 1)`` (:func:`spare_free_probability`).
+The job keeps ``S`` hot spares. A node-replacing failure reaches the job at rate
+``lambda = node_replacement_rate_per_h`` (per hour, Poisson) *while the job holds its nodes*; the
+failed node goes to repair for ``r = repair_h`` hours and then rejoins the pool. Let ``n`` be the
+number of nodes in repair and ``mu = lambda r``. While ``n <= S`` the job holds a full set of nodes
+and sends failures at rate ``lambda``: a failure at ``n < S`` takes a free spare (``swap_min``); a
+failure at ``n = S`` finds none, ``n`` becomes ``S + 1`` and the job waits, not running and so not
+failing, until the first repair completes (``n`` back to ``S``). This is a finite-source repair
+system: the state process is exactly Erlang's loss system ``M/G/c/c`` with ``c = S + 1`` servers
+(the repair shop; an arrival in state ``c`` is lost: the waiting job sends none), so
+[Erlang17; Takacs69; Kleinrock75, ch. 3]::
 
-* A spare is free: the job takes it (``swap_min``) or a node back from repair if sooner:
-  ``min(swap_min, 60 * repair_h / (N + 1))``.
-* No spare is free: the job waits for the first node back from repair. With deterministic repair,
-  given ``N`` the ``N`` residual repair times are i.i.d. uniform on ``(0, repair_h)``
-  (M/D/inf), and the failed node's own repair takes ``repair_h``; the first of these ``N + 1``
-  returns after ``E[wait | N] = repair_h / (N + 1)`` hours.
+    pi_n = (mu^n / n!) / sum_{k=0}^{S+1} mu^k / k!,   n = 0 .. S+1
 
-So the expected reallocation per replacement is (:func:`expected_reallocation_min`)::
+for *any* law of the repair time with mean ``r`` (the insensitivity of the loss system). By
+PASTA [Wolff82] a failure sees the time-stationary law restricted to ``n <= S``, so per
+node-replacing failure (:func:`spare_free_probability`)::
 
-    E = sum_n P(N = n) * (min(swap_min, 60 repair_h / (n+1)) if n < S else 60 repair_h / (n+1))
+    P(spare free) = 1 - B(S, mu),   B(S, mu) = (mu^S / S!) / sum_{k=0}^{S} mu^k / k!  (Erlang B)
 
-With no spares, ``E = 60 repair_h E[1/(N+1)] = 60 repair_h (1 - exp(-mu)) / mu``. ``E`` is
-non-increasing in ``S`` (each added spare lowers one term).
+``B(0, mu) = 1``: without spares a spare is never free. ``B`` comes from the stable recursion
+``B(0) = 1, B(k) = mu B(k-1) / (k + mu B(k-1))`` (:func:`erlang_b`; the workbook writes the same
+recursion, one helper cell per spare).
 
-Approximations and where they stop being valid: the occupancy ignores the job's own waiting (a
-job stalled without a spare stops failing and so stops sending nodes to repair; accurate when
-``mu`` is small against ``S`` or when waits are rare) and treats the replacement stream as
-Poisson at a constant rate. ``min(swap, E[wait])`` bounds ``E[min(swap, wait)]`` from above
-(Jensen; min is concave), so the spared case is slightly pessimistic. The uniform residuals hold
-for deterministic repair only; for spread-out repair times the residuals follow the equilibrium
-law and the wait without a spare is longer (the occupancy, and so the spare-free probability,
-stay exact). Every job-stopping failure in :func:`spares_table` is taken to need a node
-replaced; if only a share ``q`` does, the mean reallocation per failure is ``q`` times the one
-here.
+When no spare is free the job waits for the first of ``S + 1`` repairs to complete: the failed
+node's own (``r``) and the ``S`` already under way. Exponential repair: the minimum of ``S + 1``
+exponentials of mean ``r`` is exponential with mean ``r / (S + 1)``. Fixed repair: given the state
+the residual repair times of the loss system are i.i.d. with the equilibrium law of the repair time
+[Takacs69], uniform on ``(0, r)``, so the wait is the minimum of ``S`` uniforms (below ``r``):
+``r Beta(1, S)``, mean ``r / (S + 1)`` too. So the mean reallocation per node-replacing failure is
+(:func:`expected_reallocation_min`)::
+
+    E = (1 - B(S, mu)) swap_min + B(S, mu) 60 r / (S + 1)     [min]
+
+(``60 r`` with no spares: the failed node's own repair). Its spread
+(:func:`reallocation_sd_min`), with ``w = 60 r / (S + 1)`` and ``V`` the variance of the wait
+without a spare, ``w^2`` for exponential repair and ``(60 r)^2 S / ((S + 1)^2 (S + 2))`` for fixed
+repair (0 without spares)::
+
+    Var = B (1 - B) (swap_min - w)^2 + B V
+
+The time-average number of nodes in repair is ``sum n pi_n = mu (1 - B(S + 1, mu))``
+(:func:`mean_nodes_in_repair`; Little's law on the accepted failures) and the share of the pool's
+time the job waits for a node is ``pi_{S+1} = B(S + 1, mu)`` (:func:`pool_waiting_share`). Per
+failure (every job-stopping failure, a share ``q = replacement_share`` of which needs a node) the
+mean is ``q E`` and the second moment ``q E[X^2]``.
+
+Assumptions and where they break: the job fails at the same rate ``lambda`` whenever it holds its
+nodes (computing, saving, restarting) and not at all while it waits for a node; the swap itself is
+counted as holding the nodes. It is not (the job cannot fail during a swap either), and that dead
+time after every failure that takes a spare makes the failures the pool sees fewer and more regular
+than Poisson: the model errs on the pessimistic side by an amount of the order of ``lambda *
+swap_min / 60``. Measured by event simulation at the README's example (``mu = 6``, 8 spares, swap
+2 min, ``lambda swap = 0.84 %``): no spare free at 12.5 % of node-replacing failures (simulated
+12.0 %), a mean wait of 21.7 min (simulated 21.0), the plan's wall time 0.32 % above the simulated
+one; at ``mu = 3``, 8 spares, swap 10 min: no spare free at 0.81 % (simulated 0.57 %), a mean wait of
+11.2 min (simulated 10.8); exact at ``swap_min = 0`` (``tests/test_pool_simulation.py``,
+``tests/test_plan_pool_simulation.py``).
+Failures of different nodes are independent and Poisson (the node->job division);
+spares do not fail while idle; the steady state is reached (the run is long against ``r``). The
+old model (Sherbrooke's ``(S-1, S)`` pool, ``M/G/inf`` by Palm's theorem [Sherbrooke68]) let the
+job keep failing while it waited and so overstated both the occupancy and the wait; it is the limit
+of this one when waits are rare (``mu`` small against ``S``). With ``swap_min`` above ``60 r / (S+1)``
+(a swap slower than a repair return) more spares can lengthen the mean wait: the model takes the
+free spare, as a scheduler does.
 
 References
 ----------
+* [Erlang17] A. K. Erlang, "Solution of some problems in the theory of probabilities of significance
+  in automatic telephone exchanges", Elektroteknikeren 13, 1917 (the loss formula ``B``).
+* [Takacs69] L. Takacs, "On Erlang's formula", Annals of Mathematical Statistics 40(1), 71-78, 1969
+  (the loss system's state law for any service law, and the residual service times given the state:
+  i.i.d. with the equilibrium law).
+* [Kleinrock75] L. Kleinrock, Queueing Systems, Volume 1: Theory, Wiley, 1975 (Erlang's loss system
+  ``M/M/m/m`` and the loss formula ``B``, chapter 3 on birth-death systems in equilibrium).
 * [Sherbrooke68] C. C. Sherbrooke, "METRIC: A Multi-Echelon Technique for Recoverable Item
-  Control", Operations Research 16(1), 122-141, 1968 (Palm's theorem for the ``(S-1, S)`` pool).
+  Control", Operations Research 16(1), 122-141, 1968 (Palm's theorem for the ``(S-1, S)`` pool: the
+  earlier model here, the limit of rare waits).
 * [Wolff82] R. W. Wolff, "Poisson Arrivals See Time Averages", Operations Research 30(2),
   223-231, 1982.
 * [Kokolis25] A. Kokolis et al., "Revisiting Reliability in Large-Scale Machine Learning Research
@@ -69,7 +109,6 @@ which take one scenario's scalars) and raise :class:`engine.InputError` on bad i
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -79,17 +118,15 @@ from .errors import InputError
 from .gate import as_float_array, check_finite_result, prepare
 from .waste import exact_optimal_interval, expected_wall_time
 
-__all__ = ["MAX_MEAN_IN_REPAIR", "RESTART_PHASES", "best_spares", "communicator_init_min", "expected_reallocation_min",
-           "restart_pipeline", "restart_pipeline_min", "spare_free_probability", "spares_table"]
+__all__ = ["MAX_MEAN_IN_REPAIR", "REPAIR_LAWS", "RESTART_PHASES", "best_spares", "communicator_init_min", "erlang_b",
+           "erlang_b_kernel", "expected_reallocation_min", "mean_nodes_in_repair", "pool_waiting_share",
+           "reallocation_sd_min", "restart_pipeline", "restart_pipeline_min", "spare_free_probability", "spares_table"]
 
 #: The named parts of a restart, in the order a restart passes through them.
 RESTART_PHASES = ("detection_min", "reallocation_min", "startup_min", "init_min", "load_min", "warmup_min")
 
 #: Most nodes in repair on average (``node_replacement_rate_per_h * repair_h``) the pool model accepts.
 MAX_MEAN_IN_REPAIR = 1e6
-# the Poisson sum keeps n within [lo, hi], each tail holding < 1e-16 of the mass (Chernoff/Bernstein bounds)
-_TAIL_LOG = 2.0 * math.log(1e16)
-_BUDGET = 2_000_000  # array cells evaluated at a time
 _MAX_TABLE_ROWS = 1_000_000
 
 
@@ -165,84 +202,154 @@ def _mean_in_repair(lam, r):
     return mu
 
 
-def spare_free_probability(node_replacement_rate_per_h, repair_h, spares):
-    """Probability that a failure finds a spare free: ``P(N < S)``, ``N ~ Poisson(rate * repair_h)``.
+def erlang_b(spares, mean_in_repair):
+    """Erlang's loss formula ``B(S, mu) = (mu^S / S!) / sum_{k<=S} mu^k / k!`` [Erlang17].
 
-    ``= Q(S, mu)`` (the regularised upper incomplete gamma function) for ``S >= 1``; 0 without
-    spares. Exact in steady state for Poisson replacements and any repair-time law (Palm's
-    theorem; see the module notes for what the model leaves out). Non-decreasing in ``spares``.
+    The chance that a node-replacing failure finds every one of ``S = spares`` spares taken (module
+    notes). ``B(0, mu) = 1``; ``B(S, 0) = 0`` for ``S >= 1``; decreasing in ``S``. Computed by the
+    recursion ``B(k) = mu B(k-1) / (k + mu B(k-1))`` from ``B(0) = 1`` (every step in ``(0, 1]``,
+    no overflow, relative error a few ulps per step), which the workbook writes cell by cell; where
+    ``S`` lies beyond ``mu + 40 sqrt(mu) + 60`` (the Poisson mass above ``S`` below 1e-300) it is
+    the Poisson probability ``exp(S log mu - mu - lgamma(S + 1))`` directly, to keep the work bounded.
     """
-    from scipy.special import gammaincc
+    (S, mu), wrap = prepare(("spares", spares, "whole"), ("mean_in_repair", mean_in_repair, "nonnegative"))
+    _check_mean(mu, "mean_in_repair", mu)
+    return wrap(erlang_b_kernel(S, mu))
 
-    (lam, r, S), wrap = prepare(*_pool_inputs(node_replacement_rate_per_h, repair_h, spares))
-    mu = _mean_in_repair(lam, r)
-    p = np.where(S >= 1, gammaincc(np.maximum(S, 1.0), mu), 0.0)
-    return wrap(p)
+
+def erlang_b_kernel(S, mu):
+    """:func:`erlang_b` on validated arrays (whole ``S >= 0``, ``0 <= mu <= MAX_MEAN_IN_REPAIR``)."""
+    from scipy.special import gammaln
+
+    S, mu = np.broadcast_arrays(np.asarray(S, dtype=np.float64), np.asarray(mu, dtype=np.float64))
+    shape = S.shape
+    S, mu = S.ravel(), mu.ravel()
+    out = np.ones(S.size)
+    far = S > mu + 40.0 * np.sqrt(mu) + 60.0
+    with _quiet():
+        out[far] = np.where(mu[far] > 0, np.exp(S[far] * np.log(mu[far]) - mu[far] - gammaln(S[far] + 1.0)), 0.0)
+    near = np.flatnonzero(~far)
+    order = near[np.argsort(-S[near], kind="stable")]   # most spares first: the rows still stepping are a prefix
+    steps, m, b = S[order], mu[order], np.ones(order.size)
+    top = int(steps[0]) if steps.size else 0
+    # rows still stepping at step k: those with S >= k, a prefix of the order
+    active = np.searchsorted(-steps, -np.arange(1, top + 1, dtype=np.float64), side="right")
+    mb, den = np.empty(order.size), np.empty(order.size)
+    for k, n in enumerate(active.tolist(), start=1):
+        np.multiply(m[:n], b[:n], out=mb[:n])
+        np.add(mb[:n], k, out=den[:n])
+        np.divide(mb[:n], den[:n], out=b[:n])
+    out[order] = b
+    return out.reshape(shape)
+
+
+def _pool_inputs(rate, repair_h, spares):
+    return [("node_replacement_rate_per_h", rate, "nonnegative"), ("repair_h", repair_h, "nonnegative"),
+            ("spares", spares, "whole")]
+
+
+def _check_mean(mu, field, value):
+    bad = ~(mu <= MAX_MEAN_IN_REPAIR)
+    if np.any(bad):
+        idx = tuple(np.argwhere(bad)[0]) if bad.ndim else ()
+        raise InputError(field, float(np.broadcast_to(value, np.shape(mu))[idx]),
+                         f"node_replacement_rate_per_h x repair_h = {float(np.asarray(mu)[idx]):.6g} nodes in repair "
+                         f"on average: must be <= {MAX_MEAN_IN_REPAIR:.0e} (the pool model means nothing there)",
+                         tuple(int(i) for i in idx) or None)
+
+
+def _mean_in_repair(lam, r):
+    with np.errstate(over="ignore"):
+        mu = lam * r
+    _check_mean(mu, "node_replacement_rate_per_h", lam)
+    return mu
+
+
+def _pool(rate, repair_h, spares, *more):
+    """Validated, broadcast ``(mu, r, S, *more)`` and the result wrapper."""
+    (lam, r, S, *rest), wrap = prepare(*_pool_inputs(rate, repair_h, spares), *more)
+    return (_mean_in_repair(lam, r), r, S, *rest), wrap
+
+
+def spare_free_probability(node_replacement_rate_per_h, repair_h, spares):
+    """Probability that a node-replacing failure finds a spare free: ``1 - B(S, mu)``, ``mu = rate * repair_h``.
+
+    ``B`` is Erlang's loss formula (:func:`erlang_b`): exact in steady state for Poisson failures
+    that stop while the job waits for a node, and any repair-time law (module notes). 0 without
+    spares; non-decreasing in ``spares``.
+    """
+    (mu, _r, S), wrap = _pool(node_replacement_rate_per_h, repair_h, spares)
+    return wrap(1.0 - erlang_b_kernel(S, mu))
+
+
+def _wait_terms(mu, r, S):
+    """(B, w): the chance no spare is free and the mean wait for a repair then, in minutes."""
+    B = erlang_b_kernel(S, mu)
+    with _quiet():
+        w = 60.0 * r / (S + 1.0)
+    return B, w
 
 
 def expected_reallocation_min(node_replacement_rate_per_h, repair_h, spares, swap_min):
-    """Expected time to get a replacement node, in minutes, with ``spares`` hot spares.
+    """Expected time to get a replacement node per node-replacing failure, in minutes, with ``spares`` hot spares.
 
-    ``sum_n P(N=n) * (min(swap_min, 60 repair_h/(n+1)) if n < spares else 60 repair_h/(n+1))``,
-    ``N ~ Poisson(mu)``, ``mu = node_replacement_rate_per_h * repair_h`` (derivation, assumptions and
-    limits in the module notes). Without spares it equals ``60 repair_h (1 - exp(-mu)) / mu``
-    (``60 repair_h`` at ``mu = 0``); with many spares it tends to ``min(swap_min, ...)``.
-    Non-increasing in ``spares``.
-
-    Numerics: the sum runs over ``n`` in a window around ``mu`` outside which each Poisson tail
-    holds < 1e-16 of the mass; the probabilities come from the ratio recurrence
-    ``p(n) / p(n-1) = mu / n`` summed in log space and normalised over the window, so they keep
-    full relative precision for large ``mu`` (no ``exp(-mu)`` underflow, no ``log n!``
-    cancellation). The same ``n`` are summed in the same order for every ``spares``, so the
-    result is non-increasing in ``spares`` to the last bit.
+    ``(1 - B(S, mu)) swap_min + B(S, mu) 60 repair_h / (S + 1)`` with ``mu = node_replacement_rate_per_h
+    * repair_h`` and ``B`` Erlang's loss formula (derivation, assumptions and limits in the module
+    notes): the swap when a spare is free, else the first of ``S + 1`` repairs to complete (mean
+    ``repair_h / (S + 1)`` for fixed and for exponential repair). ``60 repair_h`` without spares;
+    tends to ``swap_min`` with many. Non-increasing in ``spares`` while ``swap_min <= 60 repair_h /
+    (spares + 1)``.
     """
-    (lam, r, S, swap), wrap = prepare(*_pool_inputs(node_replacement_rate_per_h, repair_h, spares),
-                                      ("swap_min", swap_min, "nonnegative"))
-    mu = _mean_in_repair(lam, r)
+    (mu, r, S, swap), wrap = _pool(node_replacement_rate_per_h, repair_h, spares, ("swap_min", swap_min, "nonnegative"))
+    B, w = _wait_terms(mu, r, S)
     with _quiet():
-        out = _reallocation(np.asarray(mu, dtype=np.float64), r, S, swap)
+        out = (1.0 - B) * swap + B * w
     check_finite_result("repair_h", out, "the expected reallocation overflows")
     return wrap(out)
 
 
-def _reallocation(mu, r, S, swap):
-    """:func:`expected_reallocation_min` on validated, broadcast arrays."""
-    shape = np.shape(mu)
-    mu, r, S, swap = (np.ravel(np.asarray(a, dtype=np.float64)) for a in (mu, r, S, swap))
-    out = np.empty(mu.size)
-    hi = np.ceil(mu + (_TAIL_LOG / 3.0 + np.sqrt(_TAIL_LOG ** 2 / 9.0 + 4.0 * _TAIL_LOG * mu)) / 2.0)
-    lo = np.maximum(0.0, np.floor(mu - np.sqrt(_TAIL_LOG * mu)))
-    width = (hi - lo + 1.0).astype(np.int64)
-    order = np.argsort(width, kind="stable")  # similar widths together: little padding per chunk
-    sorted_width = width[order]
-    i = 0
-    while i < mu.size:
-        j = min(mu.size, i + max(1, _BUDGET // int(sorted_width[i])))
-        if (j - i) * int(sorted_width[j - 1]) > _BUDGET:
-            j = i + max(1, _BUDGET // int(sorted_width[j - 1]))
-        idx = order[i:j]
-        out[idx] = _window_sum(mu[idx], r[idx], S[idx], swap[idx], lo[idx], hi[idx], int(sorted_width[j - 1]))
-        i = j
-    return out.reshape(shape)
+#: the repair-time laws :func:`reallocation_sd_min` knows (the mean answers do not depend on it)
+REPAIR_LAWS = ("fixed", "exponential")
 
 
-def _window_sum(mu, r, S, swap, lo, hi, width):
-    """The Poisson-weighted sum over n in [lo, hi] for a chunk of rows (see expected_reallocation_min)."""
-    n = lo[:, None] + np.arange(width, dtype=np.float64)[None, :]
-    inside = n <= hi[:, None]
-    m = mu[:, None]
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        # log p(n) - log p(lo) = sum_{k=lo+1}^{n} log(mu/k), each term as -log1p((k - mu)/mu): full precision
-        step = np.where((n > lo[:, None]) & inside, -np.log1p((n - m) / m), 0.0)
-        step = np.where(m > 0, step, np.where(n > 0, -np.inf, 0.0))  # mu = 0: all mass at n = 0
-    logq = np.cumsum(step, axis=1)
-    logq = np.where(inside, logq, -np.inf)
-    logq -= logq.max(axis=1, keepdims=True)
-    q = np.exp(logq)
-    wait = 60.0 * r[:, None] / (n + 1.0)
-    f = np.where(n < S[:, None], np.minimum(swap[:, None], wait), wait)
-    # sequential sums (cumsum): the same terms in the same order for every S, so monotone in S
-    return np.cumsum(q * f, axis=1)[:, -1] / np.cumsum(q, axis=1)[:, -1]
+def reallocation_sd_min(node_replacement_rate_per_h, repair_h, spares, swap_min, repair_law="fixed"):
+    """Standard deviation of the reallocation per node-replacing failure, in minutes.
+
+    ``sqrt(B (1 - B) (swap_min - w)^2 + B V)`` with ``B = B(S, mu)``, ``w = 60 repair_h / (S + 1)``
+    and ``V`` the variance of the wait when no spare is free: ``w^2`` for exponential repair (the
+    minimum of ``S + 1`` exponentials), ``(60 repair_h)^2 S / ((S + 1)^2 (S + 2))`` for fixed repair
+    (the minimum of ``S`` residuals uniform on ``(0, repair_h)``: ``repair_h Beta(1, S)``; 0 without
+    spares). ``repair_law``: one of :data:`REPAIR_LAWS` (the only argument that does not broadcast).
+    """
+    if repair_law not in REPAIR_LAWS:
+        raise InputError("repair_law", repair_law, f"must be one of {', '.join(REPAIR_LAWS)}")
+    (mu, r, S, swap), wrap = _pool(node_replacement_rate_per_h, repair_h, spares, ("swap_min", swap_min, "nonnegative"))
+    B, w = _wait_terms(mu, r, S)
+    with _quiet():
+        full = 60.0 * r
+        V = w * w if repair_law == "exponential" else full * full * S / ((S + 1.0) ** 2 * (S + 2.0))
+        out = np.sqrt(B * (1.0 - B) * (swap - w) ** 2 + B * V)
+    check_finite_result("repair_h", out, "the spread of the reallocation overflows")
+    return wrap(out)
+
+
+def mean_nodes_in_repair(node_replacement_rate_per_h, repair_h, spares):
+    """Time-average number of nodes in repair: ``sum n pi_n = mu (1 - B(S + 1, mu))`` (module notes).
+
+    Below ``mu = rate * repair_h`` (what it would be if the job kept failing while it waits): the
+    failures the waiting job does not send are missing from the repair shop.
+    """
+    (mu, _r, S), wrap = _pool(node_replacement_rate_per_h, repair_h, spares)
+    return wrap(mu * (1.0 - erlang_b_kernel(S + 1.0, mu)))
+
+
+def pool_waiting_share(node_replacement_rate_per_h, repair_h, spares):
+    """Share of the time the job waits for a node (every spare taken, one node short): ``pi_{S+1} = B(S + 1, mu)``.
+
+    Time measured on the pool's clock (the job holding its nodes or waiting for one); module notes.
+    """
+    (mu, _r, S), wrap = _pool(node_replacement_rate_per_h, repair_h, spares)
+    return wrap(erlang_b_kernel(S + 1.0, mu))
 
 
 # ------------------------------------------------------------------------------ how many spares
@@ -268,8 +375,10 @@ def spares_table(*, nodes, gpus_per_node, spares_max, node_replacement_rate_per_
     Per row: ``spare_free_probability`` and ``reallocation_min`` (the pool model, module notes);
     ``restart_min = restart_other_min + replacement_share * reallocation_min`` (the other phases of
     :data:`RESTART_PHASES`; only the share of failures that need a node replaced waits for one); ``T_min`` (given, or :func:`engine.waste.exact_optimal_interval`,
-    the same for every S since the restart time does not move the optimum); ``wall_h`` from the
-    exact model ``expected_wall_time(useful_training_h * 60, T, C, M, R, W, s) / 60``;
+    the same for every S since neither the restart nor the downtime moves the optimum); ``wall_h`` from
+    the exact model ``expected_wall_time(useful_training_h * 60, T, C, M, restart_other_min, W, s,
+    D) / 60`` with the wait for a node as the downtime ``D = replacement_share * reallocation_min``
+    (the job cannot fail while it waits; the other phases are exposed);
     ``gpu_hours = (nodes + S) * gpus_per_node * wall_h`` (the spares are held, and paid, for the
     whole run), ``spare_gpu_hours = S * gpus_per_node * wall_h``,
     ``total_cost = gpu_hours * price_per_gpu_hour + storage_cost_per_wall_h * wall_h`` (everything the
@@ -313,11 +422,10 @@ def spares_table(*, nodes, gpus_per_node, spares_max, node_replacement_rate_per_
         T = _scalar("T_min", T_min, "positive")
 
     S = np.arange(int(smax) + 1, dtype=np.float64)
-    free = spare_free_probability(lam, r, S)
     realloc = expected_reallocation_min(lam, r, S, swap)
-    R = other + share * realloc
-    try:
-        wall_h = expected_wall_time(work_h * 60.0, T, C, M, R, W, s) / 60.0
+    down = share * realloc   # the wait for a node: downtime, the job cannot fail in it
+    try:  # the other phases are exposed
+        wall_h = expected_wall_time(work_h * 60.0, T, C, M, other, W, s, down) / 60.0
     except InputError as err:  # name the table's argument, not the model's symbol
         raise InputError(_WASTE_NAMES.get(err.field, err.field), err.value, err.rule) from err
     with _quiet():
@@ -329,12 +437,10 @@ def spares_table(*, nodes, gpus_per_node, spares_max, node_replacement_rate_per_
                         {"useful_training_h": np.asarray(work_h), "price_per_gpu_hour": np.asarray(price)})
     return pd.DataFrame({
         "spares": S.astype(np.int64),
-        "spare_free_probability": free,
+        "spare_free_probability": spare_free_probability(lam, r, S),
         "reallocation_min": realloc,
-        "restart_min": R,
-        "T_min": np.full(S.shape, T),
-        "wall_h": wall_h,
-        "gpu_hours": gpu_hours,
+        "restart_min": other + down,
+        "T_min": np.full(S.shape, T), "wall_h": wall_h, "gpu_hours": gpu_hours,
         "spare_gpu_hours": S * g * wall_h,
         "total_cost": cost,
         "cost_per_useful_gpu_hour": per_useful,

@@ -349,6 +349,13 @@ def _cross_field_rules(eff: dict[str, np.ndarray], ok: dict[str, np.ndarray], pr
         problems.add(np.flatnonzero(free), lambda p: InputError(
             "checkpoint_stall_min", float(C[p]),
             "checkpoint_stall_min + async_write_min must be > 0: no save is free (measure it)"))
+    R, D = eff["restart_min"], eff["downtime_min"]
+    over = _mask_if_any(lambda r, d: d > r * (1 + 1e-12), R, D)
+    if over is not None:
+        over &= ok["restart_min"] & ok["downtime_min"]
+        problems.add(np.flatnonzero(over), lambda p: InputError(
+            "downtime_min", float(D[p]), f"must be <= restart_min = {R[p]:.6g} (it is the part of the restart the job "
+            "spends waiting without its nodes)"))
     late = _mask_if_any(lambda w, s_, t: w * (1 - s_) > t, W, s, T)
     if late is not None:
         late &= ok["async_write_min"] & ok["async_slowdown_fraction"] & ok["interval_min"]
@@ -366,7 +373,7 @@ def table_problems(table: pd.DataFrame, flagged: dict[str, np.ndarray] | None = 
     whose fields passed: each row needs ``node_mtbf_h`` or ``job_mtbf_h``; a save must cost
     something (``checkpoint_stall_min + async_write_min > 0``: measure it, e.g. ``ckptplan
     probe``); a chosen interval must leave time for the background write; domain cells come in
-    pairs. ``given``/``effective`` map each column to float arrays (effective: defaults applied,
+    pairs; ``downtime_min`` is a part of ``restart_min`` (at most it). ``given``/``effective`` map each column to float arrays (effective: defaults applied,
     NaN for "not given"). :func:`validate_table` raises the first problem; :mod:`engine.batch`
     reports them all.
     """
@@ -441,7 +448,8 @@ def evaluate(table: pd.DataFrame | Scenario | Iterable[Scenario]) -> pd.DataFram
     * ``first_order_waste`` (at the chosen interval), ``young_min_waste``;
       ``waste_fraction`` (exact model at the chosen interval, share of wall time),
       ``waste_fraction_at_optimum``, ``waste_fraction_at_young``, ``waste_fraction_at_daly``;
-    * ``expected_failures``; ``wall_h`` and its split ``useful_h``, ``save_h``, ``rework_h``,
+    * ``expected_failures`` (every failure, restarts included: the exposed time / job MTBF); ``wall_h``
+      and its split ``useful_h``, ``save_h``, ``rework_h``,
       ``restart_h``; ``gpus``; ``total_gpu_hours`` and ``{useful,save,rework,restart}_gpu_hours``;
       ``compute_cost`` (the job's GPU time) and its parts ``{...}_cost``, ``storage_cost`` and
       ``spare_cost`` (0: no setup), ``total_cost`` (everything the plan pays: compute + storage +
@@ -453,6 +461,10 @@ def evaluate(table: pd.DataFrame | Scenario | Iterable[Scenario]) -> pd.DataFram
       ``deadline_h``), ``wall_h_p50``, ``wall_h_p90``, ``wall_h_p99`` and
       ``deadline_approximation_ok`` (False outside the approximation's validity range; all NaN
       where ``(R + T + C + W)/M > 200``).
+
+    ``restart_min`` is the whole restart; its part ``downtime_min`` (waiting for a node) is
+    unexposed: the job cannot fail in it (``D`` of :func:`engine.waste.expected_wall_time`, the rest
+    ``R``).
 
     Long-run model for exponential failures (:func:`engine.waste.expected_wall_time`); for
     deadlines and non-exponential failures see :mod:`ckptplan.engine.deadline` (exact finite job: :mod:`ckptplan.engine.finite`; Monte Carlo: :mod:`ckptplan.engine.montecarlo`).
@@ -494,10 +506,10 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
     job_mtbf_h = _job_mtbf_h(table, cols)
     M, work, deadline_min = _in_minutes(table, job_mtbf_h, cols)
     C, W, s = cols["checkpoint_stall_min"], cols["async_write_min"], cols["async_slowdown_fraction"]
-    R = cols["restart_min"]
+    R, D = _restart_split(cols)
     intervals = _intervals(cols, M)
     chosen = intervals["chosen_interval_min"]
-    parts = waste.time_breakdown_kernel(work, chosen, C, M, R, W, s)
+    parts = waste.time_breakdown_kernel(work, chosen, C, M, R, W, s, D)
     gpus = _gpus(cols)
     new = {"job_mtbf_h": job_mtbf_h, **intervals, **_wastes(cols, M, intervals),
            "expected_failures": parts["failures"], "wall_h": parts["total"] / 60.0}
@@ -505,12 +517,19 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
         new[f"{cat}_h"] = parts[cat] / 60.0
     new.update(_money(table, cols, gpus, new))
     # the finite job's wall-time distribution (exponential failures, no final save): analytic deadline answer
-    deadline = wall_distribution.deadline_answers_kernel(work, chosen, C, M, R, W, s, deadline_min)
+    deadline = wall_distribution.deadline_answers_kernel(work, chosen, C, M, R, W, s, deadline_min, D=D)
     new["p_finish_by_deadline"] = deadline["p_finish_by_deadline"]
     for q in ("p50", "p90", "p99"):
         new[f"wall_h_{q}"] = deadline[f"wall_{q}"] / 60.0
     new["deadline_approximation_ok"] = deadline["ok"]
     return _result_frame(table, new)
+
+
+def _restart_split(cols: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(exposed restart, downtime): ``restart_min - downtime_min`` and ``downtime_min`` (the part the job waits
+    without its nodes and cannot fail in; :func:`engine.waste.expected_wall_time`'s ``R`` and ``D``)."""
+    D = cols["downtime_min"]
+    return np.maximum(cols["restart_min"] - D, 0.0), D
 
 
 def _job_mtbf_h(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> np.ndarray:
@@ -563,18 +582,18 @@ def _intervals(cols: dict[str, np.ndarray], M: np.ndarray) -> dict[str, np.ndarr
 def _wastes(cols: dict[str, np.ndarray], M: np.ndarray, intervals: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The first-order waste at the chosen interval and at Young's, and the exact model's waste at each interval."""
     C, W, s = cols["checkpoint_stall_min"], cols["async_write_min"], cols["async_slowdown_fraction"]
-    R = cols["restart_min"]
+    R, D = _restart_split(cols)
     c_eff, chosen = intervals["effective_stall_min"], intervals["chosen_interval_min"]
     floor = W * (1 - s)  # Young/Daly ignore the write; never evaluate them below the durability floor
     return {
         "first_order_waste": waste.first_order_waste_kernel(chosen, c_eff, M),
         "young_min_waste": waste.young_min_waste_kernel(c_eff, M),
-        "waste_fraction": waste.waste_fraction_kernel(chosen, C, M, R, W, s),
-        "waste_fraction_at_optimum": waste.waste_fraction_kernel(intervals["exact_interval_min"], C, M, R, W, s),
+        "waste_fraction": waste.waste_fraction_kernel(chosen, C, M, R, W, s, D),
+        "waste_fraction_at_optimum": waste.waste_fraction_kernel(intervals["exact_interval_min"], C, M, R, W, s, D),
         "waste_fraction_at_young": waste.waste_fraction_kernel(np.maximum(intervals["young_interval_min"], floor),
-                                                               C, M, R, W, s),
+                                                               C, M, R, W, s, D),
         "waste_fraction_at_daly": waste.waste_fraction_kernel(np.maximum(intervals["daly_interval_min"], floor),
-                                                              C, M, R, W, s),
+                                                              C, M, R, W, s, D),
     }
 
 

@@ -44,8 +44,9 @@ from .scenario import Scenario
 
 __all__ = ["RecoverySetup", "SetupPlan", "TIER_KEYS", "plan_setup", "setup_from_dict", "setup_keys", "split_setup"]
 
-#: scenario fields a setup can derive (the scenario's own value wins when it states one)
-DERIVED = ("checkpoint_stall_min", "async_write_min", "restart_min")
+#: scenario fields a setup can derive (the scenario's own value wins when it states one); ``downtime_min`` (the
+#: restart's wait for a node, which the job cannot fail in) comes with a derived ``restart_min`` only
+DERIVED = ("checkpoint_stall_min", "async_write_min", "restart_min", "downtime_min")
 
 #: the restart parts, in pipeline order (``init_per_1000_nodes_min`` is folded into ``init_min``)
 PARTS = ("detection_min", "reallocation_min", "startup_min", "init_min", "load_min", "warmup_min")
@@ -270,9 +271,15 @@ def _derived_scenario(scenario: Scenario, st: Any, notes: list[str]) -> tuple[Sc
         pipeline = sum(parts.values())
         if "restart_min" in st.stated:
             notes.append(f"restart_min = {base.restart_min:g} is stated: it overrides the pipeline's {pipeline:.3g} min")
-        elif pipeline != base.restart_min:
-            base = base.replace(restart_min=pipeline)
-            row = evaluate(base).iloc[0]
+        else:
+            # the wait for a node is downtime: the job holds no full set of nodes, so it cannot fail then
+            restart = {"restart_min": pipeline}
+            if "downtime_min" not in st.stated:
+                restart["downtime_min"] = parts["reallocation_min"]
+            restart = {k: v for k, v in restart.items() if v != getattr(base, k)}
+            if restart:
+                base = base.replace(**restart)
+                row = evaluate(base).iloc[0]
     return base, row, sizes, parts, spare
 
 
@@ -402,7 +409,7 @@ def _tiered(base: Scenario, st: Any, row: Any, parts: dict[str, float], sizes: d
                           async_slowdown_fraction=s,
                           interval_min=math.nan if base.interval_min is None else float(base.interval_min),
                           useful_training_h=float(base.useful_training_h), gpus=float(row["gpus"]),
-                          price_per_gpu_hour=float(base.price_per_gpu_hour))
+                          price_per_gpu_hour=float(base.price_per_gpu_hour), downtime_min=float(base.downtime_min))
     v = {k: float(a[0]) for k, a in cols.items()}
     T = v["chosen_interval_min"]
     figures = {
@@ -423,18 +430,19 @@ def _tiered(base: Scenario, st: Any, row: Any, parts: dict[str, float], sizes: d
     tier_objs = [Tier(t["name"], t["checkpoint_stall_min"], t["restore_min"], t["every"], tuple(t["survives"]))
                  for t in tiers]
     figures["p_finish_by_deadline"] = _tiered_deadline(base, T, float(row["job_mtbf_h"]) * 60.0, other, W, s, tier_objs,
-                                                       design.classes)
+                                                       design.classes, float(base.downtime_min))
     return figures, tiers, checked_figures(cols)
 
 
 def _tiered_deadline(base: Scenario, T: float, M: float, R: float, W: float, s: float, tier_objs: Any,
-                     classes: Mapping[str, float]) -> float:
-    """P(finish by the deadline) of a tiered plan, from the tiered Monte Carlo (NaN without a deadline)."""
+                     classes: Mapping[str, float], D: float = 0.0) -> float:
+    """P(finish by the deadline) of a tiered plan, from the tiered Monte Carlo (NaN without a deadline); ``R``
+    the restart without the load, ``D`` its downtime part."""
     if base.deadline_h is None:
         return math.nan
     from .montecarlo_tiers import simulate_tiers
 
-    sim = simulate_tiers(base.useful_training_h * 60.0, T, M, R, W, s, tiers=tier_objs, classes=classes,
-                         runs=DEADLINE_RUNS, seed=0)
+    sim = simulate_tiers(base.useful_training_h * 60.0, T, M, max(R - D, 0.0), W, s, tiers=tier_objs, classes=classes,
+                         runs=DEADLINE_RUNS, seed=0, D=D)
     return float(np.mean(np.asarray(sim.wall) <= base.deadline_h * 60.0))
 

@@ -62,9 +62,10 @@ SETUP_COLUMNS = ("checkpoint_size_gb", "derived_checkpoint_stall_min", "derived_
 #: the money columns :func:`plan_columns` sets as ``plan_setup``'s figures
 MONEY_COLUMNS = ("job_gpu_hours", "spare_gpu_hours", "total_gpu_hours", "compute_cost", "storage_cost", "spare_cost",
                  "total_cost", "cost_per_useful_gpu_hour")
-#: scenario column -> the setup figure that fills it when the row leaves it empty
+#: scenario column -> the setup figure that fills it when the row leaves it empty (``downtime_min``, the restart's
+#: wait for a node, only where ``restart_min`` is filled too: a stated restart keeps the downtime stated with it)
 FILLED = {"checkpoint_stall_min": "derived_checkpoint_stall_min", "async_write_min": "derived_async_write_min",
-          "restart_min": "restart_pipeline_min"}
+          "restart_min": "restart_pipeline_min", "downtime_min": "part_reallocation_min"}
 #: engine argument names -> the table's column names, for the messages of refused rows
 _NAMES = {"size_gb": "parameters_b", "readers": "writers", "read_gb_s_per_reader": "read_gb_s_per_writer",
           "init_fixed_min": "init_min", "node_replacement_rate_per_h": "repair_h", "months": "wall_h", "h": "wall_h"}
@@ -419,7 +420,8 @@ def fill_scenario_columns(table: pd.DataFrame, job_mtbf_h: Any = None, *, proble
     """A copy of ``table`` with the stall, background write and restart its setup derives filled in.
 
     ``checkpoint_stall_min`` (derived stall), ``async_write_min`` (derived background write: 0 for a
-    synchronous save) and ``restart_min`` (the restart pipeline) are written where the row leaves
+    synchronous save), ``restart_min`` (the restart pipeline) and, with a restart filled in,
+    ``downtime_min`` (its reallocation part: the wait for a node) are written where the row leaves
     the cell empty and the setup derives the figure; a value the row states is kept (it overrides
     the derived one, as in :func:`engine.setup.plan_setup`). A column the table lacks is added
     (NaN where nothing is derived). ``job_mtbf_h``: as :func:`setup_columns` (only the spare pool
@@ -441,10 +443,15 @@ def filled_table(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.DataFra
     """A copy of ``table`` with :data:`FILLED`'s columns taken from the setup's figures ``cols`` (of
     :func:`setup_columns`) where the row states nothing (a column the table lacks is added)."""
     out = table.copy()
+    filled_restart = None
     for name, key in FILLED.items():
         derived = cols[key]
         stated = ~blank_cells(table[name]) if name in table.columns else np.zeros(len(table), dtype=bool)
         fill = ~stated & ~np.isnan(derived)
+        if name == "restart_min":
+            filled_restart = fill
+        elif name == "downtime_min":
+            fill &= filled_restart
         if name not in out.columns:
             out[name] = np.where(fill, derived, np.nan)
         elif not fill.any():

@@ -27,7 +27,12 @@ sums of the windows' cumulants (mean, variance and third central moment are the 
 * *Restart* ``D`` (a restart of length ``y`` retried until one completes [Kulkarni87;
   Chimento93]): ``D = y + sum_{i<=N_y} Y_i``, a random sum. For ``S = sum_{i<=N} V_i`` the
   cumulant generating function is ``K_N(K_V(t))``, so ``s1 = n1 v1``, ``s2 = n2 v1^2 + n1 v2``,
-  ``s3 = n3 v1^3 + 3 n2 v1 v2 + n1 v3`` (cumulants ``n`` of ``N``, ``v`` of ``V``).
+  ``s3 = n3 v1^3 + 3 n2 v1 v2 + n1 v3`` (cumulants ``n`` of ``N``, ``v`` of ``V``). With a
+  downtime ``delta`` (in units of ``M``: the wait for a node after every failure, during which the
+  job cannot fail; :func:`engine.waste.expected_wall_time`'s ``D``) before the restart and before
+  each retry: ``D = delta + y + sum_{i<=N_y} (Y_i + delta)``, the same random sum with ``v1 + delta``,
+  plus ``delta``; its mean is ``e^y (1 + delta) - 1``, and every mean below gains the factor
+  ``1 + delta`` on its exposed part (Wald: each failure costs one ``delta``).
 * *Clean window* ``Q(x)`` (started right after a restart, or at the job's start): ``Q = x + S``
   with ``V = Y_x + D``. Its mean is ``e^y (e^x - 1)`` and, for ``R = 0``, its variance the classic
   ``e^{2x} - 1 - 2x e^x`` of the completion time of a task restarted from scratch after each
@@ -180,11 +185,12 @@ def _random_sum(n, v):
     return n[0] * v[0], n[1] * v[0] ** 2 + n[0] * v[1], n[2] * v[0] ** 3 + 3.0 * n[1] * v[0] * v[1] + n[0] * v[2]
 
 
-def _cumulants(g: dict[str, np.ndarray], M: np.ndarray, R: np.ndarray) -> dict[str, np.ndarray]:
+def _cumulants(g: dict[str, np.ndarray], M: np.ndarray, R: np.ndarray, Dn: Any = 0.0) -> dict[str, np.ndarray]:
     """Cumulants of the job's wall time (units of M, M^2, M^3) and the parts of the ripple indicator.
 
     All five attempt lengths are computed at once, stacked on a first axis: clean lengths of the
-    full and last windows (0, 1), their flow lengths (2, 3), the restart (4).
+    full and last windows (0, 1), their flow lengths (2, 3), the restart (4). ``Dn``: the downtime
+    after every failure (unexposed, time unit of ``M``).
     """
     x = np.stack(np.broadcast_arrays(g["full_clean"], g["last_clean"], g["full_flow"], g["last_flow"], R)) / M
     last = g["last"]
@@ -192,9 +198,10 @@ def _cumulants(g: dict[str, np.ndarray], M: np.ndarray, R: np.ndarray) -> dict[s
         k = _truncated_exp(x)
         e, E = np.exp(x), np.expm1(x)
         n = (E, E * e, E * e * (1.0 + 2.0 * E))              # failed attempts before a success: geometric
-        ey = e[4]
-        restart = _random_sum(tuple(a[4] for a in n), tuple(a[4] for a in k))
-        D = (E[4], restart[1], restart[2])                    # y + n1 k1 = e^y - 1
+        dm = Dn / M                                           # the downtime in MTBFs
+        ey = e[4] * (1.0 + dm)
+        restart = _random_sum(tuple(a[4] for a in n), (k[0][4] + dm,) + tuple(a[4] for a in k[1:]))
+        D = (E[4] + dm * e[4], restart[1], restart[2])         # delta + y + n1 (k1 + delta) = e^y (1 + delta) - 1
         V = tuple(a[:2] + b for a, b in zip(k, D))            # one failure of a clean window: time lost + restart
         S = _random_sum(tuple(a[:2] for a in n), V)
         Q = (E[:2] * ey, S[1], S[2])                          # clean windows: full, last
@@ -209,11 +216,12 @@ def _cumulants(g: dict[str, np.ndarray], M: np.ndarray, R: np.ndarray) -> dict[s
     return {"k1": cum[0], "k2": cum[1], "k3": cum[2], "cost_mean": V[0][0], "cost_var": k[1][0], "ey": ey}
 
 
-def _kernel(work, T, C, M, R, W, s, final_save: bool) -> dict[str, np.ndarray]:
-    """Moments and validity of validated, broadcast arrays (time unit of the inputs; NaN where out of range)."""
+def _kernel(work, T, C, M, R, W, s, final_save: bool, D: Any = 0.0) -> dict[str, np.ndarray]:
+    """Moments and validity of validated, broadcast arrays (time unit of the inputs; NaN where out of range);
+    ``R`` the exposed restart, ``D`` the downtime after every failure."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         g = job_geometry(work, T, C, W, s, final_save)
-        c = _cumulants(g, M, R)
+        c = _cumulants(g, M, R, D)
         in_range = ((R + T + C + W) / M <= MAX_EXPONENT) & (g["n"] <= MAX_SEGMENTS)
         MM = M * M
         M3 = M ** 3
@@ -224,7 +232,7 @@ def _kernel(work, T, C, M, R, W, s, final_save: bool) -> dict[str, np.ndarray]:
         skew = c["k3"] / c["k2"] ** 1.5
         # k2^1.5 underflows (failures almost never happen): the same ratio in two steps; 0 for a degenerate law
         skew = np.where(np.isfinite(skew), skew, np.where(c["k2"] > 0, (c["k3"] / c["k2"]) / np.sqrt(c["k2"]), 0.0))
-        failures = c["k1"] / c["ey"]     # failures outside restarts: E[wall] / (M e^{R/M}), engine.finite
+        failures = c["k1"] / c["ey"]     # failures outside restarts: E[wall] / (M e^{R/M} (1 + D/M)), engine.finite
         lattice = failures * c["cost_var"] / c["cost_mean"] ** 2
         ripple = np.exp(-2.0 * math.pi ** 2 * lattice) / (math.pi * np.sqrt(2.0 * math.pi * failures))
         first = np.where(g["last"] == 0, g["last_clean"], g["full_clean"])
@@ -276,9 +284,11 @@ def _probability(m: dict[str, np.ndarray], deadline) -> np.ndarray:
     return np.where(np.isnan(m["mean"]), np.nan, p)
 
 
-def deadline_answers_kernel(work, T, C, M, R, W, s, deadline, final_save: bool = False) -> dict[str, np.ndarray]:
-    """What evaluate() reports (no final save): P(finish by deadline) (NaN without one), P50/P90/P99, ok."""
-    m = _kernel(work, T, C, M, R, W, s, final_save)
+def deadline_answers_kernel(work, T, C, M, R, W, s, deadline, final_save: bool = False, D: Any = 0.0
+                            ) -> dict[str, np.ndarray]:
+    """What evaluate() reports (no final save): P(finish by deadline) (NaN without one), P50/P90/P99, ok.
+    ``R`` the exposed restart, ``D`` the downtime after every failure."""
+    m = _kernel(work, T, C, M, R, W, s, final_save, D)
     with np.errstate(over="ignore", invalid="ignore"):
         out = {"p_finish_by_deadline": np.where(np.isnan(deadline), np.nan,
                                                 _probability(m, np.nan_to_num(deadline, nan=0.0)))}

@@ -5,7 +5,11 @@ Symbols (one time unit of the caller's choosing, used consistently):
 * ``T``  compute interval: useful work done between two saves.
 * ``C``  checkpoint stall: wall time the training step is blocked per save.
 * ``M``  job-wide mean time between interruptions (exponential failures unless stated).
-* ``R``  restart time paid after every failure (reallocate, download, restart).
+* ``R``  exposed restart time paid after every failure (start-up, communicator set-up, load,
+  warm-up): the job holds its nodes and a failure during it starts it again.
+* ``D``  unexposed downtime paid after every failure before the restart (waiting for a replacement
+  node): the job holds no full set of nodes, so it cannot fail [Bougeret11]. ``D = 0``: every
+  formula here is Daly's.
 * ``W``  background write time of an asynchronous save (after the blocking part ``C``), during
   which training runs but loses the fraction ``slowdown`` of its throughput; the checkpoint is
   restorable only once the write is durable. ``W = 0`` is a synchronous save.
@@ -22,7 +26,9 @@ References
   Worked cases: 5-minute dump, R = 10 min: 117 min at M = 24 h, 57 min at M = 6 h, 9.1 min at
   M = 15 min (Figs. 3-5).
 * [Bougeret11] M. Bougeret, H. Casanova, M. Rabie, Y. Robert, F. Vivien, "Checkpointing strategies
-  for parallel jobs", SC'11: the exact optimum for exponential failures through Lambert's W.
+  for parallel jobs", SC'11: the exact optimum for exponential failures through Lambert's W, and
+  the expectation with a downtime ``D`` the job cannot fail in, ``e^{R/M} (M + D) (e^{(T+C)/M} - 1)``
+  per segment.
 
 Every function broadcasts over scalars, numpy arrays and pandas Series and raises
 :class:`engine.InputError` (a ``ValueError``) naming the argument, value and rule on bad input.
@@ -152,8 +158,20 @@ def effective_stall_kernel(C_, W_, s_):
     return out
 
 
-def log_wall_per_work(T_, C_, M_, R_, W_, s_):
-    """log of expected wall time per unit of useful work, exact exponential model (see below)."""
+def log_wall_per_work(T_, C_, M_, R_, W_, s_, D_=0.0):
+    """log of expected wall time per unit of useful work, exact exponential model (see below).
+
+    ``D_`` (downtime, unexposed) adds ``log1p(D/M)``: the wall time is the exposed time times
+    ``(M + D) / M`` (:func:`expected_wall_time`); with ``D_ = 0`` (the default) nothing is added.
+    """
+    out = _log_wall_exposed(T_, C_, M_, R_, W_, s_)
+    if np.any(np.asarray(D_) != 0):
+        out = out + np.log1p(D_ / M_)
+    return out
+
+
+def _log_wall_exposed(T_, C_, M_, R_, W_, s_):
+    """log of the expected exposed time per unit of useful work (Daly's complete model)."""
     if not _same_shape(T_, C_, M_, R_, W_, s_):
         period = T_ + C_ + W_ * s_            # wall time between two saves in steady state
         exposed = T_ + C_ + W_                # from restore to durability of the next checkpoint
@@ -199,7 +217,7 @@ def check_async_write(T_, W_, s_):
         )
 
 
-def expected_wall_time(work, T, C, M, R=0.0, W=0.0, slowdown=0.0):
+def expected_wall_time(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, D=0.0):
     """Expected wall time to finish ``work`` units of compute, exact for exponential failures.
 
     Synchronous saves (``W = 0``), [Daly06, complete cost function]::
@@ -219,24 +237,30 @@ def expected_wall_time(work, T, C, M, R=0.0, W=0.0, slowdown=0.0):
     (probability ``exp(-P/M)``); a failure costs the time to it, a restart (itself restarted on
     failure: ``M (exp(R/M) - 1)``), then an uninterrupted window ``L`` from the restored state.
 
+    Downtime ``D`` (unexposed: after every failure, before the restart, the job waits without its
+    nodes and cannot fail) [Bougeret11]: the exposed part of the run is the process above,
+    unchanged; every failure, a restart's included, adds ``D``, and by Wald's identity the
+    failures number ``exposed / M``. So ``E_D = E (M + D) / M``, i.e. ``M`` becomes ``M + D`` in
+    the leading factor: ``(M + D) exp(R/M) (exp((T + C)/M) - 1) work / T`` synchronously.
+
     Assumptions: exponential (memoryless) failures at rate ``1/M`` that strike during compute,
     saves and restarts alike; every interval is a full ``T`` (``work/T`` need not be whole: the
     steady-state expectation per unit work is scaled); the write finishes before the next save
     (``W (1 - slowdown) <= T``). For finite jobs, deadlines or non-exponential failures use
     :mod:`ckptplan.engine.finite` (exact) and :mod:`ckptplan.engine.montecarlo`.
     """
-    (work_, T_, C_, M_, R_, W_, s_), wrap = prepare(
+    (work_, T_, C_, M_, R_, W_, s_, D_), wrap = prepare(
         ("work", work, "positive"), ("T", T, "positive"), ("C", C, "nonnegative"), ("M", M, "positive"),
-        ("R", R, "nonnegative"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"),
+        ("R", R, "nonnegative"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"), ("D", D, "nonnegative"),
     )
     check_async_write(T_, W_, s_)
-    return wrap(_expected_wall(work_, T_, C_, M_, R_, W_, s_))
+    return wrap(_expected_wall(work_, T_, C_, M_, R_, W_, s_, D_))
 
 
-def _expected_wall(work_, T_, C_, M_, R_, W_, s_):
+def _expected_wall(work_, T_, C_, M_, R_, W_, s_, D_=0.0):
     """:func:`expected_wall_time` on validated arrays (raises only when the result overflows)."""
     with _quiet():
-        log_total = log_wall_per_work(T_, C_, M_, R_, W_, s_)
+        log_total = log_wall_per_work(T_, C_, M_, R_, W_, s_, D_)
         log_total = np.add(log_total, np.log(work_), out=log_total if _same_shape(log_total, work_) else None)
     if not np.all(np.isfinite(log_total)):  # an input out of range after a unit conversion (inf), or its sum
         check_finite_result("M", log_total, "the expected wall time cannot be computed: (T + C + W + R)/M is out "
@@ -254,25 +278,25 @@ def _expected_wall(work_, T_, C_, M_, R_, W_, s_):
     return np.exp(log_total, out=log_total if isinstance(log_total, np.ndarray) and log_total.ndim else None)
 
 
-def waste_fraction(T, C, M, R=0.0, W=0.0, slowdown=0.0):
+def waste_fraction(T, C, M, R=0.0, W=0.0, slowdown=0.0, D=0.0):
     """Share of expected wall time not spent on useful compute: ``1 - work / E``.
 
     ``E`` from :func:`expected_wall_time` (exact exponential model, saves, rework and restarts
     included; independent of ``work``). In ``[0, 1)``; tends to 1 when ``T + C`` or ``R`` is large
     against ``M``. Computed in log space, so it stays finite where the wall time would overflow.
     """
-    (T_, C_, M_, R_, W_, s_), wrap = prepare(
+    (T_, C_, M_, R_, W_, s_, D_), wrap = prepare(
         ("T", T, "positive"), ("C", C, "nonnegative"), ("M", M, "positive"),
-        ("R", R, "nonnegative"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"),
+        ("R", R, "nonnegative"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"), ("D", D, "nonnegative"),
     )
     check_async_write(T_, W_, s_)
-    return wrap(waste_fraction_kernel(T_, C_, M_, R_, W_, s_))
+    return wrap(waste_fraction_kernel(T_, C_, M_, R_, W_, s_, D_))
 
 
-def waste_fraction_kernel(T_, C_, M_, R_, W_, s_):
+def waste_fraction_kernel(T_, C_, M_, R_, W_, s_, D_=0.0):
     """:func:`waste_fraction` on validated arrays (raises only when the result overflows)."""
     with _quiet():
-        lw = log_wall_per_work(T_, C_, M_, R_, W_, s_)
+        lw = log_wall_per_work(T_, C_, M_, R_, W_, s_, D_)
         if not (isinstance(lw, np.ndarray) and lw.ndim):
             out = -np.expm1(-lw)
         else:
@@ -349,7 +373,7 @@ def exact_optimal_interval_kernel(C_, M_, W_, s_):
     return out
 
 
-def time_breakdown(work, T, C, M, R=0.0, W=0.0, slowdown=0.0):
+def time_breakdown(work, T, C, M, R=0.0, W=0.0, slowdown=0.0, D=0.0):
     """Split :func:`expected_wall_time` into where the time goes (exact exponential model).
 
     Returns a dict of arrays (same kind as the inputs), each in the time unit of the inputs:
@@ -357,41 +381,59 @@ def time_breakdown(work, T, C, M, R=0.0, W=0.0, slowdown=0.0):
     * ``useful``   ``work``: compute that survives.
     * ``save``     ``(work/T) * (C + W*slowdown)``: blocking stalls and throughput lost to writes
       on the saves that succeed.
-    * ``restart``  ``failures * M (exp(R/M) - 1)``: restart time, including restarts that were
-      themselves interrupted.
-    * ``rework``   ``failures * M - (work/T) * P``: compute and saves lost to failures (work since
+    * ``restart``  ``rollbacks * M (exp(R/M) - 1) + D * failures``: restart time, including restarts
+      that were themselves interrupted, and the downtime after every failure.
+    * ``rework``   ``rollbacks * M - (work/T) * P``: compute and saves lost to failures (work since
       the last durable checkpoint, partial saves, and the redo of work done while the lost write
       was pending). Written directly rather than as ``total - the rest``, which cancels
       catastrophically when restarts dominate.
-    * ``total``    :func:`expected_wall_time`;  ``failures`` the expected number of failures,
-      ``(work/T) * (1 - exp(-P/M)) * exp(L/M)`` (``= (work/T)(exp((T+C)/M) - 1)`` synchronously).
+    * ``total``    :func:`expected_wall_time`.
+    * ``failures`` the expected number of *all* failures, those that strike a restart included:
+      exposed time ``/ M`` (Wald's identity [Wald45]: the job fails at rate ``1/M`` whenever it is
+      exposed, i.e. all the time but the downtime), ``= total / (M + D) = rollbacks * exp(R/M)``.
+    * ``rollbacks`` the failures outside restarts (each followed by a completed restart and a
+      rollback): ``(work/T) * (1 - exp(-P/M)) * exp(L/M)`` (``= (work/T)(exp((T+C)/M) - 1)``
+      synchronously). ``failures - rollbacks`` is the number of restarts that were themselves
+      interrupted.
+
+    [Wald45] A. Wald, "Sequential tests of statistical hypotheses", Annals of Mathematical
+    Statistics 16(2), 117-186, 1945 (the expected number of events of a Poisson stream over a
+    stopping time).
 
     Assumptions as :func:`expected_wall_time`.
     """
-    (work_, T_, C_, M_, R_, W_, s_), wrap = prepare(
+    (work_, T_, C_, M_, R_, W_, s_, D_), wrap = prepare(
         ("work", work, "positive"), ("T", T, "positive"), ("C", C, "nonnegative"), ("M", M, "positive"),
-        ("R", R, "nonnegative"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"),
+        ("R", R, "nonnegative"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction"), ("D", D, "nonnegative"),
     )
     check_async_write(T_, W_, s_)
-    return {k: wrap(v) for k, v in time_breakdown_kernel(work_, T_, C_, M_, R_, W_, s_).items()}
+    return {k: wrap(v) for k, v in time_breakdown_kernel(work_, T_, C_, M_, R_, W_, s_, D_).items()}
 
 
-def time_breakdown_kernel(work_, T_, C_, M_, R_, W_, s_):
+def time_breakdown_kernel(work_, T_, C_, M_, R_, W_, s_, D_=0.0):
     """:func:`time_breakdown` on validated arrays: a dict of float arrays (raises only when a part overflows)."""
-    total = _expected_wall(work_, T_, C_, M_, R_, W_, s_)
+    total = _expected_wall(work_, T_, C_, M_, R_, W_, s_, D_)
     with _quiet():
         parts = _breakdown_parts(work_, T_, C_, M_, R_, W_, s_)
-    failures, save, rework, restart = parts
+    rollbacks, save, rework, restart = parts
     named = {"M": M_, "T": T_, "C": C_, "W": W_, "work": work_}
-    check_finite_result("M", failures, "the expected number of failures overflows: (T + C + W)/M is too large", named)
+    check_finite_result("M", rollbacks, "the expected number of failures overflows: (T + C + W)/M is too large", named)
+    with _quiet():
+        failures = rollbacks * np.exp(R_ / M_)   # every failure, restarts included (Wald: exposed time / M)
+        if np.any(np.asarray(D_) != 0):
+            restart = restart + D_ * failures    # the downtime after every failure
+    check_finite_result("M", failures, "the expected number of failures overflows: (T + C + W + R)/M is too large",
+                        named)
+    check_finite_result("D", restart, "the restart time overflows", {"D": D_, **named})
     check_finite_result("T", save, "the save time (work/T) * (C + W*slowdown) overflows", named)
     check_finite_result("M", rework, "the rework time overflows", named)
     check_finite_result("R", restart, "the restart time overflows", {"R": R_, **named})
-    return {"useful": work_, "save": save, "rework": rework, "restart": restart, "total": total, "failures": failures}
+    return {"useful": work_, "save": save, "rework": rework, "restart": restart, "total": total, "failures": failures,
+            "rollbacks": rollbacks}
 
 
 def _breakdown_parts(work_, T_, C_, M_, R_, W_, s_):
-    """(failures, save, rework, restart) of :func:`time_breakdown_kernel`."""
+    """(rollbacks, save, rework, restart) of :func:`time_breakdown_kernel` (``rollbacks``: failures outside restarts)."""
     segments = work_ / T_
     if _same_shape(work_, T_, C_, M_, R_, W_, s_):  # the expressions below, in place (the same bits)
         period = T_ + C_

@@ -102,13 +102,15 @@ def test_the_figures_are_the_tiered_model_computed_directly(results):
     ts = [tm.Tier("host-memory", host, host, 1, ("process", "node")),
           tm.Tier("remote", remote, remote, 10, ("process", "node", "correlated"))]
     M = row["job_mtbf_h"] * 60.0
+    down = 0.78 * row["pool_reallocation_min"]   # the wait for a node: downtime, the job cannot fail in it
 
     def f(log_t):
-        return float(tm.tiered_wall_per_work(math.exp(log_t), M, other, tiers=ts, classes=CLASSES))
+        return float(tm.tiered_wall_per_work(math.exp(log_t), M, other - down, tiers=ts, classes=CLASSES, D=down))
 
     best = minimize_scalar(f, bounds=(math.log(1e-3), math.log(1e3)), method="bounded", options={"xatol": 1e-12})
     assert row["chosen_interval_min"] == pytest.approx(math.exp(best.x), rel=1e-5)
-    wpw = float(tm.tiered_wall_per_work(row["chosen_interval_min"], M, other, tiers=ts, classes=CLASSES))
+    wpw = float(tm.tiered_wall_per_work(row["chosen_interval_min"], M, other - down, tiers=ts, classes=CLASSES,
+                                        D=down))
     assert wpw <= best.fun * (1 + 1e-14)
     assert row["waste_fraction"] == pytest.approx(1 - 1 / wpw, rel=1e-12)
     assert row["wall_h"] == pytest.approx(1166.4 * wpw, rel=1e-12)

@@ -65,13 +65,13 @@ GOOD = {"node_mtbf_h": 2560, "nodes": 128, "domain1_mtbf_h": 20000, "domain1_nod
         "domain3_nodes_per_domain": 128, "checkpoint_stall_min": 2, "job_mtbf_min": 1200, "async_write_min": 3,
         "async_slowdown_fraction": 0.25, "interval_min": 60, "restart_min": 10, "model": "first_order",
         "useful_training_h": 10, "deadline_h": 11, "runs": 300, "seed": 7, "weibull_shape": 0.8, "wall_h": 769.5,
-        "gpus": 1024, "gpu_hours": 788078, "price_per_gpu_hour": 2.5}
+        "gpus": 1024, "gpu_hours": 788078, "price_per_gpu_hour": 2.5, "downtime_min": 4}
 OTHER = {"node_mtbf_h": 5000.5, "nodes": 256, "domain1_mtbf_h": 30000, "domain1_nodes_per_domain": 8,
          "nonfatal_share": 0.3, "domain2_mtbf_h": 70000, "domain2_nodes_per_domain": 32, "domain3_mtbf_h": 100000,
          "domain3_nodes_per_domain": 64, "checkpoint_stall_min": 0.5, "job_mtbf_min": 600, "async_write_min": 0,
          "async_slowdown_fraction": 0.5, "interval_min": 45.5, "restart_min": 0, "model": "exact",
          "useful_training_h": 10.5, "deadline_h": 12, "runs": 500, "seed": 3, "weibull_shape": 1.0, "wall_h": 10,
-         "gpus": 8, "gpu_hours": 1.5, "price_per_gpu_hour": 0}
+         "gpus": 8, "gpu_hours": 1.5, "price_per_gpu_hour": 0, "downtime_min": 0}
 ODD = [None, "", "12 min", True, -1, float("nan"), float("inf")]   # what else a cell may hold
 
 

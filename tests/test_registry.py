@@ -187,7 +187,7 @@ def test_workbook_inputs_labels_rules_and_validation_come_from_the_registry(plan
         cell = _input_cell(wb, key)
         row = cell.row
         assert ws.cell(row=row, column=1).value == field.label
-        derived = field.name in ("checkpoint_stall_min", "async_write_min", "restart_min")   # the design derives it
+        derived = field.name in ("checkpoint_stall_min", "async_write_min", "restart_min", "downtime_min")   # derived
         optional = not field.required or derived
         assert ws.cell(row=row, column=5).value == field.check.noun + ("" if not optional else " or empty") + (
             ", empty = from the design" if derived else "")

@@ -210,56 +210,79 @@ def test_communicator_init_grows_linearly_with_nodes():
 
 @pytest.mark.parametrize("mu", [0.0, 1e-300, 1e-9, 1e-3, 0.3, 1.0, 2.4, 7.5, 40.0, 73.0, 300.0, 5e3, 1e5])
 @pytest.mark.parametrize("repair_h", [0.5, 48.0])
-def test_no_spares_closed_form(mu, repair_h):
-    """S = 0: 60 repair_h E[1/(N+1)] = 60 repair_h (1 - exp(-mu)) / mu, whatever swap_min is."""
+def test_no_spares_waits_the_full_repair(mu, repair_h):
+    """S = 0: the job waits for its own node's repair, 60 repair_h, whatever swap_min and mu are."""
     rate = mu / repair_h
-    closed = 60.0 * repair_h * (-math.expm1(-mu) / mu if mu > 0 else 1.0)
     for swap in (0.0, 5.0, 1e6):
-        assert rc.expected_reallocation_min(rate, repair_h, 0, swap) == pytest.approx(closed, rel=1e-13)
+        assert rc.expected_reallocation_min(rate, repair_h, 0, swap) == pytest.approx(60.0 * repair_h, rel=1e-15)
+        assert rc.reallocation_sd_min(rate, repair_h, 0, swap, "fixed") == 0.0
+        assert rc.reallocation_sd_min(rate, repair_h, 0, swap, "exponential") == pytest.approx(60.0 * repair_h,
+                                                                                            rel=1e-15)
     assert rc.spare_free_probability(rate, repair_h, 0) == 0.0
 
 
+def _loss_law(mu, spares):
+    """The stationary law of nodes in repair, n = 0 .. S+1, from its definition (pi_n proportional to mu^n/n!,
+    with math.lgamma: independent of the engine's recursion)."""
+    logs = [n * math.log(mu) - math.lgamma(n + 1) if mu > 0 else (0.0 if n == 0 else -math.inf)
+            for n in range(spares + 2)]
+    top = max(logs)
+    w = [math.exp(v - top) for v in logs]
+    return [x / sum(w) for x in w]
+
+
 def _by_hand(rate, repair_h, spares, swap):
-    """The defining sum, term by term with math.lgamma (independent of the engine's recurrence)."""
-    mu = rate * repair_h
-    total = 0.0
-    for n in range(int(mu + 60 * math.sqrt(mu + 1) + 60)):
-        p = math.exp(n * math.log(mu) - mu - math.lgamma(n + 1)) if mu > 0 else float(n == 0)
-        wait = 60.0 * repair_h / (n + 1)
-        total += p * (min(swap, wait) if n < spares else wait)
-    return total
+    """Mean wait per node-replacing failure from the loss system's law: a failure sees pi restricted to n <= S."""
+    pi = _loss_law(rate * repair_h, spares)
+    blocked = pi[spares] / sum(pi[: spares + 1])
+    return (1.0 - blocked) * swap + blocked * 60.0 * repair_h / (spares + 1)
 
 
 @pytest.mark.parametrize("rate, repair_h, swap", [(0.05, 48.0, 5.0), (0.5, 24.0, 10.0), (2.0, 72.0, 1.0),
                                                   (0.01, 2.0, 30.0), (1.0, 10.0, 0.0)])
-def test_reallocation_matches_the_defining_sum(rate, repair_h, swap):
+def test_reallocation_matches_the_loss_system(rate, repair_h, swap):
     spares = np.arange(0, 40)
     got = rc.expected_reallocation_min(rate, repair_h, spares, swap)
     want = [_by_hand(rate, repair_h, int(s), swap) for s in spares]
-    # relative 1e-11, or 1e-15 of a full repair where the sum is a far Poisson tail
-    np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-15 * 60.0 * repair_h)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15 * 60.0 * repair_h)
+    pi = [_loss_law(rate * repair_h, int(s)) for s in spares]
+    np.testing.assert_allclose(rc.mean_nodes_in_repair(rate, repair_h, spares),
+                               [sum(n * p for n, p in enumerate(law)) for law in pi], rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(rc.pool_waiting_share(rate, repair_h, spares), [law[-1] for law in pi], rtol=1e-12,
+                               atol=1e-300)
 
 
-def test_spare_free_probability_is_the_poisson_cdf():
+def test_spare_free_probability_is_one_minus_erlang_b():
     from scipy.stats import poisson
 
     spares = np.arange(0, 30)
     got = rc.spare_free_probability(0.3, 20.0, spares)
-    want = np.where(spares >= 1, poisson.cdf(spares - 1, 6.0), 0.0)
-    np.testing.assert_allclose(got, want, rtol=1e-12)
+    want = 1.0 - poisson.pmf(spares, 6.0) / poisson.cdf(spares, 6.0)   # Erlang B as a ratio of Poisson terms
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
     assert rc.spare_free_probability(0.0, 20.0, 1) == 1.0   # nothing ever in repair
     assert rc.spare_free_probability(0.3, 20.0, 10**9) == 1.0
+    assert rc.erlang_b(0, 7.0) == 1.0 and rc.erlang_b(3, 0.0) == 0.0
+
+
+@pytest.mark.parametrize("S, mu", [(5, 1e6), (10**6, 10**6), (900, 1000.0), (100, 3.0), (2_000, 1_900.0)])
+def test_erlang_b_for_large_pools_against_the_poisson_ratio_in_logs(S, mu):
+    from scipy.special import gammaincc, gammaln
+
+    logpmf = S * math.log(mu) - mu - gammaln(S + 1.0)
+    logcdf = math.log(gammaincc(S + 1.0, mu)) if gammaincc(S + 1.0, mu) > 0 else None
+    if logcdf is None:   # mu far above S: B = 1 - S/mu + O(1/mu^2) (overloaded loss system)
+        assert rc.erlang_b(S, mu) == pytest.approx(1.0 - S / mu, abs=10 * S / mu ** 2)
+    else:
+        assert rc.erlang_b(S, mu) == pytest.approx(math.exp(logpmf - logcdf), rel=1e-9)
 
 
 def test_many_spares_tend_to_the_swap_time():
-    # mu = 0.1: with ample spares and a quick swap, the wait is the swap
     assert rc.expected_reallocation_min(0.01, 10.0, 50, 2.0) == pytest.approx(2.0, rel=1e-12)
-    # a swap slower than a repair return: min(swap, 60 r/(n+1)) with no queueing is 60 r E[1/(N+1)]
-    assert rc.expected_reallocation_min(0.01, 1.0, 50, 1e9) == pytest.approx(
-        60.0 * -math.expm1(-0.01) / 0.01, rel=1e-13)
+    # a free spare is taken even when a swap is slower than a repair return
+    assert rc.expected_reallocation_min(0.01, 1.0, 50, 1e9) == pytest.approx(1e9, rel=1e-12)
 
 
-def test_reallocation_and_restart_never_rise_with_spares_on_a_grid():
+def test_reallocation_never_rises_with_spares_while_a_swap_beats_a_repair_on_a_grid():
     rates = np.array([0.0, 0.001, 0.05, 0.3, 1.0, 4.0, 25.0])
     repairs = np.array([0.0, 0.25, 4.0, 48.0, 240.0])
     swaps = np.array([0.0, 1.0, 5.0, 60.0, 1e4])
@@ -268,12 +291,11 @@ def test_reallocation_and_restart_never_rise_with_spares_on_a_grid():
     realloc = rc.expected_reallocation_min(R, P, S, W)
     free = rc.spare_free_probability(R, P, S)
     assert realloc.shape == R.shape and np.isfinite(realloc).all()
-    assert (np.diff(realloc, axis=-1) <= 0).all()
+    swap_beats_repair = (W <= 60.0 * P / (S + 2.0))[..., :-1]
+    assert (np.diff(realloc, axis=-1)[swap_beats_repair] <= 1e-12 * realloc[..., :-1][swap_beats_repair]).all()
     assert (np.diff(free, axis=-1) >= 0).all() and (free >= 0).all() and (free <= 1).all()
-    restart = rc.restart_pipeline_min(detection_min=2.0, reallocation_min=realloc, load_min=3.0)
-    assert (np.diff(restart, axis=-1) <= 0).all()
-    # never above waiting a full repair
-    assert (realloc <= 60.0 * P + 1e-9).all()
+    # never above the slower of waiting a full repair and a swap
+    assert (realloc <= np.maximum(60.0 * P, W) * (1 + 1e-12)).all()
 
 
 def test_monotone_in_spares_when_spares_are_scattered_through_a_large_array():
@@ -294,6 +316,11 @@ def test_monotone_in_spares_when_spares_are_scattered_through_a_large_array():
     (lambda: rc.expected_reallocation_min(0.1, 24.0, 1, -5.0), "swap_min"),
     (lambda: rc.expected_reallocation_min(1e6, 24.0, 1, 5.0), "node_replacement_rate_per_h"),
     (lambda: rc.expected_reallocation_min(np.nan, 24.0, 1, 5.0), "node_replacement_rate_per_h"),
+    (lambda: rc.reallocation_sd_min(0.1, 24.0, 1, 5.0, "weibull"), "repair_law"),
+    (lambda: rc.mean_nodes_in_repair(0.1, 24.0, 0.5), "spares"),
+    (lambda: rc.pool_waiting_share(0.1, -1.0, 1), "repair_h"),
+    (lambda: rc.erlang_b(1, -1.0), "mean_in_repair"),
+    (lambda: rc.erlang_b(1, 2e6), "mean_in_repair"),
 ])
 def test_bad_pool_input_names_the_argument(call, field):
     with pytest.raises(InputError) as err:
@@ -304,7 +331,9 @@ def test_bad_pool_input_names_the_argument(call, field):
 def test_pool_series_in_series_out():
     idx = pd.Index([0, 1, 2, 3], name="spares")
     spares = pd.Series([0, 1, 2, 3], index=idx)
-    for fn in (lambda s: rc.spare_free_probability(0.1, 24.0, s), lambda s: rc.expected_reallocation_min(0.1, 24, s, 5)):
+    for fn in (lambda s: rc.spare_free_probability(0.1, 24.0, s), lambda s: rc.expected_reallocation_min(0.1, 24, s, 5),
+               lambda s: rc.reallocation_sd_min(0.1, 24, s, 5), lambda s: rc.mean_nodes_in_repair(0.1, 24, s),
+               lambda s: rc.pool_waiting_share(0.1, 24, s), lambda s: rc.erlang_b(s, 2.4)):
         out = fn(spares)
         assert isinstance(out, pd.Series) and out.index.equals(idx)
     assert isinstance(rc.expected_reallocation_min(0.1, 24.0, 2, 5.0), float)
@@ -332,7 +361,8 @@ def test_spares_table_columns_and_arithmetic():
     np.testing.assert_allclose(stored["total_cost"], table["total_cost"] + 50.0 * table["wall_h"], rtol=1e-15)
     assert (np.diff(table["restart_min"]) <= 0).all() and (np.diff(table["wall_h"]) <= 0).all()
     row = table.iloc[3]
-    wall = expected_wall_time(720.0 * 60, row["T_min"], 1.0, 1200.0, row["restart_min"]) / 60
+    # the wait for a node is downtime (the job cannot fail in it); the other phases are exposed
+    wall = expected_wall_time(720.0 * 60, row["T_min"], 1.0, 1200.0, 10.0, D=row["reallocation_min"]) / 60
     assert row["wall_h"] == pytest.approx(wall, rel=1e-14)
 
 
@@ -342,8 +372,8 @@ def _brute_force_best(kw):
         realloc = rc.expected_reallocation_min(kw["node_replacement_rate_per_h"], kw["repair_h"], s, kw["swap_min"])
         T = kw["T_min"]
         wall_h = expected_wall_time(kw["useful_training_h"] * 60, T, kw["checkpoint_stall_min"], kw["job_mtbf_min"],
-                                    kw["restart_other_min"] + realloc, kw.get("async_write_min", 0.0),
-                                    kw.get("async_slowdown_fraction", 0.0)) / 60
+                                    kw["restart_other_min"], kw.get("async_write_min", 0.0),
+                                    kw.get("async_slowdown_fraction", 0.0), realloc) / 60
         per_useful = (kw["nodes"] + s) * kw["gpus_per_node"] * wall_h * kw["price_per_gpu_hour"] / (
             kw["nodes"] * kw["gpus_per_node"] * kw["useful_training_h"])
         if best is None or per_useful < best[1]:

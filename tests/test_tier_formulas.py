@@ -23,7 +23,7 @@ from ckptplan.workbook.tier_formulas import block_size, write_tier_block
 
 SLOTS, CLASS_SLOTS = 3, 4
 _X = ("job_mtbf_min", "restart_other", "async_write_min", "async_slowdown_fraction", "checkpoint_size_gb",
-      "writers_used", "interval_min", "useful_training_h")
+      "writers_used", "interval_min", "useful_training_h", "downtime_min")
 
 
 def _designs(n: int = 12, seed: int = 7) -> list[dict]:
@@ -54,6 +54,7 @@ def _designs(n: int = 12, seed: int = 7) -> list[dict]:
                     "Rp": float(rng.uniform(0, 30)), "W": W, "s": float(rng.uniform(0, 0.5)) if W else 0.0,
                     "size": float(rng.uniform(100, 8000)), "writers": float(rng.integers(64, 4096)),
                     "T": float(rng.uniform(30, 200)) if d % 5 == 4 else None, "useful": float(rng.uniform(100, 2000))})
+        out[-1]["D"] = out[-1]["Rp"] * float(rng.uniform(0, 1)) if d % 3 else 0.0   # the restart's wait for a node
     return out
 
 
@@ -80,7 +81,7 @@ def _book(designs: list[dict]):
         top = 1 + b * (rows + 12)
         values = {"job_mtbf_min": d["M"], "restart_other": d["Rp"], "async_write_min": d["W"],
                   "async_slowdown_fraction": d["s"], "checkpoint_size_gb": d["size"], "writers_used": d["writers"],
-                  "interval_min": d["T"], "useful_training_h": d["useful"]}
+                  "interval_min": d["T"], "useful_training_h": d["useful"], "downtime_min": d["D"]}
         x = {}
         for j, key in enumerate(_X):
             ws.cell(row=top, column=1 + j, value=values[key])
@@ -108,13 +109,14 @@ def _engine(d: dict) -> dict:
     tiers = [Tier(t["name"], s, r, t["every"], tuple(c.strip() for c in t["survives"].split(",")))
              for t, s, r in zip(d["tiers"], stalls, restores)]
     kw = dict(tiers=tiers, classes=d["classes"])
-    T_opt = float(best_first_interval(d["M"], d["Rp"], d["W"], d["s"], **kw))
+    R = d["Rp"] - d["D"]   # the exposed restart; the downtime D is the wait for a node
+    T_opt = float(best_first_interval(d["M"], R, d["W"], d["s"], **kw))
     T = d["T"] if d["T"] is not None else T_opt
     work = d["useful"] * 60
-    wpw = float(tiered_wall_per_work(T, d["M"], d["Rp"], d["W"], d["s"], **kw))
-    split = tiered_breakdown(work, T, d["M"], d["Rp"], d["W"], d["s"], **kw)
+    wpw = float(tiered_wall_per_work(T, d["M"], R, d["W"], d["s"], **kw, D=d["D"]))
+    split = tiered_breakdown(work, T, d["M"], R, d["W"], d["s"], **kw, D=d["D"])
     return {"T_opt": T_opt, "T": T, "wall_per_work": wpw, "wall_h": float(split["wall"]) / 60,
-            "expected_failures": float(split["rollbacks"]), "save_h": float(split["save"]) / 60,
+            "expected_failures": float(split["failures"]), "save_h": float(split["save"]) / 60,
             "restart_h": float(split["restart"]) / 60, "rework_h": float(split["rework"]) / 60}
 
 

@@ -88,7 +88,7 @@ def test_one_tier_is_the_single_level_exact_model_over_a_grid():
     got, ref = tm.tiered_breakdown(work, T, M, R, W, s, tiers=tiers, classes=shares), \
         waste.time_breakdown(work, T, C, M, R + rest, W, s)
     for mine, theirs in (("useful", "useful"), ("save", "save"), ("restart", "restart"), ("wall", "total"),
-                         ("rollbacks", "failures")):
+                         ("rollbacks", "rollbacks"), ("failures", "failures")):
         np.testing.assert_allclose(got[mine], ref[theirs], rtol=1e-12, atol=1e-300, err_msg=mine)
     np.testing.assert_allclose(got["rework"], ref["rework"], rtol=0, atol=1e-12 * total.max())  # a difference
     np.testing.assert_allclose(got["failures"], total / M, rtol=1e-12)

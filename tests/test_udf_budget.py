@@ -114,7 +114,7 @@ def test_screens_give_exactly_the_engines_messages():
     for T, M in ((60.0, 0.05), (600.0, 0.6)):  # the wall time overflows
         with pytest.raises(engine.InputError) as refused:
             engine.expected_wall_time(720 * 60.0, T, 2, M, 10)
-        screened = U._wall_screen(*(np.array([v]) for v in (720.0, T, 2.0, M, 10.0, 0.0, 0.0)))
+        screened = U._wall_screen(*(np.array([v]) for v in (720.0, T, 2.0, M, 10.0, 0.0, 0.0, 0.0)))
         assert screened[0] == engine_message(refused.value, names)
 
 
@@ -147,7 +147,7 @@ def test_deadlines_half_before_the_work_and_one_simulation_per_case():
     early = err("deadline_h", "must be >= useful_training_h = 5 h: the job needs that much compute even with no saves "
                 "and no failures", "4")
     assert all(out[i][0] == early for i in range(1, N, 2))
-    walls = U._simulated_walls(300.0, 60.0, 2.0, 1200.0, 10.0, 0.0, 0.0, 200, 1, 1.0)
+    walls = U._simulated_walls(300.0, 60.0, 2.0, 1200.0, 10.0, 0.0, 0.0, 200, 1, 1.0, 0.0)
     assert out[0][0] == np.mean(walls <= 6 * 60) and out[2][0] == np.mean(walls <= 8 * 60)
     assert U.deadline_cache_info().misses == 1
 

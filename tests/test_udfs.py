@@ -394,11 +394,11 @@ def test_deadline_range_of_deadlines_shares_one_cached_simulation():
                             "saves and no failures", "45")
     info = U.deadline_cache_info()
     assert info.misses == 1 and info.currsize == 1
-    first = U._simulated_walls(3000.0, 60.0, 2.0, 1200.0, 10.0, 0.0, 0.0, 1000, 1, 1.0)
+    first = U._simulated_walls(3000.0, 60.0, 2.0, 1200.0, 10.0, 0.0, 0.0, 1000, 1, 1.0, 0.0)
     again = U.CKPT_DEADLINE_PROB(50, 52, 60, 2, 1200, 10, 0, 0, 1000, 1)
     assert again == out[1][0]
     assert U.deadline_cache_info().hits >= info.hits + 2 and U.deadline_cache_info().misses == 1
-    assert U._simulated_walls(3000.0, 60.0, 2.0, 1200.0, 10.0, 0.0, 0.0, 1000, 1, 1.0) is first
+    assert U._simulated_walls(3000.0, 60.0, 2.0, 1200.0, 10.0, 0.0, 0.0, 1000, 1, 1.0, 0.0) is first
     assert not first.flags.writeable
 
 

@@ -156,7 +156,10 @@ def test_breakdown_adds_up_and_matches_independent_sync_terms(W, s):
     if W == 0:
         n_seg, L = work / T, T + C
         failures = n_seg * (math.exp(L / M) - 1)  # geometric number of failed attempts per segment
-        assert b["failures"] == pytest.approx(failures, rel=1e-12)
+        assert b["rollbacks"] == pytest.approx(failures, rel=1e-12)
+        # every failure, restarts included: each rollback's restart is tried a geometric number of times, exp(R/M)
+        assert b["failures"] == pytest.approx(failures * math.exp(R / M), rel=1e-12)
+        assert b["failures"] == pytest.approx(b["total"] / M, rel=1e-14)
         assert b["restart"] == pytest.approx(failures * M * (math.exp(R / M) - 1), rel=1e-12)
         # rework = failed attempts * E[time to failure | failure within L]
         e_lost = M - L / (math.exp(L / M) - 1)

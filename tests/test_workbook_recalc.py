@@ -81,8 +81,8 @@ def expected(context: tuple, key: str, sc: engine.Scenario, alt: tuple, table_ro
         M = row["job_mtbf_h"] * 60
         if key == "first_order_waste":
             return engine.first_order_waste(T, row["effective_stall_min"], M)
-        return engine.waste_fraction(T, sc.checkpoint_stall_min, M, sc.restart_min, sc.async_write_min,
-                                     sc.async_slowdown_fraction)
+        return engine.waste_fraction(T, sc.checkpoint_stall_min, M, sc.restart_min - sc.downtime_min,
+                                     sc.async_write_min, sc.async_slowdown_fraction, sc.downtime_min)
     if kind == "scenarios":
         row = table_rows.iloc[context[1]]
         if key in ("storage_cost", "spare_cost", "spare_gpu_hours"):   # a table without a design

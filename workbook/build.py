@@ -270,8 +270,8 @@ def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], di
                    terms: int = 0) -> dict[str, int]:
     """Write calcs as columns, one row per scenario, then a model-check column; return key -> column index.
 
-    ``terms``: the spare pool's finite sum, written along each row in hidden columns after the model check
-    (its last cell is the row's ``pool_correction``); 0 = the rows have no design (their refs give it)."""
+    ``terms``: the spare pool's Erlang-B chain, written along each row in hidden columns after the model check
+    (its last cell is the row's ``pool_erlang_b``); 0 = the rows have no design (their refs give it)."""
     cols: dict[str, int] = {}
     for j, calc in enumerate(calcs):
         col = first_col + j
@@ -293,7 +293,7 @@ def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], di
         r = first_row + i
         refs = row_refs(r)
         if terms:
-            refs.update(pool_terms=str(terms), pool_correction=f"{get_column_letter(flag_col + terms)}{r}")
+            refs.update(pool_terms=str(terms), pool_erlang_b=f"{get_column_letter(flag_col + terms)}{r}")
         for calc in calcs:
             letter = get_column_letter(cols[calc.key])
             cell = ws.cell(row=r, column=cols[calc.key], value="=" + calc.expr(refs))
@@ -557,7 +557,8 @@ def _planned(scenario: engine.Scenario, st: Any) -> tuple[engine.Scenario, froze
     plan = plan_setup(scenario, st.replace(tiers=(), failure_classes={}))
     f = plan.figures
     can = {"checkpoint_stall_min": f["derived_checkpoint_stall_min"] is not None,
-           "async_write_min": f["derived_async_write_min"] is not None, "restart_min": bool(plan.restart_parts_min)}
+           "async_write_min": f["derived_async_write_min"] is not None, "restart_min": bool(plan.restart_parts_min),
+           "downtime_min": bool(plan.restart_parts_min) and "restart_min" not in st.stated}
     return plan.scenario, frozenset(k for k in D.DERIVED if can[k] and k not in st.stated)
 
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["FIRST_INPUT_ROW", "SHEET", "compare_sheet", "value_column"]
 
 SHEET = "Compare"
-_SAVINGS_ROWS = 16   # rows from the model check to the end of the savings (the pool's sums start below)
+_SAVINGS_ROWS = 16   # rows from the model check to the end of the savings (the pool's chains start below)
 #: figures shown; the design's steps and the solver's are grouped and collapsed (expand with +)
 _VISIBLE = {c.key for c in F.CALCS} | {"used_checkpoint_stall_min", "used_async_write_min", "used_restart_min",
                                        "checkpoint_size_gb", "pool_reallocation_min", "storage_cost", "spare_cost",
@@ -62,7 +62,7 @@ def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]",
 
     Every column plans the baseline's design (the ``setup_<field>`` names) at its own inputs: a blank stall,
     write or restart is derived from the design at that column's nodes and failure rate (``terms``: the
-    spare pool's finite sum, in hidden rows below the sheet)."""
+    spare pool's Erlang-B chain, in hidden rows below the sheet)."""
     ws = wb.create_sheet(SHEET)
     S.title(ws, "Compare: the baseline and alternatives, each a set of changes to it",
             "Every alternative follows the Inputs sheet except where its blue cells say otherwise: 'set to' a value, "
@@ -80,7 +80,7 @@ def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]",
     row += 1
     columns = [(3, refs_b, ("compare", "base"))] + [(value_column(k), refs_a[k - 1], ("compare", k))
                                                       for k in range(1, len(designs) + 1)]
-    chain = row + len(D.PLAN_CALCS) + _SAVINGS_ROWS   # the spare pool's sums, hidden below the savings
+    chain = row + len(D.PLAN_CALCS) + _SAVINGS_ROWS   # the spare pool's chains, hidden below the savings
     row = _plan_rows(ws, row, columns, chain, terms, base.currency, built)
     checks = {3: "input_problems"}
     for k in range(1, len(designs) + 1):  # hidden helpers under the check: the change cells', then the inputs'
@@ -182,7 +182,7 @@ def _plan_rows(ws, row: int, columns: list, chain: int, terms: int, currency: st
     """The whole plan (:data:`workbook.design_formulas.PLAN_CALCS`) in every column; returns the next row."""
     for col, refs, _ in columns:
         refs.update(D.setup_refs(lambda name: f"setup_{name}"))
-        refs.update(pool_terms=str(terms), pool_correction=f"${get_column_letter(col)}${chain + terms - 1}"
+        refs.update(pool_terms=str(terms), pool_erlang_b=f"${get_column_letter(col)}${chain + terms - 1}"
                     if terms else "0")
     for calc in D.PLAN_CALCS:
         ws.cell(row=row, column=1, value=calc.label)
@@ -202,7 +202,7 @@ def _plan_rows(ws, row: int, columns: list, chain: int, terms: int, currency: st
 
 
 def _pool_sums(ws, columns: list, chain: int, terms: int) -> None:
-    """Each column's spare-pool sum (:func:`workbook.design_formulas.pool_chain_cell`) in hidden rows."""
+    """Each column's spare-pool Erlang-B chain (:func:`workbook.design_formulas.pool_chain_cell`) in hidden rows."""
     for col, refs, _ in columns:
         D.write_pool_chain(ws, chain, col, terms, refs)
     for n in range(terms):

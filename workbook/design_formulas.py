@@ -20,13 +20,16 @@ Each formula mirrors the engine (cite in parentheses):
   (:func:`engine.storage.effective_bandwidth_gb_s`); an async save stalls for the device-to-host
   copy and writes in the background (:func:`engine.storage.save_times`);
 * restart = detection + reallocation + start-up + communicator init (fixed + per 1,000 nodes) +
-  load + warm-up (:mod:`engine.recovery`);
-* the spare pool (:func:`engine.recovery.expected_reallocation_min`): with ``mu`` nodes in repair on
-  average (replacement share / job MTBF x repair time) and ``S`` spares,
-  ``E[wait] = 60 r (1 - e^-mu) / mu - sum_{n < S} P(N = n) max(0, 60 r / (n + 1) - swap)``,
-  ``N ~ Poisson(mu)``: the closed form of the no-spare sum minus what the spares save. The finite
-  sum is a chain of :data:`POOL_TERMS`-or-more helper cells (:func:`pool_chain`), each adding one
-  term, so no range or array formula is needed;
+  load + warm-up (:mod:`engine.recovery`); its reallocation part (the wait for a node) is the
+  plan's downtime, the rest exposed (:func:`engine.waste.expected_wall_time`'s ``D`` and ``R``);
+* the spare pool (:func:`engine.recovery.expected_reallocation_min`, Erlang's loss system): with
+  ``mu`` nodes in repair on average (replacement share / job MTBF x repair time), ``S`` spares and
+  ``B`` Erlang's loss formula (the chance a node-replacing failure finds every spare taken), the
+  chance a spare is free is ``1 - B`` and ``E[wait] = (1 - B) swap + B 60 r / (S + 1)``. ``B`` is
+  the recursion ``B(0) = 1, B(k) = mu B(k-1) / (k + mu B(k-1))`` the engine runs
+  (:func:`engine.recovery.erlang_b`), written as a chain of :data:`POOL_TERMS`-or-more helper cells
+  (:func:`pool_chain_cell`), one step each, holding still once ``k`` passes ``S``: its last cell is
+  ``B(S)`` and no range or array formula is needed;
 * money: storage = size x retention x billing months x price per GB-month
   (:func:`engine.storage.storage_cost`), spares = spares x GPUs per node x wall hours x price,
   total = job GPU time + storage + spares (:func:`engine.setup.plan_setup`).
@@ -45,13 +48,13 @@ from .formulas import Calc
 __all__ = ["DERIVED", "DESIGN_CALCS", "MONEY_CALCS", "PLAN_CALCS", "PLAN_CALC_BY_KEY", "POOL_TERMS", "PARTS", "bind",
            "bandwidth", "blank_setup_refs", "either", "plan_refs", "pool_chain_cell", "pool_terms", "setup_refs", "write_pool_chain"]
 
-#: least number of terms of the spare pool's finite sum (one helper cell per possible busy spare count)
+#: least number of steps of the spare pool's Erlang-B recursion (one helper cell per spare)
 POOL_TERMS = 64
 _DEFAULTS = {f.name: f.default for f in SETUP_FIELDS}
 
 
 def pool_terms(max_spares: float) -> int:
-    """Terms of the spare pool's chain: room for 4x the most spares the workbook was built with (>= 64)."""
+    """Steps of the spare pool's chain: room for 4x the most spares the workbook was built with (>= 64)."""
     return max(POOL_TERMS, 4 * int(max_spares or 0))
 
 
@@ -64,18 +67,18 @@ def setup_refs(ref: Callable[[str], str]) -> dict[str, str]:
     return out
 
 
-def plan_refs(terms: int, correction: str) -> dict[str, str]:
+def plan_refs(terms: int, erlang_b: str) -> dict[str, str]:
     """References of the plan's inputs as the Plan sheet reads them: the Inputs names, the design's
-    ``setup_<field>`` names and the spare pool's sum (``terms`` cells, ``correction``: its last)."""
+    ``setup_<field>`` names and the spare pool's chain (``terms`` cells, ``erlang_b``: its last)."""
     refs = {key: key for key in F.INPUT_KEYS}
     refs.update(setup_refs(lambda name: f"setup_{name}"))
-    refs.update(pool_terms=str(terms), pool_correction=correction)
+    refs.update(pool_terms=str(terms), pool_erlang_b=erlang_b)
     return refs
 
 
 def blank_setup_refs() -> dict[str, str]:
-    """Setup references of a table without a design (every field blank, the pool sum empty)."""
-    return setup_refs(lambda name: '""') | {"pool_correction": "0"}
+    """Setup references of a table without a design (every field blank, no pool: every spare taken)."""
+    return setup_refs(lambda name: '""') | {"pool_erlang_b": "1"}
 
 
 def bind(refs: dict[str, str], key: str, ref: str) -> None:
@@ -87,24 +90,25 @@ def bind(refs: dict[str, str], key: str, ref: str) -> None:
 
 
 def pool_chain_cell(n: int, prev: str | None, x: Mapping[str, str]) -> str:
-    """Formula (without "=") of term ``n`` of the spare pool's finite sum, added to ``prev`` (the term before)."""
-    term = (f'IF({n}<{x["spares_d"]},_xlfn.POISSON.DIST({n},{x["mean_in_repair"]},FALSE)*'
-            f'MAX(0,60*{x["repair_h"]}/{n + 1}-{x["swap_min_d"]}),0)')
-    return f'IF(OR({x["repair_h"]}="",{x["spares_d"]}<=0),0,{(prev + "+") if prev else ""}{term})'
+    """Formula (without "=") of step ``k = n + 1`` of the Erlang-B recursion from ``prev`` (``B(k-1)``; ``B(0) = 1``):
+    ``mu B / (k + mu B)`` while ``k <= S``, else ``prev`` unchanged (so the last cell is ``B(S)``)."""
+    k, b = n + 1, prev or "1"
+    mu = x["mean_in_repair"]
+    return f'IF({x["repair_h"]}="",1,IF({k}<={x["spares_d"]},{mu}*{b}/({k}+{mu}*{b}),{b}))'
 
 
 def write_pool_chain(ws, row: int, col: int, terms: int, x: Mapping[str, str], across: bool = False) -> str:
-    """Write the spare pool's finite sum (:func:`pool_chain_cell`, ``terms`` cells) from ``(row, col)`` down a
-    column (``across``: along a row); returns the reference of its last cell (the ``pool_correction``)."""
+    """Write the spare pool's Erlang-B recursion (:func:`pool_chain_cell`, ``terms`` cells) from ``(row, col)`` down
+    a column (``across``: along a row); returns the reference of its last cell (the ``pool_erlang_b``)."""
     from openpyxl.utils import get_column_letter
 
     ref = None
     for n in range(terms):
         r, c = (row, col + n) if across else (row + n, col)
         cell = ws.cell(row=r, column=c, value="=" + pool_chain_cell(n, ref, x))
-        cell.number_format = "0.0000"
+        cell.number_format = "0.000000"
         ref = f"{get_column_letter(c)}{r}"
-    return ref or "0"
+    return ref or "1"
 
 
 def either(a: str, b: str) -> str:
@@ -162,18 +166,24 @@ DESIGN_CALCS: tuple[Calc, ...] = (
             + '),"yes","no")')),
     Calc("mean_in_repair", "Spare pool: nodes in repair on average = replacement share / job MTBF x repair time",
          "nodes", "0.0000", _t('IF({repair_h}="","",{replacement_share_d}/{job_mtbf_h}*{repair_h})'), "mean_in_repair"),
-    Calc("spare_free_probability", "Chance a spare is free = POISSON.DIST(spares - 1, nodes in repair, TRUE); 0 "
-         "without spares", "share", "0.000000",
-         _t('IF({repair_h}="","",IF({spares_d}=0,0,IF({mean_in_repair}=0,1,'
-            '_xlfn.POISSON.DIST({spares_d}-1,{mean_in_repair},TRUE))))'), "spare_free_probability"),
-    Calc("pool_reallocation_min", "Wait for a node from the pool (per node-replacing failure)", "min", F.MINUTES,
-         _t('IF({repair_h}="","",IF({spares_d}>{pool_terms},"n/a: more spares than the workbook\'s pool sum holds '
-            '({pool_terms}); regenerate it",IF({mean_in_repair}=0,60*{repair_h},60*{repair_h}*(1-EXP(-{mean_in_repair}))'
-            '/{mean_in_repair})-{pool_correction}))'), "pool_reallocation_min"),
+    Calc("spare_free_probability", "Chance a spare is free at a node-replacing failure = 1 - Erlang B(spares, nodes "
+         "in repair); 0 without spares", "share", "0.000000",
+         _t('IF({repair_h}="","",IF({spares_d}>{pool_terms},"n/a: more spares than the workbook\'s pool chain holds '
+            '({pool_terms}); regenerate it",1-{pool_erlang_b}))'), "spare_free_probability"),
+    Calc("pool_reallocation_min", "Wait for a node per node-replacing failure = (1 - B) x swap + B x 60 x repair h "
+         "/ (spares + 1)", "min", F.MINUTES,
+         _t('IF({repair_h}="","",IF({spares_d}>{pool_terms},"n/a: more spares than the workbook\'s pool chain holds '
+            '({pool_terms}); regenerate it",(1-{pool_erlang_b})*{swap_min_d}+{pool_erlang_b}*60*{repair_h}/'
+            '({spares_d}+1)))'), "pool_reallocation_min"),
     *(Calc(f"part_{p}", f"Restart part: {_PART_LABEL[p]}", "min", F.MINUTES,
            _t(f'IF({{parts_given}}="yes",{_PART_EXPR[p]},"")'), f"part:{p}") for p in PARTS),
     Calc("restart_pipeline_min", "Restart pipeline = the sum of the parts", "min", F.MINUTES,
          _t('IF({parts_given}="yes",' + "+".join(f"{{part_{p}}}" for p in PARTS) + ',"")'), "pipeline_min"),
+    # before used_restart_min binds {restart_min}: a stated restart keeps its own downtime (0 when none is stated)
+    Calc("used_downtime_min", "Downtime the plan uses (the restart's wait for a node, the job cannot fail in it): "
+         "stated, else the reallocation part of a restart from the design", "min", F.MINUTES,
+         _t('IF({downtime_min}<>"",{downtime_min},IF(AND({restart_min}="",{restart_pipeline_min}<>""),'
+            '{part_reallocation_min},0))'), "used:downtime_min"),
     *(Calc(f"used_{n}", f"{label} the plan uses: stated, else from the design", "min", F.MINUTES,
            _t(f'IF({{{n}}}<>"",{{{n}}},IF({{{src}}}<>"",{{{src}}},{fallback}))'), f"used:{n}")
       for n, src, label, fallback in (("checkpoint_stall_min", "derived_checkpoint_stall_min", "Save stall", '""'),

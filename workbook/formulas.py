@@ -34,6 +34,7 @@ from . import wall_formulas as _wall
 
 __all__ = ["CALCS", "CALC_BY_KEY", "GPU_HOURS", "HOURS", "INPUTS", "INPUT_KEYS", "MAX_EXPONENT", "MINUTES", "MONEY",
            "NEVER", "NEWTON_STEPS", "PERCENT", "RATIO", "SERIES_BELOW", "Calc", "Refs", "change_problems",
+           "exposed_restart",
            "first_order_waste_at", "floor_interval", "input_problems", "waste_at"]
 
 Refs = Mapping[str, str]
@@ -73,9 +74,10 @@ def _rate(r: Refs) -> str:
 
 
 def _waste(T: str, r: Refs) -> str:
-    """1 - T / (M e^(R/M) e^(L/M) (1 - e^(-P/M))), L = T + C + W, P = T + C + W s."""
-    M, C, W, s, R = r["job_mtbf_min"], r["checkpoint_stall_min"], r["async_write_min"], r["async_slowdown_fraction"], r["restart_min"]
-    return f"1-{T}/({M}*EXP({R}/{M})*EXP(({T}+{C}+{W})/{M})*(1-EXP(-({T}+{C}+{W}*{s})/{M})))"
+    """1 - T / ((M + D) e^(R/M) e^(L/M) (1 - e^(-P/M))), L = T + C + W, P = T + C + W s, R exposed, D downtime."""
+    M, C, W, s = r["job_mtbf_min"], r["checkpoint_stall_min"], r["async_write_min"], r["async_slowdown_fraction"]
+    R, D = exposed_restart(r), r["downtime_min"]
+    return f"1-{T}/(({M}+{D})*EXP({R}/{M})*EXP(({T}+{C}+{W})/{M})*(1-EXP(-({T}+{C}+{W}*{s})/{M})))"
 
 
 def _guard(expr: str, r: Refs) -> str:
@@ -98,10 +100,15 @@ def _series(r: Refs) -> str:
     return "+".join(f"({coef})*{p}^{k + 1}" for k, coef in enumerate(_SERIES))
 
 
+def exposed_restart(r: Refs) -> str:
+    """The restart the job can fail in: ``restart_min - downtime_min`` (the wait for a node is downtime)."""
+    return f"({r['restart_min']}-{r['downtime_min']})"
+
+
 def _exponent(r: Refs) -> str:
-    """Largest (R + T + C + W)/M over the intervals the sheet evaluates."""
+    """Largest (R + T + C + W)/M over the intervals the sheet evaluates (R the exposed restart)."""
     T = f"MAX({r['chosen_interval_min']},{r['young_interval_min']},{r['daly_interval_min']},{r['exact_interval_min']})"
-    return f"({r['restart_min']}+{T}+{r['checkpoint_stall_min']}+{r['async_write_min']})/{r['job_mtbf_min']}"
+    return f"({exposed_restart(r)}+{T}+{r['checkpoint_stall_min']}+{r['async_write_min']})/{r['job_mtbf_min']}"
 
 
 def _parts(r: Refs) -> tuple[str, str]:
@@ -159,22 +166,24 @@ CALCS: tuple[Calc, ...] = (
          lambda r: _guard(_waste(floor_interval(r["young_interval_min"], r), r), r), "waste_fraction_at_young"),
     Calc("waste_fraction_at_daly", "Exact waste at Daly's interval", "share", PERCENT,
          lambda r: _guard(_waste(floor_interval(r["daly_interval_min"], r), r), r), "waste_fraction_at_daly"),
-    Calc("expected_failures", "Expected failures per run", "failures", "#,##0.0",
-         lambda r: _guard("{0}*(1-EXP(-({1}+{2}+{3}*{4})/{5}))*EXP(({1}+{2}+{3})/{5})".format(
-             _parts(r)[0], r["chosen_interval_min"], r["checkpoint_stall_min"], r["async_write_min"],
-             r["async_slowdown_fraction"], r["job_mtbf_min"]), r), "expected_failures"),
+    Calc("expected_failures", "Expected failures per run, restarts included (exposed time / job MTBF)", "failures",
+         "#,##0.0",
+         lambda r: _guard(f"{_parts(r)[0]}*{_parts(r)[1]}*EXP({exposed_restart(r)}/{r['job_mtbf_min']})", r),
+         "expected_failures"),
     Calc("wall_h", "Expected wall time", "h", HOURS,
-         lambda r: _guard(f"{_parts(r)[0]}*{r['job_mtbf_min']}*EXP({r['restart_min']}/{r['job_mtbf_min']})*{_parts(r)[1]}/60", r),
+         lambda r: _guard(f"{_parts(r)[0]}*({r['job_mtbf_min']}+{r['downtime_min']})*EXP({exposed_restart(r)}/"
+                          f"{r['job_mtbf_min']})*{_parts(r)[1]}/60", r),
          "wall_h"),
     Calc("useful_h", "  useful compute", "h", HOURS, lambda r: f"{r['useful_training_h']}", "useful_h"),
     Calc("save_h", "  checkpoint stall and write slowdown", "h", HOURS,
          lambda r: f"{_parts(r)[0]}*{r['effective_stall_min']}/60", "save_h"),
-    Calc("restart_h", "  restart", "h", HOURS,
-         lambda r: _guard(f"{r['expected_failures']}*{r['job_mtbf_min']}*(EXP({r['restart_min']}/{r['job_mtbf_min']})-1)/60", r),
+    Calc("restart_h", "  restart (downtime after every failure included)", "h", HOURS,
+         lambda r: _guard(f"({_parts(r)[0]}*{_parts(r)[1]}*{r['job_mtbf_min']}*(EXP({exposed_restart(r)}/"
+                          f"{r['job_mtbf_min']})-1)+{r['downtime_min']}*{r['expected_failures']})/60", r),
          "restart_h"),
     Calc("rework_h", "  rework (progress lost to failures)", "h", HOURS,
-         lambda r: _guard("MAX(({0}*{1}-{2}*({3}+{4}+{5}*{6}))/60,0)".format(
-             r["expected_failures"], r["job_mtbf_min"], _parts(r)[0], r["chosen_interval_min"],
+         lambda r: _guard("MAX(({0}*{1}*{2}-{0}*({3}+{4}+{5}*{6}))/60,0)".format(
+             _parts(r)[0], _parts(r)[1], r["job_mtbf_min"], r["chosen_interval_min"],
              r["checkpoint_stall_min"], r["async_write_min"], r["async_slowdown_fraction"]), r), "rework_h"),
     Calc("gpus", "GPUs", "GPUs", "#,##0", lambda r: f"{r['nodes']}*{r['gpus_per_node']}", "gpus"),
     Calc("job_gpu_hours", "GPU-hours of the job (spares apart)", "GPU-h", GPU_HOURS,
@@ -192,7 +201,7 @@ CALCS: tuple[Calc, ...] = (
     # ---- the analytic deadline answer (engine.wall_distribution; text in workbook/wall_formulas.py): keep last
     Calc("dl_in_range", f"Deadline answer: failures rare enough for it (restart + interval + save under "
          f"{_wall.wd.MAX_EXPONENT:g} job MTBFs)", "", "General",
-         lambda r: f"AND({r['model_ok']},({r['restart_min']}+{r['chosen_interval_min']}+{r['checkpoint_stall_min']}"
+         lambda r: f"AND({r['model_ok']},({exposed_restart(r)}+{r['chosen_interval_min']}+{r['checkpoint_stall_min']}"
                    f"+{r['async_write_min']})/{r['job_mtbf_min']}<={_wall.wd.MAX_EXPONENT!r})", helper=True),
     *[Calc(f"dl_{key}", f"Deadline answer: {label}", unit, fmt,
            (lambda part: lambda r: _wall.guard(_wall.geometry(part, r), r, NEVER))(part), helper=True)
@@ -225,7 +234,8 @@ CALCS: tuple[Calc, ...] = (
     Calc("dl_failure_free_min", "Deadline answer: failure-free wall time (the least it can take)", "min", HOURS,
          lambda r: _wall.guard(_wall.geometry("failure_free", r), r, NEVER), helper=True),
     Calc("dl_expected_failures", "Deadline answer: expected failures (finite job, restarts excluded)", "failures",
-         "#,##0.0", lambda r: _wall.guard(f"{r['dl_total1']}/EXP({_wall.x('r', r)})", r, NEVER), helper=True),
+         "#,##0.0", lambda r: _wall.guard(f"{r['dl_total1']}/(EXP({_wall.x('r', r)})*(1+{r['downtime_min']}/"
+                                          f"{r['job_mtbf_min']}))", r, NEVER), helper=True),
     Calc("dl_ripple", "Deadline answer: lattice ripple (restarts long against windows)", "share", "General",
          lambda r: _wall.guard(_wall.cost_ripple(r), r, NEVER), helper=True),
     Calc("p_finish_by_deadline", "P(finish by the deadline), analytic (exponential failures)", "share", PERCENT,

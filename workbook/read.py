@@ -377,7 +377,7 @@ def _derivable(sc: engine.Scenario, setup: Any) -> set[str]:
         return set()
     single = plan_setup(sc, setup.replace(tiers=(), failure_classes={}, stated=frozenset()))
     out = {n for n in DERIVED[:2] if single.figures[f"derived_{n}"] is not None}
-    return out | ({"restart_min"} if single.restart_parts_min else set()) | (
+    return out | ({"restart_min", "downtime_min"} if single.restart_parts_min else set()) | (
         {"checkpoint_stall_min"} if setup.tiers else set())
 
 

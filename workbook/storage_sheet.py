@@ -12,8 +12,8 @@ cells in hidden columns to the right; only the tiered Monte Carlo's P(finish) is
 to date" check), and says "single level only" in the single-level figures' rows; the baseline's tiers (``tier<i>_<key>``) and failure
 classes (``class<j>_name``/``_share``) with the first-order intervals of Benoit et al. (IEEE TC
 66(7), 2017), then the tiers and classes a design puts in their place (grouped rows, :mod:`.tier_block`);
-hidden columns to the right: each design column's spare-pool sum
-(:func:`workbook.design_formulas.pool_chain_cell`).
+hidden columns to the right: each design column's spare-pool Erlang-B chain
+(:func:`workbook.design_formulas.pool_chain_cell`: the Erlang-B recursion).
 
 User text is written as text, never as a formula. Checks: ``("setup", "base"|k)`` = ``plan_setup`` of
 design ``k`` without tiers; ``("setup_tier", i)``, ``("setup_class", j)``, ``("setup_first_order",)`` =
@@ -149,7 +149,7 @@ class _Grid:
 
 def storage_sheet(wb: Workbook, scenario, setup, designs, built: Built, terms: int = D.POOL_TERMS) -> None:
     """Write the sheet for ``setup`` (None = none given) and ``designs`` (the Compare defaults = none);
-    ``terms``: the spare pool's finite sum per design column (hidden columns to the right)."""
+    ``terms``: the spare pool's Erlang-B chain per design column (hidden columns to the right)."""
     st = setup if setup is not None else RecoverySetup()
     if not isinstance(st, RecoverySetup):
         raise InputError("setup", type(st).__name__, "must be a RecoverySetup")
@@ -285,7 +285,7 @@ _NAMES = {
 
 def _derived(g: _Grid) -> None:
     """The design's rows (:data:`workbook.design_formulas.DESIGN_CALCS`): the baseline column shows the Plan
-    sheet's cells, each design column computes its own, with its spare pool's sum in hidden helper columns."""
+    sheet's cells, each design column computes its own, with its spare pool's Erlang-B chain in hidden helper columns."""
     g.band("Derived from the design (live formulas)",
            "Blank = not given or not derivable. A stall, write or restart typed on Inputs (or set by a design) wins.")
     for key in ("job_failure_rate_per_h", "job_mtbf_h", "job_mtbf_min"):
@@ -293,14 +293,14 @@ def _derived(g: _Grid) -> None:
         g.figure(key, calc.label + ("" if key != "job_mtbf_h" else " (a design's own)"), calc.unit, calc.fmt, calc.expr,
                  "Plan", "row:job_mtbf_h" if key == "job_mtbf_h" else None, hidden=key != "job_mtbf_h", base=key)
     ws, first = g.ws, _FIRST
-    for k in range(g.n + 1):   # the pool's finite sum of this column, down a hidden helper column
+    for k in range(g.n + 1):   # the pool's Erlang-B chain of this column, down a hidden helper column
         g.refs[k].update(pool_terms=str(g.terms),
-                         pool_correction=f"${col_letter(_HELPER_COL + k)}${first + g.terms - 1}" if k else '""')
+                         pool_erlang_b=f"${col_letter(_HELPER_COL + k)}${first + g.terms - 1}" if k else '""')
     for calc in D.DESIGN_CALCS:
         g.figure(calc.key, calc.label, calc.unit, calc.fmt, calc.expr, calc.key, calc.engine_key,
                  hidden=calc.key not in _DESIGN_VISIBLE, base=calc.key,
                  dn=_NAMES.get(calc.key, f"setup_{calc.key}"))
-    S.header(ws, 7, [f"Spare pool sum, {col_letter(g.col(k))}" for k in range(1, g.n + 1)], col=_HELPER_COL + 1)
+    S.header(ws, 7, [f"Spare pool Erlang B, {col_letter(g.col(k))}" for k in range(1, g.n + 1)], col=_HELPER_COL + 1)
     for k in range(1, g.n + 1):
         col = _HELPER_COL + k
         D.write_pool_chain(ws, first, col, g.terms, g.refs[k])
@@ -550,8 +550,9 @@ _NOTES = (
         "write or restart states it. Designs that replace the tiers are named in the 'Checkpoint tiers' row: the "
         "tier table is the baseline's; a design's own tiers and failure classes are in the grouped rows under it "
         "(setup_design<k>_tier<i>_<key>, setup_design<k>_class<j>_name / _share).",
-        "Spare pool: the wait for a node = 60 x repair h x (1 - EXP(-mu)) / mu (no spares) minus what the spares "
-        "save, a sum over up to {N} busy spares in hidden columns to the right (expand with +).",
+        "Spare pool (Erlang's loss system: the job does not fail while it waits for a node): the wait for a node = "
+        "(1 - B) x swap + B x 60 x repair h / (spares + 1), B = Erlang B(spares, nodes in repair), the recursion "
+        "B(k) = mu B(k-1) / (k + mu B(k-1)) over up to {N} spares in hidden columns to the right (expand with +).",
         "First-order tier intervals (Benoit et al., IEEE TC 66(7), 2017): T_l = SQRT(2 C_l / lambda_l), C_1 = "
         "stall_1 + W x slowdown, C_l = stall_l; lambda_l = (share of the classes whose first surviving tier, in "
         "order, is l) / job MTBF. Tier storage cost uses the tiered plan's wall hours (live).",

@@ -15,7 +15,9 @@ hidden area of the sheet:
   expectation exactly) the stall and restore (stated, else checkpoint size / the tier's bandwidth as
   :func:`engine.tiers.table.tier_times`), ``every`` and the level ratios ``r_i``; per class the tier
   it restores from (the first listed tier whose ``survives`` names it) and its normalised share;
-  ``rho_i``, ``a_H``, ``b_H``, ``c = M sum_j pi_j exp(R_j / M)`` with ``R_j = R' + restore``;
+  ``rho_i``, ``a_H``, ``b_H``, ``c = M sum_j pi_j exp(R_j / M)`` with ``R_j = R' - D + restore`` (``D``
+  the downtime, the wait for a node, which the job cannot fail in: the wall time's factor is
+  ``(M + D) sum_j pi_j exp(R_j / M)``, :func:`engine.tiers.tiered_wall_per_work`);
 * :data:`GOLDEN_STEPS` rows of the golden-section search of :func:`engine.tiers.optimum.best_first_interval`
   over ``log T`` (same bracket: a factor 16 either side of the first-order ``T`` for these everies,
   no shorter than the write ``W (1 - slowdown)``), each row evaluating the recursion at one ``T``:
@@ -26,7 +28,7 @@ hidden area of the sheet:
   ``wall per work = c span / (K T)``;
 * a row at the write constraint (taken when the optimum sits there, as the engine does), a row at
   the interval the plan uses (the stated ``interval_min``, else the optimum), and the plan's
-  figures there: waste, wall hours, failures outside restarts (``wall / c``), save, restart and
+  figures there: waste, wall hours, every failure (exposed time / ``M``), save, restart and
   rework hours (:func:`engine.tiers.tiered_breakdown`), the mean restart, every tier's interval and
   storage bill (:func:`engine.tiers.table.tiered_columns`).
 
@@ -67,7 +69,7 @@ RESULTS = {
     "wall_per_work": ("Expected wall time per unit of work", "ratio"),
     "waste_fraction": ("Waste (share of wall time)", "share"),
     "wall_h": ("Expected wall time", "h"),
-    "expected_failures": ("Expected failures outside restarts", "failures"),
+    "expected_failures": ("Expected failures, restarts included", "failures"),
     "save_h": ("Checkpoint stalls and write slowdown", "h"),
     "restart_h": ("Restarts", "h"),
     "rework_h": ("Rework", "h"),
@@ -171,7 +173,17 @@ def _evaluation(put: Callable[[str], str], x: str, k: Mapping[str, str], m: int)
         blocks[i, H, g] = (put(f"IF({one},{prev[0]},{s_mid}*(1+{last}*{k[f'up{i}']})+{last}*{w})"),
                            put(f"IF({one},{prev[1]},{d0})"))
     span = blocks[m - 1, m - 1, m - 1][0]
-    return put(f"IFERROR({k['c']}*{span}/({k['K']}*{T}),9.9E+307)")
+    return put(f"IFERROR({k['cw']}*{span}/({k['K']}*{T}),9.9E+307)")
+
+
+#: relative difference of two objective values the search treats as a tie (the first wins, as fc <= fd does)
+_TIE = 1e-13
+
+
+def _no_worse(fc: str, fd: str) -> str:
+    """``fc <= fd`` up to :data:`_TIE`: at the flat bottom two evaluators (LibreOffice, workbook.evaluate) may round
+    a tie apart, and either branch keeps ``T`` within the search's precision; the engine compares exactly."""
+    return f"{fc}<={fd}*(1+{_TIE!r})"
 
 
 def _constants(const: Callable[[str, str, str], str], x: Mapping[str, str], tiers: Sequence[Mapping[str, str]],
@@ -182,6 +194,7 @@ def _constants(const: Callable[[str, str, str], str], x: Mapping[str, str], tier
 
     m, k = len(tiers), {}
     for key, label, expr in (("M", "job MTBF", x["job_mtbf_min"]), ("Rp", "restart without the load R'", x["restart_other"]),
+                             ("D", "downtime: the wait for a node, the job cannot fail in it", x["downtime_min"]),
                              ("W", "background write", x["async_write_min"]), ("s", "slowdown", x["async_slowdown_fraction"]),
                              ("size", "checkpoint size", x["checkpoint_size_gb"]),
                              ("months_per_h", "billing months per wall hour", f"1/{HOURS_PER_BILLING_MONTH!r}")):
@@ -216,11 +229,12 @@ def _constants(const: Callable[[str, str, str], str], x: Mapping[str, str], tier
         k[f"up{i}"] = const(f"up{i}", f"rho from tier {i + 1} on", "+".join(k[f"rho{v}"] for v in range(i, m)))
     for g in range(m):
         k[f"C{g}"] = const(f"C{g}", f"stall of a save up to tier {g + 1}", "+".join(k[f"stall{v}"] for v in range(g + 1)))
-    z = lambda j: (f"({k['Rp']}+" + "+".join(f"IF({k[f'rec{j}']}={i + 1},{k[f'restore{i}']},0)" for i in range(m))  # noqa: E731
-                   + f")/{k['M']}")
+    z = lambda j: (f"({k['Rp']}-{k['D']}+" + "+".join(  # noqa: E731   the exposed restart of class j
+        f"IF({k[f'rec{j}']}={i + 1},{k[f'restore{i}']},0)" for i in range(m)) + f")/{k['M']}")
     k["S1"] = const("S1", "sum of shares x (e^(R_j/M) - 1)", "+".join(
         f"IF({nm}=\"\",0,{sh}/{k['total']}*{expm1(z(j))})" for j, (nm, sh) in enumerate(classes)))
     k["c"] = const("c", "c = M sum pi_j e^(R_j/M)", f"{k['M']}*(1+{k['S1']})")
+    k["cw"] = const("cw", "(M + D) sum pi_j e^(R_j/M): the wall time's factor", f"({k['M']}+{k['D']})*(1+{k['S1']})")
     k["K"] = const("K", "pattern length K", k[f"every{m - 1}"])
     k["exposed"] = const("exposed", "1 - e^(-W(1-s)/M)", one_minus_exp_neg(f"{k['W']}*(1-{k['s']})/{k['M']}"))
     k["floor"] = const("floor", "shortest interval W(1-s)", f"{k['W']}*(1-{k['s']})")
@@ -239,7 +253,7 @@ def write_tier_block(ws, row: int, col: int, x: Mapping[str, str], tiers: Sequen
     """Write one tiered plan's cells from ``(row, col)`` (:func:`block_size` of them; module notes).
 
     ``x``: references (same sheet, or defined names) of ``job_mtbf_min``, ``restart_other`` (the restart without
-    the checkpoint load), ``async_write_min``, ``async_slowdown_fraction``, ``checkpoint_size_gb`` (blank: none),
+    the checkpoint load), ``downtime_min`` (its wait for a node), ``async_write_min``, ``async_slowdown_fraction``, ``checkpoint_size_gb`` (blank: none),
     ``writers_used``, ``interval_min`` (blank: the optimum), ``useful_training_h``; ``tiers``: per tier slot the
     cells of its table (keys of :data:`ckptplan.engine.fields.TIER_KEYS`); ``classes``: (name, share) cells per
     class slot. Returns the references of :data:`RESULTS` and ``tier<i>_interval_min``,
@@ -279,13 +293,13 @@ def write_tier_block(ws, row: int, col: int, x: Mapping[str, str], tiers: Sequen
         elif step == 1:
             put("FALSE"), put(k["lo"]), put(k["hi"]), put(f"{k['lo']}+{_INVPHI!r}*({k['hi']}-{k['lo']})")
         elif step <= GOLDEN_STEPS + 1:
-            put(f"{prev['fc']}<={prev['fd']}")
+            put(_no_worse(prev["fc"], prev["fd"]))
             put(f"IF({here['left']},{prev['a']},{prev['c']})")
             put(f"IF({here['left']},{prev['d']},{prev['b']})")
             put(f"IF({here['left']},{here['b']}-{_INVPHI!r}*({here['b']}-{here['a']}),"
                 f"{here['a']}+{_INVPHI!r}*({here['b']}-{here['a']}))")
         elif step == GOLDEN_STEPS + 2:   # the write constraint
-            put(f"{prev['fc']}<={prev['fd']}"), put(prev["a"]), put(prev["b"])
+            put(_no_worse(prev["fc"], prev["fd"])), put(prev["a"]), put(prev["b"])
             put(f"IF({k['floor']}>0,LN({k['floor']}),IF({here['left']},{prev['c']},{prev['d']}))")
         else:                           # the interval the plan uses
             search = refs[-2]   # the last step of the search; prev: the row at the write constraint
@@ -349,11 +363,12 @@ def _figures(const: Callable[[str, str, str], str], k: dict[str, str], x: Mappin
     fig("waste_fraction", "waste", f"1-1/{wpw}")
     wall = fig("wall_h", "wall h", f"{x['useful_training_h']}*{wpw}")
     work = f"{x['useful_training_h']}*60"
-    fig("expected_failures", "failures outside restarts", f"{wall}*60/{k['c']}")
+    # every failure, restarts included: the exposed time wall M / (M + D) over M (Wald); rollbacks = wall / cw
+    fails = fig("expected_failures", "failures, restarts included", f"{wall}*60/({k['M']}+{k['D']})")
     per_save = "+".join(f"{k[f'stall{i}']}/{k[f'every{i}']}" for i in range(m)) + f"+{k['W']}*{k['s']}"
     save = fig("save_h", "save h", f"{work}/{T}*({per_save})/60")
-    fig("restart_h", "restart h", f"{wall}*{k['S1']}/(1+{k['S1']})")
-    fig("rework_h", "rework h", f"MAX({out['expected_failures']}*{k['M']}-{work}-{save}*60,0)/60")
+    fig("restart_h", "restart h", f"{wall}*{k['M']}/({k['M']}+{k['D']})*{k['S1']}/(1+{k['S1']})+{k['D']}*{fails}/60")
+    fig("rework_h", "rework h", f"MAX({wall}*60/{k['cw']}*{k['M']}-{work}-{save}*60,0)/60")
     fig("mean_restart_min", "mean restart", "+".join(
         f"IF({k[f'rec{j}']}=0,0,{sh}*({k['Rp']}+" + "+".join(f"IF({k[f'rec{j}']}={i + 1},{k[f'restore{i}']},0)"
                                                           for i in range(m)) + "))"
@@ -421,7 +436,8 @@ PLAN_ROWS = {
     "chosen_interval_min": ("First tier's interval: the optimum at the stated every (tiered)", "min", "#,##0.00",
                             "setup_chosen_interval_min"),
     "waste_fraction": ("Waste (tiered)", "share", "0.00%", "setup_waste_fraction"),
-    "expected_failures": ("Expected failures outside restarts (tiered)", "failures", "#,##0.0", "setup_expected_failures"),
+    "expected_failures": ("Expected failures, restarts included (tiered)", "failures", "#,##0.0",
+                          "setup_expected_failures"),
     "wall_h": ("Expected wall time (tiered)", "h", "#,##0.0", "setup_wall_h"),
     "total_gpu_hours": ("GPU-hours, total = job + spares (tiered)", "GPU-h", "#,##0", "setup_total_gpu_hours"),
     "compute_cost": ("Cost of the job's GPU time (tiered)", "money", "#,##0", "setup_compute_cost"),

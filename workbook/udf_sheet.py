@@ -73,13 +73,14 @@ CHECKS: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      f"checkpoint_stall_min,job_mtbf_min,{_ASYNC}", "exact_interval_min", "min", F.MINUTES),
     ("first_order_waste", "First-order waste at the chosen interval", "CKPT_WASTE",
      f'{_WASTE_ARGS},"first_order"', "first_order_waste", "share", F.PERCENT),
-    ("waste_fraction", "Exact waste at the chosen interval", "CKPT_WASTE", f'{_WASTE_ARGS},"exact"',
+    ("waste_fraction", "Exact waste at the chosen interval", "CKPT_WASTE", f'{_WASTE_ARGS},"exact",downtime_min',
      "waste_fraction", "share", F.PERCENT),
-    ("wall_h", "Expected wall time", "CKPT_WALL_TIME", f"useful_training_h,{_WASTE_ARGS}", "wall_h", "h", F.HOURS),
+    ("wall_h", "Expected wall time", "CKPT_WALL_TIME", f"useful_training_h,{_WASTE_ARGS},downtime_min", "wall_h", "h",
+     F.HOURS),
     ("total_gpu_hours", "GPU-hours of the job", "CKPT_GPU_HOURS", "wall_h,gpus", "total_gpu_hours", "GPU-h", F.GPU_HOURS),
     ("total_cost", "Cost, total", "CKPT_COST", "total_gpu_hours,price_per_gpu_hour", "total_cost", "money", F.MONEY),
 )
-BREAKDOWN_ARGS = f"useful_training_h,{_WASTE_ARGS},gpus,price_per_gpu_hour"
+BREAKDOWN_ARGS = f"useful_training_h,{_WASTE_ARGS},gpus,price_per_gpu_hour,downtime_min"
 DEADLINE_ARGS = f"useful_training_h,deadline_h,{_WASTE_ARGS}"
 _BREAKDOWN_KEYS = {"hours": "{cat}_h", "GPU-hours": "{cat}_gpu_hours", "cost": "{cat}_cost"}
 _TOTAL_KEYS = {"hours": "wall_h", "GPU-hours": "total_gpu_hours", "cost": "total_cost"}
@@ -238,7 +239,7 @@ def _deadline_rows(ws: Worksheet, row: int, fn: str, host: str) -> None:
         cell.font, cell.fill, cell.number_format = S.INPUT_FONT, S.INPUT_FILL, fmt
     ws.cell(row=p_row, column=1, value="P(finish by the deadline) at the chosen interval").font = Font(bold=True)
     p = ws.cell(row=p_row, column=2, value=(
-        f'=IF(deadline_h<>"",{fn}CKPT_DEADLINE_PROB({DEADLINE_ARGS},$B${runs_row},$B${seed_row}),'
+        f'=IF(deadline_h<>"",{fn}CKPT_DEADLINE_PROB({DEADLINE_ARGS},$B${runs_row},$B${seed_row},1,downtime_min),'
         '"no deadline_h on Inputs")'))
     p.number_format, p.fill = "0.0%", S.KEY_FILL
     ws.cell(row=p_row, column=6, value="probability")
@@ -262,7 +263,7 @@ _TOTAL_COST = ("useful_training_h,nodes,setup_job_mtbf_h,price_per_gpu_hour,setu
                "setup_used_restart_min,gpus_per_node,interval_min,setup_used_async_write_min,async_slowdown_fraction,"
                "setup_parameters_b,setup_bytes_per_parameter,setup_extra_state_gb" + "," * 14
                + "setup_spares,setup_repair_h,setup_swap_min,setup_replacement_share,setup_price_per_gb_month,"
-               "setup_retention")
+               "setup_retention,setup_used_downtime_min")
 #: (key: the plan_setup figure (or evaluate column) both equal, label, CKPT_ function, its arguments, plain formula,
 #: unit, number format)
 SETUP_CHECKS: tuple[tuple[str, str, str, str, str, str, str], ...] = (

@@ -94,7 +94,8 @@ DEADLINE_CACHE_SIZE = 128
 
 # Engine argument names -> Excel argument names (for messages about cross-argument rules)
 _WASTE_NAMES = {"T": "interval_min", "C": "checkpoint_stall_min", "M": "job_mtbf_min", "R": "restart_min", "W": "async_write_min",
-                "slowdown": "async_slowdown_fraction", "work": "useful_training_h"}
+                "slowdown": "async_slowdown_fraction", "work": "useful_training_h", "D": "downtime_min"}
+_DOWNTIME = describe("downtime_min", 0.0)
 
 _ASYNC_C = "For async saves give the effective stall (CKPT_EFFECTIVE_STALL)."
 
@@ -120,6 +121,18 @@ def _late_writes(T: np.ndarray, W: np.ndarray, s: np.ndarray) -> np.ndarray | No
     return _per_cell(behind > T * (1.0 + 1e-12), lambda b, t, w: error_text(
         "async_write_min", f"the background write must be durable before the next save starts: "
         f"W * (1 - slowdown) = {b:.6g} must be <= T = {t:.6g}", show(w)), behind, T, W)
+
+
+def _downtime_over(R: np.ndarray, Dn: np.ndarray) -> np.ndarray | None:
+    """engine.scenario's rule: the downtime is a part of the restart (downtime_min <= restart_min)."""
+    return _per_cell(Dn > R * (1.0 + 1e-12), lambda d, r: error_text(
+        "downtime_min", f"must be <= restart_min = {r:.6g} (it is the part of the restart the job spends waiting "
+        "without its nodes)", show(d)), Dn, R)
+
+
+def exposed(R: np.ndarray, Dn: np.ndarray) -> np.ndarray:
+    """The restart the job can fail in (engine.waste's ``R``): ``restart_min - downtime_min``, never below 0."""
+    return np.maximum(R - Dn, 0.0)
 
 
 def _merge(*screens: np.ndarray | None) -> np.ndarray | None:
@@ -256,8 +269,10 @@ _EXACT, _FIRST_ORDER = 0.0, 1.0
 
 
 @udf(restart_min=describe("restart_min", 0.0) + " Ignored by the first-order model.",
-     model='Optional. "exact" (default): share of wall time, Daly 2006 complete model; "first_order": C/T + T/2M.')
-def CKPT_WASTE(interval_min, checkpoint_stall_min, job_mtbf_min, restart_min=0.0, async_write_min=0.0, async_slowdown_fraction=0.0, model="exact"):
+     model='Optional. "exact" (default): share of wall time, Daly 2006 complete model; "first_order": C/T + T/2M.',
+     downtime_min=_DOWNTIME)
+def CKPT_WASTE(interval_min, checkpoint_stall_min, job_mtbf_min, restart_min=0.0, async_write_min=0.0, async_slowdown_fraction=0.0, model="exact",
+               downtime_min=0.0):
     """Checkpoint waste at an interval. "exact": share of wall time lost to saves, rework and restarts; "first_order": Young's C/T + T/(2M).
 
     ``exact`` calls :func:`engine.waste_fraction` (exponential failures striking compute, saves and
@@ -269,31 +284,35 @@ def CKPT_WASTE(interval_min, checkpoint_stall_min, job_mtbf_min, restart_min=0.0
     specs = [arg("interval_min", interval_min), arg("checkpoint_stall_min", checkpoint_stall_min),
              arg("job_mtbf_min", job_mtbf_min), arg("restart_min", restart_min, default=0.0),
              arg("async_write_min", async_write_min, default=0.0), arg("async_slowdown_fraction", async_slowdown_fraction, default=0.0),
-             choice("model", model, {"exact": _EXACT, "first_order": _FIRST_ORDER}, "exact")]
+             choice("model", model, {"exact": _EXACT, "first_order": _FIRST_ORDER}, "exact"),
+             arg("downtime_min", downtime_min, default=0.0)]
 
-    def compute(T, C, M, R, W, s, code):
+    def compute(T, C, M, R, W, s, code, Dn):
         out = np.empty(T.shape)
         exact = code == _EXACT
         if exact.all():
-            return engine.waste_fraction(T, C, M, R, W, s)
+            return engine.waste_fraction(T, C, M, exposed(R, Dn), W, s, Dn)
         if exact.any():
-            out[exact] = engine.waste_fraction(T[exact], C[exact], M[exact], R[exact], W[exact], s[exact])
+            e = exact
+            out[e] = engine.waste_fraction(T[e], C[e], M[e], exposed(R[e], Dn[e]), W[e], s[e], Dn[e])
         first = ~exact
         if first.any():
             c_eff = engine.effective_stall(C[first], W[first], s[first])
             out[first] = engine.first_order_waste(T[first], c_eff, M[first])
         return out
 
-    def screen(T, C, M, R, W, s, code):  # the exact model refuses late writes; first order does not
+    def screen(T, C, M, R, W, s, code, Dn):  # the exact model refuses late writes; first order does not
         exact = code == _EXACT
-        return _late_writes(T if exact.all() else np.where(exact, T, np.inf), W, s)
+        return _merge(_late_writes(T if exact.all() else np.where(exact, T, np.inf), W, s),
+                      _downtime_over(R, np.where(exact, Dn, 0.0)))
 
     return elementwise(specs, compute, _WASTE_NAMES, screen)
 
 
-@udf()
-def CKPT_WALL_TIME(useful_training_h, interval_min, checkpoint_stall_min, job_mtbf_min, restart_min=0.0, async_write_min=0.0, async_slowdown_fraction=0.0):
-    """Expected wall hours to finish the training: M e^(R/M) (e^((T+C)/M) - 1) work/T (Daly 2006), async saves included.
+@udf(downtime_min=_DOWNTIME)
+def CKPT_WALL_TIME(useful_training_h, interval_min, checkpoint_stall_min, job_mtbf_min, restart_min=0.0, async_write_min=0.0, async_slowdown_fraction=0.0,
+                   downtime_min=0.0):
+    """Expected wall hours to finish the training: (M + D) e^(R/M) (e^((T+C)/M) - 1) work/T (Daly 2006; Bougeret et al. 2011), async saves included.
 
     Calls :func:`engine.expected_wall_time` with ``useful_training_h x 60`` minutes and returns hours.
     Long-run expectation for exponential failures; for a deadline or clustered failures use
@@ -302,19 +321,21 @@ def CKPT_WALL_TIME(useful_training_h, interval_min, checkpoint_stall_min, job_mt
     specs = [arg("useful_training_h", useful_training_h), arg("interval_min", interval_min),
              arg("checkpoint_stall_min", checkpoint_stall_min), arg("job_mtbf_min", job_mtbf_min),
              arg("restart_min", restart_min, default=0.0),
-             arg("async_write_min", async_write_min, default=0.0), arg("async_slowdown_fraction", async_slowdown_fraction, default=0.0)]
+             arg("async_write_min", async_write_min, default=0.0), arg("async_slowdown_fraction", async_slowdown_fraction, default=0.0),
+             arg("downtime_min", downtime_min, default=0.0)]
 
-    def compute(work, T, C, M, R, W, s):
-        return np.asarray(engine.expected_wall_time(work * 60.0, T, C, M, R, W, s)) / 60.0
+    def compute(work, T, C, M, R, W, s, Dn):
+        return np.asarray(engine.expected_wall_time(work * 60.0, T, C, M, exposed(R, Dn), W, s, Dn)) / 60.0
 
     return elementwise(specs, compute, _WASTE_NAMES, _wall_screen)
 
 
-def _wall_screen(work, T, C, M, R, W, s):
-    """engine.expected_wall_time's refusals: late writes, then a wall time beyond floating point."""
-    late = _late_writes(T, W, s)
+def _wall_screen(work, T, C, M, R, W, s, Dn):
+    """engine.expected_wall_time's refusals: late writes, a downtime above the restart, then a wall time beyond
+    floating point (``R`` the whole restart, ``Dn`` its downtime)."""
+    late = _merge(_late_writes(T, W, s), _downtime_over(R, Dn))
     with np.errstate(all="ignore"):   # the engine's own kernel and limit (same bits)
-        log_total = np.asarray(_waste.log_wall_per_work(T, C, M, R, W, s)) + np.log(work * 60.0)
+        log_total = np.asarray(_waste.log_wall_per_work(T, C, M, exposed(R, Dn), W, s, Dn)) + np.log(work * 60.0)
         huge = np.isfinite(log_total) & (log_total > _waste.MAX_LOG)  # NaN, inf: the engine's
     if late is not None:
         huge &= ~late.astype(bool)
@@ -350,9 +371,9 @@ BREAKDOWN_HEADER = ["category", "hours", "GPU-hours", "cost"]
 BREAKDOWN_ROWS = (*CATEGORIES, "total")
 
 
-@udf(note="")
+@udf(note="", downtime_min=_DOWNTIME)
 def CKPT_COST_BREAKDOWN(useful_training_h, interval_min, checkpoint_stall_min, job_mtbf_min, restart_min, async_write_min, async_slowdown_fraction, gpus,
-                        price_per_gpu_hour):
+                        price_per_gpu_hour, downtime_min=0.0):
     """Where the time and money go: a 6 x 4 table (header; useful, save, rework, restart, total) x (hours, GPU-hours, cost).
 
     Calls :func:`engine.time_breakdown` (exact model, minutes) and converts with
@@ -364,15 +385,18 @@ def CKPT_COST_BREAKDOWN(useful_training_h, interval_min, checkpoint_stall_min, j
              arg("checkpoint_stall_min", checkpoint_stall_min), arg("job_mtbf_min", job_mtbf_min),
              arg("restart_min", restart_min), arg("async_write_min", async_write_min),
              arg("async_slowdown_fraction", async_slowdown_fraction), arg("gpus", gpus),
-             arg("price_per_gpu_hour", price_per_gpu_hour)]
+             arg("price_per_gpu_hour", price_per_gpu_hour), arg("downtime_min", downtime_min, default=0.0)]
     for name, values, errors in specs:
         if values.size != 1:
             return error_text(name, "must be a single cell (one scenario per call)", f"a range of {values.size} cells")
         if errors.reshape(-1)[0] is not None:
             return errors.reshape(-1)[0]
-    work, T, C, M, R, W, s, g, price = (float(v.reshape(-1)[0]) for _, v, _ in specs)
+    work, T, C, M, R, W, s, g, price, Dn = (float(v.reshape(-1)[0]) for _, v, _ in specs)
+    over = _downtime_over(np.array([R]), np.array([Dn]))
+    if over is not None:
+        return over[0]
     try:
-        parts = engine.time_breakdown(work * 60.0, T, C, M, R, W, s)
+        parts = engine.time_breakdown(work * 60.0, T, C, M, max(R - Dn, 0.0), W, s, Dn)
     except ValueError as exc:
         return engine_message(exc, _WASTE_NAMES)
     table = [list(BREAKDOWN_HEADER)]
@@ -513,10 +537,11 @@ def _column_cells(column: pd.Series) -> list[Any]:
 
 @functools.lru_cache(maxsize=DEADLINE_CACHE_SIZE)
 def _simulated_walls(work_min: float, T: float, C: float, M: float, R: float, W: float, s: float,
-                     runs: int, seed: int, weibull_shape: float) -> np.ndarray:
-    """Simulated wall times (minutes) of ``runs`` runs, cached on the inputs (read-only array)."""
+                     runs: int, seed: int, weibull_shape: float, D: float = 0.0) -> np.ndarray:
+    """Simulated wall times (minutes) of ``runs`` runs, cached on the inputs (read-only array); ``R`` the exposed
+    restart, ``D`` the downtime after every failure."""
     law = "exponential" if weibull_shape == 1.0 else _mc.FailureLaw.weibull(weibull_shape)
-    walls = np.asarray(_mc.simulate_wall_times(work_min, T, C, M, R, W, s, runs, seed, law))
+    walls = np.asarray(_mc.simulate_wall_times(work_min, T, C, M, R, W, s, runs, seed, law, D=D))
     walls.setflags(write=False)
     return walls
 
@@ -530,9 +555,9 @@ def deadline_cache_clear() -> None:
     _simulated_walls.cache_clear()
 
 
-@udf(deadline_h=describe("deadline_h") + " At least useful_training_h.")
+@udf(deadline_h=describe("deadline_h") + " At least useful_training_h.", downtime_min=_DOWNTIME)
 def CKPT_DEADLINE_PROB(useful_training_h, deadline_h, interval_min, checkpoint_stall_min, job_mtbf_min, restart_min=0.0, async_write_min=0.0,
-                       async_slowdown_fraction=0.0, runs=DEFAULT_RUNS, seed=DEFAULT_SEED, weibull_shape=1.0):
+                       async_slowdown_fraction=0.0, runs=DEFAULT_RUNS, seed=DEFAULT_SEED, weibull_shape=1.0, downtime_min=0.0):
     """Probability the training finishes by the deadline: Monte Carlo of the finite job, seeded and cached.
 
     Share of simulated runs whose wall time is <= the deadline, from
@@ -548,20 +573,21 @@ def CKPT_DEADLINE_PROB(useful_training_h, deadline_h, interval_min, checkpoint_s
              arg("job_mtbf_min", job_mtbf_min), arg("restart_min", restart_min, default=0.0),
              arg("async_write_min", async_write_min, default=0.0), arg("async_slowdown_fraction", async_slowdown_fraction, default=0.0),
              arg("runs", runs, default=DEFAULT_RUNS), arg("seed", seed, default=DEFAULT_SEED),
-             arg("weibull_shape", weibull_shape, default=1.0)]
+             arg("weibull_shape", weibull_shape, default=1.0), arg("downtime_min", downtime_min, default=0.0)]
     names = dict(_WASTE_NAMES, runs="runs", seed="seed", weibull_shape="weibull_shape")
 
-    def screen(work, deadline, *_):
-        return _per_cell(deadline < work, lambda d, w: error_text(
+    def screen(work, deadline, T, C, M, R, W, s, n, seed_, shape, Dn):
+        return _merge(_per_cell(deadline < work, lambda d, w: error_text(
             "deadline_h", f"must be >= useful_training_h = {w:g} h: the job needs that much compute even with no saves "
-            "and no failures", show(d)), deadline, work)
+            "and no failures", show(d)), deadline, work), _downtime_over(R, Dn))
 
-    def compute(work, deadline, T, C, M, R, W, s, n, seed_, shape):
+    def compute(work, deadline, T, C, M, R_whole, W, s, n, seed_, shape, Dn):
+        R = exposed(R_whole, Dn)
         # one simulation per distinct case, in the order of the cases' first cells (the caps are
         # deterministic); the cells of a case share it
         out = np.full(work.shape, np.nan)
         refused = np.full(work.shape, None, dtype=object)
-        keys = np.column_stack([work * 60.0, T, C, M, R, W, s, n, seed_, shape]) + 0.0  # -0.0 is 0.0
+        keys = np.column_stack([work * 60.0, T, C, M, R, W, s, n, seed_, shape, Dn]) + 0.0  # -0.0 is 0.0
         _, first, case = np.unique(keys, axis=0, return_index=True, return_inverse=True)
         case = case.reshape(-1)
         by_case = np.argsort(case, kind="stable")
@@ -571,7 +597,7 @@ def CKPT_DEADLINE_PROB(useful_training_h, deadline_h, interval_min, checkpoint_s
             cells = by_case[bounds[c]:bounds[c + 1]]
             i = int(first[c])
             key = (float(keys[i, 0]), float(T[i]), float(C[i]), float(M[i]), float(R[i]), float(W[i]), float(s[i]),
-                   int(n[i]), int(seed_[i]), float(shape[i]))
+                   int(n[i]), int(seed_[i]), float(shape[i]), float(Dn[i]))
             if used + key[7] > MAX_RUNS_PER_CALL:
                 refused[cells] = error_text("runs", f"this call already simulates {used:,} runs; the limit is "
                                             f"{MAX_RUNS_PER_CALL:,} per call: split the range or lower runs", show(key[7]))

@@ -247,10 +247,10 @@ def _pool(job_mtbf_h, replacement_share, repair_h, spares, *swap_min):
 
 @udf(**_POOL_DOCS)
 def CKPT_SPARE_FREE_PROBABILITY(job_mtbf_h, replacement_share, repair_h, spares):
-    """Probability a failure finds a hot spare free: P(N < spares), N ~ Poisson(replacement share / job MTBF x repair_h).
+    """Probability a node-replacing failure finds a hot spare free: 1 - Erlang B(spares, replacement share / job MTBF x repair_h).
 
-    Calls :func:`engine.recovery.spare_free_probability` (Palm's theorem for the (S-1, S) pool of
-    Sherbrooke 1968: exact in steady state for any repair-time law). 0 without spares.
+    Calls :func:`engine.recovery.spare_free_probability` (Erlang's loss system: the job does not fail
+    while it waits for a node; exact in steady state for any repair-time law). 0 without spares.
     """
     return _pool(job_mtbf_h, replacement_share, repair_h, spares)
 
@@ -260,8 +260,8 @@ def CKPT_REALLOCATION_MIN(job_mtbf_h, replacement_share, repair_h, spares, swap_
     """Expected minutes to get a replacement node from a pool of hot spares (a free spare: swap_min; none: wait for a repair).
 
     Calls :func:`engine.recovery.expected_reallocation_min`, the reallocation part a restart gets
-    from the pool in ``plan_setup`` (with spares 0: 60 repair_h (1 - exp(-mu)) / mu). Deterministic
-    repair; the job's own waits are not fed back into the pool.
+    from the pool in ``plan_setup``: (1 - B) swap_min + B 60 repair_h / (spares + 1), B = Erlang B
+    (with spares 0: the full repair, 60 repair_h). Fixed or exponential repair alike.
     """
     return _pool(job_mtbf_h, replacement_share, repair_h, spares, swap_min)
 
@@ -318,12 +318,14 @@ TOTAL_COST_OPTIONAL: tuple[tuple[str, Any], ...] = (
     ("read_gb_s_per_writer", None), ("aggregate_read_gb_s", None), ("d2h_gb_s_per_writer", None),
     ("detection_min", None), ("reallocation_min", None), ("startup_min", None), ("init_min", None),
     ("init_per_1000_nodes_min", None), ("load_min", None), ("warmup_min", None), ("spares", None), ("repair_h", None),
-    ("swap_min", 0.0), ("replacement_share", 1.0), ("price_per_gb_month", 0.0), ("retention", 1))
+    ("swap_min", 0.0), ("replacement_share", 1.0), ("price_per_gb_month", 0.0), ("retention", 1), ("downtime_min", None))
 _TOTAL_COST_REQUIRED = ("useful_training_h", "nodes", "job_mtbf_h", "price_per_gpu_hour")
 _TOTAL_COST_DOCS = {"job_mtbf_h": _JOB_MTBF_H,
                 "checkpoint_stall_min": _optional("checkpoint_stall_min", "Blank = derived from the size and bandwidths."),
                 "async_write_min": _optional("async_write_min", "Blank = derived (0 for a synchronous save)."),
-                "restart_min": _optional("restart_min", "Blank = the sum of the parts given (else 0).")}
+                "restart_min": _optional("restart_min", "Blank = the sum of the parts given (else 0)."),
+                "downtime_min": _optional("downtime_min", "Blank = the reallocation part of a restart from the parts "
+                                          "(else 0).")}
 
 
 def _total_cost_message(err: Any) -> str:
@@ -341,7 +343,7 @@ def CKPT_TOTAL_COST(useful_training_h, nodes, job_mtbf_h, price_per_gpu_hour, ch
                     aggregate_read_gb_s=None, d2h_gb_s_per_writer=None, detection_min=None, reallocation_min=None,
                     startup_min=None, init_min=None, init_per_1000_nodes_min=None, load_min=None, warmup_min=None,
                     spares=None, repair_h=None, swap_min=0.0, replacement_share=1.0, price_per_gb_month=0.0,
-                    retention=1):
+                    retention=1, downtime_min=None):
     """Total cost of a single-level plan, everything it pays: compute (useful, save, rework, restart) + storage + spares.
 
     Calls :func:`engine.setup_table.plan_columns`, ``plan_setup`` of each cell (``ckptplan plan``
@@ -356,7 +358,8 @@ def CKPT_TOTAL_COST(useful_training_h, nodes, job_mtbf_h, price_per_gpu_hour, ch
         interval_min, async_write_min, async_slowdown_fraction, parameters_b, bytes_per_parameter, extra_state_gb,
         writers, write_gb_s_per_writer, aggregate_write_gb_s, read_gb_s_per_writer, aggregate_read_gb_s,
         d2h_gb_s_per_writer, detection_min, reallocation_min, startup_min, init_min, init_per_1000_nodes_min,
-        load_min, warmup_min, spares, repair_h, swap_min, replacement_share, price_per_gb_month, retention)))
+        load_min, warmup_min, spares, repair_h, swap_min, replacement_share, price_per_gb_month, retention,
+        downtime_min)))
     specs = [arg(name, values[name]) for name in _TOTAL_COST_REQUIRED]
     specs += [arg(name, values[name], blank=_BLANK) for name, _ in TOTAL_COST_OPTIONAL]
     names = [name for name, _, _ in specs]

@@ -29,8 +29,13 @@ WINDOWS = {"fc": "full window from a restart", "ff": "full window from a checkpo
 
 def _in(r: Refs) -> dict[str, str]:
     return {"T": r["chosen_interval_min"], "C": r["checkpoint_stall_min"], "W": r["async_write_min"],
-            "s": r["async_slowdown_fraction"], "M": r["job_mtbf_min"], "R": r["restart_min"],
+            "s": r["async_slowdown_fraction"], "M": r["job_mtbf_min"], "R": f"({r['restart_min']}-{r['downtime_min']})",
             "work": f"{r['useful_training_h']}*60"}
+
+
+def _d(r: Refs) -> str:
+    """The downtime after every failure in MTBFs (the restart's wait for a node: the job cannot fail in it)."""
+    return f"({r['downtime_min']}/{r['job_mtbf_min']})"
 
 
 def geometry(part: str, r: Refs) -> str:
@@ -95,10 +100,11 @@ def _D(r: Refs) -> tuple[str, str, str]:
 
 
 def restart(j: int, r: Refs) -> str:
-    """Cumulant ``j`` of a restart retried until it completes (units of M)."""
+    """Cumulant ``j`` of a restart retried until it completes, the downtime before each try included (units of M)."""
     if j == 1:
-        return f"EXP({x('r', r)})-1"
-    return _random_sum(_geometric(x("r", r)), _k("r", r), j)
+        return f"EXP({x('r', r)})*(1+{_d(r)})-1"
+    k1, k2, k3 = _k("r", r)
+    return _random_sum(_geometric(x("r", r)), (f"({k1}+{_d(r)})", k2, k3), j)
 
 
 def _V(window: str, r: Refs) -> tuple[str, str, str]:
@@ -109,7 +115,7 @@ def _V(window: str, r: Refs) -> tuple[str, str, str]:
 def clean(j: int, window: str, r: Refs) -> str:
     """Cumulant ``j`` of a window started clean (window 'fc' or 'lc')."""
     if j == 1:
-        return f"(EXP({x(window, r)})-1)*EXP({x('r', r)})"
+        return f"(EXP({x(window, r)})-1)*EXP({x('r', r)})*(1+{_d(r)})"
     return _random_sum(_geometric(x(window, r)), _V(window, r), j)
 
 
@@ -121,7 +127,7 @@ def flow(j: int, windows: str, r: Refs) -> str:
     kf, D = _k(f, r), _D(r)
     p, q = f"EXP(-{xf})", f"(1-EXP(-{xf}))"
     if j == 1:
-        return f"EXP({xc})*{q}*EXP({x('r', r)})"
+        return f"EXP({xc})*{q}*EXP({x('r', r)})*(1+{_d(r)})"
     A2, A3 = f"({kf[1]}+{D[1]}+{Q[1]})", f"({kf[2]}+{D[2]}+{Q[2]})"
     d = f"(({Q[0]}-{xf})+{kf[0]}+{D[0]})"
     if j == 2:

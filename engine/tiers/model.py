@@ -267,10 +267,12 @@ class TierRows:
     shares: list      # normalised to sum 1
     rho: list         # share of failures recovered from each tier
     y: np.ndarray     # log(sum_j pi_j exp(R_j / M)) = log(lambda c)
+    D: Any = 0.0      # downtime after every failure (unexposed: the job cannot fail in it); 0 or a flat array
 
     def take(self, sel) -> "TierRows":
         return TierRows(*(([a[sel] for a in v] if isinstance(v, list) else v[sel]) for v in
-                       (self.M, self.W, self.s, self.stalls, self.restores, self.every, self.shares, self.rho, self.y)))
+                       (self.M, self.W, self.s, self.stalls, self.restores, self.every, self.shares, self.rho, self.y)),
+                        D=self.D[sel] if isinstance(self.D, np.ndarray) and self.D.ndim else self.D)
 
 
 def prepare_rows(tiers, classes, front):
@@ -302,7 +304,8 @@ def prepare_rows(tiers, classes, front):
     W, s = out.get("W", np.zeros_like(total)), out.get("slowdown", np.zeros_like(total))
     if "T" in out:
         check_async_write(out["T"], W, s)
-    rows = TierRows(M, W, s, stalls, restores, every, shares, rho, _log_restart_factor(M, R, restores, shares, rec))
+    rows = TierRows(M, W, s, stalls, restores, every, shares, rho, _log_restart_factor(M, R, restores, shares, rec),
+                    D=out.get("D", 0.0))
     return tiers, names, out, rows, shape, wrap
 
 
@@ -481,7 +484,8 @@ def log_wall_per_work(T, rows: TierRows, ratios, force_log: bool = False):
         return out
     K = np.prod(ratios, axis=0) if ratios else np.ones_like(T)
     span = _log_span(T, rows, ratios, force_log)
-    return np.log(rows.M) + rows.y + span - np.log(K) - np.log(T)
+    # the downtime after every failure: the wall time is the exposed time x (M + D) / M (Wald; engine.waste)
+    return np.log(rows.M + rows.D) + rows.y + span - np.log(K) - np.log(T)
 
 
 def raise_overflow(log_value, M, shape, what: str) -> None:
@@ -498,38 +502,42 @@ def raise_overflow(log_value, M, shape, what: str) -> None:
 # ------------------------------------------------------------------------------------ public
 
 
-def job_specs(T, M, R, W, slowdown, work=None):
-    """The job's (name, value, rule) triples for :func:`prepare_rows`: ``work`` (when given), T, M, R, W, slowdown."""
+def job_specs(T, M, R, W, slowdown, work=None, D=0.0):
+    """The job's (name, value, rule) triples for :func:`prepare_rows`: ``work`` (when given), T, M, R, W, slowdown, D
+    (``R`` the exposed restart, ``D`` the downtime after every failure)."""
     spec = [("work", work, "positive")] if work is not None else []
     return spec + [("T", T, "positive"), ("M", M, "positive"), ("R", R, "nonnegative"), ("W", W, "nonnegative"),
-                   ("slowdown", slowdown, "fraction")]
+                   ("slowdown", slowdown, "fraction"), ("D", D, "nonnegative")]
 
 
-def tiered_wall_per_work(T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes):
+def tiered_wall_per_work(T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes, D=0.0):
     """Expected wall time per unit of useful work, exact for the tiered model (module notes).
 
     ``sum_p A_S(p) / (K T)`` over the pattern of ``K = every_last`` saves; ``>= 1``. Broadcasts over
     rows (``T``, ``M``, ``R``, ``W``, ``slowdown`` and the tiers' and classes' numbers); raises
     :class:`InputError` on ``M`` when it overflows. One tier surviving every class: ``exp`` of
     :func:`engine.waste.log_wall_per_work` (``R`` + the tier's ``restore_min`` as the restart).
+    ``D``: a downtime after every failure, before its restart, in which the job cannot fail (the
+    wait for a node): the exposed process is unchanged and each of its ``exposed / M`` failures
+    adds ``D``, so the leading ``M`` becomes ``M + D`` (as :func:`engine.waste.expected_wall_time`).
     """
-    _, _, f, rows, shape, wrap = prepare_rows(tiers, classes, job_specs(T, M, R, W, slowdown))
+    _, _, f, rows, shape, wrap = prepare_rows(tiers, classes, job_specs(T, M, R, W, slowdown, D=D))
     lw = log_wall_per_work(f["T"], rows, level_ratios(rows.every))
     raise_overflow(lw, f["M"], shape, "wall time per unit of work")
     return wrap(np.exp(lw).reshape(shape))
 
 
-def tiered_waste_fraction(T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes):
+def tiered_waste_fraction(T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes, D=0.0):
     """Share of the expected wall time not spent on useful work: ``1 - 1 / wall_per_work``.
 
     In ``[0, 1)``; computed from the log of :func:`tiered_wall_per_work`, so it stays finite (near
     1) where the wall time itself would overflow.
     """
-    _, _, f, rows, shape, wrap = prepare_rows(tiers, classes, job_specs(T, M, R, W, slowdown))
+    _, _, f, rows, shape, wrap = prepare_rows(tiers, classes, job_specs(T, M, R, W, slowdown, D=D))
     return wrap(-np.expm1(-log_wall_per_work(f["T"], rows, level_ratios(rows.every))).reshape(shape))
 
 
-def tiered_expected_wall_time(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes):
+def tiered_expected_wall_time(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes, D=0.0):
     """Expected wall time for ``work`` of useful compute: ``work / (K T)`` patterns x the pattern's expectation.
 
     The steady-state scaling of :func:`engine.waste.expected_wall_time` (``work`` need not be whole
@@ -537,13 +545,13 @@ def tiered_expected_wall_time(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, 
     last save takes exactly this plus ``M exp(y) expm1(W (1 - slowdown)/M)`` with ``exp(y) = sum_j
     pi_j exp(R_j/M)`` (module notes). Raises :class:`InputError` on ``M`` when it overflows.
     """
-    _, _, f, rows, shape, wrap = prepare_rows(tiers, classes, job_specs(T, M, R, W, slowdown, work))
+    _, _, f, rows, shape, wrap = prepare_rows(tiers, classes, job_specs(T, M, R, W, slowdown, work, D))
     lw = log_wall_per_work(f["T"], rows, level_ratios(rows.every)) + np.log(f["work"])
     raise_overflow(lw, f["M"], shape, "wall time")
     return wrap(np.exp(lw).reshape(shape))
 
 
-def tiered_breakdown(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes) -> dict[str, Any]:
+def tiered_breakdown(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes, D=0.0) -> dict[str, Any]:
     """Where the expected wall time of :func:`tiered_expected_wall_time` goes (dict of the caller's kind).
 
     * ``useful`` = ``work``;  ``wall`` the expected wall time.
@@ -552,25 +560,31 @@ def tiered_breakdown(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes) 
       ``save = sum of save_<tier> + (work/T) W slowdown``.
     * ``restart`` = the recursion with ``c`` replaced by ``sum_j pi_j Rexp_j`` (the ``1/lambda``
       term removed). The expectation is linear in ``c``, so this is ``wall (1 - 1/(lambda c))``:
-      restarts, interrupted ones included.
-    * ``rollbacks`` = ``wall / c``: failures outside restarts (:func:`engine.waste.time_breakdown`'s
-      ``failures``); ``failures`` = ``wall / M``: all failures, restarts included [Wald45];
-      ``failures_<class>`` = ``pi_j wall / M``; ``recoveries_<tier>`` = rollbacks restored from it.
+      restarts, interrupted ones included; with a downtime ``D`` (``wall`` then the exposed time
+      ``x (M + D)/M``) the exposed restarts plus ``D x failures``.
+    * ``rollbacks`` = ``exposed / c``: failures outside restarts (:func:`engine.waste.time_breakdown`'s
+      ``rollbacks``); ``failures`` = ``exposed / M`` (``= wall / (M + D)``): all failures, restarts
+      included [Wald45]; ``failures_<class>`` = ``pi_j failures``; ``recoveries_<tier>`` = rollbacks
+      restored from it.
     * ``rework`` = ``rollbacks M - useful - save`` = ``wall - useful - save - restart`` (>= 0): lost
       compute, lost saves and the writes re-run after restarts; written as in
       :func:`engine.waste.time_breakdown` (clipped at 0 against rounding).
     """
-    tiers, names, f, rows, shape, wrap = prepare_rows(tiers, classes, job_specs(T, M, R, W, slowdown, work))
-    work_, T_, M_ = f["work"], f["T"], f["M"]
+    tiers, names, f, rows, shape, wrap = prepare_rows(tiers, classes, job_specs(T, M, R, W, slowdown, work, D))
+    work_, T_, M_, D_ = f["work"], f["T"], f["M"], f["D"]
     log_wall = log_wall_per_work(T_, rows, level_ratios(rows.every)) + np.log(work_)
     raise_overflow(log_wall, M_, shape, "wall time")
     wall = np.exp(log_wall)
+    log_exposed = log_wall - np.log1p(D_ / M_)   # the time the job holds its nodes (it fails only then)
+    exposed = np.exp(log_exposed)
     per_tier = {f"save_{t.name}": st * work_ / (T_ * e) for t, st, e in zip(tiers, rows.stalls, rows.every)}
     save = sum(per_tier.values()) + work_ / T_ * rows.W * rows.s
-    rollbacks = np.exp(log_wall - np.log(M_) - rows.y)
+    rollbacks = np.exp(log_exposed - np.log(M_) - rows.y)
+    failures = exposed / M_
     out = {"useful": work_, "save": save, "rework": np.maximum(rollbacks * M_ - (work_ + save), 0.0),
-           "restart": wall * -np.expm1(-rows.y), "wall": wall, "failures": wall / M_, "rollbacks": rollbacks}
+           "restart": exposed * -np.expm1(-rows.y) + D_ * failures, "wall": wall, "failures": failures,
+           "rollbacks": rollbacks}
     out.update(per_tier)
-    out.update({f"failures_{c}": p * wall / M_ for c, p in zip(names, rows.shares)})
+    out.update({f"failures_{c}": p * failures for c, p in zip(names, rows.shares)})
     out.update({f"recoveries_{t.name}": r * rollbacks for t, r in zip(tiers, rows.rho)})
     return {k: wrap(np.broadcast_to(v, work_.shape).reshape(shape)) for k, v in out.items()}

@@ -254,7 +254,8 @@ def _job_mtbf_named(err: Any) -> Any:
 
 def tiered_columns(design: TierDesign, *, size_gb: Any, writers: Any, job_mtbf_h: Any, restart_other_min: Any,
                    async_write_min: Any, async_slowdown_fraction: Any, interval_min: Any, useful_training_h: Any,
-                   gpus: Any, price_per_gpu_hour: Any, problems: Any = None) -> dict[str, np.ndarray]:
+                   gpus: Any, price_per_gpu_hour: Any, problems: Any = None,
+                   downtime_min: Any = 0.0) -> dict[str, np.ndarray]:
     """The tiered plan of every row (module notes): column name -> float array, NaN on refused rows.
 
     Inputs per row (arrays of one length, or scalars): ``size_gb`` (NaN: no checkpoint size),
@@ -262,13 +263,15 @@ def tiered_columns(design: TierDesign, *, size_gb: Any, writers: Any, job_mtbf_h
     ``async_slowdown_fraction``, ``interval_min`` (NaN: choose the optimum), ``useful_training_h``,
     ``gpus``, ``price_per_gpu_hour``. ``problems``: an :class:`engine.scenario.RowProblems` that
     records each refused row (field named: ``tiers (remote).checkpoint_stall_min``, ``M`` ...);
-    without it the first problem is raised.
+    without it the first problem is raised. ``downtime_min``: the part of ``restart_other_min`` the
+    job waits for a node and cannot fail in (the model's ``D``; the rest is exposed).
     """
     args = [np.atleast_1d(np.asarray(a, dtype=np.float64)) for a in (size_gb, writers, job_mtbf_h, restart_other_min,
                                                                       async_write_min, async_slowdown_fraction,
                                                                       interval_min, useful_training_h, gpus,
-                                                                      price_per_gpu_hour)]
-    size, n_writers, mtbf_h, R, W, s, given_T, useful, gpus_, price = (a.reshape(-1) for a in np.broadcast_arrays(*args))
+                                                                      price_per_gpu_hour, downtime_min)]
+    size, n_writers, mtbf_h, R, W, s, given_T, useful, gpus_, price, Dn = (
+        a.reshape(-1) for a in np.broadcast_arrays(*args))
     n = size.size
     sink = problems if problems is not None else _Sink()
     out = {c: np.full(n, np.nan) for c in TIERED_COLUMNS + tier_columns(len(design.tiers))}
@@ -278,7 +281,8 @@ def tiered_columns(design: TierDesign, *, size_gb: Any, writers: Any, job_mtbf_h
     rows = np.flatnonzero(~_mask(sink, n) & ~before)
     with np.errstate(over="ignore"):   # a job MTBF beyond float64 in minutes: the model refuses that row
         M = mtbf_h * 60.0
-    rows, T, wpw, split = _exact_plan(design, stalls, restores, rows, M, R, W, s, given_T, useful, sink)
+    Rx = np.maximum(R - Dn, 0.0)   # the exposed part of the restart; the wait for a node is downtime
+    rows, T, wpw, split = _exact_plan(design, stalls, restores, rows, M, Rx, W, s, given_T, useful, sink, Dn)
     o = _time_and_money(design, restores, rows, T, wpw, split, R, useful, gpus_, price)
     o.update(_tier_figures(design, stalls, restores, rows, T, R, size, o["wall_h"], sink))
     with np.errstate(invalid="ignore"):
@@ -305,10 +309,10 @@ def _check_priced_tiers(design: TierDesign, size: np.ndarray, problems: Any) -> 
 
 
 def _exact_plan(design: TierDesign, stalls: list, restores: list, rows: np.ndarray, M: np.ndarray, R: np.ndarray,
-                W: np.ndarray, s: np.ndarray, given_T: np.ndarray, useful: np.ndarray, problems: Any
+                W: np.ndarray, s: np.ndarray, given_T: np.ndarray, useful: np.ndarray, problems: Any, D: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """The exact model at each row's first interval (the given one, else :func:`best_first_interval`):
-    (the rows it answered, T, wall per unit of work, the breakdown's save, rework, restart and rollbacks in
+    (the rows it answered, T, wall per unit of work, the breakdown's save, rework, restart and failures (all, restarts included) in
     minutes). Rows the model refuses become problems (``M`` named as the table's ``job_mtbf_h``)."""
     from ..setup_table import isolate_refusals
 
@@ -321,16 +325,17 @@ def _exact_plan(design: TierDesign, stalls: list, restores: list, rows: np.ndarr
             T[free] = best_first_interval(M[r][free], R[r][free], W[r][free], s[r][free], classes=design.classes,
                                           tiers=[Tier(x.name, x.checkpoint_stall_min[free], x.restore_min[free],
                                                       x.every, x.survives) for x in ts])
-        wpw = np.asarray(tiered_wall_per_work(T, M[r], R[r], W[r], s[r], tiers=ts, classes=design.classes))
-        split = tiered_breakdown(useful[r] * 60.0, T, M[r], R[r], W[r], s[r], tiers=ts, classes=design.classes)
-        # failures outside restarts, as engine.evaluate counts them (an interrupted restart is restart time)
-        return T, wpw, split["save"], split["rework"], split["restart"], split["rollbacks"]
+        wpw = np.asarray(tiered_wall_per_work(T, M[r], R[r], W[r], s[r], tiers=ts, classes=design.classes, D=D[r]))
+        split = tiered_breakdown(useful[r] * 60.0, T, M[r], R[r], W[r], s[r], tiers=ts, classes=design.classes,
+                                 D=D[r])
+        # every failure, restarts included (wall / M, Wald), as engine.evaluate counts them
+        return T, wpw, split["save"], split["rework"], split["restart"], split["failures"]
 
     T, wpw, save, rework, restart, failures = isolate_refusals(_Through(problems, rewrite=_job_mtbf_named), rows,
                                                                plan, 6)
     answered = ~np.isnan(wpw)
     split = {"save": save[answered], "rework": rework[answered], "restart": restart[answered],
-             "rollbacks": failures[answered]}
+             "failures": failures[answered]}
     return rows[answered], T[answered], wpw[answered], split
 
 
@@ -341,7 +346,7 @@ def _time_and_money(design: TierDesign, restores: list, rows: np.ndarray, T: np.
     compute money (``compute_cost``: the job's GPU time), goodput and the mean restart per failure (over the
     classes)."""
     wall_h = useful[rows] * wpw
-    o = {"chosen_interval_min": T, "waste_fraction": 1.0 - 1.0 / wpw, "expected_failures": split["rollbacks"],
+    o = {"chosen_interval_min": T, "waste_fraction": 1.0 - 1.0 / wpw, "expected_failures": split["failures"],
          "wall_h": wall_h, "useful_h": useful[rows], "save_h": split["save"] / 60.0,
          "rework_h": split["rework"] / 60.0, "restart_h": split["restart"] / 60.0, "gpus": gpus[rows],
          "goodput": 1.0 / wpw}

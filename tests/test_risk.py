@@ -194,7 +194,10 @@ def test_break_even_plugged_back_in_makes_the_saving_zero(storage_file):
         base = plan_setup(plan.scenario.replace(node_mtbf_h=r.break_even, failure_rate_source=""),
                           plan.setup).figures["total_cost"]
         assert abs(_saving_by_plan_setup(plan, design, "node_mtbf_h", r.break_even)) <= 1e-6 * base
-        assert r.pays_off == "above" and "pays off once node_mtbf_h >" in r.why
+        # spares pay off while failures are frequent; twice the nodes only when they are rare
+        side, words = {"16 hot spares": ("below", "pays off while node_mtbf_h <"),
+                       "2x nodes, same training": ("above", "pays off once node_mtbf_h >")}[r.design]
+        assert r.pays_off == side and words in r.why
     always = b[b.design == "in-memory tier"].iloc[0]
     assert always.pays_off == "always" and "whole range" in always.why
 
@@ -379,7 +382,10 @@ def test_excel_functions_equal_the_engine(storage_file):
     spares = next(d for d in plan.designs if d.name == "16 hot spares")
     assert value == pytest.approx(break_even(plan.scenario, plan.setup, (spares,), "node_mtbf_h", 1000, 1e6)
                                   .iloc[0]["break_even"], rel=1e-9)
-    assert CKPT_TARGET(names, values, "spares", "goodput", 0.9) == 12
+    # the fewest spares whose plan (plan_setup, one count at a time) reaches goodput 0.9
+    fewest = next(n for n in range(64) if plan_setup(plan.scenario, plan.setup.replace(spares=n))
+                  .figures["goodput"] >= 0.9)
+    assert CKPT_TARGET(names, values, "spares", "goodput", 0.9) == fewest == 11
     text = CKPT_TARGET(names, values, "aggregate_write_gb_s", "goodput", 0.95)
     assert text.startswith("not reachable by aggregate_write_gb_s alone")
 

@@ -52,10 +52,9 @@ def _override(refs: dict[str, str], field: str, cell: str) -> None:
 def _chain(ws, row: int, first_col: int, field: str, value_cell: str, terms: int, built: Built,
            context: tuple) -> dict[str, str]:
     """One plan on ``row``: the Plan sheet's calcs with ``field`` read from ``value_cell``; key -> cell."""
-    refs = D.plan_refs(terms, "")
+    pool_col = first_col + len(D.PLAN_CALCS)   # the spare pool's Erlang-B chain, right of the plan
+    refs = D.plan_refs(terms, f"{get_column_letter(pool_col + terms)}{row}" if terms else "1")
     _override(refs, field, value_cell)
-    pool_col = first_col + len(D.PLAN_CALCS)
-    refs["pool_correction"] = f"{get_column_letter(pool_col + terms)}{row}" if terms else "0"
     cells: dict[str, str] = {}
     for j, calc in enumerate(D.PLAN_CALCS):
         ref = f"{get_column_letter(first_col + j)}{row}"

@@ -24,7 +24,7 @@ from typing import Any, Mapping
 from .errors import InputError
 from .fields import FIELD_BY_NAME, SETUP_FIELD_BY_NAME, lookup
 from .reliability import FailureDomain
-from .scenario import Scenario
+from .scenario import DOMAIN_COL, Scenario, check_scenario
 
 __all__ = ["COMPARE_COLUMNS", "Design", "compare_designs", "default_designs", "design_from_dict", "design_from_scenario", "scenario_values"]
 
@@ -49,10 +49,13 @@ class Design:
         for key, value in {**self.set, **self.times}.items():
             try:
                 lookup(key)
-            except KeyError:
+            except (KeyError, TypeError):
                 raise InputError(f"design {self.name!r}", key, "is not a scenario field") from None
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
-                raise InputError(f"design {self.name!r}: {key}", value, "must be a finite number")
+            if _domain_index(key) == 0:
+                raise InputError(f"design {self.name!r}", key, "domains are numbered from 1")
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(_as_float(value)):
+                shown = _as_float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+                raise InputError(f"design {self.name!r}: {key}", shown, "must be a finite number")
         for key, factor in self.times.items():
             if factor <= 0:
                 raise InputError(f"design {self.name!r}: {key}", factor, "a factor must be > 0")
@@ -99,8 +102,12 @@ class Design:
         """The baseline with the changes (validated: a change that breaks a rule raises, naming the field)."""
         values = scenario_values(base)
         for key, factor in self.times.items():
-            if key not in self.set and values.get(key) is not None:
-                values[key] = values[key] * factor
+            if key in self.set or key in SETUP_FIELD_BY_NAME:
+                continue
+            if values.get(key) is None:
+                raise InputError(f"design {self.name!r}: {key}", factor,
+                                 "scales a field the baseline does not give; set it instead")
+            values[key] = values[key] * factor
         values.update({k: v for k, v in self.set.items() if k not in SETUP_FIELD_BY_NAME})
         _keep_downtime_share(values, base, set(self.set) | set(self.times))
         changes: dict[str, Any] = {}
@@ -110,7 +117,7 @@ class Design:
                 v = int(v)
             changes[name] = v
         domains = []
-        for i in range(1, 1 + max([0] + [int(k[6:k.index("_")]) for k in values if k.startswith("domain")])):
+        for i in sorted({_domain_index(k) for k in values} - {None}):  # the indices named, not every one below
             mtbf, per = values.get(f"domain{i}_mtbf_h"), values.get(f"domain{i}_nodes_per_domain")
             if mtbf is None and per is None:
                 continue
@@ -126,6 +133,20 @@ class Design:
             raise InputError(f"design {self.name!r} ({self.describe()}): {exc.field}", exc.value, exc.rule) from None
 
 
+def _domain_index(key: str) -> int | None:
+    """``i`` of a ``domain{i}_*`` key (None for any other key)."""
+    m = DOMAIN_COL.match(key) if isinstance(key, str) else None
+    return int(m.group(1)) if m else None
+
+
+def _as_float(value: Any) -> float:
+    """A number as a float; inf for an integer beyond the float range (10**400), as a scenario field reads it."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
 def _keep_downtime_share(values: dict[str, Any], base: Scenario, changed: set[str]) -> None:
     """A design that changes ``restart_min`` but not ``downtime_min`` keeps the downtime's share of the restart
     (a restart twice as fast waits half as long for a node), in place."""
@@ -136,7 +157,7 @@ def _keep_downtime_share(values: dict[str, Any], base: Scenario, changed: set[st
 def scenario_values(sc: Scenario) -> dict[str, Any]:
     """A scenario's numbers keyed by field name, with domain ``i`` as ``domain{i}_mtbf_h`` and
     ``domain{i}_nodes_per_domain`` (None where not given): the keys a design changes."""
-    values = {name: getattr(sc, name) for name in FIELD_BY_NAME}
+    values = {name: getattr(check_scenario(sc), name) for name in FIELD_BY_NAME}
     for i, dom in enumerate(sc.domains, start=1):
         values[f"domain{i}_mtbf_h"] = dom.mtbf_h
         values[f"domain{i}_nodes_per_domain"] = dom.nodes_per_domain
@@ -149,7 +170,7 @@ def design_from_scenario(base: Scenario, other: Scenario, name: str | None = Non
     An input ``other`` leaves empty where ``base`` has one cannot be written as a change (a design
     sets values, it does not blank them): refused, naming the input.
     """
-    a, b = scenario_values(base), scenario_values(other)
+    a, b = scenario_values(check_scenario(base, "base")), scenario_values(check_scenario(other, "other"))
     changes = {}
     for key in list(a) + [k for k in b if k not in a]:
         if a.get(key) == b.get(key):
@@ -186,6 +207,26 @@ def design_from_dict(data: Mapping[str, Any], origin: str = "designs") -> Design
                   tiers=tuple(tiers) if tiers is not None else None, failure_classes=data.get("failure_classes"))
 
 
+def _described(design: Design, base: Scenario, sc: Scenario, st: Any, su: Any) -> str:
+    """The design's changes in words, with a note for each change the plan cannot see: a field the tiered plan
+    does not read (:data:`ckptplan.engine.setup.TIERED_PLAN_UNUSED`), or a change that leaves the value as it was
+    (a factor of 0, a value set to the baseline's): such a design ranks at +0 by saying why, never silently."""
+    from .setup import TIERED_PLAN_UNUSED
+
+    keys = list(dict.fromkeys(list(design.set) + list(design.times)))
+    before, after = scenario_values(base), scenario_values(sc)
+    notes = []
+    for key in keys:
+        if su.tiers and key in TIERED_PLAN_UNUSED:
+            notes.append(f"{key} is not used by a tiered plan ({TIERED_PLAN_UNUSED[key]})")
+        elif key in SETUP_FIELD_BY_NAME:
+            if getattr(st, key) == getattr(su, key):
+                notes.append(f"{key} stays {getattr(st, key)!r}: no change")
+        elif before.get(key) == after.get(key):
+            notes.append(f"{key} stays {before.get(key)!r}: no change")
+    return design.describe() + "".join(f" (note: {n})" for n in notes)
+
+
 #: the columns of :func:`compare_designs`, in order
 COMPARE_COLUMNS = ("name", "changes", "interval_min", "tier_intervals", "waste_fraction", "wall_h", "total_gpu_hours",
                    "compute_cost", "storage_cost", "spare_cost", "total_cost", "cost_per_useful_gpu_hour",
@@ -198,7 +239,8 @@ def compare_designs(scenario: Scenario, setup: Any = None, designs: Any = None) 
     Each design is applied to the baseline scenario and its setup (:meth:`Design.apply`,
     :meth:`Design.apply_setup`) and planned by :func:`ckptplan.engine.setup.plan_setup`. Columns
     (:data:`COMPARE_COLUMNS`): the plan's interval (the first tier's), every tier's interval as text
-    (``host-memory 12.0 min, remote 120.0 min``), waste, wall hours, GPU-hours (job and spares),
+    (``host-memory 12.0 min, remote 120.0 min``), the changes in words (with a note for a change the
+    plan cannot see: a field a tiered plan does not read, a change that leaves a value as it was), waste, wall hours, GPU-hours (job and spares),
     compute (the job's GPU time), storage and spare cost, their sum ``total_cost`` (everything the plan
     pays), the cost per useful GPU-hour (total / useful GPU-hours), P(finish by the
     deadline) (NaN without a deadline), and the change of total cost and wall hours against the
@@ -208,8 +250,15 @@ def compare_designs(scenario: Scenario, setup: Any = None, designs: Any = None) 
 
     from .setup import RecoverySetup, plan_setup
 
+    check_scenario(scenario)
     st = setup if setup is not None else RecoverySetup()
+    if designs is not None and (isinstance(designs, (str, bytes, Mapping)) or not hasattr(designs, "__iter__")):
+        raise InputError("designs", type(designs).__name__, "must be a list of Design")
     designs = tuple(default_designs(scenario) if designs is None else designs)
+    for i, d in enumerate(designs):
+        if not isinstance(d, Design):
+            raise InputError(f"designs[{i}]", type(d).__name__, "must be a Design (a [[designs]] table: "
+                                                                "engine.designs.design_from_dict)")
     names = [scenario.name] + [d.name for d in designs]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -222,7 +271,7 @@ def compare_designs(scenario: Scenario, setup: Any = None, designs: Any = None) 
         f = plan.figures
         rows.append({
             "name": scenario.name if design is None else design.name,
-            "changes": "baseline" if design is None else design.describe(),
+            "changes": "baseline" if design is None else _described(design, scenario, sc, st, su),
             "interval_min": f["interval_min"],
             "tier_intervals": ", ".join(f"{t['name']} {t['interval_min']:.1f} min" for t in plan.tiers),
             "waste_fraction": f["waste_fraction"], "wall_h": f["wall_h"], "total_gpu_hours": f["total_gpu_hours"],

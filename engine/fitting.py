@@ -91,7 +91,7 @@ from .gate import FLOAT_TINY, as_float_array, check_finite_result, ndim_of
 
 __all__ = ["ALL_EVENTS", "DETAIL_EVENTS", "EVENTS", "EVENTS_TABLE_COLUMNS", "LogFit", "MIN_FAILURES_FOR_SHAPE",
            "MinutesSummary", "MtbfEstimate", "PHASES", "PLANNED_CAUSE", "WeibullFit", "check_confidence", "fit_events",
-           "mtbf_estimate", "run_segments", "summarize_minutes", "weibull_fit"]
+           "mtbf_estimate", "per_event_min", "run_segments", "summarize_minutes", "weibull_fit"]
 
 EVENTS: tuple[str, ...] = ("start", "checkpoint_saved", "interruption", "restart_complete", "end")
 """The lifecycle events a history is made of (lower case), in the sequence of the module docstring."""
@@ -476,6 +476,23 @@ def summarize_minutes(values_min: Any) -> MinutesSummary | None:
     return MinutesSummary(int(v.size), *(float(x) for x in figures))
 
 
+def per_event_min(values_min: Any) -> float | None:
+    """The planning input a log gives for a per-event time (save stall, restart): the **mean** of the
+    events' minutes (``None`` without any). The one estimator of ``checkpoint_stall_min`` and
+    ``restart_min`` for :func:`fit_events` (``ckptplan fit``) and :mod:`.measured` (``ckptplan actual``),
+    so the same log gives the same stall and restart through both.
+
+    Why the mean and not the median: the planning model's waste is linear in the stall and the
+    restart per event (``C/T``, ``R/M``), so its expectation needs the expected time per event; a few
+    slow saves (a congested file system) do cost their full time, and ``saves x mean`` is exactly the
+    save bucket the measured split counts. The median is robust to those saves precisely by leaving
+    their cost out: with a right-skewed stall it plans too little waste. The median and the 90th
+    percentile stay in :class:`MinutesSummary` for judging the skew (and the split notes a skewed stall).
+    """
+    summary = summarize_minutes(values_min)
+    return None if summary is None else summary.mean_min
+
+
 # ------------------------------------------------------------------------------------------- fit
 
 @dataclass(frozen=True)
@@ -520,14 +537,14 @@ class LogFit:
         """Scenario fields the log estimates: ``job_mtbf_h`` (``T/n``), ``restart_min`` (mean
         restart) and ``checkpoint_stall_min`` (mean stall), each only when estimable.
 
-        Means, not medians, because the planning model is an expectation that is linear in the
-        restart and stall per event; the medians and 90th percentiles are in the fit for judging skew.
+        Means, not medians (:func:`per_event_min` says why; ``ckptplan actual`` uses the same
+        estimator); the medians and 90th percentiles are in the fit for judging skew.
         """
         out: dict[str, float] = {}
         if self.mtbf.mtbf_h is not None:
             out["job_mtbf_h"] = self.mtbf.mtbf_h
         if self.restart is not None:
-            out["restart_min"] = self.restart.mean_min
+            out["restart_min"] = self.restart.mean_min  # per_event_min: the same estimator as ckptplan actual
         if self.stall is not None:
             out["checkpoint_stall_min"] = self.stall.mean_min
         return out

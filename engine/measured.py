@@ -33,6 +33,12 @@ the event of the second:
   ``n`` surviving steps that overlap a write window (``save_unblocked`` to ``checkpoint_saved``, or
   to whatever ends a write that never became durable), ``b`` the baseline step time; clipped at 0;
   taken out of the productive time.
+* ``idle`` also takes the holes of a log with steps: running time between two consecutive rows longer
+  than :data:`HOLE_STEPS` (5) baseline steps, beyond one baseline step (rows lost, a hang, a pause
+  nobody logged; a note names each hole's rows, times, length and how far the step column advanced
+  across it). A log never invents work where it has no rows; a step's time loses the hole before
+  it, so a hole is no slow step either. Without step rows there is no step time to tell a hole from
+  a long compute span, and none is looked for.
 * productive: the remaining work. ``goodput = productive / wall``, also given as ``ettr``.
 
 A step's time ``d`` runs from the row before it to its row, skipping a ``checkpoint_saved`` that
@@ -48,10 +54,12 @@ exceeds their median by more than 5 %.
 
 Measured inputs (``measured``; ``None`` where the log cannot tell)
 -----------------------------------------------------------------
-``checkpoint_stall_min`` median blocking part of the saves; ``async_write_min`` median
+``checkpoint_stall_min`` mean blocking part of the saves (:func:`.fitting.per_event_min`, the
+estimator ``ckptplan fit`` uses too, and why the mean: the plan is linear in the stall per save; a
+note names a right-skewed stall, mean over median by more than 5 %); ``async_write_min`` median
 ``save_unblocked`` to ``checkpoint_saved`` (0 when every timed save is synchronous);
 ``async_slowdown_fraction`` as above (0 without write windows); ``restart_min`` mean interruption
-to ``restart_complete``; ``restart_<phase>_min`` median of each phase (median, 10th and 90th
+to ``restart_complete`` (:func:`.fitting.per_event_min` as well); ``restart_<phase>_min`` median of each phase (median, 10th and 90th
 percentiles and count in ``restart_phases_min``); ``checkpoint_interval_min`` median compute time
 between consecutive durable saves of a run segment (end of one save's blocking part to the start
 of the next, less the throughput the first one's write cost: the model's ``T``); ``job_mtbf_h``
@@ -60,7 +68,8 @@ failures as :func:`.fitting.fit_events` counts them); ``failures``; ``baseline_s
 ``goodput``. A log that stops without ``end`` is closed at its last row, as the fit does.
 
 Limits: one clock (rows from several hosts need synchronised clocks, or a skew moves time between
-buckets); the job restores the last durable checkpoint (restoring an older one makes the real
+buckets; a clock stepping back is refused by the reader, naming both rows; steps of uneven length
+are tolerated: the baseline is a median and a hole needs five of them); the job restores the last durable checkpoint (restoring an older one makes the real
 rework larger than counted: the step numbers after the restart show it); steps are one process's
 view (other ranks' stragglers are inside its step time); stand-alone ``checkpoint_stall_s`` values
 are taken as logged; the baseline assumes a stationary step time outside writes (a step time that
@@ -89,9 +98,10 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .fitting import ALL_EVENTS, PHASES, PLANNED_CAUSE, check_confidence, mtbf_estimate
+from .fitting import (ALL_EVENTS, PHASES, PLANNED_CAUSE, check_confidence, mtbf_estimate, per_event_min,
+                      summarize_minutes)
 
-__all__ = ["BADPUT_BUCKETS", "MEASURED_KEYS", "MeasuredSplit", "measure_split"]
+__all__ = ["BADPUT_BUCKETS", "HOLE_STEPS", "MEASURED_KEYS", "MeasuredSplit", "measure_split"]
 
 BADPUT_BUCKETS: tuple[str, ...] = (
     "startup", "save_blocking", "async_slowdown", "rework", "restart_detection", "restart_reallocation",
@@ -103,6 +113,9 @@ MEASURED_KEYS: tuple[str, ...] = (
     "running_h", "interruptions", "saves", "steps", "rework_steps") + tuple(f"restart_{p}_min" for p in PHASES)
 """Keys of :attr:`MeasuredSplit.measured`."""
 
+HOLE_STEPS = 5.0
+"""A span of running time between two consecutive rows longer than this many baseline step times is a hole in the
+log (rows lost, a hang, a pause nobody logged): the part beyond one baseline step is ``idle``, never work."""
 _E = {name: i for i, name in enumerate(ALL_EVENTS)}
 START, CKPT, INTR, RESTART, END, STEP, SAVE_START, UNBLOCKED, RPHASE, SPHASE = range(10)
 IDLE, INIT_BARE, INIT_PHASED, WORK, BLOCK, PENDING, DOWN = range(7)
@@ -176,12 +189,18 @@ def measure_split(events: pd.DataFrame, source: str = "events", confidence: floa
     cat = _categories(m, nxt, phase, has_steps, notes)
     steps = _step_times(t, ev, walk, has_steps, notes)
     extra_startup, extra_block, legacy = _carved(L, cat, m, nxt, has_steps, steps.baseline_s, walk.saves, stall, notes)
-    badput_us, productive, step_lost = _badput(t, L, cat, extra_startup, extra_block, walk.segs, steps)
+    extra_idle = _holes(events, L, cat, extra_startup + extra_block, steps, notes)
+    badput_us, productive, step_lost = _badput(t, L, cat, (extra_startup, extra_block, extra_idle), walk.segs, steps)
     wall = int(t[-1] - t[0])
     assert productive + sum(badput_us.values()) == wall
     saved = _save_figures(t, stall, walk, legacy, steps, notes)
     restart_min, phases_min = _restart_figures(t, ev, phase, walk.restarts, notes)
     running_us, failures, mtbf, low, high = _job_mtbf(t, walk.segs, c, notes)
+    stalls = summarize_minutes(saved["blocking"])
+    if stalls is not None and stalls.mean_min > 1.05 * stalls.median_min:
+        notes.append(f"save stalls are right-skewed (mean {stalls.mean_min:.4g} min, median {stalls.median_min:.4g} min, "
+                     f"90th percentile {stalls.p90_min:.4g} min): checkpoint_stall_min is the mean, the expected "
+                     "stall per save the plan needs")
     if not walk.saves:
         notes.append("no saves logged: checkpoint stall, write time and interval not measured")
     elif not saved["timed"]:
@@ -191,10 +210,10 @@ def measure_split(events: pd.DataFrame, source: str = "events", confidence: floa
                      "time, async slowdown or start-up split")
     goodput = productive / wall
     measured: dict[str, float | None] = {
-        "checkpoint_stall_min": _median(saved["blocking"]),
+        "checkpoint_stall_min": per_event_min(saved["blocking"]),
         "async_write_min": _median(saved["writes"]) if saved["timed"] else None,
         "async_slowdown_fraction": saved["slowdown"],
-        "restart_min": float(np.mean(restart_min)) if restart_min else None,
+        "restart_min": per_event_min(restart_min),
         "job_mtbf_h": mtbf, "job_mtbf_h_low": low, "job_mtbf_h_high": high,
         "checkpoint_interval_min": _median(saved["gaps"]), "goodput": goodput, "failures": failures,
         "baseline_step_s": steps.baseline_s, "running_h": running_us / _H, "interruptions": len(walk.restarts),
@@ -343,7 +362,8 @@ class _Steps:
     """Step rows and their times (:func:`_step_times`)."""
 
     rows: np.ndarray          # the step rows
-    d_us: np.ndarray          # each step's time since the boundary before it (microseconds)
+    from_rows: np.ndarray     # the row each step's time starts at (the boundary before it)
+    d_us: np.ndarray          # each step's time since the boundary before it (microseconds; holes taken out)
     in_window: np.ndarray     # each step inside a write window
     window_of: np.ndarray     # per row: the write window it is in (-1: none)
     baseline_s: float | None  # median step time outside write windows and launches
@@ -377,7 +397,7 @@ def _step_times(t: np.ndarray, ev: np.ndarray, walk: _Walk, has_steps: bool, not
     elif b is not None and base.mean() > 1.05 * b and step_in_win.any():
         notes.append(f"step times are right-skewed (mean {base.mean():.4g} s, median {b:.4g} s outside writes): the "
                      "async slowdown, measured against the median, may be overstated")
-    return _Steps(srows, d_us, step_in_win, wid, b)
+    return _Steps(srows, from_row, d_us, step_in_win, wid, b)
 
 
 def _carved(L: np.ndarray, cat: np.ndarray, m: np.ndarray, nxt: np.ndarray, has_steps: bool, b: float | None,
@@ -413,12 +433,45 @@ def _carved(L: np.ndarray, cat: np.ndarray, m: np.ndarray, nxt: np.ndarray, has_
     return extra_startup, extra_block, legacy
 
 
-def _badput(t: np.ndarray, L: np.ndarray, cat: np.ndarray, extra_startup: np.ndarray, extra_block: np.ndarray,
+def _holes(events: pd.DataFrame, L: np.ndarray, cat: np.ndarray, carved: np.ndarray, steps: _Steps,
+           notes: list[str]) -> np.ndarray:
+    """Per interval, the running time of a hole counted idle (microseconds): the work beyond one baseline step in
+    an interval longer than :data:`HOLE_STEPS` baseline steps; each hole named in a note (rows, time, length, the
+    steps the rows say passed). The steps' times lose it too (a step after a hole is not a slow step). Without a
+    baseline step time (no step rows) nothing can tell a hole from work: none is found."""
+    idle = np.zeros(len(L), np.int64)
+    b = steps.baseline_s
+    if b is None or not len(L):
+        return idle
+    b_us = max(1, int(round(b * 1e6)))
+    work = np.where(cat == 0, L - carved, 0)
+    holes = np.flatnonzero(work > HOLE_STEPS * b_us)
+    if not len(holes):
+        return idle
+    idle[holes] = work[holes] - b_us
+    cum = np.concatenate(([0], np.cumsum(idle)))
+    steps.d_us = steps.d_us - (cum[steps.rows] - cum[steps.from_rows])  # a step's time spans from_rows .. its row
+    rows, when, step = events["row"].to_numpy(), events["timestamp"], events["step"].to_numpy(float)
+    shown = []
+    for i in holes[:3]:
+        advance = step[i + 1] - step[i]
+        said = f"; the step column advances by {advance:.0f}" if np.isfinite(advance) and advance > 1 else ""
+        shown.append(f"row {int(rows[i])} ({when.iloc[i].isoformat()}) to row {int(rows[i + 1])} "
+                     f"({when.iloc[i + 1].isoformat()}): {L[i] / _H:.4g} h{said}")
+    more = f"; and {len(holes) - 3} more" if len(holes) > 3 else ""
+    notes.append(f"{len(holes)} hole(s) in the log: running time without a row for over {HOLE_STEPS:g} baseline "
+                 f"steps ({b:.4g} s), counted idle beyond one step ({idle.sum() / _H:.4g} h in all), never productive: "
+                 + "; ".join(shown) + more)
+    return idle
+
+
+def _badput(t: np.ndarray, L: np.ndarray, cat: np.ndarray, carved: tuple[np.ndarray, np.ndarray, np.ndarray],
             segs: list, steps: _Steps) -> tuple[dict[str, int], int, np.ndarray]:
     """(badput by bucket, productive time, in microseconds; whether each step was lost): rework is the work after
     the restore point of the segments an interruption ended, the async slowdown the surviving steps' excess over
     the baseline inside write windows."""
-    work_len = np.where(cat == 0, L - extra_startup - extra_block, 0)
+    extra_startup, extra_block, extra_idle = carved
+    work_len = np.where(cat == 0, L - extra_startup - extra_block - extra_idle, 0)
     lost_mark = np.zeros(len(t), np.int64)
     for s0, end, ended_by, _, capture in segs:
         if ended_by == "interruption":
@@ -438,6 +491,7 @@ def _badput(t: np.ndarray, L: np.ndarray, cat: np.ndarray, extra_startup: np.nda
     badput_us = {name: int(L[cat == _CAT[name]].sum()) for name in BADPUT_BUCKETS}
     badput_us["startup"] += int(extra_startup.sum())
     badput_us["save_blocking"] += int(extra_block.sum())
+    badput_us["idle"] += int(extra_idle.sum())
     badput_us["rework"], badput_us["async_slowdown"] = rework_us, async_us
     return badput_us, productive, step_lost
 

@@ -49,8 +49,11 @@ from .montecarlo import Simulation, seed_entropy
 from .tiers.model import (check_design, job_specs, level_ratios, log_wall_per_work, prepare_rows, recovery_index,
                           tier_label)
 
-__all__ = ["TIER_BLOCK", "TieredSimulation", "simulate_tiers"]
+__all__ = ["MAX_PERIOD_SAVES", "TIER_BLOCK", "TieredSimulation", "simulate_tiers"]
 
+MAX_PERIOD_SAVES = 1 << 20
+"""Most saves in one period of the outermost tier (its ``every``) the simulator tabulates (two float arrays of
+that length): a larger ``every`` is refused by name before anything is allocated."""
 #: runs simulated together (one failure per round each)
 TIER_BLOCK = 8192
 # refuse configurations whose expected failures per run exceed this, and runs that reach the second
@@ -114,7 +117,9 @@ def _job(work, T, M, R, W, s, stalls, every, restores, shares, rec, final_save) 
     cum[-1] = 1.0
     rec = np.asarray(rec)
     every_, restores_ = np.asarray(every, np.int64), np.asarray(restores, float)
-    job = _Job(T, M, R, W, s, np.array([stall(k) for k in range(K)]), pre, cum, every_[rec], R + restores_[rec], rec,
+    ks = np.arange(K)
+    per_save = sum((st * (ks % e == 0) for st, e in zip(stalls, every)), np.zeros(K))  # stall(k), vectorised
+    job = _Job(T, M, R, W, s, per_save, pre, cum, every_[rec], R + restores_[rec], rec,
                len(every), last, clean, flow, 0.0)
     return replace(job, fcum_last=float(job.fcum(np.int64(last))))
 
@@ -156,6 +161,11 @@ def simulate_tiers(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[An
     if not expected <= _MAX_EXPECTED_FAILURES:
         raise InputError("M", float(f["M"][0]), f"failures are so frequent against the saves that a run would see "
                          f"about {expected:.3g} failures (limit {_MAX_EXPECTED_FAILURES:g}): shorten T or check M")
+    if every[-1] > MAX_PERIOD_SAVES:  # the pattern tables below hold one entry per save of the outermost period
+        lab = tier_label(len(tiers) - 1, tiers[-1])
+        raise InputError(f"{lab}.every", every[-1], f"the simulator tabulates one pattern of {every[-1]:,} saves; at "
+                         f"most MAX_PERIOD_SAVES = {MAX_PERIOD_SAVES:,} (a tier written that rarely is never "
+                         "restored from in practice)")
     job = _job(float(f["work"][0]), float(f["T"][0]), float(f["M"][0]), float(f["R"][0]), float(f["W"][0]),
                float(f["slowdown"][0]), [float(v[0]) for v in rows.stalls], every, [float(v[0]) for v in rows.restores],
                [float(v[0]) for v in rows.shares], recovery_index(tiers, classes), final_save)

@@ -28,12 +28,16 @@ from .frames import result_frame as _result_frame
 from .gate import FLOAT_MAX, check_finite_result
 from .reliability import FailureDomain
 
-__all__ = ["DOMAIN_COL", "RowProblems", "Scenario", "check_columns", "derived_columns", "domain_indices", "evaluate",
+__all__ = ["DOMAIN_COL", "RowProblems", "Scenario", "check_columns", "check_mapping", "check_scenario", "derived_columns", "domain_indices", "evaluate",
            "evaluate_each", "is_absent", "is_number", "number_column", "scenario_from_dict", "scenario_to_dict",
            "table_problems", "to_table", "validate_table"]
 
 
 def _post_init(self) -> None:
+    for name in TEXT_FIELDS:  # text is text: a list or a number here would reach hashing and formatting unchecked
+        value = getattr(self, name, None)
+        if value is not None and not isinstance(value, str):
+            raise InputError(name, value, "must be text")
     if isinstance(self.domains, (str, bytes, dict)) or not hasattr(self.domains, "__iter__") or not all(
             isinstance(d, (FailureDomain, dict)) for d in self.domains):
         raise InputError("domains", self.domains, "must be a list of FailureDomain records or of tables with "
@@ -101,8 +105,27 @@ Scenario = _scenario_class()
 _DOMAIN_COL = re.compile(r"^domain(\d+)_(name|" + "|".join(f.name for f in DOMAIN_FIELDS) + r")$")
 
 
+def check_scenario(value: Any, field: str = "scenario") -> Scenario:
+    """``value`` if it is a :class:`Scenario`; else :class:`InputError` naming ``field`` (None, a dict, a name)."""
+    if not isinstance(value, Scenario):
+        hint = " (a dict: engine.scenario_from_dict; a template name: ckptplan.files.load_scenario)" if isinstance(
+            value, (dict, str)) else ""
+        raise InputError(field, type(value).__name__, f"must be a Scenario{hint}")
+    return value
+
+
+def check_mapping(value: Any, field: str) -> Any:
+    """``value`` if it is a mapping (a dict, a parsed TOML table); else :class:`InputError` naming ``field``."""
+    from collections.abc import Mapping
+
+    if not isinstance(value, Mapping):
+        raise InputError(field, type(value).__name__, "must be a table (a dict of field names to values)")
+    return value
+
+
 def scenario_from_dict(data: dict[str, Any], origin: str = "scenario") -> Scenario:
     """Build a :class:`Scenario` from a plain dict (e.g. parsed TOML), naming unknown keys."""
+    check_mapping(data, origin)
     known = {f.name for f in fields(Scenario)}
     unknown = sorted(set(data) - known)
     if unknown:
@@ -115,7 +138,7 @@ def scenario_from_dict(data: dict[str, Any], origin: str = "scenario") -> Scenar
 
 def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
     """Plain dict (TOML-ready: optional fields left out when not given)."""
-    data = asdict(scenario)
+    data = asdict(check_scenario(scenario))
     data["domains"] = [asdict(d) for d in scenario.domains]
     return {k: v for k, v in data.items() if v is not None and v != []}
 
@@ -124,8 +147,11 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
 
 def to_table(scenarios: Iterable[Scenario]) -> pd.DataFrame:
     """A DataFrame with one row per scenario and flattened ``domain{i}_*`` columns."""
+    if isinstance(scenarios, Scenario) or isinstance(scenarios, (str, bytes)) or not hasattr(scenarios, "__iter__"):
+        raise InputError("scenarios", type(scenarios).__name__, "must be a list of Scenario")
     rows = []
-    for sc in scenarios:
+    for i, sc in enumerate(scenarios):
+        check_scenario(sc, f"scenarios[{i}]")
         row = {k: v for k, v in asdict(sc).items() if k != "domains"}
         for k, v in row.items():
             if v is None:
@@ -164,7 +190,13 @@ def domain_indices(columns: Iterable[Any]) -> list[int]:
 
 
 def check_columns(table: pd.DataFrame) -> list[int]:
-    """Table-level rules: every required column present, domain columns in pairs. Returns the domains."""
+    """Table-level rules: a DataFrame, no column twice (which of two values would be the field's?), every
+    required column present, domain columns in pairs. Returns the domains."""
+    if not isinstance(table, pd.DataFrame):
+        raise InputError("table", type(table).__name__, "must be a pandas DataFrame (see engine.to_table)")
+    twice = table.columns[table.columns.duplicated()]
+    if len(twice):
+        raise InputError("columns", twice[0], "appears more than once: one column per field")
     missing = [f.name for f in FIELDS if f.required and f.name not in table.columns]
     if missing:
         raise InputError("columns", missing[0], "missing required column")

@@ -40,9 +40,9 @@ import numpy as np
 from .errors import InputError
 from .fields import COST_FIELDS, COST_PARTS, SETUP_FIELDS, TIER_KEYS
 from .gate import check_number
-from .scenario import Scenario
+from .scenario import Scenario, check_mapping
 
-__all__ = ["RecoverySetup", "SetupPlan", "TIER_KEYS", "plan_setup", "setup_from_dict", "setup_keys", "split_setup"]
+__all__ = ["RecoverySetup", "SetupPlan", "TIERED_PLAN_UNUSED", "TIER_KEYS", "plan_setup", "setup_from_dict", "setup_keys", "split_setup"]
 
 #: scenario fields a setup can derive (the scenario's own value wins when it states one); ``downtime_min`` (the
 #: restart's wait for a node, which the job cannot fail in) comes with a derived ``restart_min`` only
@@ -121,11 +121,13 @@ def setup_keys() -> tuple[str, ...]:
 def split_setup(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """A scenario file's table split into (scenario keys, setup keys)."""
     keys = set(setup_keys())
+    check_mapping(data, "scenario")
     return ({k: v for k, v in data.items() if k not in keys}, {k: v for k, v in data.items() if k in keys})
 
 
 def setup_from_dict(data: Mapping[str, Any], stated: Any = (), origin: str = "scenario") -> Any:
     """A :class:`RecoverySetup` from a file's setup keys (``stated``: scenario fields the file states)."""
+    check_mapping(data, origin)
     try:
         return RecoverySetup(**{k: v for k, v in data.items()}, stated=frozenset(s for s in stated if s in DERIVED))
     except TypeError as exc:
@@ -385,6 +387,13 @@ def _single(base: Scenario, st: Any, row: Any, sizes: dict[str, Any],
             "restart_min": float(base.restart_min), "retention": st.retention or 1, "copies": 1,
             "price_per_gb_month": st.price_per_gb_month or 0.0}
     return figures, [tier]
+
+
+TIERED_PLAN_UNUSED: dict[str, str] = {
+    "checkpoint_stall_min": "each tier has its own stall",
+}
+"""Scenario fields a tiered plan (a setup with ``tiers``) does not read, and why: a design that changes one
+changes nothing there, and says so (:func:`ckptplan.engine.designs.compare_designs`)."""
 
 
 def _tiered(base: Scenario, st: Any, row: Any, parts: dict[str, float], sizes: dict[str, Any],

@@ -91,9 +91,15 @@ Reading rules
 * Legacy spelling: a header ``stall_s`` is read as ``checkpoint_stall_s`` (:data:`LEGACY_COLUMNS`);
   a log with both has a duplicate column. Bad values in it are reported as ``checkpoint_stall_s``.
 * Size: at most :data:`MAX_LOG_ROWS` data rows (non-empty lines after the header; JSON lines) and
-  512 bytes a row on average. The reader counts as it reads and stops at the first row (or chunk of
+  512 bytes a row on average (a larger file is refused by its size on disk before a byte is
+  read). The reader counts as it reads and stops at the first row (or chunk of
   bytes) beyond, refusing the file before parsing anything (split a longer log by time); a
-  DataFrame longer than that is refused at once.
+  DataFrame longer than that is refused at once. A line longer than :data:`MAX_LOG_LINE_BYTES`
+  (64 KiB) is refused by its row number and length before any parsing; error messages quote at
+  most 80 characters of a value.
+* Quotes follow RFC 4180: a cell holding a comma, a quote or a line break is quoted, a quote inside
+  it doubled. A quote left open to the end of the file (it would swallow every later row into one
+  cell) or text after a closing quote is an error, for every command that reads a log.
 * Every bad row is collected (header, field count, timestamp, offsets, order, event, cause, stall,
   step, phase, sequence, steps going back) and reported together in one :class:`LogError`, each
   problem naming file, row, field, value and rule. A row that breaks the sequence is reported and
@@ -129,6 +135,7 @@ import io
 import json
 import math
 import re
+import sys
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -146,7 +153,7 @@ from .steplogs import (END, INTR, SAVE_START, STEP, LogError, ParsedLog, RowProb
 if TYPE_CHECKING:
     from ..engine.measured import MeasuredSplit
 
-__all__ = ["EXAMPLE_LOG_PARAMS", "LEGACY_COLUMNS", "LogError", "MAX_LOG_ROWS", "OPTIONAL_COLUMNS", "PHASES",
+__all__ = ["EXAMPLE_LOG_PARAMS", "LEGACY_COLUMNS", "LogError", "MAX_LOG_LINE_BYTES", "MAX_LOG_ROWS", "OPTIONAL_COLUMNS", "PHASES",
            "REQUIRED_COLUMNS", "RowProblem", "fit_log", "measure_log", "read_log", "read_two_tables", "synthetic_log",
            "synthetic_step_log"]
 
@@ -156,6 +163,9 @@ LEGACY_COLUMNS: dict[str, str] = {"stall_s": "checkpoint_stall_s"}
 """Old header spellings, read as the documented column (legacy name -> column)."""
 MAX_LOG_ROWS = 5_000_000
 """Most data rows a log may have: reading takes about 400 bytes of memory a row at its peak (2 GB here)."""
+MAX_LOG_LINE_BYTES = 65_536
+"""Longest line of a log (bytes; a row of the format is under 200): a longer one is refused, naming its row, before
+any parsing, so a huge cell never reaches a parser or an error message."""
 
 _LOG = TableSpec("timestamp", REQUIRED_COLUMNS, OPTIONAL_COLUMNS, LEGACY_COLUMNS)
 _STEPS = TableSpec("time", ("step", "time"), (), {"timestamp": "time"}, epoch=True, event=STEP)
@@ -210,19 +220,25 @@ def _lines(data: bytes) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _read_bytes(path: Path) -> bytes:
-    """The file's bytes, refusing it as soon as it holds more than MAX_LOG_ROWS non-empty data lines."""
+    """The file's bytes, refusing it by its size on disk, and as soon as it holds more than MAX_LOG_ROWS non-empty
+    data lines or a line longer than MAX_LOG_LINE_BYTES (checked block by block, never a whole line at once)."""
     from .untrusted import check_regular_file
 
-    check_regular_file(path, "log")  # a pipe would wait for a writer, a device (/dev/zero) never ends
+    st = check_regular_file(path, "log")  # a pipe would wait for a writer, a device (/dev/zero) never ends
+    limit = 512 * MAX_LOG_ROWS  # rows of a log are far shorter than 512 bytes
+    if st.st_size > limit:
+        raise InputError("log", str(path), f"is {st.st_size:,} bytes, larger than 512 bytes x MAX_LOG_ROWS = "
+                                           f"{limit:,}: split it by time and read the parts")
     chunks: list[bytes] = []
-    lines = size = 0
+    lines = size = run = 0  # newlines so far, bytes so far, bytes of the line being read
     try:
         with path.open("rb") as fh:
             while chunk := fh.read(1 << 24):
                 chunks.append(chunk)
+                run = _check_line_lengths(chunk, lines, run, str(path))
                 lines, size = lines + chunk.count(b"\n"), size + len(chunk)
-                if size > 512 * MAX_LOG_ROWS:  # rows of a log are far shorter than 512 bytes
-                    raise InputError("log", str(path), f"is larger than 512 bytes x MAX_LOG_ROWS = {MAX_LOG_ROWS:,}")
+                if size > limit:  # it grew while being read
+                    raise InputError("log", str(path), f"is larger than 512 bytes x MAX_LOG_ROWS = {limit:,}")
                 if lines > MAX_LOG_ROWS + 1:
                     s, e = _lines(b"".join(chunks))
                     if int((e > s).sum()) > MAX_LOG_ROWS + 1:
@@ -232,6 +248,42 @@ def _read_bytes(path: Path) -> bytes:
     except IsADirectoryError:
         raise InputError("log", str(path), "is a directory, not a log file") from None
     return b"".join(chunks)
+
+
+def _check_line_lengths(chunk: bytes, lines: int, run: int, name: str) -> int:
+    """Refuse a line longer than MAX_LOG_LINE_BYTES in ``chunk`` (after ``lines`` line breaks and ``run`` bytes of
+    the line it continues), naming its row and length, quoting none of it. Returns the bytes of the line left open."""
+    nl = np.flatnonzero(np.frombuffer(chunk, np.uint8) == 10)
+    lengths = np.diff(np.concatenate(([-1 - run], nl, [len(chunk)]))) - 1  # every line of the chunk, the last open
+    over = np.flatnonzero(lengths > MAX_LOG_LINE_BYTES)
+    if len(over):
+        k = int(over[0])
+        raise InputError("log", name, f"row {lines + k + 1} is over {MAX_LOG_LINE_BYTES:,} bytes long "
+                                      f"({int(lengths[k]):,} bytes{' so far' if k == len(nl) else ''}; a log row is a "
+                                      "timestamp, an event and a few short cells): refusing the file")
+    return int(lengths[-1])
+
+
+def _arrow_read_csv(data: bytes, seconds: float = 10.0, **options: Any) -> pa.Table:
+    """``pyarrow.csv.read_csv`` of ``data``, returning only once Arrow's worker threads have dropped the Python
+    buffer over it (its reference count back to what it was; at most ``seconds`` of waiting).
+
+    A threaded read returns while read-ahead tasks on Arrow's thread pool still hold the buffer (a third of the
+    reads of a 6,000-row log, measured here). The last of them to drop it runs the buffer's destructor on that
+    worker thread, which takes the GIL; if the interpreter is finalising by then (a refusal right after the read:
+    a bad header exits within milliseconds), Python ends the thread inside a C++ destructor and the process aborts
+    ("terminate called without an active exception", exit 134)."""
+    import time
+
+    import pyarrow.csv as pacsv
+
+    held = sys.getrefcount(data)  # measured in this frame, compared in this frame
+    try:
+        return pacsv.read_csv(pa.py_buffer(data), **options)
+    finally:
+        deadline = time.monotonic() + seconds
+        while sys.getrefcount(data) > held and time.monotonic() < deadline:
+            time.sleep(0.0002)  # releases the GIL the worker's destructor needs
 
 
 def _csv_fast(data: bytes, name: str) -> TokenTable | None:
@@ -253,7 +305,7 @@ def _csv_fast(data: bytes, name: str) -> TokenTable | None:
             bad.append((row.number, row.text))
             return "skip"
 
-        table = pacsv.read_csv(pa.py_buffer(data), read_options=pacsv.ReadOptions(
+        table = _arrow_read_csv(data, read_options=pacsv.ReadOptions(
             use_threads=threads, column_names=names, skip_rows=1), parse_options=pacsv.ParseOptions(
             quote_char=False, escape_char=False, newlines_in_values=False, ignore_empty_lines=True,
             invalid_row_handler=handler), convert_options=pacsv.ConvertOptions(
@@ -279,8 +331,10 @@ def _csv_fast(data: bytes, name: str) -> TokenTable | None:
 
 
 def _csv_slow(text: str, name: str) -> TokenTable:
-    """Any CSV file (quoted fields, line breaks inside quotes), with Python's csv module."""
-    reader = csv.reader(io.StringIO(text, newline=""))
+    """Any CSV file (quoted fields, line breaks inside quotes), with Python's csv module in its strict mode: a
+    quote left open to the end of the file (it would swallow every later row into one cell) or text after a
+    closing quote is refused, naming the row where the field began, for every reader of a log alike."""
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     header: list[str] | None = None
     header_row, rows, nfields, long_rows = 0, [], [], {}
     columns: list[list[str]] = []
@@ -300,7 +354,11 @@ def _csv_slow(text: str, name: str) -> TokenTable:
             for j, col in enumerate(columns):
                 col.append(cells[j] if j < len(cells) else "")
     except csv.Error as exc:
-        raise InputError("log", name, f"is not a readable CSV file ({exc})") from None
+        began = (rows[-1] + 1 if rows else header_row + 1) if header is not None else 1
+        where = (f"a quoted field opened in row {began} or after is not closed before the end of the file"
+                 if str(exc).startswith("unexpected end") else f"row {reader.line_num}: {exc}")
+        raise InputError("log", name, f"is not a readable CSV file ({where}; a cell holding a quote "
+                                      'is written "like ""this""")') from None
     if header is None:
         raise LogError(name, [RowProblem(1, "header", "", "empty file: a header row is required "
                                                           f"({', '.join(REQUIRED_COLUMNS + OPTIONAL_COLUMNS)})")])
@@ -322,6 +380,10 @@ def _jsonl(text: str, name: str) -> TokenTable:
             obj = json.loads(line)
         except ValueError as exc:
             problems.append(RowProblem(line_no, "row", line.strip()[:80], f"is not valid JSON ({exc})"))
+            continue
+        except RecursionError:  # arrays or objects nested deeper than the parser's stack: no log row nests at all
+            problems.append(RowProblem(line_no, "row", line.strip()[:80], "is nested too deep: one flat JSON object "
+                                                                          "per line"))
             continue
         if not isinstance(obj, dict):
             problems.append(RowProblem(line_no, "row", line.strip()[:80], "is not a JSON object: one object per line"))

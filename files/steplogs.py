@@ -51,7 +51,10 @@ class RowProblem:
 
     def __str__(self) -> str:
         where = f"{self.source} row {self.row}" if self.source else f"row {self.row}"
-        return f"{where}: {self.field}={self.value!r}: {self.rule}"
+        shown = repr(self.value)
+        if len(shown) > 80:  # a message quotes a value, never a whole cell of any length
+            shown = f"{shown[:77]}... ({len(str(self.value)):,} characters)"
+        return f"{where}: {self.field}={shown}: {self.rule}"
 
 
 class LogError(InputError):

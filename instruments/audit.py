@@ -16,7 +16,6 @@ because ``torch.load(weights_only=False)`` would call it. This also avoids
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 import stat
 import zipfile
@@ -26,7 +25,8 @@ from typing import Any
 
 from ..engine.errors import InputError
 from .disk import disk_usage
-from .inert_pickle import DTYPE_BYTES, MAX_PICKLE_BYTES, Leaf, Opaque, inert_load, read_legacy, read_zip, walk
+from .inert_pickle import (DTYPE_BYTES, MAX_PICKLE_BYTES, Leaf, Opaque, inert_load, read_legacy, read_zip,
+                           shape_numel, walk)
 
 __all__ = ["PIECES", "RESUME_PIECES", "WHY", "AuditReport", "PieceStatus", "audit_checkpoint"]
 
@@ -222,12 +222,10 @@ def _audit_dcp(path: Path) -> AuditReport:
         g = getattr(entry, "global_name", "")
         if g.endswith("TensorStorageMetadata"):
             st = entry.state_dict()
-            size = st.get("size")
-            shape = size.args[0] if isinstance(size, Opaque) and size.args else ()
-            numel = math.prod(int(d) for d in shape) if isinstance(shape, (tuple, list)) else 0
-            props = st.get("properties")
-            dtype = _dcp_dtype(props)
-            leaves.append((keypath, Leaf("tensor", numel * DTYPE_BYTES.get(dtype, 1), numel, dtype)))
+            numel = shape_numel(st.get("size"))
+            dtype = _dcp_dtype(st.get("properties"))
+            leaves.append((keypath, Leaf("tensor", numel * DTYPE_BYTES.get(dtype, 1), numel, dtype) if numel is not None
+                           else Leaf("object", value=f"tensor whose size is unreadable ({str(st.get('size'))[:60]})")))
         elif g.endswith("BytesStorageMetadata"):
             leaves.append((keypath, Leaf("object", value="bytes item (pickled, not read)")))
         else:

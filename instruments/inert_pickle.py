@@ -24,7 +24,8 @@ from typing import Any, Iterable
 
 from ..engine.errors import InputError
 
-__all__ = ["DTYPE_BYTES", "MAX_PICKLE_BYTES", "Leaf", "Opaque", "inert_load", "read_legacy", "read_zip", "walk"]
+__all__ = ["DTYPE_BYTES", "MAX_PICKLE_BYTES", "Leaf", "Opaque", "inert_load", "read_legacy", "read_zip", "shape_numel",
+           "walk"]
 
 DTYPE_BYTES = {
     "float32": 4, "float": 4, "float64": 8, "double": 8, "float16": 2, "half": 2, "bfloat16": 2,
@@ -146,7 +147,8 @@ class _InertUnpickler(pickle.Unpickler):
         if isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage":
             stype = getattr(pid[1], "global_name", "?").rsplit(".", 1)[-1]
             dtype, size = _STORAGE_BYTES.get(stype, ("unknown", 1))
-            ref = _StorageRef(str(pid[2]), dtype, size, int(pid[4]) if isinstance(pid[4], int) else 0)
+            numel = pid[4] if isinstance(pid[4], int) and not isinstance(pid[4], bool) and pid[4] >= 0 else 0
+            ref = _StorageRef(str(pid[2])[:200], dtype, size, numel)
             self.storages[ref.key] = ref
             return ref
         raise pickle.UnpicklingError(f"unsupported persistent id {str(pid)[:60]}")
@@ -183,6 +185,37 @@ class Leaf:
     storage: str = ""
 
 
+def shape_numel(shape: Any) -> int | None:
+    """Elements of a tensor of ``shape`` as a checkpoint declares it (a tuple or list, or a ``torch.Size`` read
+    inertly, of whole numbers >= 0); ``None`` for anything else (an opaque object, inf, NaN, text, a negative or
+    nested dimension): the file says nothing usable about the size, and the audit reports that, never a number
+    made up from it."""
+    if isinstance(shape, Opaque):
+        shape = shape.args[0] if shape.args else None
+    if not isinstance(shape, (tuple, list)) or len(shape) > 64:  # torch allows 64 dimensions at most
+        return None
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        return None
+    return math.prod(shape)
+
+
+def _extent(args: tuple, shape: Any) -> int:
+    """Storage elements a tensor view reaches: ``offset + sum((d - 1) * stride) + 1`` with the declared strides
+    (whole numbers); its element count when the strides or the offset are not readable."""
+    shape = tuple(shape.args[0]) if isinstance(shape, Opaque) else tuple(shape)
+    offset = args[1] if len(args) > 1 else 0
+    stride = args[3] if len(args) > 3 else None
+    stride = stride.args[0] if isinstance(stride, Opaque) and stride.args else stride
+    ints = lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0  # noqa: E731
+    if ints(offset) and isinstance(stride, (tuple, list)) and len(stride) == len(shape) and all(map(ints, stride)):
+        return offset + sum((d - 1) * st for d, st in zip(shape, stride)) + 1
+    return math.prod(shape)
+
+
+def _unreadable(shape: Any) -> Leaf:
+    return Leaf("object", value=f"tensor whose shape is unreadable ({str(shape)[:60]})")
+
+
 def _tensor_leaf(op: Opaque) -> Leaf | None:
     g = op.global_name
     args = op.args
@@ -190,8 +223,12 @@ def _tensor_leaf(op: Opaque) -> Leaf | None:
             and args and isinstance(args[0], _StorageRef):
         ref = args[0]
         shape = args[2] if len(args) > 2 else ()
-        shape = shape.args[0] if isinstance(shape, Opaque) and shape.args else shape
-        numel = math.prod(int(d) for d in shape) if isinstance(shape, (tuple, list)) else 0
+        numel = shape_numel(shape)
+        if numel is None:
+            return _unreadable(shape)
+        if numel and _extent(args, shape) > ref.numel:
+            return Leaf("object", value=f"tensor whose shape {str(shape)[:60]} reaches beyond its storage of "
+                                        f"{ref.numel:,} elements")
         return Leaf("tensor", numel * ref.itemsize, numel, ref.dtype, storage=ref.key)
     if g in ("torch._utils._rebuild_parameter", "torch._utils._rebuild_parameter_with_state") and args:
         inner = args[0]

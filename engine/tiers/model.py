@@ -95,13 +95,16 @@ from ..errors import InputError
 from ..gate import as_float_array, broadcast, prepare
 from ..waste import MAX_LOG, check_async_write
 
-__all__ = ["SHARE_TOL", "Tier", "TierRows", "check_design", "class_rates_per_tier", "job_specs", "level_ratios",
+__all__ = ["MAX_TIERS", "SHARE_TOL", "Tier", "TierRows", "check_design", "class_rates_per_tier", "job_specs", "level_ratios",
            "log_wall_per_work", "prepare_rows", "raise_overflow", "recovery_index", "recovery_tier", "tier_label",
            "tiered_breakdown", "tiered_expected_wall_time", "tiered_wall_per_work", "tiered_waste_fraction",
            "tiers_from_dicts"]
 
 #: tolerance on the sum of the class shares
 SHARE_TOL = 1e-9
+#: most tiers a design may have: multi-level schemes use two to four (SCR, Benoit et al. 2017); the exact model
+#: walks the levels recursively and its pattern is the product of the levels' ratios
+MAX_TIERS = 16
 # the floating-point kernel's answer is trusted in this range; outside, the log-space kernel redoes the row
 _LINEAR_RANGE = (1e-290, 1e290)
 # rows evaluated at a time: the kernel's temporaries (128 KiB each) stay in cache, about 3x faster than 10^5 at once
@@ -175,7 +178,11 @@ def check_design(tiers: Sequence[Any], classes: Mapping[str, Any]) -> tuple[Tier
     tiers = tiers_from_dicts(tiers)
     if not tiers:
         raise InputError("tiers", "[]", "needs at least one tier")
+    if len(tiers) > MAX_TIERS:
+        raise InputError("tiers", f"{len(tiers):,} tiers", f"at most MAX_TIERS = {MAX_TIERS} tiers (multi-level "
+                                                            "checkpointing uses two to four)")
     names = _check_classes(classes)
+    known = set(names)
     seen: set[str] = set()
     out = []
     prev = None
@@ -209,12 +216,14 @@ def check_design(tiers: Sequence[Any], classes: Mapping[str, Any]) -> tuple[Tier
             raise InputError(f"{lab}.survives", survives, f"must name at least one failure class (of {names}): a copy "
                              "that no failure leaves readable can never be restored")
         for c in survives:
-            if c not in names:
-                raise InputError(f"{lab}.survives", c, f"is not a failure class; the classes are {names}")
+            if not isinstance(c, str) or c not in known:
+                listed = names if len(names) <= 20 else f"{str(names[:20])[:-1]}, ... ({len(names):,} classes)]"
+                raise InputError(f"{lab}.survives", c, f"is not a failure class; the classes are {listed}")
         out.append(replace(t, survives=tuple(dict.fromkeys(survives))))
         prev = (lab, every)
+    covered = set().union(*(t.survives for t in out))  # one pass over the tiers, not one per class
     for c in names:
-        if not any(c in t.survives for t in out):
+        if c not in covered:
             raise InputError(f"classes[{c!r}]", classes[c],
                              f"a failure of class {c!r} could never be recovered: no tier survives it")
     return tuple(out)
@@ -242,7 +251,11 @@ def _check_classes(classes: Any) -> list[str]:
 
 def recovery_index(tiers: tuple[Tier, ...], classes: Mapping[str, Any]) -> list[int]:
     """For each class, the first tier surviving it (the smallest ``every``, tiers being nested)."""
-    return [next(i for i, t in enumerate(tiers) if c in t.survives) for c in classes]
+    first: dict[str, int] = {}
+    for i, t in enumerate(tiers):
+        for c in t.survives:
+            first.setdefault(c, i)
+    return [first[c] for c in classes]
 
 
 def recovery_tier(tiers: Sequence[Any], classes: Mapping[str, Any]) -> dict[str, str]:

@@ -12,7 +12,9 @@ from pathlib import Path
 import corpus  # this folder is on sys.path (pytest's default import mode, no __init__.py)
 import pytest
 
-_AREA_OF_MODULE = {"test_engine_fuzz": "engine", "test_cli_hostile": "cli", "test_files_hostile": "files"}
+_AREA_OF_MODULE = {"test_engine_fuzz": "engine", "test_cli_hostile": "cli", "test_files_hostile": "files",
+                   "test_plans_hostile": "plans", "test_logs_hostile": "logs", "test_audit_hostile": "audit",
+                   "test_xlsx_hostile": "xlsx"}
 
 
 def _area(nodeid: str) -> str | None:

@@ -1,0 +1,112 @@
+"""Scenario files with tiers, failure classes and designs through every command that plans one (area "plans").
+
+Each file is the seed scenario plus one hostile part: tiers (too many, nested too deep, a period too long, bad
+every/stall/survives, odd types), failure classes (thousands, shares off, names not text, a class no tier
+survives), designs (odd types, numbers beyond float range, a ten-digit domain index, a change a tiered plan
+cannot see, unknown keys) and both at once. Every run must pass :func:`corpus.check_run` and
+:func:`corpus.check_output_dir` (a clean answer or one clean refusal; no traceback, warning, abort or stray file).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_cli_hostile import run_case
+
+from ckptplan import files
+
+BASE = files.template_path("seed.toml").read_text(encoding="utf-8") + "\n"
+BIG = "1" + "0" * 400
+
+
+def _tier(name: str, every, survives='["node"]', stall="1.0", restore="2.0", extra: str = "") -> str:
+    return (f'[[tiers]]\nname = "{name}"\nevery = {every}\ncheckpoint_stall_min = {stall}\nrestore_min = {restore}\n'
+            f"survives = {survives}\n{extra}")
+
+
+CLASSES = "[failure_classes]\nnode = 1.0\n"
+TWO = _tier("memory", 1, '["process"]') + _tier("remote", 8, '["process", "node"]')
+TWO_CLASSES = "[failure_classes]\nprocess = 0.3\nnode = 0.7\n"
+
+
+def _design(body: str, name: str = "d") -> str:
+    return f'[[designs]]\nname = "{name}"\n{body}\n'
+
+
+PARTS: dict[str, str] = {
+    "two tiers": TWO + TWO_CLASSES,
+    "17 tiers": "".join(_tier(f"t{i}", 1) for i in range(17)) + CLASSES,
+    "60 nested tiers": "".join(_tier(f"t{i}", 2 ** min(i, 59)) for i in range(60)) + CLASSES,
+    "1000 tiers": "".join(_tier(f"t{i}", 1) for i in range(1000)) + CLASSES,
+    "a period of 2^40 saves": _tier("a", 1) + _tier("b", 2**40) + CLASSES,
+    "every not nested": _tier("a", 1) + _tier("b", 3) + _tier("c", 4) + CLASSES,
+    "first every 2": _tier("a", 2) + CLASSES,
+    "every 1e400": _tier("a", 1) + _tier("b", BIG) + CLASSES,
+    "every text": _tier("a", 1) + _tier("b", '"ten"') + CLASSES,
+    "every nan": _tier("a", 1) + _tier("b", "nan") + CLASSES,
+    "stall -1": _tier("a", 1, stall="-1.0") + CLASSES,
+    "stall inf": _tier("a", 1, stall="inf") + CLASSES,
+    "restore array": _tier("a", 1, restore="[1, 2]") + CLASSES,
+    "survives unknown": _tier("a", 1, '["cosmic"]') + CLASSES,
+    "survives empty": _tier("a", 1, "[]") + CLASSES,
+    "survives number": _tier("a", 1, "[1]") + CLASSES,
+    "survives table": _tier("a", 1, "{ a = 1 }") + CLASSES,
+    "duplicate tier names": _tier("a", 1) + _tier("a", 2) + CLASSES,
+    "unknown tier key": _tier("a", 1, extra="colour = 'blue'\n") + CLASSES,
+    "tier name empty": _tier("", 1) + CLASSES,
+    "no classes": _tier("a", 1),
+    "8000 classes": _tier("a", 1, "[" + ", ".join(f'"c{i}"' for i in range(8000)) + "]") + "[failure_classes]\n"
+                    + "".join(f"c{i} = {1 / 8000!r}\n" for i in range(8000)),
+    "shares off": _tier("a", 1, '["x", "y"]') + "[failure_classes]\nx = 0.5\ny = 0.6\n",
+    "share zero": _tier("a", 1, '["x", "y"]') + "[failure_classes]\nx = 0.0\ny = 1.0\n",
+    "share text": _tier("a", 1, '["x"]') + "[failure_classes]\nx = 'all'\n",
+    "share huge int": _tier("a", 1, '["x"]') + f"[failure_classes]\nx = {BIG}\n",
+    "class no tier survives": _tier("a", 1, '["x"]') + "[failure_classes]\nx = 0.5\ny = 0.5\n",
+    "classes not a table": _tier("a", 1) + "failure_classes = 3\n",
+    "tiers not a list": "tiers = 'fast'\n" + CLASSES,
+    "design text list field": _design('set = { failure_rate_source = ["meta-rsc1"] }'),
+    "design huge int": _design(f"set = {{ nodes = {BIG} }}"),
+    "design huge factor": _design(f"times = {{ nodes = {BIG} }}"),
+    "design ten-digit domain": _design("set = { domain9999999999_mtbf_h = 50.0, domain9999999999_nodes_per_domain = 2 }"),
+    "design domain 0": _design("set = { domain0_mtbf_h = 50.0, domain0_nodes_per_domain = 2 }"),
+    "design half a domain": _design("set = { domain1_mtbf_h = 50.0 }"),
+    "design scales an absent value": _design("times = { job_mtbf_h = 2.0 }"),
+    "design factor 0": _design("times = { restart_min = 0.0 }"),
+    "design factor nan": _design("times = { restart_min = nan }"),
+    "design bool": _design("set = { nodes = true }"),
+    "design date": _design("set = { nodes = 1979-05-27 }"),
+    "design unknown key": _design("colour = 'blue'"),
+    "design set not a table": _design("set = 3"),
+    "design tiers not a list": _design("tiers = 3"),
+    "design name twice": _design("set = { nodes = 64 }") + _design("set = { nodes = 256 }"),
+    "design named as the baseline": _design("set = { nodes = 64 }", name="seed-128-nodes"),
+    "design name empty": _design("set = { nodes = 64 }", name=""),
+    "design stall on a tiered plan": TWO + TWO_CLASSES + _design("times = { checkpoint_stall_min = 0.5 }"),
+    "design adds 17 tiers": _design("set = { nodes = 64 }\n" + "".join(
+        f'[[designs.tiers]]\nname = "t{i}"\nevery = 1\ncheckpoint_stall_min = 1.0\nrestore_min = 1.0\n'
+        'survives = ["node"]\n' for i in range(17)) + "[designs.failure_classes]\nnode = 1.0"),
+    "design classes without tiers": _design("failure_classes = { a = 1.0 }"),
+    "designs not a list": "designs = 3\n",
+}
+
+#: what each file goes through; every file goes through plan and one more, in turn
+READERS = [("plan", ["--template", "{f}", "--json"]), ("compare", ["--template", "{f}"]),
+           ("batch", ["in.csv", "-t", "{f}", "-o", "out.csv"]),
+           ("workbook", ["--template", "{f}", "-o", "out.xlsx", "--no-deadline"]),
+           ("sweep", ["-t", "{f}", "-o", "out.csv", "--nodes", "64,128"])]
+CASES = [(name, READERS[0]) for name in PARTS] + [(name, READERS[1 + k % (len(READERS) - 1)])
+                                                   for k, name in enumerate(PARTS)]
+
+
+@pytest.mark.parametrize("name, reader", CASES, ids=[f"{r[0]} {n}" for n, r in CASES])
+def test_hostile_plan_files(tmp_path: Path, name: str, reader):
+    command, args = reader
+    path = tmp_path / "plan.toml"
+    path.write_text(BASE + PARTS[name], encoding="utf-8")
+    (tmp_path / "in.csv").write_text("name,checkpoint_stall_min\na,2\n", encoding="utf-8")
+    out = run_case(command, [str(path) if a == "{f}" else a for a in args], tmp_path, area="plans")
+    if name == "design stall on a tiered plan" and command == "compare" and out.code == 0:
+        assert "not used by a tiered plan" in out.stdout, out
+    if name in ("60 nested tiers", "1000 tiers", "17 tiers", "design huge int", "design ten-digit domain"):
+        assert out.code in (0, 2), out

@@ -230,6 +230,22 @@ def domain_field(i: int, part: str) -> Field:
     return Field(f"domain{i}_{part}", base.unit, f"Correlated domain {i}: {base.label}", base.rule)
 
 
+#: A ``[[failure_phases]]`` table's numbers (:mod:`ckptplan.engine.phases`): from ``start_h`` on, the job's failure
+#: rate is ``rate_factor`` times the constant-rate model's; a table holds phase ``i`` as ``phase{i}_{name}`` columns,
+#: phases numbered from 1 in order of their start.
+PHASE_FIELDS: tuple[Field, ...] = (
+    Field("start_h", "h", "Start of a failure phase, wall hours from the job's start", "nonnegative"),
+    Field("rate_factor", "x", "Job failure rate from the phase's start, as a multiple of the constant-rate model's",
+          "positive"),
+)
+
+
+def phase_field(i: int, part: str) -> Field:
+    """The registry entry of table column ``phase{i}_{part}`` (``part``: start_h, rate_factor)."""
+    base = next(f for f in PHASE_FIELDS if f.name == part)
+    return Field(f"phase{i}_{part}", base.unit, f"Failure phase {i}: {base.label}", base.rule)
+
+
 #: Named quantities that are arguments of the Excel functions (and engine functions) without being
 #: scenario inputs: same name, unit and rule on every surface.
 QUANTITIES: tuple[Field, ...] = (
@@ -287,10 +303,14 @@ def lookup(name: str) -> Field:
         head, _, part = name[len("domain"):].partition("_")
         if head.isdigit() and part in {f.name for f in DOMAIN_FIELDS}:
             return domain_field(int(head), part)
+    if name.startswith("phase"):
+        head, _, part = name[len("phase"):].partition("_")
+        if head.isdigit() and part in {f.name for f in PHASE_FIELDS}:
+            return phase_field(int(head), part)
     raise KeyError(name)
 
 
 __all__ = ["COST_FIELDS", "COST_PARTS", "DEFAULT_CHUNK_ROWS", "DEFAULT_RUNS", "DEFAULT_SEED", "DOMAIN_FIELDS",
            "DOMAIN_SLOTS", "EXCEL_MAX_DATA_ROWS", "FIELDS", "FIELD_BY_NAME", "Field", "MAX_RUNS_PER_CELL",
-           "MAX_SWEEP_ROWS", "QUANTITIES", "RULES", "Rule", "SETUP_FIELDS", "SETUP_FIELD_BY_NAME", "TEXT_FIELDS",
-           "TIER_KEYS", "domain_field", "lookup"]
+           "MAX_SWEEP_ROWS", "PHASE_FIELDS", "QUANTITIES", "RULES", "Rule", "SETUP_FIELDS", "SETUP_FIELD_BY_NAME", "TEXT_FIELDS",
+           "TIER_KEYS", "domain_field", "lookup", "phase_field"]

@@ -243,6 +243,9 @@ def workbook_cmd(
         if from_workbook is not None and (template or scenario_file):
             fail("--from takes the inputs from the workbook: leave out --template/--scenario")
         plan, readiness = _workbook_plan(from_workbook, scenario_file or template)
+        from .engine.phases import refuse_phases
+
+        refuse_phases(plan.scenario, "the workbook")
         single = _single_level(plan)
         sc = plan.scenario if single is None else single.scenario
         setup, designs = plan.setup, (plan.designs or None)

@@ -62,7 +62,7 @@ from .errors import InputError
 from .waste import exact_optimal_interval_kernel
 
 __all__ = ["FailurePhase", "QUADRATURE_NODES", "SEARCH_NODES", "boundary_state", "best_single_interval", "optimal_schedule",
-           "phase_arrays", "phases_from_list", "schedule_expectation"]
+           "phase_arrays", "phases_from_list", "refuse_phases", "schedule_expectation"]
 
 #: midpoint nodes over the last segment before a boundary (the state distribution's integral)
 QUADRATURE_NODES = 4000
@@ -117,6 +117,16 @@ def phases_from_list(raw: Any, origin: str = "scenario") -> tuple[FailurePhase, 
             raise InputError(f"{origin}: failure_phases[{i}]: start_h", out[i].start_h,
                              f"must be greater than the previous phase's start_h ({out[i - 1].start_h:g})")
     return tuple(out)
+
+
+def refuse_phases(scenario: Any, surface: str) -> None:
+    """Raise :class:`InputError` when ``scenario`` has failure phases and ``surface`` (a model or a command
+    that plans a constant failure rate) would silently leave them out."""
+    phases = getattr(scenario, "failure_phases", ())
+    if phases:
+        raise InputError("failure_phases", f"{len(phases)} phase(s)",
+                         f"{surface} plans a constant failure rate: plan failure phases with `ckptplan plan` or "
+                         "`ckptplan batch` (single-level checkpoints)")
 
 
 def phase_arrays(phases: Iterable[FailurePhase]) -> tuple[np.ndarray, np.ndarray]:

@@ -27,10 +27,19 @@ import pandas as pd
 from .errors import InputError
 from .fields import DEFAULT_RUNS, DEFAULT_SEED, PHASE_FIELDS
 
-__all__ = ["PHASE_COL", "PhaseSchedules", "phase_column_specs", "phase_indices", "phase_row_problems",
+__all__ = ["PHASE_COL", "PhaseSchedules", "is_schedule_column", "phase_column_specs", "phase_indices", "phase_row_problems",
            "phase_schedules", "scenario_phase_columns"]
 
 PHASE_COL = re.compile(r"^phase(\d+)_(" + "|".join(f.name for f in PHASE_FIELDS) + r")$")
+
+
+_SCHEDULE_COL = re.compile(r"^schedule\d+_(start_h|interval_min|rate_factor)$")
+
+
+def is_schedule_column(name: Any) -> bool:
+    """A column :func:`phase_schedules` adds to an evaluated table (module notes)."""
+    return isinstance(name, str) and (bool(_SCHEDULE_COL.match(name))
+                                      or name in ("single_interval_min", "single_interval_wall_h"))
 
 
 def phase_indices(columns: Iterable[Any]) -> list[int]:

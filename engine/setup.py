@@ -220,6 +220,10 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
         raise InputError("scenario", type(scenario).__name__, "must be a Scenario")
     if not isinstance(st, RecoverySetup):
         raise InputError("setup", type(st).__name__, "must be a RecoverySetup")
+    if st.tiers:
+        from .phases import refuse_phases
+
+        refuse_phases(scenario, "the multi-level (tiers) model")
     notes: list[str] = []
     base, row, sizes, parts, spare = _derived_scenario(scenario, st, notes)
     if st.tiers:

@@ -56,3 +56,53 @@ def print_schedule(row: Any) -> bool:
                   f"(the schedule saves {duration((single - wall) * 60)}, "
                   f"{(single - wall) * gpus * price:,.0f} {row['currency']})", highlight=False)
     return True
+
+
+def parse_phase_starts(text: str) -> list[float]:
+    """``--phase-starts-h 0,72`` as numbers (a first phase at 0 added when the list starts later)."""
+    from .engine.errors import InputError
+
+    try:
+        starts = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError("--phase-starts-h", text, "must be comma-separated hours, e.g. 0,72") from None
+    return starts if starts and starts[0] == 0 else [0.0] + starts
+
+
+def fit_phases(log: Any, starts: list[float], confidence: float) -> Any:
+    """The per-phase rates of the log's failures (:func:`ckptplan.engine.phase_fitting.fit_phase_rates`)."""
+    from .engine.fitting import run_segments
+    from .engine.phase_fitting import fit_phase_rates, segments_from_log
+    from .files.logs import read_log
+
+    a, b, f = segments_from_log(run_segments(read_log(log)))
+    return fit_phase_rates(a, b, f, starts, confidence=confidence)
+
+
+def phase_fit_json(fit: Any) -> dict[str, Any]:
+    """A phase fit as ``fit --json`` reports it (rates per running hour)."""
+    from dataclasses import asdict
+
+    return {**asdict(fit), "changed": fit.changed, "scenario": fit.scenario_phases()}
+
+
+def print_phase_fit(fit: Any) -> None:
+    """The per-phase rates, their intervals and the test of a change."""
+    from rich.table import Table
+
+    t = Table(title=f"Failure rate by phase ({fit.confidence:.0%} intervals; per running hour)", title_justify="left")
+    for col in ("from (wall)", "running", "failures", "rate /h", "interval", "MTBF"):
+        t.add_column(col, justify="right")
+    for s, T, n, r, lo, hi in zip(fit.starts_h, fit.running_h, fit.failures, fit.rate_per_h, fit.rate_low_per_h,
+                                  fit.rate_high_per_h):
+        t.add_row(duration(s * 60), duration(T * 60), f"{n:,}", f"{r:.3g}", f"{lo:.3g}..{hi:.3g}",
+                  duration(60 / r) if r > 0 else "-")
+    console.print(t)
+    verdict = "the rate changed: plan with these phases" if fit.changed else "no change shown: plan one rate"
+    console.print(f"likelihood-ratio test of one rate: G = {fit.lr_statistic:.3g}, p = {fit.p_value:.3g} "
+                  f"(level {fit.level:g}): {verdict}", highlight=False)
+    if fit.changed:
+        sc = fit.scenario_phases()
+        console.print(f"scenario: job_mtbf_h = {sc['job_mtbf_h']:.4g}; "
+                      + "; ".join(f"[[failure_phases]] start_h = {p['start_h']:g}, rate_factor = {p['rate_factor']:.3g}"
+                                  for p in sc["failure_phases"]), highlight=False)

@@ -115,6 +115,9 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None, simula
     for cat in ("useful", "save", "rework", "restart"):
         c.add_row(cat, f"{row[f'{cat}_h']:,.1f}", f"{row[f'{cat}_gpu_hours']:,.0f}",
                   f"{row[f'{cat}_cost']:,.0f}", f"{row[f'{cat}_h'] / row['wall_h']:.2%}")
+    wait_h = float(row.get("capacity_wait_h", 0.0))
+    if wait_h > 0:   # preemptible capacity: waiting for capacity is wall time without GPUs
+        c.add_row("capacity wait (no GPUs held)", f"{wait_h:,.1f}", "0", "0", f"{wait_h / row['wall_h']:.2%}")
     c.add_row("[bold]compute[/]", f"{row['wall_h']:,.1f}", f"{row['total_gpu_hours']:,.0f}",
               f"{row['compute_cost']:,.0f}", "100.00%")
     console.print(c)

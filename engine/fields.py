@@ -158,6 +158,15 @@ FIELDS: tuple[Field, ...] = (
     Field("interval_min", "min", "Chosen compute interval between saves (empty = exact optimum)", "positive"),
     Field("deadline_h", "h", "Deadline for the run, counted from its start", "positive"),
     Field("runs_per_month", "runs", "Runs per month for monthly figures (empty = back-to-back runs)", "positive"),
+    # preemptible (spot) capacity (ckptplan.engine.preemption); empty = on-demand capacity, never preempted
+    Field("preemptions_per_h", "per h", "Preemptions of the job per hour it holds its GPUs (spot capacity; "
+          "empty = none)", "nonnegative"),
+    Field("preemption_notice_min", "min", "Notice before a preemption (a save that fits is taken on notice; "
+          "empty = none)", "nonnegative"),
+    Field("capacity_wait_min", "min", "Wait for capacity after a preemption (no GPUs held; empty = none)",
+          "nonnegative"),
+    Field("spot_price_per_gpu_hour", "per GPU-h", "Price per GPU-hour of the preemptible capacity the job runs on "
+          "(empty = price_per_gpu_hour; that stays the on-demand price)", "nonnegative"),
 )
 FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
 

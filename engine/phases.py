@@ -123,6 +123,10 @@ def refuse_phases(scenario: Any, surface: str) -> None:
     """Raise :class:`InputError` when ``scenario`` has failure phases and ``surface`` (a model or a command
     that plans a constant failure rate) would silently leave them out."""
     phases = getattr(scenario, "failure_phases", ())
+    if getattr(scenario, "preemptions_per_h", None):
+        raise InputError("preemptions_per_h", scenario.preemptions_per_h,
+                         f"{surface} plans on-demand capacity: plan preemptible capacity with `ckptplan plan` or "
+                         "`ckptplan batch` (single-level checkpoints)")
     if phases:
         raise InputError("failure_phases", f"{len(phases)} phase(s)",
                          f"{surface} plans a constant failure rate: plan failure phases with `ckptplan plan` or "

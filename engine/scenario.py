@@ -28,6 +28,7 @@ from .frames import result_frame as _result_frame
 from .gate import FLOAT_MAX, check_finite_result
 from .phases import phases_from_list
 from .phases_table import phase_column_specs, phase_indices, phase_row_problems, phase_schedules, scenario_phase_columns
+from .preemption_table import preemption_plan, spot_price
 from .reliability import FailureDomain
 
 __all__ = ["DOMAIN_COL", "RowProblems", "Scenario", "check_columns", "derived_columns", "domain_indices", "evaluate",
@@ -511,8 +512,13 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
     C, W, s = cols["checkpoint_stall_min"], cols["async_write_min"], cols["async_slowdown_fraction"]
     R = cols["restart_min"]
     intervals = _intervals(cols, M)
+    preempted = preemption_plan(table, cols, M)  # None without preemptions: the on-demand plan
+    if preempted is not None:
+        intervals = preempted.intervals(intervals, cols["interval_min"])
     chosen = intervals["chosen_interval_min"]
     parts = waste.time_breakdown_kernel(work, chosen, C, M, R, W, s)
+    if preempted is not None:
+        parts = preempted.parts(parts, work, chosen)
     schedules = phase_schedules(table, cols, M, work)  # None without failure phases: the constant-rate plan
     if schedules is not None:
         parts = schedules.parts(parts)
@@ -530,6 +536,8 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
     new["deadline_approximation_ok"] = deadline["ok"]
     if schedules is not None:
         new.update(schedules.columns(new, chosen, deadline_min))
+    if preempted is not None:
+        new.update(preempted.columns(new, gpus, spot_price(cols)))
     return _result_frame(table, new)
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from . import cost
-from .errors import InputError
+from .errors import NEVER_FINISHES, InputError
 from .preemption import preemption_breakdown, preemption_optimal_interval
 
 __all__ = ["PREEMPTION_COLUMNS", "PreemptionPlan", "preemption_plan", "spot_price"]
@@ -32,8 +32,8 @@ PREEMPTION_COLUMNS = ("expected_preemptions", "capacity_wait_h")
 class PreemptionPlan:
     """The preempted rows of a table and their model inputs (minutes); :func:`preemption_plan` builds it."""
 
-    def __init__(self, rows: np.ndarray, n: int, args: dict[str, np.ndarray]):
-        self.rows, self.n, self.args = rows, n, args
+    def __init__(self, rows: np.ndarray, n: int, args: dict[str, np.ndarray], labels: Any):
+        self.rows, self.n, self.args, self.labels = rows, n, args, labels
         self.wait = np.zeros(n)
         self.preemptions = np.zeros(n)
 
@@ -54,6 +54,12 @@ class PreemptionPlan:
         """The time breakdown with the model's figures in the preempted rows."""
         a, r = self.args, self.rows
         b = preemption_breakdown(work[r], chosen[r], a["C"], a["M"], a["R"], a["P"], a["N"], a["Wc"])
+        bad = ~np.isfinite(b["total"]) | ~np.isfinite(b["wait"]) | ~np.isfinite(chosen[r])
+        if bad.any():
+            p = int(np.flatnonzero(bad)[0])
+            raise InputError(f"row {self.labels[r[p]]}: preemptions_per_h", float(a["rate"][p]),
+                             f"{NEVER_FINISHES} (failures and preemptions come faster than a save and a restart: "
+                             "the expected wall time overflows)")
         out = {k: np.array(v, dtype=float, copy=True) for k, v in parts.items()}
         for key in ("useful", "save", "rework", "restart", "total", "failures"):
             out[key][r] = b[key]
@@ -101,9 +107,9 @@ def preemption_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndar
             p = rows[int(np.flatnonzero(bad)[0])]
             raise InputError(f"row {table.index[p]}: {name}", float(cols[name][p]), rule)
     args = {"C": cols["checkpoint_stall_min"][rows], "M": M[rows], "R": cols["restart_min"][rows],
-            "P": 60.0 / rate[rows], "N": np.nan_to_num(cols["preemption_notice_min"][rows], nan=0.0),
+            "rate": rate[rows], "P": 60.0 / rate[rows], "N": np.nan_to_num(cols["preemption_notice_min"][rows], nan=0.0),
             "Wc": np.nan_to_num(cols["capacity_wait_min"][rows], nan=0.0)}
-    return PreemptionPlan(rows, len(table), args)
+    return PreemptionPlan(rows, len(table), args, table.index)
 
 
 def _has_phases(cols: dict[str, Any], rows: np.ndarray) -> np.ndarray:

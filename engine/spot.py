@@ -31,7 +31,7 @@ import numpy as np
 from .preemption import preemption_optimal_interval
 from .waste import exact_optimal_interval_kernel, expected_wall_time
 
-__all__ = ["capacity_policies", "scenario_capacity", "simulate_capacity"]
+__all__ = ["capacity_job", "capacity_policies", "scenario_capacity", "simulate_capacity"]
 
 
 def _draw(rng: Any, mean: Any, n: int) -> np.ndarray:
@@ -96,7 +96,8 @@ def simulate_capacity(job: dict[str, float], policy: str, threshold: float = 0.0
     return {"wall": t, "cost": bill, "finished": left <= 1e-9}
 
 
-def _job(work, C, M, R, P, N, Wc, deadline, price, spot_price, gpus) -> dict[str, float]:
+def capacity_job(work, C, M, R, P, N, Wc, deadline, price, spot_price, gpus) -> dict[str, float]:
+    """The job :func:`simulate_capacity` runs (minutes; prices per GPU-hour, GPUs): intervals and on-demand rho."""
     T_od = float(exact_optimal_interval_kernel(np.float64(C), np.float64(M), np.float64(0.0), np.float64(0.0)))
     return {"work": work, "C": C, "M": M, "R": R, "P": P, "N": N, "Wc": Wc, "deadline": deadline,
             "T_od": T_od, "T_spot": float(preemption_optimal_interval(C, M, R, P, N, Wc)),
@@ -120,7 +121,7 @@ def capacity_policies(work: float, C: float, M: float, R: float, P: float, N: fl
 
     ``fallback`` also reports its ``threshold_min``; the threshold is searched on seed ``seed`` and reported
     figures come from the same runs."""
-    job = _job(work, C, M, R, P, N, Wc, deadline, price, spot_price, gpus)
+    job = capacity_job(work, C, M, R, P, N, Wc, deadline, price, spot_price, gpus)
     out = {name: _summary(simulate_capacity(job, name, runs=runs, seed=seed), deadline)
            for name in ("on-demand", "spot")}
     target = out["on-demand"]["p_finish_by_deadline"]

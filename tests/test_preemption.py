@@ -105,3 +105,11 @@ def test_batch_rows_with_and_without_preemptions(tmp_path):
     assert d.loc[0, "wall_h"] == pytest.approx(plain["wall_h"], rel=1e-12) and d.loc[0, "capacity_wait_h"] == 0
     assert d.loc[1, "expected_preemptions"] > 0 and d.loc[1, "total_cost"] < d.loc[0, "total_cost"]
     assert d.loc[2, "status"] == "error" and "preemptions_per_h" in d.loc[2, "error"]
+
+
+def test_deadline_answer_on_spot_is_simulated():
+    sc = files.load_scenario("seed").replace(preemptions_per_h=0.05, preemption_notice_min=2.0, capacity_wait_min=30.0,
+                                             spot_price_per_gpu_hour=1.0, deadline_h=800.0)
+    r = engine.evaluate(sc).iloc[0]
+    assert 0.5 < r["p_finish_by_deadline"] < 0.95 and r["deadline_approximation_ok"]
+    assert r["wall_h_p50"] == pytest.approx(r["wall_h"], rel=0.01)   # the finite job's median, the mean's model

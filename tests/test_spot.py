@@ -17,7 +17,7 @@ def test_fallback_meets_its_deadline_probability_in_a_fresh_monte_carlo():
     found = spot.capacity_policies(**JOB, runs=3000, seed=1)
     od, fb, sp = found["on-demand"], found["fallback"], found["spot"]
     assert od["p_finish_by_deadline"] > 0.99 and sp["p_finish_by_deadline"] < 0.9
-    job = spot._job(*(JOB[k] for k in ("work", "C", "M", "R", "P", "N", "Wc", "deadline", "price", "spot_price",
+    job = spot.capacity_job(*(JOB[k] for k in ("work", "C", "M", "R", "P", "N", "Wc", "deadline", "price", "spot_price",
                                        "gpus")))
     runs = 6000
     fresh = spot.simulate_capacity(job, "fallback", fb["threshold_min"], runs=runs, seed=99)
@@ -30,7 +30,7 @@ def test_fallback_meets_its_deadline_probability_in_a_fresh_monte_carlo():
 
 
 def test_policies_without_preemptions_are_the_same_job():
-    job = spot._job(*(dict(JOB, P=np.inf, spot_price=2.5)[k] for k in ("work", "C", "M", "R", "P", "N", "Wc",
+    job = spot.capacity_job(*(dict(JOB, P=np.inf, spot_price=2.5)[k] for k in ("work", "C", "M", "R", "P", "N", "Wc",
                                                                          "deadline", "price", "spot_price", "gpus")))
     a = spot.simulate_capacity(job, "spot", runs=2000, seed=3)
     b = spot.simulate_capacity(job, "on-demand", runs=2000, seed=3)

@@ -24,8 +24,9 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
+from .errors import NEVER_FINISHES, InputError
 from .fields import DEFAULT_RUNS, DEFAULT_SEED, PHASE_FIELDS
+from .preemption_table import MAX_INTERRUPTIONS
 
 __all__ = ["PHASE_COL", "PhaseSchedules", "is_schedule_column", "phase_column_specs", "phase_indices", "phase_row_problems",
            "phase_schedules", "scenario_phase_columns"]
@@ -178,6 +179,10 @@ def phase_schedules(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndar
             plan = {"intervals": best["intervals"], "expectation": best["schedule"],
                     "single_interval": best["single_interval"], "single_total": best["single"]["total"]}
         plan["starts_min"], plan["factors"] = s, f
+        if not plan["expectation"]["failures"] <= MAX_INTERRUPTIONS:   # the simulation below would not end
+            raise InputError(f"row {table.index[r]}: failure_phases", f"{len(f)} phase(s)",
+                             f"{NEVER_FINISHES} (about {plan['expectation']['failures']:.3g} failures expected in "
+                             f"one run, more than {MAX_INTERRUPTIONS:,})")
         plan["per_phase"] = per_phase_optima(C, Mr, f)
         plan["simulated_wall"] = simulate_schedule(wr, plan["intervals"], C, Mr, R, s, f, runs=DEFAULT_RUNS,
                                                    seed=DEFAULT_SEED)["wall"]

@@ -6,8 +6,9 @@ notice when ``preemption_notice_min >= checkpoint_stall_min``), the chosen inter
 chooses one; the wall time and its parts are the model's; ``capacity_wait_h`` (waiting for capacity
 after preemptions, no GPUs held) is part of ``wall_h`` but of no GPU-hour; the GPU-hours are billed at
 ``spot_price_per_gpu_hour`` (``price_per_gpu_hour`` when it is empty); ``expected_preemptions`` counts
-the preemptions of attempts. The analytic deadline figures hold for failures alone: for these rows
-they come from the finite job's Monte Carlo on spot capacity (:func:`ckptplan.engine.spot.simulate_capacity`). Columns added for every row of a
+the preemptions of attempts. The analytic deadline figures hold for failures alone: they are left
+empty (NaN) for these rows, ``deadline_approximation_ok`` False; ``ckptplan compare`` simulates the finite job on
+spot capacity (:mod:`ckptplan.engine.spot`). Columns added for every row of a
 table with such a row: ``expected_preemptions`` and ``capacity_wait_h`` (0 without preemptions).
 Preemptions with failure phases or asynchronous saves are refused (not modelled together).
 """
@@ -23,7 +24,11 @@ from . import cost
 from .errors import NEVER_FINISHES, InputError
 from .preemption import preemption_breakdown, preemption_optimal_interval
 
-__all__ = ["PREEMPTION_COLUMNS", "PreemptionPlan", "preemption_plan", "spot_price"]
+__all__ = ["MAX_INTERRUPTIONS", "PREEMPTION_COLUMNS", "PreemptionPlan", "preemption_plan", "spot_price"]
+
+#: most failures and preemptions one run may expect: beyond, the job does not finish in any sense a plan means
+#: (and simulating it would not end); refused by name
+MAX_INTERRUPTIONS = 10_000
 
 #: the columns :func:`ckptplan.engine.scenario.evaluate` adds to a table with a preempted row
 PREEMPTION_COLUMNS = ("expected_preemptions", "capacity_wait_h")
@@ -54,6 +59,12 @@ class PreemptionPlan:
         """The time breakdown with the model's figures in the preempted rows."""
         a, r = self.args, self.rows
         b = preemption_breakdown(work[r], chosen[r], a["C"], a["M"], a["R"], a["P"], a["N"], a["Wc"])
+        many = b["failures"] + b["preemptions"] > MAX_INTERRUPTIONS
+        if many.any():
+            p = int(np.flatnonzero(many)[0])
+            raise InputError(f"row {self.labels[r[p]]}: preemptions_per_h", float(a["rate"][p]),
+                             f"{NEVER_FINISHES} (about {float(b['failures'][p] + b['preemptions'][p]):.3g} failures "
+                             f"and preemptions expected in one run, more than {MAX_INTERRUPTIONS:,})")
         bad = ~np.isfinite(b["total"]) | ~np.isfinite(b["wait"]) | ~np.isfinite(chosen[r])
         if bad.any():
             p = int(np.flatnonzero(bad)[0])
@@ -67,28 +78,6 @@ class PreemptionPlan:
         at_best = preemption_breakdown(work[r], self.best, a["C"], a["M"], a["R"], a["P"], a["N"], a["Wc"])
         self.waste_at_best = 1.0 - at_best["useful"] / at_best["total"]
         return out
-
-    def _deadline(self, out: dict[str, np.ndarray], work_h: np.ndarray, deadline_h: np.ndarray
-                  ) -> dict[str, np.ndarray]:
-        """The deadline figures of the preempted rows from the finite job's Monte Carlo on spot capacity
-        (:func:`ckptplan.engine.spot.simulate_capacity`, ``DEFAULT_RUNS`` runs, ``DEFAULT_SEED``)."""
-        from .fields import DEFAULT_RUNS, DEFAULT_SEED
-        from .spot import capacity_job, simulate_capacity
-
-        keys = ("p_finish_by_deadline", "wall_h_p50", "wall_h_p90", "wall_h_p99", "deadline_approximation_ok")
-        res = {k: np.array(out[k], copy=True) for k in keys}
-        a = self.args
-        for i, r in enumerate(self.rows):
-            dl = float(deadline_h[r]) * 60.0 if deadline_h[r] == deadline_h[r] else np.inf
-            job = capacity_job(float(work_h[r]) * 60.0, a["C"][i], a["M"][i], a["R"][i], a["P"][i], a["N"][i],
-                               a["Wc"][i], dl if np.isfinite(dl) else 1e300, 1.0, 1.0, 1.0)
-            sim = simulate_capacity(job, "spot", runs=DEFAULT_RUNS, seed=DEFAULT_SEED)
-            res["p_finish_by_deadline"][r] = np.mean(sim["finished"] & (sim["wall"] <= dl)) if np.isfinite(dl) \
-                else np.nan
-            for q in (50, 90, 99):
-                res[f"wall_h_p{q}"][r] = np.percentile(sim["wall"], q) / 60.0
-            res["deadline_approximation_ok"][r] = True   # simulated: no approximation to leave
-        return res
 
     def columns(self, new: dict[str, np.ndarray], gpus: np.ndarray, price: np.ndarray,
                 deadline_h: np.ndarray) -> dict[str, np.ndarray]:
@@ -104,7 +93,9 @@ class PreemptionPlan:
         out["cost_per_useful_gpu_hour"][r] = out["total_cost"][r] / out["useful_gpu_hours"][r]
         out["waste_fraction"][r] = 1.0 - out["useful_h"][r] / out["wall_h"][r]
         out["waste_fraction_at_optimum"][r] = self.waste_at_best
-        out.update(self._deadline(out, work_h=out["useful_h"], deadline_h=deadline_h))
+        for key in ("p_finish_by_deadline", "wall_h_p50", "wall_h_p90", "wall_h_p99"):
+            out[key][r] = np.nan             # no analytic answer with preemptions: `compare` simulates them
+        out["deadline_approximation_ok"][r] = False
         out["expected_preemptions"] = self.preemptions
         out["capacity_wait_h"] = wait_h
         return out

@@ -137,7 +137,7 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None, simula
                       + ("simulated on the schedule (" if phased else "analytic (exponential failures; ")
                       + f"wall time P50 / P90 / P99 "
                       f"{' / '.join(duration(row[k] * 60) for k in DEADLINE_KEYS[1:])})"
-                      + ("; `ckptplan deadline` simulates" if simulated is None else f"  |  {simulated}"),
+                      + ("" if phased else "; `ckptplan deadline` simulates" if simulated is None else f"  |  {simulated}"),
                       highlight=False)
     for warning in model_warnings(row.to_frame().T)[0]:
         console.print(f"[bold yellow]warning:[/] {literal(warning)}", highlight=False)

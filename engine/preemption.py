@@ -107,7 +107,8 @@ def preemption_breakdown(work: Any, T: Any, C: Any, M: Any, R: Any, P: Any, N: A
         out = {key: k * cyc[key] for key in ("failures", "preemptions", "save", "restart", "wait")}
         out["total"] = k * cyc["time"]
     out["useful"] = work
-    out["rework"] = np.maximum(out["total"] - work - out["save"] - out["restart"] - out["wait"], 0.0)
+    with np.errstate(invalid="ignore", over="ignore"):   # rows out of range are refused by the caller (preemption_table)
+        out["rework"] = np.maximum(out["total"] - work - out["save"] - out["restart"] - out["wait"], 0.0)
     for key in ("total", "save", "rework", "restart", "failures", "useful"):
         out[key] = np.where(none, base[key], out[key])
     for key in ("wait", "preemptions"):

@@ -50,6 +50,9 @@ def headline(row: "pd.Series") -> dict[str, Any]:
     from .engine.validity import model_warnings
 
     out["warnings"] = model_warnings(row.to_frame().T)[0]
+    from .cli_phases import schedule_json
+
+    out.update(schedule_json(row))
     return out
 
 
@@ -96,11 +99,15 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None, simula
     if not math.isnan(row.get("interval_min", math.nan)):
         t.add_row("chosen", duration(row["chosen_interval_min"]), f"{row['waste_fraction']:.2%}")
     console.print(t)
+    from .cli_phases import print_schedule
+
+    phased = print_schedule(row)
     console.print(f"first-order waste at the chosen interval: {row['first_order_waste']:.2%} "
                   f"(Young minimum sqrt(2C/M) = {row['young_min_waste']:.2%}; first order leaves out restarts)",
                   highlight=False)
 
-    c = Table(title=f"Expected run, saving every {duration(row['chosen_interval_min'])} "
+    c = Table(title=("Expected run, on the schedule " if phased else
+                     f"Expected run, saving every {duration(row['chosen_interval_min'])} ") +
                     f"({row['expected_failures']:,.1f} failures expected)", title_justify="left")
     for col, just in (("where the time goes", "left"), ("wall h", "right"), ("GPU-hours", "right"),
                       (f"cost ({cur})", "right"), ("share", "right")):
@@ -108,6 +115,9 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None, simula
     for cat in ("useful", "save", "rework", "restart"):
         c.add_row(cat, f"{row[f'{cat}_h']:,.1f}", f"{row[f'{cat}_gpu_hours']:,.0f}",
                   f"{row[f'{cat}_cost']:,.0f}", f"{row[f'{cat}_h'] / row['wall_h']:.2%}")
+    wait_h = float(row.get("capacity_wait_h", 0.0))
+    if wait_h > 0:   # preemptible capacity: waiting for capacity is wall time without GPUs
+        c.add_row("capacity wait (no GPUs held)", f"{wait_h:,.1f}", "0", "0", f"{wait_h / row['wall_h']:.2%}")
     c.add_row("[bold]compute[/]", f"{row['wall_h']:,.1f}", f"{row['total_gpu_hours']:,.0f}",
               f"{row['compute_cost']:,.0f}", "100.00%")
     console.print(c)
@@ -123,10 +133,11 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None, simula
     console.print(f"goodput {row['goodput']:.2%}  |  {row['cost_per_useful_gpu_hour']:,.3f} {literal(str(cur))} per useful "
                   f"GPU-hour (list price {row['price_per_gpu_hour']:,.2f})", highlight=False)
     if "p_finish_by_deadline" in row.index and row["p_finish_by_deadline"] == row["p_finish_by_deadline"]:
-        console.print(f"deadline {duration(row['deadline_h'] * 60)}: P(finish) {row['p_finish_by_deadline']:.1%} analytic "
-                      f"(exponential failures; wall time P50 / P90 / P99 "
+        console.print(f"deadline {duration(row['deadline_h'] * 60)}: P(finish) {row['p_finish_by_deadline']:.1%} "
+                      + ("simulated on the schedule (" if phased else "analytic (exponential failures; ")
+                      + f"wall time P50 / P90 / P99 "
                       f"{' / '.join(duration(row[k] * 60) for k in DEADLINE_KEYS[1:])})"
-                      + ("; `ckptplan deadline` simulates" if simulated is None else f"  |  {simulated}"),
+                      + ("" if phased else "; `ckptplan deadline` simulates" if simulated is None else f"  |  {simulated}"),
                       highlight=False)
     for warning in model_warnings(row.to_frame().T)[0]:
         console.print(f"[bold yellow]warning:[/] {literal(warning)}", highlight=False)
@@ -235,6 +246,9 @@ def workbook_cmd(
         if from_workbook is not None and (template or scenario_file):
             fail("--from takes the inputs from the workbook: leave out --template/--scenario")
         plan, readiness = _workbook_plan(from_workbook, scenario_file or template)
+        from .engine.phases import refuse_phases
+
+        refuse_phases(plan.scenario, "the workbook")
         single = _single_level(plan)
         sc = plan.scenario if single is None else single.scenario
         setup, designs = plan.setup, (plan.designs or None)

@@ -124,12 +124,20 @@ def register(app: typer.Typer) -> None:
             None, "--emit-scenario", help="Write the template with the fitted fields to this TOML file"),
         force: bool = _cli.flag("--force", help="Overwrite the --emit-scenario file if it exists"),
         confidence: float = typer.Option(0.9, "--confidence", help="Confidence level of the intervals"),
+        phase_starts_h: Optional[str] = typer.Option(
+            None, "--phase-starts-h", help="Also fit a failure rate per phase from these wall hours after the first "
+            "start (e.g. 0,72), with a test of whether it changed"),
     ) -> None:
         """Fit an interruption log: job MTBF with confidence bounds, failure shape, restart, stall, progress lost."""
         try:
             from .files.logs import fit_log
 
             result = fit_log(log, confidence=confidence)
+            phased = None
+            if phase_starts_h is not None:
+                from .cli_phases import fit_phases, parse_phase_starts
+
+                phased = fit_phases(log, parse_phase_starts(phase_starts_h), confidence)
         except ValueError as exc:
             _cli.fail(str(exc))
         emitted: dict[str, Any] | None = None
@@ -143,9 +151,16 @@ def register(app: typer.Typer) -> None:
                                            "fitted")
             emitted = {"path": str(emit_scenario), "name": plan.scenario.name, "overrides": result.scenario_overrides()}
         if as_json:
-            _cli.echo_json(result.to_dict(), emitted)
+            from .cli_phases import phase_fit_json
+
+            _cli.echo_json({**result.to_dict(), **({"failure_phases": phase_fit_json(phased)} if phased else {})},
+                           emitted)
         else:
             print_fit(result)
+            if phased is not None:
+                from .cli_phases import print_phase_fit
+
+                print_phase_fit(phased)
         if emitted is not None:
             (_cli.err_console if as_json else _cli.console).print(
                 f"wrote scenario {literal(repr(emitted['name']))} to {literal(emitted['path'])}", highlight=False)

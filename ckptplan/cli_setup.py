@@ -116,6 +116,10 @@ def compare(
         table = compare_designs(plan.scenario, plan.setup, plan.designs or None)
         even = None if break_even_field is None else break_even_answer(
             plan, break_even_field, *break_even_range_values(break_even_range))
+
+        from .engine.spot import scenario_capacity
+
+        capacity = scenario_capacity(plan.planned_scenario())  # spot scenario with a deadline: three policies
     except ValueError as exc:
         fail(str(exc))
     cur = plan.scenario.currency
@@ -125,8 +129,14 @@ def compare(
         out = {"baseline": plan.scenario.name, "currency": cur, "designs": rows}
         if even is not None:
             out["break_even"] = even.to_dict("records")
+        if capacity:
+            out["capacity"] = capacity
         echo_json(out)
         return
+    if capacity:
+        from .cli_spot import print_capacity
+
+        print_capacity(capacity, cur)
     from rich import box
 
     cells = [(f"[bold]{literal(str(r.name))}[/] (baseline)" if r.baseline else literal(str(r.name)),

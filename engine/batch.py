@@ -84,6 +84,8 @@ from .fields import DEFAULT_RUNS, DEFAULT_SEED, FIELDS, SETUP_FIELD_BY_NAME, TEX
 from .scenario import RowProblems, Scenario, check_columns
 from .scenario import is_absent as _is_absent
 from .scenario import is_number as _is_number
+from .phases_table import is_schedule_column
+from .preemption_table import PREEMPTION_COLUMNS
 from .scenario import derived_columns, evaluate_each, table_problems, to_table
 from .validity import CHECKS
 
@@ -100,6 +102,11 @@ _LEAD = ("status", "error", "warnings")
 
 def _output_names() -> set[str]:
     return {*_LEAD, *derived_columns(), *MONTE_CARLO_COLUMNS} - {"job_mtbf_h"}
+
+
+def _extra(name: str) -> bool:
+    """A plan column only some tables have: a failure-phase schedule's or preemptible capacity's."""
+    return is_schedule_column(name) or name in PREEMPTION_COLUMNS
 
 
 def _check_columns(table: pd.DataFrame, extra_columns: str) -> list[str]:
@@ -350,9 +357,11 @@ def _evaluate_valid_rows(table: pd.DataFrame, given: Mapping[str, np.ndarray], p
         parts, refused = evaluate_each(sub)
         for k, exc in refused.items():
             problems.add([candidates[k]], lambda _p, m=_refusal_message(exc): m)
+        for c in sorted({c for part in parts for c in part.columns if _extra(c)}):
+            res[c] = np.full(n, np.nan)  # a failure-phase schedule, preemptible capacity (engine.*_table)
         for part in parts:
             pos = candidates[part.index.to_numpy()]
-            for c in derived:
+            for c in [*derived, *(c for c in part.columns if _extra(c))]:
                 res[c][pos] = part[c].to_numpy(dtype=float)
     return res
 
@@ -377,7 +386,7 @@ def _results(table: pd.DataFrame, given: Mapping[str, np.ndarray], eff: Mapping[
     """The output table (module notes): status, error and warnings, the input columns, the plan's columns
     (with a tier design each tier's name and columns), the setup's and the Monte Carlo's."""
     out = {**_lead_columns(table.index, eff, res, problems), **_input_columns(table, given, res, bad_cells)}
-    plan_out = list(derived_columns())
+    plan_out = list(derived_columns()) + [c for c in res if _extra(c)]
     if design is not None:
         from .tiers.table import SINGLE_LEVEL_ONLY, TIER_COLUMNS
 

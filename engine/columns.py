@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .fields import FIELD_BY_NAME, SETUP_FIELD_BY_NAME, TEXT_FIELDS
+from .phases_table import PHASE_COL
 from .scenario import DOMAIN_COL as _DOMAIN_COL
 from .scenario import is_absent as _is_absent
 from .scenario import is_number as _is_number
@@ -52,6 +53,8 @@ def column_kind(name: Any) -> Optional[str]:
     m = _DOMAIN_COL.match(name)
     if m:
         return "text" if m.group(2) == "name" else "number"
+    if PHASE_COL.match(name):
+        return "number"
     return None
 
 

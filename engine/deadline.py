@@ -77,6 +77,9 @@ class _Job:
 def _job(scenario: Scenario, deadline_h, interval_min) -> _Job:
     if not isinstance(scenario, Scenario):
         raise InputError("scenario", type(scenario).__name__, "must be a ckptplan.engine.Scenario (e.g. ckptplan.files.load_scenario('seed'))")
+    from .phases import refuse_phases
+
+    refuse_phases(scenario, "the one-interval deadline simulation")
     changes = {}
     if deadline_h is not None:
         changes["deadline_h"] = _scalar("deadline_h", deadline_h, "positive")

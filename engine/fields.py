@@ -160,6 +160,15 @@ FIELDS: tuple[Field, ...] = (
     Field("interval_min", "min", "Chosen compute interval between saves (empty = exact optimum)", "positive"),
     Field("deadline_h", "h", "Deadline for the run, counted from its start", "positive"),
     Field("runs_per_month", "runs", "Runs per month for monthly figures (empty = back-to-back runs)", "positive"),
+    # preemptible (spot) capacity (ckptplan.engine.preemption); empty = on-demand capacity, never preempted
+    Field("preemptions_per_h", "per h", "Preemptions of the job per hour it holds its GPUs (spot capacity; "
+          "empty = none)", "nonnegative"),
+    Field("preemption_notice_min", "min", "Notice before a preemption (a save that fits is taken on notice; "
+          "empty = none)", "nonnegative"),
+    Field("capacity_wait_min", "min", "Wait for capacity after a preemption (no GPUs held; empty = none)",
+          "nonnegative"),
+    Field("spot_price_per_gpu_hour", "per GPU-h", "Price per GPU-hour of the preemptible capacity the job runs on "
+          "(empty = price_per_gpu_hour; that stays the on-demand price)", "nonnegative"),
 )
 FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
 
@@ -232,6 +241,22 @@ def domain_field(i: int, part: str) -> Field:
     return Field(f"domain{i}_{part}", base.unit, f"Correlated domain {i}: {base.label}", base.rule)
 
 
+#: A ``[[failure_phases]]`` table's numbers (:mod:`ckptplan.engine.phases`): from ``start_h`` on, the job's failure
+#: rate is ``rate_factor`` times the constant-rate model's; a table holds phase ``i`` as ``phase{i}_{name}`` columns,
+#: phases numbered from 1 in order of their start.
+PHASE_FIELDS: tuple[Field, ...] = (
+    Field("start_h", "h", "Start of a failure phase, wall hours from the job's start", "nonnegative"),
+    Field("rate_factor", "x", "Job failure rate from the phase's start, as a multiple of the constant-rate model's",
+          "positive"),
+)
+
+
+def phase_field(i: int, part: str) -> Field:
+    """The registry entry of table column ``phase{i}_{part}`` (``part``: start_h, rate_factor)."""
+    base = next(f for f in PHASE_FIELDS if f.name == part)
+    return Field(f"phase{i}_{part}", base.unit, f"Failure phase {i}: {base.label}", base.rule)
+
+
 #: Named quantities that are arguments of the Excel functions (and engine functions) without being
 #: scenario inputs: same name, unit and rule on every surface.
 QUANTITIES: tuple[Field, ...] = (
@@ -289,10 +314,14 @@ def lookup(name: str) -> Field:
         head, _, part = name[len("domain"):].partition("_")
         if head.isdigit() and part in {f.name for f in DOMAIN_FIELDS}:
             return domain_field(int(head), part)
+    if name.startswith("phase"):
+        head, _, part = name[len("phase"):].partition("_")
+        if head.isdigit() and part in {f.name for f in PHASE_FIELDS}:
+            return phase_field(int(head), part)
     raise KeyError(name)
 
 
 __all__ = ["COST_FIELDS", "COST_PARTS", "DEFAULT_CHUNK_ROWS", "DEFAULT_RUNS", "DEFAULT_SEED", "DOMAIN_FIELDS",
            "DOMAIN_SLOTS", "EXCEL_MAX_DATA_ROWS", "FIELDS", "FIELD_BY_NAME", "Field", "MAX_RUNS_PER_CELL",
-           "MAX_SWEEP_ROWS", "QUANTITIES", "RULES", "Rule", "SETUP_FIELDS", "SETUP_FIELD_BY_NAME", "TEXT_FIELDS",
-           "TIER_KEYS", "domain_field", "lookup"]
+           "MAX_SWEEP_ROWS", "PHASE_FIELDS", "QUANTITIES", "RULES", "Rule", "SETUP_FIELDS", "SETUP_FIELD_BY_NAME", "TEXT_FIELDS",
+           "TIER_KEYS", "domain_field", "lookup", "phase_field"]

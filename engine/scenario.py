@@ -26,6 +26,9 @@ from .errors import BLANK, InputError
 from .fields import DOMAIN_FIELDS, FIELDS, RULES, TEXT_FIELDS, Field
 from .frames import result_frame as _result_frame
 from .gate import FLOAT_MAX, check_finite_result
+from .phases import phases_from_list
+from .phases_table import phase_column_specs, phase_indices, phase_row_problems, phase_schedules, scenario_phase_columns
+from .preemption_table import preemption_plan, spot_price
 from .reliability import FailureDomain
 
 __all__ = ["DOMAIN_COL", "RowProblems", "Scenario", "check_columns", "check_mapping", "check_scenario", "derived_columns", "domain_indices", "evaluate",
@@ -47,6 +50,7 @@ def _post_init(self) -> None:
     except TypeError as exc:
         raise InputError("domains", self.domains, f"each domain needs name, mtbf_h and nodes_per_domain ({exc})") from None
     object.__setattr__(self, "domains", doms)
+    object.__setattr__(self, "failure_phases", phases_from_list(self.failure_phases))
     if self.failure_rate_source:
         from .fleets import fleet_node_mtbf
 
@@ -86,7 +90,7 @@ def _scenario_class() -> type:
     spec: list[tuple] = [("name", str)]
     spec += [(f.name, kind(f)) for f in FIELDS if f.required]
     spec += [(f.name, kind(f) | None, dc_field(default=f.default)) for f in FIELDS if not f.required]
-    spec += [("domains", tuple, dc_field(default=()))]
+    spec += [("domains", tuple, dc_field(default=())), ("failure_phases", tuple, dc_field(default=()))]
     spec += [(name, str, dc_field(default=default)) for name, (_, default) in TEXT_FIELDS.items() if name != "name"]
     doc = ("One scenario: how a training job saves and fails and what its GPUs cost. Validated on creation.\n\n"
            "Fields (generated from the registry, ``ckptplan.engine.fields``):\n\n"
@@ -94,6 +98,8 @@ def _scenario_class() -> type:
                        + (" (required)" if f.required else f" (default {f.default})" if f.default is not None
                           else " (optional)") for f in FIELDS)
            + "\n* ``domains``: correlated failure domains (:class:`~ckptplan.engine.reliability.FailureDomain`)"
+           + "\n* ``failure_phases``: a failure rate that changes over the run (:class:`~ckptplan.engine.phases."
+             "FailurePhase`: ``start_h``, ``rate_factor``; :mod:`ckptplan.engine.phases`)"
            + "".join(f"\n* ``{name}``: {label}" for name, (label, _) in TEXT_FIELDS.items()))
     cls = make_dataclass("Scenario", spec, frozen=True, namespace={
         "__doc__": doc, "__post_init__": _post_init, "replace": _replace, "with_nodes": _with_nodes})
@@ -140,6 +146,7 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
     """Plain dict (TOML-ready: optional fields left out when not given)."""
     data = asdict(check_scenario(scenario))
     data["domains"] = [asdict(d) for d in scenario.domains]
+    data["failure_phases"] = [asdict(p) for p in scenario.failure_phases]
     return {k: v for k, v in data.items() if v is not None and v != []}
 
 
@@ -152,7 +159,7 @@ def to_table(scenarios: Iterable[Scenario]) -> pd.DataFrame:
     rows = []
     for i, sc in enumerate(scenarios):
         check_scenario(sc, f"scenarios[{i}]")
-        row = {k: v for k, v in asdict(sc).items() if k != "domains"}
+        row = {k: v for k, v in asdict(sc).items() if k not in ("domains", "failure_phases")}
         for k, v in row.items():
             if v is None:
                 row[k] = np.nan
@@ -160,6 +167,7 @@ def to_table(scenarios: Iterable[Scenario]) -> pd.DataFrame:
             row[f"domain{i}_name"] = dom.name
             row[f"domain{i}_mtbf_h"] = dom.mtbf_h
             row[f"domain{i}_nodes_per_domain"] = dom.nodes_per_domain
+        row.update(scenario_phase_columns(sc.failure_phases))
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -446,6 +454,10 @@ def table_problems(table: pd.DataFrame, flagged: dict[str, np.ndarray] | None = 
             half &= ok[a] & ok[b]
             problems.add(np.flatnonzero(half), lambda p, i=i: InputError(
                 f"domain{i}", None, f"give both domain{i}_mtbf_h and domain{i}_nodes_per_domain, or neither"))
+    for name, rule in phase_column_specs(table.columns):
+        column(name, rule, False, None)
+    for rows, problem in phase_row_problems(eff, ok, phase_indices(table.columns)):
+        problems.add(rows, problem)
     return given, eff, problems
 
 
@@ -526,6 +538,10 @@ def _scenario_columns(scenarios: list[Scenario]) -> dict[str, np.ndarray]:
         doms = [sc.domains[i - 1] if len(sc.domains) >= i else None for sc in scenarios]
         cols[f"domain{i}_mtbf_h"] = column([None if d is None else d.mtbf_h for d in doms])
         cols[f"domain{i}_nodes_per_domain"] = column([None if d is None else d.nodes_per_domain for d in doms])
+    for i in range(1, max((len(sc.failure_phases) for sc in scenarios), default=0) + 1):
+        for part in ("start_h", "rate_factor"):
+            cols[f"phase{i}_{part}"] = column([getattr(sc.failure_phases[i - 1], part) if len(sc.failure_phases) >= i
+                                              else None for sc in scenarios])
     return cols
 
 
@@ -540,8 +556,16 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
     C, W, s = cols["checkpoint_stall_min"], cols["async_write_min"], cols["async_slowdown_fraction"]
     R, D = _restart_split(cols)
     intervals = _intervals(cols, M)
+    preempted = preemption_plan(table, cols, M)  # None without preemptions: the on-demand plan
+    if preempted is not None:
+        intervals = preempted.intervals(intervals, cols["interval_min"])
     chosen = intervals["chosen_interval_min"]
     parts = waste.time_breakdown_kernel(work, chosen, C, M, R, W, s, D)
+    if preempted is not None:
+        parts = preempted.parts(parts, work, chosen)
+    schedules = phase_schedules(table, cols, M, work)  # None without failure phases: the constant-rate plan
+    if schedules is not None:
+        parts = schedules.parts(parts)
     gpus = _gpus(cols)
     new = {"job_mtbf_h": job_mtbf_h, **intervals, **_wastes(cols, M, intervals),
            "expected_failures": parts["failures"], "wall_h": parts["total"] / 60.0}
@@ -554,6 +578,10 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
     for q in ("p50", "p90", "p99"):
         new[f"wall_h_{q}"] = deadline[f"wall_{q}"] / 60.0
     new["deadline_approximation_ok"] = deadline["ok"]
+    if schedules is not None:
+        new.update(schedules.columns(new, chosen, deadline_min))
+    if preempted is not None:
+        new.update(preempted.columns(new, gpus, spot_price(cols), cols["deadline_h"]))
     return _result_frame(table, new)
 
 

@@ -223,6 +223,10 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
         raise InputError("scenario", type(scenario).__name__, "must be a Scenario")
     if not isinstance(st, RecoverySetup):
         raise InputError("setup", type(st).__name__, "must be a RecoverySetup")
+    if st.tiers:
+        from .phases import refuse_phases
+
+        refuse_phases(scenario, "the multi-level (tiers) model")
     notes: list[str] = []
     base, row, sizes, parts, spare = _derived_scenario(scenario, st, notes)
     if st.tiers:
@@ -306,8 +310,10 @@ def _money(base: Scenario, st: Any, figures: dict[str, Any], tiers: list[dict], 
     GPU-hours of job and spares, the money (compute by category, storage, spares, :data:`engine.fields.COST_PARTS`'
     sums) and the cost per useful GPU-hour."""
     spares = spare["spares"]
-    wall_h = figures["wall_h"]
+    wall_h = figures["wall_h"] - figures.get("capacity_wait_h", 0.0)  # no GPUs held while waiting for capacity
     price = base.price_per_gpu_hour
+    if base.preemptions_per_h and base.spot_price_per_gpu_hour is not None:  # engine.preemption_table's rule
+        price = base.spot_price_per_gpu_hour
     job_gpu_h = figures["gpus"] * wall_h
     spare_gpu_h = spares * base.gpus_per_node * wall_h
     money = {f"{k}_cost": figures[f"{k}_h"] * figures["gpus"] * price for k in ("useful", "save", "rework", "restart")}
@@ -381,6 +387,9 @@ def _single(base: Scenario, st: Any, row: Any, sizes: dict[str, Any],
     figures.update(name=base.name, checkpoint_stall_min=float(base.checkpoint_stall_min),
                    async_write_min=float(base.async_write_min), interval_min=float(row["chosen_interval_min"]),
                    p_finish_by_deadline=float(row["p_finish_by_deadline"]))
+    for key in ("expected_preemptions", "capacity_wait_h"):   # preemptible capacity (engine.preemption_table)
+        if key in row.index:
+            figures[key] = float(row[key])
     restore = parts.get("load_min") if parts else sizes["derived_restore_min"]
     tier = {"name": "checkpoint", "every": 1, "interval_min": float(row["chosen_interval_min"]),
             "checkpoint_stall_min": float(base.checkpoint_stall_min), "restore_min": restore,

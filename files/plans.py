@@ -11,6 +11,8 @@ holds, besides the ``[scenario]`` fields:
   (:data:`ckptplan.engine.fields.TIER_KEYS`);
 * ``[scenario.failure_classes]`` (or top-level ``[failure_classes]``): class name -> share of job
   failures (shares sum to 1);
+* ``[[scenario.failure_phases]]`` (or top-level ``[[failure_phases]]``): ``start_h``, ``rate_factor``, a job
+  failure rate that changes over the run (:mod:`ckptplan.engine.phases`);
 * ``[[designs]]`` tables: named changes to compare (``name``, ``set``, ``times``, ``tiers``,
   ``failure_classes``; :class:`ckptplan.engine.designs.Design`);
 * an ``[uncertainty]`` table (or ``[scenario.uncertainty]``): input ranges, field = ``[low, high]`` or
@@ -84,7 +86,7 @@ def plan_from_data(data: dict[str, Any], origin: str = "scenario") -> PlanFile:
     if not isinstance(table, dict):
         raise InputError(f"{origin}: scenario", table, "must be a table")
     table = dict(table)
-    for key in ("tiers", "failure_classes", "uncertainty"):
+    for key in ("tiers", "failure_classes", "uncertainty", "failure_phases"):
         if key in data and "scenario" in data:
             if key in table:
                 raise InputError(f"{origin}: {key}", "given twice", f"give {key} at the top level or in [scenario], not both")

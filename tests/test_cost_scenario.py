@@ -50,7 +50,9 @@ def test_evaluate_columns_are_consistent():
     assert (out["waste_fraction_at_optimum"] <= out[["waste_fraction_at_young", "waste_fraction_at_daly"]].min(axis=1) + 1e-15).all()
     numeric = out.select_dtypes("number").drop(columns=["interval_min", "runs_per_month", "job_mtbf_h", "deadline_h",
                                                         "node_mtbf_h", "domain1_mtbf_h", "domain1_nodes_per_domain",
-                                                        "p_finish_by_deadline"],  # NaN without a deadline
+                                                        "p_finish_by_deadline",  # NaN without a deadline
+                                                        "preemptions_per_h", "preemption_notice_min",
+                                                        "capacity_wait_min", "spot_price_per_gpu_hour"],  # optional
                                                errors="ignore")
     assert np.isfinite(numeric.to_numpy()).all()
 

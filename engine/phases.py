@@ -1,0 +1,355 @@
+"""A job failure rate that changes over the run: an interval schedule and its exact expectation.
+
+The job fails as a non-homogeneous Poisson process whose rate is piecewise constant in **wall** time
+from the job's start: ``lambda(t) = f_j / M`` for ``s_j <= t < s_{j+1}`` (``s_0 = 0``; ``M`` the
+job MTBF of the constant-rate model, ``f_j`` a phase's ``rate_factor``; the rate before the first
+phase is ``1 / M``). A scenario states phases as ``[[failure_phases]]`` tables (``start_h``,
+``rate_factor``): "the first 3 days 3x" is ``{start_h = 0, rate_factor = 3}`` and
+``{start_h = 72, rate_factor = 1}``.
+
+**The schedule.** A compute interval ``T_j`` per phase: whenever the job starts a segment (at the
+start, after a durable checkpoint, after a restore) it saves after ``T_j`` of compute, ``j`` the
+phase it starts the segment in. A segment (``S = T + C`` of wall time) that straddles a boundary
+keeps its interval; the rate it sees changes at the boundary. A failure costs a restart ``R``
+(itself restarted by a failure) and the work since the last checkpoint.
+
+**The exact expectation** (:func:`schedule_expectation`). Inside one phase the process is the
+homogeneous renewal model of Daly (FGCS 22(3), 2006, the complete cost function; see
+:mod:`ckptplan.engine.waste`): from a segment start the expected wall time per unit of work is
+``rho_j = M_j exp(R/M_j) (exp(S_j/M_j) - 1) / T_j``, ``M_j = M / f_j``. Write ``psi_j(state)`` for
+the expected remaining time, less ``rho_j`` times the work left, of the state the job is in (a
+segment attempt started ``x`` ago, a restart running for ``y``; 0 at a fresh segment start of phase
+``j``'s interval). Then ``t + rho_j w(t) + psi_j(state(t))`` is a martingale while phase ``j``
+lasts (``w`` the work not yet checkpointed), so with ``L_j = s_{j+1} - s_j``::
+
+    E[work checkpointed in phase j] = (L_j + E psi_j(state at s_{j+1}) - E psi_j(state at s_j)) / rho_j
+
+and the expected wall time is ``s_K + rho_K E[w(s_K)] + E psi_K(state at s_K)``, ``K`` the phase
+the job ends in. The same identity with other rewards (failures, saves, restart time) gives the
+breakdown. The state at a boundary ``b`` is known exactly: restarts start at the failure rate
+``lambda(t)`` whatever the job is doing, so restarts finish (and segments start after a restore) at
+``lambda(t - R) exp(-Lambda(t - R, t))``, and a segment start at ``t`` is followed by one at
+``t + S(t)`` with probability ``exp(-Lambda(t, t + S(t)))``; the density of segment starts is the
+sum of these restore starts carried forward along every chain of successful segments (and the one
+failure-free path from the job's start). Its integral over the last ``S`` before ``b`` is a
+midpoint sum (:data:`QUADRATURE_NODES` nodes; the rest is closed form), the only numerical step.
+
+Assumptions and validity: failures are Poisson within a phase (exponential gaps), strike during
+compute, saves and restarts alike; synchronous saves (a background write is refused); the last
+segment is counted as its share of a full one, as the constant-rate model does (so a schedule with
+one phase is Daly's model exactly); the job is assumed still running when the phase it ends in
+begins (the expectation treats it as certain; a boundary within a few intervals of the job's end
+makes it an approximation). :mod:`ckptplan.engine.phases_montecarlo` simulates the same process
+event by event.
+
+**The optimal schedule** (:func:`optimal_schedule`). For exponential failures a fixed interval is
+optimal (Bougeret, Casanova, Rabie, Robert, Vivien, "Checkpointing strategies for parallel jobs",
+SC'11); with a rate that changes over time they use a dynamic programme. Here each phase starts at
+its own exact optimum (``M_j (1 + W0(-exp(-1 - C/M_j)))``, :func:`ckptplan.engine.waste.exact_optimal_interval`)
+and the exact expectation above is then minimised over all intervals at once (Nelder-Mead on their
+logarithms), keeping the best schedule seen, the best single interval included, so the schedule
+never costs more than one interval for the whole run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from .errors import InputError
+from .waste import exact_optimal_interval_kernel
+
+__all__ = ["FailurePhase", "QUADRATURE_NODES", "SEARCH_NODES", "boundary_state", "best_single_interval", "optimal_schedule",
+           "phase_arrays", "phases_from_list", "refuse_phases", "schedule_expectation"]
+
+#: midpoint nodes over the last segment before a boundary (the state distribution's integral)
+QUADRATURE_NODES = 4000
+#: nodes while searching for the optimum (the schedule found is then evaluated with QUADRATURE_NODES)
+SEARCH_NODES = 400
+
+
+@dataclass(frozen=True)
+class FailurePhase:
+    """One ``[[failure_phases]]`` table: from ``start_h`` (wall hours from the job's start) on, the job's
+    failure rate is ``rate_factor`` times the rate of the constant-rate model."""
+
+    start_h: float
+    rate_factor: float
+
+    def __post_init__(self) -> None:
+        for name, rule, ok in (("start_h", "must be a finite number >= 0", lambda v: v >= 0),
+                               ("rate_factor", "must be a finite number > 0", lambda v: v > 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not (
+                    np.isfinite(value) and ok(value)):
+                raise InputError(f"failure_phases: {name}", value, rule)
+            object.__setattr__(self, name, float(value))
+
+
+def phases_from_list(raw: Any, origin: str = "scenario") -> tuple[FailurePhase, ...]:
+    """Failure phases from a list of tables (``start_h``, ``rate_factor``) or :class:`FailurePhase` records,
+    checked: known keys only, both given, start times strictly increasing."""
+    if isinstance(raw, (str, bytes, dict)) or not isinstance(raw, (list, tuple)):
+        raise InputError(f"{origin}: failure_phases", raw, "must be a list of [[failure_phases]] tables with "
+                         "start_h and rate_factor")
+    out = []
+    for i, item in enumerate(raw):
+        if isinstance(item, FailurePhase):
+            out.append(item)
+            continue
+        if not isinstance(item, dict):
+            raise InputError(f"{origin}: failure_phases[{i}]", item, "must be a table with start_h and rate_factor")
+        unknown = sorted(set(item) - {"start_h", "rate_factor"})
+        if unknown:
+            raise InputError(f"{origin}: failure_phases[{i}]: {unknown[0]}", item[unknown[0]],
+                             "unknown key; a phase has start_h and rate_factor")
+        for key in ("start_h", "rate_factor"):
+            if key not in item:
+                raise InputError(f"{origin}: failure_phases[{i}]: {key}", None, "is required")
+        try:
+            out.append(FailurePhase(item["start_h"], item["rate_factor"]))
+        except InputError as exc:
+            raise InputError(f"{origin}: failure_phases[{i}]: {exc.field.split(': ')[-1]}", exc.value, exc.rule) from None
+    for i in range(1, len(out)):
+        if not out[i].start_h > out[i - 1].start_h:
+            raise InputError(f"{origin}: failure_phases[{i}]: start_h", out[i].start_h,
+                             f"must be greater than the previous phase's start_h ({out[i - 1].start_h:g})")
+    return tuple(out)
+
+
+def refuse_phases(scenario: Any, surface: str) -> None:
+    """Raise :class:`InputError` when ``scenario`` has failure phases and ``surface`` (a model or a command
+    that plans a constant failure rate) would silently leave them out."""
+    phases = getattr(scenario, "failure_phases", ())
+    if getattr(scenario, "preemptions_per_h", None):
+        raise InputError("preemptions_per_h", scenario.preemptions_per_h,
+                         f"{surface} plans on-demand capacity: plan preemptible capacity with `ckptplan plan` or "
+                         "`ckptplan batch` (single-level checkpoints)")
+    if phases:
+        raise InputError("failure_phases", f"{len(phases)} phase(s)",
+                         f"{surface} plans a constant failure rate: plan failure phases with `ckptplan plan` or "
+                         "`ckptplan batch` (single-level checkpoints)")
+
+
+def phase_arrays(phases: Iterable[FailurePhase]) -> tuple[np.ndarray, np.ndarray]:
+    """(start hours, rate factors) of the whole run: a first phase at 0 with factor 1 unless one starts at 0."""
+    phases = list(phases)
+    starts = [p.start_h for p in phases]
+    factors = [p.rate_factor for p in phases]
+    if not starts or starts[0] > 0:
+        starts, factors = [0.0] + starts, [1.0] + factors
+    return np.array(starts, dtype=float), np.array(factors, dtype=float)
+
+
+class _Rate:
+    """The piecewise-constant rate: phase starts ``s`` (``s[0] = 0``), rates ``lam``, cumulative ``H``."""
+
+    def __init__(self, starts: np.ndarray, rates: np.ndarray):
+        self.s = np.asarray(starts, dtype=float)
+        self.lam = np.asarray(rates, dtype=float)
+        self.Hs = np.concatenate([[0.0], np.cumsum(self.lam[:-1] * np.diff(self.s))])
+
+    def phase(self, t: Any) -> Any:
+        return self.s.searchsorted(t, side="right") - 1
+
+    def H(self, t: Any) -> Any:
+        j = self.phase(t)
+        return self.Hs[j] + self.lam[j] * (np.asarray(t) - self.s[j])
+
+
+def _phase_constants(lam: np.ndarray, T: np.ndarray, C: float, R: float) -> dict[str, np.ndarray]:
+    """Per phase: segment ``S``, restart expectation ``Rr``, cycle time ``a``, failures per cycle ``n``."""
+    S = T + C
+    n = np.expm1(lam * S)                    # failed attempts per successful segment
+    Rr = np.expm1(lam * R) / lam             # expected restart time, restarts of restarts included
+    a = n * (1.0 / lam + Rr)                 # expected wall time of one segment (Daly)
+    return {"S": S, "n": n, "Rr": Rr, "a": a, "rho": a / T}
+
+
+#: the rewards the potentials carry: wall time, failed attempts, successful saves, restart time
+_REWARDS = ("time", "failures", "saves", "restart")
+
+
+def _cycle_rewards(k: dict[str, np.ndarray], j: int) -> np.ndarray:
+    """Each reward's expectation per successful segment of phase ``j``'s interval."""
+    return np.array([k["a"][j], k["n"][j], 1.0, k["n"][j] * k["Rr"][j]])
+
+
+def _failure_free_start(rate: _Rate, S: np.ndarray, b: float) -> float:
+    """Start of the segment in progress at ``b`` on the failure-free path (segment starts 0, S(0), ...)."""
+    t = 0.0
+    for p in range(int(rate.phase(0.0)), len(rate.s)):
+        if p + 1 < len(rate.s) and t >= rate.s[p + 1]:
+            continue
+        k = np.floor((b - t) / S[p])                       # the start whose segment ends after b, staying in p
+        k_out = np.inf if p + 1 == len(rate.s) else np.ceil((rate.s[p + 1] - t) / S[p])  # starts left in p
+        if k < k_out:
+            return float(t + k * S[p])
+        t += k_out * S[p]
+    raise AssertionError("unreachable: the last phase lasts for ever")  # pragma: no cover
+
+
+def boundary_state(rate: _Rate, T: np.ndarray, C: float, R: float, b: float,
+                   nodes: int = QUADRATURE_NODES) -> dict[str, np.ndarray]:
+    """The job's state at wall time ``b > 0`` (see the module notes): segments in progress (start, interval,
+    probability mass) and restarts in progress (elapsed, mass); the masses sum to 1."""
+    S = T + C
+    # the failure-free path: segment starts 0, S(0), ...; the one in progress at b has mass exp(-H(b))
+    starts, masses = [_failure_free_start(rate, S, b)], [float(np.exp(-rate.H(b)))]
+    # segment starts after a restore, carried along chains of successes, in the window of the last S_max
+    # (split by phase: a segment started in phase p is still running at b when it started after b - S_p)
+    pieces = [(max(float(rate.s[p]), b - float(S[p])), min(float(rate.s[p + 1]) if p + 1 < len(rate.s) else b, b))
+              for p in range(len(rate.s))]
+    pieces = [(lo, hi) for lo, hi in pieces if hi > lo]
+    total = sum(hi - lo for lo, hi in pieces)
+    x_parts, w_parts = [], []
+    for lo, hi in pieces:
+        k = max(8, int(round(nodes * (hi - lo) / total)))
+        x_parts.append(lo + (hi - lo) / k * (np.arange(k) + 0.5))
+        w_parts.append(np.full(k, (hi - lo) / k))
+    x, width = np.concatenate(x_parts), np.concatenate(w_parts)
+    dens = np.zeros(x.size)
+    Hb = rate.H(b)
+    idx, cur = np.arange(x.size), x.copy()
+    while cur.size:
+        ok = cur >= R
+        if ok.any():
+            u = cur[ok] - R
+            np.add.at(dens, idx[ok], rate.lam[rate.phase(u)] * np.exp(-(Hb - rate.H(u))))
+        nxt_i, nxt_t = [], []
+        for p, Sp in enumerate(S):
+            prev = cur - Sp
+            m = prev >= 0
+            m[m] &= rate.phase(prev[m]) == p
+            nxt_i.append(idx[m])
+            nxt_t.append(prev[m])
+        idx, cur = np.concatenate(nxt_i), np.concatenate(nxt_t)
+    starts = np.concatenate([starts, x])
+    masses = np.concatenate([masses, dens * width])
+    # restarts in progress: started at b - y at the failure rate, survived since
+    span = min(R, b)
+    if span > 0:
+        y = span / nodes * (np.arange(nodes) + 0.5)
+        rmass = rate.lam[rate.phase(b - y)] * np.exp(-(Hb - rate.H(b - y))) * (span / nodes)
+    else:
+        y, rmass = np.zeros(0), np.zeros(0)
+    ph = rate.phase(starts)
+    return {"start": starts, "S": S[ph], "T": T[ph], "mass": masses, "restart_elapsed": y, "restart_mass": rmass}
+
+
+def _expected_potential(state: dict[str, np.ndarray], b: float, q: int, lam: float, T: np.ndarray,
+                        k: dict[str, np.ndarray], R: float) -> np.ndarray:
+    """E psi_q(state at b) for every reward (:data:`_REWARDS`), phase ``q``'s rate ``lam`` and interval."""
+    d = state["S"] - (b - state["start"])          # wall time the segment in progress still needs
+    fail = -np.expm1(-lam * d)
+    ok = 1.0 - fail
+    share = state["T"] / T[q]                      # its work, in segments of phase q
+    Rr, n, m = k["Rr"][q], k["n"][q], state["mass"]
+    att = np.array([
+        np.sum(m * (fail * (1.0 / lam + Rr) - ok * k["a"][q] * share)),
+        np.sum(m * (fail - ok * n * share)),
+        np.sum(m * ok * (1.0 - share)),
+        np.sum(m * (fail * Rr - ok * n * Rr * share)),
+    ])
+    rfail = -np.expm1(-lam * (R - state["restart_elapsed"]))
+    rtime = np.sum(state["restart_mass"] * rfail * (1.0 / lam + Rr))
+    return att + np.array([rtime, 0.0, 0.0, rtime])
+
+
+def schedule_expectation(work: float, intervals: Sequence[float], C: float, M: float, R: float,
+                         starts: Sequence[float], factors: Sequence[float],
+                         nodes: int = QUADRATURE_NODES) -> dict[str, float]:
+    """Expected wall time of ``work`` under an interval schedule, and where it goes (exact; module notes).
+
+    All times in one unit (``starts`` in it too: phase start times from the job's start; ``factors``
+    multiply the rate ``1/M``). ``intervals[j]`` is the compute interval of phase ``j``. Returns
+    ``total``, ``useful`` (= work), ``save``, ``rework``, ``restart`` (times), ``failures`` (failed
+    attempts, as :func:`ckptplan.engine.waste.time_breakdown` counts them) and ``end_phase`` (the
+    phase the job is expected to end in). One phase reproduces Daly's exact model.
+    """
+    T = np.asarray(intervals, dtype=float)
+    rate = _Rate(np.asarray(starts, dtype=float), np.asarray(factors, dtype=float) / M)
+    k = _phase_constants(rate.lam, T, C, R)
+    w, acc = float(work), np.zeros(4)
+    psi_start = np.zeros(4)                        # a fresh segment of phase 0 at t = 0
+    K = len(rate.s)
+    for j in range(K):
+        cyc = _cycle_rewards(k, j) / T[j]          # each reward per unit of work in phase j
+        if j < K - 1:
+            b = float(rate.s[j + 1])
+            state = boundary_state(rate, T, C, R, b, nodes)
+            psi_end = _expected_potential(state, b, j, rate.lam[j], T, k, R)
+            dw = (b - rate.s[j] + psi_end[0] - psi_start[0]) / k["rho"][j]
+            if dw < w:
+                acc += cyc * dw + psi_start - psi_end
+                acc[0] = b                           # the time identity, exactly: the phase's length
+                w -= dw
+                psi_start = _expected_potential(state, b, j + 1, rate.lam[j + 1], T, k, R)
+                continue
+        total = acc + cyc * w + psi_start
+        out = {"total": float(total[0]), "failures": float(total[1]), "save": float(total[2] * C),
+               "restart": float(total[3]), "useful": float(work), "end_phase": j}
+        out["rework"] = max(out["total"] - out["useful"] - out["save"] - out["restart"], 0.0)
+        return out
+    raise AssertionError("unreachable: the last phase always ends the job")  # pragma: no cover
+
+
+def _objective(work: float, C: float, M: float, R: float, starts: Sequence[float], factors: Sequence[float]):
+    def f(log_t: np.ndarray) -> float:
+        T = np.exp(np.clip(log_t, -50.0, 50.0))
+        try:
+            value = schedule_expectation(work, T, C, M, R, starts, factors, SEARCH_NODES)["total"]
+        except (FloatingPointError, OverflowError):
+            return np.inf
+        return value if np.isfinite(value) else np.inf
+    return f
+
+
+def best_single_interval(work: float, C: float, M: float, R: float, starts: Sequence[float],
+                         factors: Sequence[float]) -> float:
+    """The one interval for the whole run with the least expected wall time under the phases (bounded
+    Brent search on its logarithm, between the phases' own optima /4 and x4)."""
+    from scipy.optimize import minimize_scalar
+
+    own = per_phase_optima(C, M, factors)
+    f = _objective(work, C, M, R, starts, factors)
+    lo, hi = np.log(own.min() / 4.0), np.log(own.max() * 4.0)
+    res = minimize_scalar(lambda v: f(np.full(len(own), v)), bounds=(lo, hi), method="bounded",
+                          options={"xatol": 1e-6})
+    return float(np.exp(res.x))
+
+
+def per_phase_optima(C: float, M: float, factors: Sequence[float]) -> np.ndarray:
+    """Each phase's exact optimum as if its rate held for ever: ``M_j (1 + W0(-exp(-1 - C/M_j)))``, ``M_j = M/f_j``."""
+    Mj = M / np.asarray(factors, dtype=float)
+    return np.asarray(exact_optimal_interval_kernel(np.full_like(Mj, C), Mj, np.zeros_like(Mj), np.zeros_like(Mj)),
+                      dtype=float)
+
+
+def optimal_schedule(work: float, C: float, M: float, R: float, starts: Sequence[float],
+                     factors: Sequence[float]) -> dict[str, Any]:
+    """The schedule with the least expected wall time (module notes), and the best single interval.
+
+    Returns ``intervals`` (one per phase), ``single_interval``, ``per_phase`` (each phase's own optimum,
+    the starting point) and the expectations ``schedule`` and ``single`` (:func:`schedule_expectation`).
+    Phases after the job's expected end keep their own optimum (they change nothing).
+    """
+    from scipy.optimize import minimize
+
+    if C <= 0:
+        raise InputError("checkpoint_stall_min", C, "must be > 0 with failure phases (a free save has no optimum)")
+    own = per_phase_optima(C, M, factors)
+    single = best_single_interval(work, C, M, R, starts, factors)
+    f = _objective(work, C, M, R, starts, factors)
+    candidates = [np.log(own), np.full(len(own), np.log(single))]
+    start = min(candidates, key=f)
+    res = minimize(f, start, method="Nelder-Mead",
+                   options={"xatol": 1e-3, "fatol": 1e-8 * f(start), "maxiter": 400 * len(own)})
+    best = min(candidates + [res.x], key=f)
+    T = np.exp(best)
+    chosen = schedule_expectation(work, T, C, M, R, starts, factors)
+    T[chosen["end_phase"] + 1:] = own[chosen["end_phase"] + 1:]
+    return {"intervals": T, "single_interval": single, "per_phase": own, "schedule": chosen,
+            "single": schedule_expectation(work, np.full(len(own), single), C, M, R, starts, factors)}

@@ -1,0 +1,191 @@
+"""Failure phases in a scenario table: ``phase{i}_start_h`` / ``phase{i}_rate_factor`` columns, their rules,
+and the schedule columns :func:`ckptplan.engine.scenario.evaluate` adds for rows that have phases.
+
+A table row (a batch row, a sweep row, one scenario flattened) holds phase ``i`` (numbered from 1, in
+order of start) as two number cells, as correlated failure domains are held (``domain{i}_*``). Rules:
+``start_h`` >= 0 and ``rate_factor`` > 0 (:data:`ckptplan.engine.fields.PHASE_FIELDS`); both cells of a
+phase given or neither; phases numbered from 1 without gaps; each start after the previous phase's.
+
+For a row with phases, the figures of the plan are those of the schedule planned
+(:mod:`ckptplan.engine.phases`): the optimal schedule, or ``interval_min`` in every phase when the row
+chooses one. Columns added for every row of a table with phase columns: ``schedule{i}_start_h`` and
+``schedule{i}_interval_min`` and ``schedule{i}_rate_factor`` (the schedule, phase 1 the one from the job's start: a row whose first
+phase starts later has a phase at 0 with the constant rate ahead of it), ``single_interval_min`` (the
+best single interval under the same process) and ``single_interval_wall_h`` (its expected wall time).
+The deadline figures of a row with phases come from :func:`ckptplan.engine.phases_montecarlo.simulate_schedule`
+(``DEFAULT_RUNS`` runs, ``DEFAULT_SEED``): the analytic answer holds for a constant rate only.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from .errors import NEVER_FINISHES, InputError
+from .fields import DEFAULT_RUNS, DEFAULT_SEED, PHASE_FIELDS
+from .preemption_table import MAX_INTERRUPTIONS
+
+__all__ = ["PHASE_COL", "PhaseSchedules", "is_schedule_column", "phase_column_specs", "phase_indices", "phase_row_problems",
+           "phase_schedules", "scenario_phase_columns"]
+
+PHASE_COL = re.compile(r"^phase(\d+)_(" + "|".join(f.name for f in PHASE_FIELDS) + r")$")
+
+
+_SCHEDULE_COL = re.compile(r"^schedule\d+_(start_h|interval_min|rate_factor)$")
+
+
+def is_schedule_column(name: Any) -> bool:
+    """A column :func:`phase_schedules` adds to an evaluated table (module notes)."""
+    return isinstance(name, str) and (bool(_SCHEDULE_COL.match(name))
+                                      or name in ("single_interval_min", "single_interval_wall_h"))
+
+
+def phase_indices(columns: Iterable[Any]) -> list[int]:
+    """The ``i`` of every ``phase{i}_*`` column; raises unless each phase has both columns."""
+    columns = list(columns)
+    found = sorted({int(m.group(1)) for c in columns if isinstance(c, str) and (m := PHASE_COL.match(c))})
+    for i in found:
+        for part in PHASE_FIELDS:
+            if f"phase{i}_{part.name}" not in columns:
+                raise InputError("columns", f"phase{i}_{part.name}",
+                                 f"missing: every failure phase needs both phase{i}_start_h and phase{i}_rate_factor")
+    return found
+
+
+def phase_column_specs(columns: Iterable[Any]) -> list[tuple[str, str]]:
+    """(column, rule key) of every phase cell of a table with these columns."""
+    return [(f"phase{i}_{part.name}", part.rule) for i in phase_indices(columns) for part in PHASE_FIELDS]
+
+
+def scenario_phase_columns(phases: Iterable[Any]) -> dict[str, float]:
+    """A scenario's phases as table cells."""
+    out: dict[str, float] = {}
+    for i, p in enumerate(phases, start=1):
+        out[f"phase{i}_start_h"] = p.start_h
+        out[f"phase{i}_rate_factor"] = p.rate_factor
+    return out
+
+
+def phase_row_problems(eff: dict[str, np.ndarray], ok: dict[str, np.ndarray], indices: list[int]
+                       ) -> list[tuple[np.ndarray, Callable[[int], InputError]]]:
+    """The rules across a row's phase cells (module notes): (rows, the error of a row) per broken rule."""
+    out: list[tuple[np.ndarray, Callable[[int], InputError]]] = []
+    prev_start = prev_given = None
+    for i in indices:
+        start, factor = eff[f"phase{i}_start_h"], eff[f"phase{i}_rate_factor"]
+        cells_ok = ok[f"phase{i}_start_h"] & ok[f"phase{i}_rate_factor"]
+        given = ~np.isnan(start)
+        half = (np.isnan(start) != np.isnan(factor)) & cells_ok
+        out.append((np.flatnonzero(half), lambda p, i=i: InputError(
+            f"phase{i}", None, f"give both phase{i}_start_h and phase{i}_rate_factor, or neither")))
+        if prev_given is None:
+            gap = given & (i != 1)
+        else:
+            gap = given & ~prev_given
+        out.append((np.flatnonzero(gap & cells_ok), lambda p, i=i: InputError(
+            f"phase{i}_start_h", None, "failure phases are numbered from 1 without gaps")))
+        if prev_start is not None:
+            with np.errstate(invalid="ignore"):
+                early = given & prev_given & (start <= prev_start) & cells_ok
+            out.append((np.flatnonzero(early), lambda p, i=i, s=start, q=prev_start: InputError(
+                f"phase{i}_start_h", float(s[p]), f"must be greater than phase{i - 1}_start_h ({q[p]:g})")))
+        prev_start, prev_given = start, given & ~half
+    return out
+
+
+class PhaseSchedules:
+    """The schedules of a table's rows with phases; :func:`phase_schedules` builds it."""
+
+    def __init__(self, rows: np.ndarray, plans: list[dict[str, Any]], n: int, slots: int):
+        self.rows, self.plans, self.n, self.slots = rows, plans, n, slots
+
+    def parts(self, parts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The constant-rate breakdown with the schedule's figures in the rows that have phases."""
+        out = {k: np.array(v, dtype=float, copy=True) for k, v in parts.items()}
+        for r, plan in zip(self.rows, self.plans):
+            e = plan["expectation"]
+            for key in ("useful", "save", "rework", "restart", "total", "failures"):
+                out[key][r] = e[key]
+        return out
+
+    def columns(self, new: dict[str, np.ndarray], chosen: np.ndarray, deadline_min: np.ndarray
+                ) -> dict[str, np.ndarray]:
+        """The schedule columns (module notes) and the rows' waste and deadline figures from the schedule."""
+        out: dict[str, np.ndarray] = {}
+        for i in range(1, self.slots + 1):
+            out[f"schedule{i}_start_h"] = np.full(self.n, np.nan)
+            out[f"schedule{i}_interval_min"] = np.full(self.n, np.nan)
+            out[f"schedule{i}_rate_factor"] = np.full(self.n, np.nan)
+        out["schedule1_start_h"][:] = 0.0
+        out["schedule1_rate_factor"][:] = 1.0
+        out["schedule1_interval_min"][:] = chosen
+        out["single_interval_min"] = np.array(new["exact_interval_min"], dtype=float, copy=True)
+        out["single_interval_wall_h"] = new["useful_h"] / (1.0 - np.asarray(new["waste_fraction_at_optimum"]))
+        for key in ("waste_fraction", "p_finish_by_deadline", "wall_h_p50", "wall_h_p90", "wall_h_p99",
+                    "deadline_approximation_ok"):
+            out[key] = np.array(new[key], copy=True)
+        for r, plan in zip(self.rows, self.plans):
+            for i, (s, f, T) in enumerate(zip(plan["starts_min"], plan["factors"], plan["intervals"]), start=1):
+                out[f"schedule{i}_start_h"][r], out[f"schedule{i}_interval_min"][r] = s / 60.0, T
+                out[f"schedule{i}_rate_factor"][r] = f
+            out["single_interval_min"][r] = plan["single_interval"]
+            out["single_interval_wall_h"][r] = plan["single_total"] / 60.0
+            e = plan["expectation"]
+            out["waste_fraction"][r] = 1.0 - e["useful"] / e["total"]
+            wall = plan["simulated_wall"]
+            out["p_finish_by_deadline"][r] = np.mean(wall <= deadline_min[r]) if deadline_min[r] == deadline_min[r] \
+                else np.nan
+            for q, key in ((50, "wall_h_p50"), (90, "wall_h_p90"), (99, "wall_h_p99")):
+                out[key][r] = np.percentile(wall, q) / 60.0
+            out["deadline_approximation_ok"][r] = True
+        return out
+
+
+def phase_schedules(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndarray, work: np.ndarray
+                    ) -> PhaseSchedules | None:
+    """The schedule of every row with failure phases (None for a table without phase columns)."""
+    from .phases import optimal_schedule, per_phase_optima, schedule_expectation
+    from .phases_montecarlo import simulate_schedule
+
+    indices = phase_indices(table.columns)
+    if not indices:
+        return None
+    n = len(table)
+    starts_h = np.column_stack([cols[f"phase{i}_start_h"] for i in indices])
+    factors = np.column_stack([cols[f"phase{i}_rate_factor"] for i in indices])
+    rows = np.flatnonzero(~np.isnan(starts_h).all(axis=1))
+    plans, slots = [], 1
+    for r in rows:
+        given = ~np.isnan(starts_h[r])
+        s, f = list(starts_h[r][given] * 60.0), list(factors[r][given])
+        if s[0] > 0:
+            s, f = [0.0] + s, [1.0] + f
+        C, R = float(cols["checkpoint_stall_min"][r]), float(cols["restart_min"][r])
+        W, Mr, wr = float(cols["async_write_min"][r]), float(M[r]), float(work[r])
+        if W > 0:
+            raise InputError(f"row {table.index[r]}: async_write_min", W, "must be 0 with failure phases (the phase "
+                             "model covers synchronous saves)")
+        chosen = cols["interval_min"][r]
+        if chosen == chosen:
+            T = np.full(len(s), float(chosen))
+            best = optimal_schedule(wr, C, Mr, R, s, f)
+            plan = {"intervals": T, "expectation": schedule_expectation(wr, T, C, Mr, R, s, f),
+                    "single_interval": best["single_interval"], "single_total": best["single"]["total"]}
+        else:
+            best = optimal_schedule(wr, C, Mr, R, s, f)
+            plan = {"intervals": best["intervals"], "expectation": best["schedule"],
+                    "single_interval": best["single_interval"], "single_total": best["single"]["total"]}
+        plan["starts_min"], plan["factors"] = s, f
+        if not plan["expectation"]["failures"] <= MAX_INTERRUPTIONS:   # the simulation below would not end
+            raise InputError(f"row {table.index[r]}: failure_phases", f"{len(f)} phase(s)",
+                             f"{NEVER_FINISHES} (about {plan['expectation']['failures']:.3g} failures expected in "
+                             f"one run, more than {MAX_INTERRUPTIONS:,})")
+        plan["per_phase"] = per_phase_optima(C, Mr, f)
+        plan["simulated_wall"] = simulate_schedule(wr, plan["intervals"], C, Mr, R, s, f, runs=DEFAULT_RUNS,
+                                                   seed=DEFAULT_SEED)["wall"]
+        plans.append(plan)
+        slots = max(slots, len(s))
+    return PhaseSchedules(rows, plans, n, slots)

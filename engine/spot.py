@@ -1,0 +1,158 @@
+"""Spot, on-demand, or spot with an on-demand fallback, against a deadline: a Monte Carlo of the finite job.
+
+Three ways to run the same job (:func:`capacity_policies`):
+
+* **on-demand**: failures only, at ``price_per_gpu_hour``, the exact optimum interval for failures;
+* **spot**: failures and preemptions (:mod:`ckptplan.engine.preemption`: a save that fits the notice is
+  taken on notice, else the work since the last checkpoint is lost; then a wait for capacity, no GPUs
+  held, and a restart), at ``spot_price_per_gpu_hour``, the interval planned for both;
+* **fallback**: spot until the slack runs out, then on-demand to the end: at every checkpoint and
+  restore the job moves when ``deadline - t - w rho_od < threshold`` (``w`` the work left, ``rho_od``
+  the on-demand expected wall time per unit of work, Daly's model), paying one restart to move (none at
+  the start). This is the switching rule of Wu et al., "Can't Be Late: Optimizing Spot Instance Savings
+  under Deadlines", NSDI'24 (move to on-demand when the remaining time less the remaining work falls
+  below a threshold), with the expected on-demand overheads counted in the work. The threshold is the
+  smallest (bisection over common random numbers) whose chance of finishing by the deadline reaches
+  on-demand's, so the fallback is as likely to be on time as on-demand and pays spot prices until it
+  must not.
+
+Per policy: P(finish by the deadline), the wall time's and the cost's P50 and P90 (cost: GPU-hours held
+x their price), from the same number of runs. The last segment ends the job without a final save (as
+the deadline simulation of :mod:`ckptplan.engine.montecarlo`). Assumptions as the preemption model:
+exponential gaps, independent failures and preemptions, the notice save always completes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .preemption import preemption_optimal_interval
+from .waste import exact_optimal_interval_kernel, expected_wall_time
+
+__all__ = ["capacity_job", "capacity_policies", "scenario_capacity", "simulate_capacity"]
+
+
+def _draw(rng: Any, mean: Any, n: int) -> np.ndarray:
+    return rng.exponential(1.0, n) * mean
+
+
+def _restart(rng, idx, t, bill, spot, job, deadline_cap):
+    """Restart the runs ``idx`` (in place): failures restart it, preemptions (spot) wait for capacity first."""
+    while idx.size:
+        fail = _draw(rng, job["M"], idx.size)
+        pre = np.where(spot[idx], _draw(rng, job["P"], idx.size), np.inf)
+        first = np.minimum(fail, pre)
+        done = first >= job["R"]
+        step = np.where(done, job["R"], first)
+        t[idx] += step
+        bill[idx] += step * np.where(spot[idx], job["spot_price"], job["price"])
+        waited = ~done & (pre < fail)
+        t[idx[waited]] += job["Wc"]
+        idx = idx[~done & (t[idx] < deadline_cap)]
+
+
+def simulate_capacity(job: dict[str, float], policy: str, threshold: float = 0.0, runs: int = 4000,
+                      seed: int = 0) -> dict[str, np.ndarray]:
+    """Wall time and cost of ``runs`` jobs under ``policy`` (``spot``, ``on-demand``, ``fallback`` with
+    ``threshold`` minutes of slack). ``job``: ``work``, ``C``, ``M``, ``R``, ``P``, ``N``, ``Wc``, ``T_spot``,
+    ``T_od``, ``rho_od``, ``deadline``, ``price``, ``spot_price`` (per GPU-minute x GPUs), minutes."""
+    rng = np.random.default_rng(seed)
+    t, bill = np.zeros(runs), np.zeros(runs)
+    left = np.full(runs, float(job["work"]))
+    spot = np.full(runs, policy != "on-demand")
+    active = np.ones(runs, dtype=bool)
+    cap = 50.0 * job["deadline"] + 50.0 * job["work"] * job["rho_od"]   # runs this late are given up (reported)
+    while active.any():
+        a = np.flatnonzero(active)
+        if policy == "fallback":
+            move = a[spot[a] & (job["deadline"] - t[a] - left[a] * job["rho_od"] < threshold)]
+            spot[move] = False
+            later = move[t[move] > 0]
+            _restart(rng, later, t, bill, spot, job, cap)   # moving: restore on on-demand capacity
+        T = np.where(spot[a], job["T_spot"], job["T_od"])
+        last = left[a] <= T
+        length = np.where(last, left[a], T + job["C"])
+        fail = _draw(rng, job["M"], a.size)
+        pre = np.where(spot[a], _draw(rng, job["P"], a.size), np.inf)
+        first = np.minimum(fail, pre)
+        price = np.where(spot[a], job["spot_price"], job["price"])
+        ok = first >= length
+        step = np.where(ok, length, first)
+        t[a] += step
+        bill[a] += step * price
+        left[a[ok]] -= np.where(last[ok], left[a[ok]], T[ok])
+        by_pre = ~ok & (pre < fail)
+        if job["N"] >= job["C"]:                            # a save on notice keeps the work done
+            p = a[by_pre]
+            left[p] -= np.minimum(first[by_pre], T[by_pre])
+            t[p] += job["C"]
+            bill[p] += job["C"] * job["spot_price"]
+        t[a[by_pre]] += job["Wc"]
+        hit = a[~ok]
+        _restart(rng, hit[left[hit] > 0], t, bill, spot, job, cap)
+        active = (left > 1e-9) & (t < cap)
+    return {"wall": t, "cost": bill, "finished": left <= 1e-9}
+
+
+def capacity_job(work, C, M, R, P, N, Wc, deadline, price, spot_price, gpus) -> dict[str, float]:
+    """The job :func:`simulate_capacity` runs (minutes; prices per GPU-hour, GPUs): intervals and on-demand rho."""
+    T_od = float(exact_optimal_interval_kernel(np.float64(C), np.float64(M), np.float64(0.0), np.float64(0.0)))
+    return {"work": work, "C": C, "M": M, "R": R, "P": P, "N": N, "Wc": Wc, "deadline": deadline,
+            "T_od": T_od, "T_spot": float(preemption_optimal_interval(C, M, R, P, N, Wc)),
+            "rho_od": float(expected_wall_time(1.0, T_od, C, M, R)),
+            "price": price * gpus / 60.0, "spot_price": spot_price * gpus / 60.0}
+
+
+def _summary(sim: dict[str, np.ndarray], deadline: float) -> dict[str, float]:
+    on_time = sim["finished"] & (sim["wall"] <= deadline)
+    return {"p_finish_by_deadline": float(on_time.mean()),
+            "wall_h_p50": float(np.percentile(sim["wall"], 50)) / 60.0,
+            "wall_h_p90": float(np.percentile(sim["wall"], 90)) / 60.0,
+            "cost_p50": float(np.percentile(sim["cost"], 50)), "cost_p90": float(np.percentile(sim["cost"], 90)),
+            "mean_cost": float(sim["cost"].mean())}
+
+
+def capacity_policies(work: float, C: float, M: float, R: float, P: float, N: float, Wc: float, deadline: float,
+                      price: float, spot_price: float, gpus: float, runs: int = 4000, seed: int = 0
+                      ) -> dict[str, dict[str, float]]:
+    """The three policies' deadline and cost figures (module notes); times in minutes, prices per GPU-hour.
+
+    ``fallback`` also reports its ``threshold_min``; the threshold is searched on seed ``seed`` and reported
+    figures come from the same runs."""
+    job = capacity_job(work, C, M, R, P, N, Wc, deadline, price, spot_price, gpus)
+    out = {name: _summary(simulate_capacity(job, name, runs=runs, seed=seed), deadline)
+           for name in ("on-demand", "spot")}
+    target = out["on-demand"]["p_finish_by_deadline"]
+    lo, hi = 0.0, float(deadline)
+    for _ in range(30):                                  # the smallest threshold meeting on-demand's chance
+        mid = (lo + hi) / 2.0
+        p = _summary(simulate_capacity(job, "fallback", mid, runs, seed), deadline)["p_finish_by_deadline"]
+        lo, hi = (lo, mid) if p >= target else (mid, hi)
+        if hi - lo < 1e-3 * max(deadline, 1.0):
+            break
+    out["fallback"] = {**_summary(simulate_capacity(job, "fallback", hi, runs, seed), deadline), "threshold_min": hi,
+                       "target_p_finish": target}
+    for name in out:
+        out[name]["interval_min"] = job["T_od"] if name == "on-demand" else job["T_spot"]
+    return out
+
+
+def scenario_capacity(scenario: Any, runs: int = 4000, seed: int = 0) -> dict[str, Any] | None:
+    """:func:`capacity_policies` for a scenario on preemptible capacity with a deadline (None otherwise):
+    its job MTBF, stall, restart, preemption fields, prices (``spot_price_per_gpu_hour``, else
+    ``price_per_gpu_hour``) and GPUs."""
+    from .scenario import evaluate
+
+    if not scenario.preemptions_per_h or scenario.deadline_h is None:
+        return None
+    row = evaluate(scenario).iloc[0]
+    spot_price = scenario.spot_price_per_gpu_hour
+    out = capacity_policies(scenario.useful_training_h * 60.0, float(scenario.checkpoint_stall_min),
+                            float(row["job_mtbf_h"]) * 60.0, float(scenario.restart_min),
+                            60.0 / scenario.preemptions_per_h, float(scenario.preemption_notice_min or 0.0),
+                            float(scenario.capacity_wait_min or 0.0), scenario.deadline_h * 60.0,
+                            scenario.price_per_gpu_hour, scenario.price_per_gpu_hour if spot_price is None else spot_price,
+                            float(row["gpus"]), runs=runs, seed=seed)
+    return {"runs": runs, "seed": seed, "deadline_h": scenario.deadline_h, "policies": out}

@@ -1,0 +1,143 @@
+"""Failure phases: the schedule's exact expectation against Daly's model and an event-by-event Monte Carlo,
+the optimal schedule against the best single interval, and the phases at every boundary (record, table,
+TOML, plan --json)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from ckptplan import engine, files
+from ckptplan.cli import app
+from ckptplan.engine import phases as P
+from ckptplan.engine.phases_montecarlo import simulate_schedule
+
+BASE = dict(name="t", checkpoint_stall_min=3.0, restart_min=10.0, node_mtbf_h=2560.0, nodes=256,
+            useful_training_h=400.0, price_per_gpu_hour=2.0)
+
+
+@pytest.mark.parametrize("C,M,R,T", [(3.0, 600.0, 10.0, 58.0), (0.5, 90.0, 0.0, 9.0), (20.0, 300.0, 45.0, 150.0)])
+def test_one_phase_is_dalys_model(C, M, R, T):
+    work = 12_000.0
+    one = P.schedule_expectation(work, [T], C, M, R, [0.0], [1.0])
+    ref = engine.time_breakdown(work, T, C, M, R)
+    for key in ("total", "useful", "save", "rework", "restart", "failures"):
+        assert one[key] == pytest.approx(ref[key], rel=1e-12)
+    # a boundary where nothing changes changes nothing (the boundary terms cancel exactly)
+    two = P.schedule_expectation(work, [T, T], C, M, R, [0.0, 1000.0], [1.0, 1.0])
+    for key in ("total", "save", "restart", "failures"):
+        assert two[key] == pytest.approx(ref[key], rel=1e-9)
+
+
+def test_constant_rate_scenario_reproduces_todays_plan_exactly():
+    plain = engine.evaluate(engine.Scenario(**BASE)).iloc[0]
+    assert not any(c.startswith("schedule") for c in plain.index)
+    flat = engine.evaluate(engine.Scenario(**BASE, failure_phases=[{"start_h": 0, "rate_factor": 1}])).iloc[0]
+    for key in ("wall_h", "expected_failures", "save_h", "restart_h", "total_cost", "waste_fraction"):
+        assert flat[key] == pytest.approx(plain[key], rel=1e-9)
+    assert flat["schedule1_interval_min"] == pytest.approx(plain["exact_interval_min"], rel=1e-3)
+
+
+def test_boundary_state_is_a_distribution():
+    rate = P._Rate(np.array([0.0, 500.0, 530.0]), np.array([3 / 600.0, 1 / 600.0, 2 / 600.0]))
+    for b in (500.0, 530.0, 2.0, 1234.5):   # the midpoint sums converge to 1
+        for nodes, tol in ((P.QUADRATURE_NODES, 3e-5), (40_000, 3e-6)):
+            st = P.boundary_state(rate, np.array([40.0, 70.0, 25.0]), 3.0, 10.0, b, nodes)
+            assert st["mass"].sum() + st["restart_mass"].sum() == pytest.approx(1.0, abs=tol)
+
+
+# (work, intervals, C, M, R, starts, factors): burn-in; a phase shorter than a segment; a rate that falls
+# then rises with long restarts; a job that ends inside its first phase
+CASES = [
+    (24_000.0, [33.0, 58.0], 3.0, 600.0, 10.0, [0.0, 4320.0], [3.0, 1.0]),
+    (6_000.0, [50.0, 20.0, 80.0], 2.0, 500.0, 5.0, [0.0, 1000.0, 1030.0], [1.0, 6.0, 0.5]),
+    (9_000.0, [90.0, 60.0, 40.0], 8.0, 900.0, 40.0, [0.0, 2000.0, 5000.0], [2.0, 0.7, 3.0]),
+    (3_000.0, [30.0, 60.0], 3.0, 400.0, 10.0, [0.0, 20_000.0], [2.0, 1.0]),
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_exact_expectation_agrees_with_monte_carlo(case):
+    work, T, C, M, R, starts, factors = case
+    exact = P.schedule_expectation(work, T, C, M, R, starts, factors)
+    sim = simulate_schedule(work, T, C, M, R, starts, factors, runs=20_000, seed=7)
+    for key, name in (("wall", "total"), ("failures", "failures")):
+        x = sim[key]
+        se = x.std(ddof=1) / np.sqrt(x.size)
+        assert abs(x.mean() - exact[name]) < 3 * se, (key, x.mean(), exact[name], se)
+
+
+@pytest.mark.parametrize("factor", [0.4, 3.0, 8.0])
+@pytest.mark.parametrize("length_h", [5.0, 72.0])
+def test_schedule_never_costs_more_than_the_best_single_interval(factor, length_h):
+    work, C, M, R = 200 * 60.0, 3.0, 600.0, 10.0
+    starts, factors = [0.0, length_h * 60], [factor, 1.0]
+    best = P.optimal_schedule(work, C, M, R, starts, factors)
+    assert best["schedule"]["total"] <= best["single"]["total"] * (1 + 1e-12)
+    # the single interval is the best one: a little longer or shorter costs more
+    for k in (0.9, 1.1):
+        T = np.full(2, best["single_interval"] * k)
+        assert P.schedule_expectation(work, T, C, M, R, starts, factors)["total"] >= best["single"]["total"]
+    if factor >= 3 and length_h >= 72:  # a long burn-in: a shorter interval while it lasts
+        assert best["intervals"][0] < best["intervals"][1]
+
+
+def test_phases_are_checked_at_the_boundary():
+    with pytest.raises(engine.InputError, match="rate_factor"):
+        engine.Scenario(**BASE, failure_phases=[{"start_h": 0, "rate_factor": 0}])
+    with pytest.raises(engine.InputError, match="greater than the previous"):
+        engine.Scenario(**BASE, failure_phases=[{"start_h": 5, "rate_factor": 2}, {"start_h": 5, "rate_factor": 1}])
+    with pytest.raises(engine.InputError, match="unknown key"):
+        engine.Scenario(**BASE, failure_phases=[{"start": 5, "rate_factor": 2}])
+    table = engine.to_table([engine.Scenario(**BASE)])
+    table["phase1_start_h"], table["phase1_rate_factor"] = [10.0], [np.nan]
+    with pytest.raises(engine.InputError, match="give both"):
+        engine.validate_table(table)
+    table["phase1_rate_factor"] = [-1.0]
+    with pytest.raises(engine.InputError, match="phase1_rate_factor"):
+        engine.validate_table(table)
+    table = table.drop(columns=["phase1_rate_factor"])
+    with pytest.raises(engine.InputError, match="phase1_rate_factor"):
+        engine.validate_table(table)
+    two = engine.to_table([engine.Scenario(**BASE, failure_phases=[{"start_h": 1, "rate_factor": 2},
+                                                                   {"start_h": 9, "rate_factor": 1}])])
+    two["phase2_start_h"] = [0.5]
+    with pytest.raises(engine.InputError, match="phase2_start_h"):
+        engine.validate_table(two)
+
+
+def test_toml_table_and_json_round_trip(tmp_path):
+    path = tmp_path / "burn.toml"
+    body = "\n".join(f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v}" for k, v in BASE.items())
+    path.write_text(f"[scenario]\n{body}\ndeadline_h = 480.0\n\n[[failure_phases]]\nstart_h = 0\nrate_factor = 3\n\n"
+                    "[[failure_phases]]\nstart_h = 72\nrate_factor = 1\n".replace("'", '"'))
+    sc = files.load_scenario(path)
+    assert [(p.start_h, p.rate_factor) for p in sc.failure_phases] == [(0.0, 3.0), (72.0, 1.0)]
+    assert engine.scenario_from_dict(engine.scenario_to_dict(sc)) == sc
+    row = engine.evaluate(engine.to_table([sc])).iloc[0]
+    res = CliRunner().invoke(app, ["plan", "--scenario", str(path), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert [s["start_h"] for s in out["schedule"]] == [0.0, 72.0]
+    assert out["schedule"][0]["interval_min"] < out["schedule"][1]["interval_min"]
+    assert out["wall_h"] == pytest.approx(row["wall_h"])
+    assert out["wall_h"] <= out["single_interval_wall_h"]
+    assert out["total_cost"] == pytest.approx(out["wall_h"] * 2048 * 2.0)
+    text = CliRunner().invoke(app, ["plan", "--scenario", str(path)])
+    assert "Checkpoint schedule" in text.output and "72 h" in text.output
+
+
+def test_table_rows_with_and_without_phases():
+    rows = pd.DataFrame([{**BASE, "phase1_start_h": 0.0, "phase1_rate_factor": 3.0, "phase2_start_h": 72.0,
+                          "phase2_rate_factor": 1.0},
+                         {**BASE, "phase1_start_h": np.nan, "phase1_rate_factor": np.nan, "phase2_start_h": np.nan,
+                          "phase2_rate_factor": np.nan}]).drop(columns="name")
+    out = engine.evaluate(rows)
+    plain = engine.evaluate(engine.Scenario(**BASE)).iloc[0]
+    assert out.loc[1, "wall_h"] == plain["wall_h"]
+    assert out.loc[1, "schedule1_interval_min"] == plain["chosen_interval_min"]
+    assert np.isnan(out.loc[1, "schedule2_interval_min"])
+    assert out.loc[0, "wall_h"] > plain["wall_h"]
+    assert out.loc[0, "schedule2_start_h"] == 72.0

@@ -1,0 +1,47 @@
+"""Spot, on-demand and spot with an on-demand fallback: the fallback is on time as often as on-demand in a
+fresh Monte Carlo and pays less; the policies reach compare --json."""
+
+import json
+
+import numpy as np
+from typer.testing import CliRunner
+
+from ckptplan.cli import app
+from ckptplan.engine import spot
+
+JOB = dict(work=100 * 60.0, C=2.0, M=600.0, R=10.0, P=300.0, N=2.0, Wc=30.0, deadline=125 * 60.0, price=2.5,
+           spot_price=1.0, gpus=64)
+
+
+def test_fallback_meets_its_deadline_probability_in_a_fresh_monte_carlo():
+    found = spot.capacity_policies(**JOB, runs=3000, seed=1)
+    od, fb, sp = found["on-demand"], found["fallback"], found["spot"]
+    assert od["p_finish_by_deadline"] > 0.99 and sp["p_finish_by_deadline"] < 0.9
+    job = spot.capacity_job(*(JOB[k] for k in ("work", "C", "M", "R", "P", "N", "Wc", "deadline", "price", "spot_price",
+                                       "gpus")))
+    runs = 6000
+    fresh = spot.simulate_capacity(job, "fallback", fb["threshold_min"], runs=runs, seed=99)
+    p = np.mean(fresh["finished"] & (fresh["wall"] <= JOB["deadline"]))
+    t = fb["target_p_finish"]
+    se = np.sqrt(t * (1 - t) / 3000 + p * (1 - p) / runs)   # the target is itself a 3,000-run estimate
+    assert p >= t - 3 * se - 1.0 / 3000
+    assert fb["mean_cost"] < od["mean_cost"]          # it runs on spot until it must not
+    assert fb["mean_cost"] > sp["mean_cost"]
+
+
+def test_policies_without_preemptions_are_the_same_job():
+    job = spot.capacity_job(*(dict(JOB, P=np.inf, spot_price=2.5)[k] for k in ("work", "C", "M", "R", "P", "N", "Wc",
+                                                                         "deadline", "price", "spot_price", "gpus")))
+    a = spot.simulate_capacity(job, "spot", runs=2000, seed=3)
+    b = spot.simulate_capacity(job, "on-demand", runs=2000, seed=3)
+    assert np.allclose(a["wall"].mean(), b["wall"].mean(), rtol=0.01)
+
+
+def test_compare_reports_the_three_policies():
+    res = CliRunner().invoke(app, ["compare", "--json", "--preemptions-per-h", "0.2", "--preemption-notice-min", "2",
+                                   "--capacity-wait-min", "30", "--spot-price-per-gpu-hour", "1.0",
+                                   "--useful-training-h", "50", "--deadline-h", "60"])
+    assert res.exit_code == 0, res.output
+    cap = json.loads(res.output)["capacity"]
+    assert set(cap["policies"]) == {"on-demand", "spot", "fallback"}
+    assert cap["policies"]["fallback"]["p_finish_by_deadline"] >= cap["policies"]["fallback"]["target_p_finish"]

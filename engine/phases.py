@@ -265,8 +265,9 @@ def schedule_expectation(work: float, intervals: Sequence[float], C: float, M: f
 
     All times in one unit (``starts`` in it too: phase start times from the job's start; ``factors``
     multiply the rate ``1/M``). ``intervals[j]`` is the compute interval of phase ``j``. Returns
-    ``total``, ``useful`` (= work), ``save``, ``rework``, ``restart`` (times), ``failures`` (failed
-    attempts, as :func:`ckptplan.engine.waste.time_breakdown` counts them) and ``end_phase`` (the
+    ``total``, ``useful`` (= work), ``save``, ``rework``, ``restart`` (times), ``failures`` (every
+    failure, those during restarts included, as :func:`ckptplan.engine.waste.time_breakdown` counts them: the
+    rate integrated over the expected time in each phase) and ``end_phase`` (the
     phase the job is expected to end in). One phase reproduces Daly's exact model.
     """
     T = np.asarray(intervals, dtype=float)
@@ -289,7 +290,10 @@ def schedule_expectation(work: float, intervals: Sequence[float], C: float, M: f
                 psi_start = _expected_potential(state, b, j + 1, rate.lam[j + 1], T, k, R)
                 continue
         total = acc + cyc * w + psi_start
-        out = {"total": float(total[0]), "failures": float(total[1]), "save": float(total[2] * C),
+        # every failure, restarts included (Wald): the rate integrated over the wall time, phase by phase, as
+        # engine.waste.time_breakdown counts them (the job holds its nodes throughout: no downtime here)
+        spent = np.diff(np.append(rate.s[:j + 1], total[0]))
+        out = {"total": float(total[0]), "failures": float(np.dot(rate.lam[:j + 1], spent)), "save": float(total[2] * C),
                "restart": float(total[3]), "useful": float(work), "end_phase": j}
         out["rework"] = max(out["total"] - out["useful"] - out["save"] - out["restart"], 0.0)
         return out

@@ -40,7 +40,7 @@ def _hazard_tools(starts: np.ndarray, rates: np.ndarray):
 def simulate_schedule(work: float, intervals: Sequence[float], C: float, M: float, R: float,
                       starts: Sequence[float], factors: Sequence[float], runs: int = 10_000,
                       seed: int = 0) -> dict[str, np.ndarray]:
-    """Simulated wall times (and failed attempts) of ``runs`` jobs under the schedule, vectorised over runs.
+    """Simulated wall times (and failures, those during restarts included) of ``runs`` jobs under the schedule, vectorised over runs.
 
     Units as :func:`ckptplan.engine.phases.schedule_expectation`. Returns ``wall`` and ``failures`` arrays.
     """
@@ -82,6 +82,7 @@ def simulate_schedule(work: float, intervals: Sequence[float], C: float, M: floa
             back = t[in_restart] + R
             again = inverse(cumulative(t[in_restart]) + rng.exponential(size=in_restart.size))
             through = again >= back
+            fails[in_restart[~through]] += 1        # a failure during a restart counts too
             t[in_restart[through]] = back[through]
             t[in_restart[~through]] = again[~through]
             in_restart = in_restart[~through]

@@ -168,6 +168,11 @@ def phase_schedules(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndar
         if W > 0:
             raise InputError(f"row {table.index[r]}: async_write_min", W, "must be 0 with failure phases (the phase "
                              "model covers synchronous saves)")
+        D = float(cols["downtime_min"][r]) if "downtime_min" in cols else 0.0
+        if D > 0:
+            raise InputError(f"row {table.index[r]}: downtime_min", D, "must be 0 with failure phases (the phase model "
+                             "takes the whole restart as time the job can fail in; a wait for a node, as a spare "
+                             "pool gives, is not modelled with phases yet: state restart_min without it)")
         chosen = cols["interval_min"][r]
         if chosen == chosen:
             T = np.full(len(s), float(chosen))

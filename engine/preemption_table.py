@@ -112,7 +112,11 @@ def preemption_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndar
             ("async_write_min", cols["async_write_min"][rows] > 0, "must be 0 with preemptions (checkpoint on "
              "notice is modelled for synchronous saves)"),
             ("preemptions_per_h", _has_phases(cols, rows), "preemptions and failure phases are not modelled "
-             "together: plan one or the other")):
+             "together: plan one or the other"),
+            ("downtime_min", np.nan_to_num(cols["downtime_min"][rows], nan=0.0) > 0 if "downtime_min" in cols
+             else np.zeros(rows.size, dtype=bool), "must be 0 with preemptions (the preemption model takes the whole "
+             "restart as time the job can fail in; a wait for a node, as a spare pool gives, is not modelled with "
+             "preemptions yet)")):
         if np.any(bad):
             p = rows[int(np.flatnonzero(bad)[0])]
             raise InputError(f"row {table.index[p]}: {name}", float(cols[name][p]), rule)

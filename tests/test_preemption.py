@@ -81,6 +81,12 @@ def test_preemptions_refused_where_not_modelled():
         engine.evaluate(seed.replace(preemptions_per_h=0.2, failure_phases=[{"start_h": 0, "rate_factor": 2}]))
     with pytest.raises(engine.InputError, match="async_write_min"):
         engine.evaluate(seed.replace(preemptions_per_h=0.2, async_write_min=1.0))
+    # a wait for a node (downtime, as a spare pool gives) is not in the preemption or the phase model: refused,
+    # never planned as if the whole restart were exposed
+    with pytest.raises(engine.InputError, match="downtime_min"):
+        engine.evaluate(seed.replace(preemptions_per_h=0.2, downtime_min=3.0))
+    with pytest.raises(engine.InputError, match="downtime_min"):
+        engine.evaluate(seed.replace(downtime_min=3.0, failure_phases=[{"start_h": 0, "rate_factor": 2}]))
     with pytest.raises(engine.InputError, match="preemptions_per_h"):
         engine.deadline_report(seed.replace(preemptions_per_h=0.2), runs=100)
 

@@ -222,7 +222,7 @@ def lean(table: pd.DataFrame) -> dict[str, np.ndarray]:
            "waste_fraction": -np.expm1(-lw), "waste_fraction_at_optimum": -np.expm1(-log_wall(exact)),
            "waste_fraction_at_young": -np.expm1(-log_wall(np.maximum(young, floor))),
            "waste_fraction_at_daly": -np.expm1(-log_wall(np.maximum(daly, floor))),
-           "expected_failures": failures, "wall_h": wall_h}
+           "expected_failures": total / M, "wall_h": wall_h}
     out.update({f"{k}_h": v for k, v in hours.items()})
     out["gpus"] = gpus
     out["total_gpu_hours"] = wall_h * gpus

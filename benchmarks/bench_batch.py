@@ -36,6 +36,7 @@ import argparse
 import datetime as dt
 import os
 import platform
+import statistics
 import sys
 import tempfile
 import time
@@ -96,6 +97,32 @@ def _plain_rows(frame: pd.DataFrame) -> list[list]:
     return cols
 
 
+def same_numbers(ours: pd.DataFrame, tmp: Path, small_frame: pd.DataFrame) -> None:
+    """Every library's file holds the same numbers as ours: the numeric columns read back equal
+    (CSV: all rows exactly, NaN as blank; XLSX: the first 200 rows of the Results sheet to 1e-15 relative:
+    openpyxl writes some floats one unit in the last place off)."""
+    numeric = [c for c in ours.columns if ours[c].dtype.kind in "if"]
+    for name in ("lib.csv", "lib.polars.csv"):
+        if (tmp / name).exists():
+            lib = pd.read_csv(tmp / name, low_memory=False)
+            for c in numeric:
+                np.testing.assert_array_equal(lib[c].to_numpy(float), ours[c].to_numpy(float), err_msg=f"{name}: {c}")
+    from openpyxl import load_workbook
+    want = {c: small_frame[c] for c in small_frame.columns if small_frame[c].dtype.kind in "if"}
+    for name in ("ours.xlsx", "lib.xlsx", "lib.xw.xlsx"):
+        if not (tmp / name).exists():
+            continue
+        wb = load_workbook(tmp / name, read_only=True, data_only=True)
+        ws = wb["Results"] if "Results" in wb.sheetnames else wb.worksheets[0]
+        it = ws.iter_rows(values_only=True)
+        header = list(next(it))
+        for r, row in zip(range(200), it):
+            for c, col in want.items():
+                v, w = row[header.index(str(c))], float(col.iloc[r])
+                assert (v is None and not math.isfinite(w)) or math.isclose(v, w, rel_tol=1e-15), (name, c, r, v, w)
+        wb.close()
+
+
 def writer_ratios(rows: int, xlsx_rows: int, repeat: int, tmp: Path) -> list[tuple[str, float, float]]:
     """(label, our seconds, library seconds) for CSV, Parquet and XLSX (see the module notes)."""
     import pyarrow as pa
@@ -122,23 +149,53 @@ def writer_ratios(rows: int, xlsx_rows: int, repeat: int, tmp: Path) -> list[tup
             ws.append(row)
         wb.save(tmp / "lib.xlsx")
 
-    out = []
-    for label, lib, ours in [
+    def lib_polars():
+        import polars as pl
+        pl.from_pandas(frame).write_csv(tmp / "lib.polars.csv")
+
+    def lib_xlsxwriter():
+        import xlsxwriter
+        wb = xlsxwriter.Workbook(str(tmp / "lib.xw.xlsx"), {"constant_memory": True, "nan_inf_to_errors": True})
+        ws = wb.add_worksheet("Results")
+        ws.write_row(0, 0, [str(c) for c in small_frame.columns])
+        for r, row in enumerate(zip(*_plain_rows(small_frame)), start=1):
+            ws.write_row(r, 0, row)
+        wb.close()
+
+    cases = [
         (f"CSV, {rows:,} rows: write_results / pyarrow.csv.write_csv", lib_csv,
          lambda: write_results(res, tmp / "ours.csv", force=True)),
         (f"Parquet, {rows:,} rows: write_results / pyarrow.parquet.write_table", lib_parquet,
          lambda: write_results(res, tmp / "ours.parquet", force=True)),
         (f"XLSX, {xlsx_rows:,} rows: write_results / openpyxl write-only", lib_xlsx,
          lambda: write_results(small, tmp / "ours.xlsx", force=True)),
-    ]:
-        best_lib = best_ours = float("inf")
+    ]
+    try:
+        import polars  # noqa: F401  (optional peer library, not a ckptplan dependency)
+        cases.insert(1, (f"CSV, {rows:,} rows: write_results / polars write_csv", lib_polars,
+                         lambda: write_results(res, tmp / "ours.csv", force=True)))
+    except ImportError:
+        print("polars not installed: its CSV baseline skipped")
+    try:
+        import xlsxwriter  # noqa: F401  (optional peer library)
+        cases.append((f"XLSX, {xlsx_rows:,} rows: write_results / xlsxwriter constant_memory", lib_xlsxwriter,
+                      lambda: write_results(small, tmp / "ours.xlsx", force=True)))
+    except ImportError:
+        print("xlsxwriter not installed: its XLSX baseline skipped")
+    out = []
+    for label, lib, ours in cases:
+        t_lib, t_ours = [], []
         for _ in range(repeat):
-            best_lib = min(best_lib, timed(lib)[0])
-            best_ours = min(best_ours, timed(ours)[0])
+            t_lib.append(timed(lib)[0])
+            t_ours.append(timed(ours)[0])
+        best_lib, best_ours = min(t_lib), min(t_ours)
+        med = statistics.median(t_ours) / statistics.median(t_lib)
         out.append((label, best_ours, best_lib))
-        print(f"{label:<66} {best_ours:7.2f} s vs {best_lib:7.2f} s  ratio {best_ours / best_lib:5.2f}x", flush=True)
+        print(f"{label:<66} {best_ours:7.2f} s vs {best_lib:7.2f} s  ratio {best_ours / best_lib:5.2f}x (min), "
+              f"{med:5.2f}x (median)", flush=True)
     back = pd.read_csv(tmp / "ours.csv", low_memory=False)
     assert len(back) == rows and back["nodes"].dtype.kind == "i", "CSV: rows or integer nodes lost"
+    same_numbers(back, tmp, small_frame)
     for p in tmp.glob("lib.*"):
         p.unlink()
     for p in tmp.glob("ours.*"):

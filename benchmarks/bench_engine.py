@@ -4,7 +4,9 @@
 
 Three comparisons over the same random scenarios (stall, MTBF, restart):
 1. closed forms (Young interval, Daly interval, first-order waste at Young, exact waste at Daly)
-   through the vectorised API, against a plain loop of the same formulas written with `math`;
+   through the vectorised API, against a plain loop of the same formulas written with `math`,
+   and against the same formulas in bare numpy (no validation; checked equal to 1e-12): the cost
+   of the API's validation and broadcasting;
 2. the same closed forms called per row through the public API (what a naive caller does);
 3. engine.evaluate() on a whole scenario table, against evaluate() row by row (timed on a sample
    and scaled per row).
@@ -56,6 +58,14 @@ def main() -> None:
             out.append((ty, td, w1, w2))
         return out
 
+    def bare_numpy():  # the same formulas in numpy, no validation: what the API adds over the arithmetic
+        ty = np.sqrt(2.0 * C * M)
+        x = C / (2.0 * M)
+        td = np.where(C < 2.0 * M, ty * (1.0 + np.sqrt(x) / 3.0 + x / 9.0) - C, M)
+        w1 = C / ty + ty / (2.0 * M)
+        w2 = 1.0 - td / (M * np.exp(R / M) * np.expm1((td + C) / M))
+        return ty, td, w1, w2
+
     def api_loop(k):
         for c, m, r in zip(C[:k].tolist(), M[:k].tolist(), R[:k].tolist()):
             ty = engine.young_interval(c, m)
@@ -67,8 +77,11 @@ def main() -> None:
     ref = np.array(plain(1000))
     got = np.column_stack([np.asarray(a)[:1000] for a in vectorised()])
     assert np.allclose(ref, got, rtol=1e-12), "vectorised and plain results differ"
+    for a, b in zip(vectorised(), bare_numpy()):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
 
     t_vec = best_of(vectorised)
+    t_np = best_of(bare_numpy)
     t_plain = best_of(lambda: plain(args.loop_rows), repeat=1) * n / args.loop_rows
     t_api = best_of(lambda: api_loop(args.api_loop_rows), repeat=1) * n / args.api_loop_rows
 
@@ -89,6 +102,8 @@ def main() -> None:
     print(f"evaluate(), whole table           : {t_eval:8.3f} s  {n / t_eval / 1e6:8.3f} M scenarios/s")
     print(f"evaluate(), row by row            : {t_eval_rows:8.1f} s  {n / t_eval_rows:10.0f} scenarios/s"
           f"  (timed on {k} rows)")
+    print(f"closed forms, bare numpy          : {t_np:8.3f} s  {n / t_np / 1e6:8.2f} M scenarios/s")
+    print(f"ratio vectorised API / bare numpy : {t_vec / t_np:8.2f}x  (the API's validation and broadcasting)")
     print(f"ratio vectorised / plain loop     : {t_plain / t_vec:8.1f}x")
     print(f"ratio vectorised / per-row API    : {t_api / t_vec:8.1f}x")
     print(f"ratio evaluate table / row by row : {t_eval_rows / t_eval:8.1f}x")

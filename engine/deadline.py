@@ -36,6 +36,7 @@ from .gate import as_float_array
 from .montecarlo import (FailureLaw, Simulation, as_failure_law, seed_entropy, check_simulation_size, simulate,
                          simulate_intervals, standard_error, wilson_interval)
 from .scenario import Scenario, evaluate
+from .spoken import duration
 
 __all__ = [
     "DEFAULT_GRID_POINTS",
@@ -351,24 +352,24 @@ def _notes(job, law, grid, walls, ref, table, best, cheapest, target, finite_n, 
     dp, dp_se = _paired_gain((walls[i_best] <= job.deadline).astype(float), (walls[ref] <= job.deadline).astype(float))
     if abs(best["interval_min"] / T_ref - 1) > 0.10 and dp > 2 * dp_se and dp > 0:
         notes.append(f"To maximise the chance of meeting the {job.deadline / 60:g} h deadline, save every "
-                     f"{best['interval_min']:.1f} min rather than at the long-run optimum {T_ref:.1f} min: "
+                     f"{duration(best['interval_min'])} rather than at the long-run optimum {duration(T_ref)}: "
                      f"P(finish) rises from {ref_row['p_finish']:.1%} to {best['p_finish']:.1%}.")
     if cheapest is None:
         notes.append(f"No interval tried reaches P(finish) >= {target:.0%}; the best is {best['p_finish']:.1%} "
-                     f"at {best['interval_min']:.1f} min. Move the deadline, shorten saves or restarts, or add margin.")
+                     f"at {duration(best['interval_min'])}. Move the deadline, shorten saves or restarts, or add margin.")
     else:
         i_c = int(np.flatnonzero(grid == cheapest["interval_min"])[0])
         dc, dc_se = _paired_gain(walls[ref], walls[i_c])
         if abs(cheapest["interval_min"] / T_ref - 1) > 0.10 and (ref_row["p_finish"] < target or dc > 2 * dc_se):
-            why = (f"the long-run optimum {T_ref:.1f} min reaches only {ref_row['p_finish']:.1%}"
+            why = (f"the long-run optimum {duration(T_ref)} reaches only {ref_row['p_finish']:.1%}"
                    if ref_row["p_finish"] < target else
                    f"it costs {(ref_row['cost_mean'] - cheapest['cost_mean']):,.0f} {job.currency} less on average "
-                   f"than the long-run optimum {T_ref:.1f} min")
-            notes.append(f"Cheapest interval with P(finish) >= {target:.0%}: {cheapest['interval_min']:.1f} min; {why}.")
+                   f"than the long-run optimum {duration(T_ref)}")
+            notes.append(f"Cheapest interval with P(finish) >= {target:.0%}: {duration(cheapest['interval_min'])}; {why}.")
     spans = job.work / job.M
     if finite_T is not None and abs(finite_T / T_ref - 1) > 0.05:
         notes.append(f"The job is short against its MTBF ({spans:.1f} MTBFs of work): the finite-job optimum is "
-                     f"{finite_n} segments of {finite_T:.1f} min, not the long-run {T_ref:.1f} min.")
+                     f"{finite_n} segments of {duration(finite_T)}, not the long-run {duration(T_ref)}.")
     elif spans < 20:
         notes.append(f"The job spans only {spans:.1f} MTBFs of work: long-run averages understate the spread; "
                      "read the simulated percentiles and P(finish), not the means.")

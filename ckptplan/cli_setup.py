@@ -72,7 +72,7 @@ def print_setup(plan: Any, money: bool = True) -> None:
     if plan.restart_parts_min:
         parts = ", ".join(f"{k[:-4]} {duration(v)}" for k, v in plan.restart_parts_min.items() if v)
         console.print(f"restart pipeline {duration(sum(plan.restart_parts_min.values()))} ({parts or 'no part given'})"
-                      + (f"  |  {f['spares']} spares, a spare free {f['spare_free_probability']:.1%} of the time"
+                      + (f"  |  {f['spares']} spares, a spare free at {f['spare_free_probability']:.1%} of the failures that need a node"
                          if f["spare_free_probability"] is not None else ""), highlight=False)
     if f.get("best_spares") is not None:
         console.print(f"cheapest number of hot spares: {f['best_spares']} ({f['best_spares_cost_per_useful_gpu_hour']:,.3f} "

@@ -120,8 +120,10 @@ def preemption_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndar
         if np.any(bad):
             p = rows[int(np.flatnonzero(bad)[0])]
             raise InputError(f"row {table.index[p]}: {name}", float(cols[name][p]), rule)
+    with np.errstate(over="ignore"):   # a subnormal rate: a mean time between preemptions beyond any float,
+        P = 60.0 / rate[rows]          # inf, which the model reads as no preemption (what such a rate means)
     args = {"C": cols["checkpoint_stall_min"][rows], "M": M[rows], "R": cols["restart_min"][rows],
-            "rate": rate[rows], "P": 60.0 / rate[rows], "N": np.nan_to_num(cols["preemption_notice_min"][rows], nan=0.0),
+            "rate": rate[rows], "P": P, "N": np.nan_to_num(cols["preemption_notice_min"][rows], nan=0.0),
             "Wc": np.nan_to_num(cols["capacity_wait_min"][rows], nan=0.0)}
     return PreemptionPlan(rows, len(table), args, table.index)
 

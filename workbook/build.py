@@ -474,7 +474,9 @@ def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None, sc: engine.Scen
     for key, field in F.INPUTS.items():
         row += 1
         # the Inputs sheet's words and unit (the status line above names their defined names)
-        ws.cell(row=row, column=1, value=f"{field.label} ({_unit(field, sc.currency)})")
+        label = ws.cell(row=row, column=1, value=f"{field.label} ({_unit(field, sc.currency)})")
+        label.alignment = Alignment(wrap_text=True, vertical="top")   # a long label wraps, never runs off the page
+        ws.row_dimensions[row].height = 15.0 * max(1, -(-len(label.value) // 78))   # a line per 78 characters
         ws.cell(row=row, column=2, value=used[key]).number_format = S.INPUT_NUMBER if not field.integer else S.INPUT_WHOLE
         ws.cell(row=row, column=3, value=f'=IF({key}="","",{key})').number_format = ws.cell(row=row, column=2).number_format
     ws.column_dimensions["A"].width = 70

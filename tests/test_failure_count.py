@@ -27,6 +27,19 @@ def _mean_se(x: list[float]) -> tuple[float, float]:
     return float(a.mean()), float(a.std(ddof=1) / math.sqrt(a.size))
 
 
+def _recover(rng: random.Random, D: float, restart: float, M: float) -> tuple[float, int]:
+    """(time, failures) from a failure until the job runs again: the downtime ``D`` (waiting for a node, holding
+    none: no failure), then the exposed ``restart``, itself restarted by every failure during it."""
+    t, n = 0.0, 0
+    while True:
+        t += D
+        gap = rng.expovariate(1.0 / M)
+        if gap >= restart:
+            return t + restart, n
+        t += gap
+        n += 1
+
+
 def simulate_single(segments: int, T: float, C: float, M: float, R: float, runs: int, seed: int, D: float = 0.0):
     """(failures per run, wall per run) of a synchronous single-level job; ``D``: downtime after every failure (the
     job waits for a node, holding none, and cannot fail), then the exposed restart ``R``."""
@@ -42,14 +55,8 @@ def simulate_single(segments: int, T: float, C: float, M: float, R: float, runs:
                 continue
             t += gap
             n += 1
-            while True:                 # downtime, then the restart, itself interrupted by failures
-                t += D
-                gap = rng.expovariate(1.0 / M)
-                if gap >= R:
-                    t += R
-                    break
-                t += gap
-                n += 1
+            dt, dn = _recover(rng, D, R, M)
+            t, n = t + dt, n + dn
         fails.append(n)
         walls.append(t)
     return fails, walls
@@ -104,15 +111,8 @@ def simulate_tiers(patterns: int, K: int, T: float, C1: float, C2: float, r1: fl
             n += 1
             node_loss = rng.random() < share_node
             durable = (durable // K) * K if node_loss else durable
-            restart = R + (r2 if node_loss else r1)
-            while True:
-                t += D                  # the wait for a node: no failure while the job holds no nodes
-                gap = rng.expovariate(1.0 / M)
-                if gap >= restart:
-                    t += restart
-                    break
-                t += gap
-                n += 1
+            dt, dn = _recover(rng, D, R + (r2 if node_loss else r1), M)
+            t, n = t + dt, n + dn
         fails.append(n)
         walls.append(t)
     return fails, walls

@@ -100,6 +100,7 @@ import pandas as pd
 from .errors import InputError
 from .fitting import (ALL_EVENTS, PHASES, PLANNED_CAUSE, check_confidence, mtbf_estimate, per_event_min,
                       summarize_minutes)
+from .spoken import duration
 
 __all__ = ["BADPUT_BUCKETS", "HOLE_STEPS", "MEASURED_KEYS", "MeasuredSplit", "measure_split"]
 
@@ -198,8 +199,8 @@ def measure_split(events: pd.DataFrame, source: str = "events", confidence: floa
     running_us, failures, mtbf, low, high = _job_mtbf(t, walk.segs, c, notes)
     stalls = summarize_minutes(saved["blocking"])
     if stalls is not None and stalls.mean_min > 1.05 * stalls.median_min:
-        notes.append(f"save stalls are right-skewed (mean {stalls.mean_min:.4g} min, median {stalls.median_min:.4g} min, "
-                     f"90th percentile {stalls.p90_min:.4g} min): checkpoint_stall_min is the mean, the expected "
+        notes.append(f"save stalls are right-skewed (mean {duration(stalls.mean_min)}, median {duration(stalls.median_min)}, "
+                     f"90th percentile {duration(stalls.p90_min)}): checkpoint_stall_min is the mean, the expected "
                      "stall per save the plan needs")
     if not walk.saves:
         notes.append("no saves logged: checkpoint stall, write time and interval not measured")

@@ -41,6 +41,7 @@ from .errors import InputError
 from .fields import COST_FIELDS, COST_PARTS, SETUP_FIELDS, TIER_KEYS
 from .gate import check_number
 from .scenario import Scenario, check_mapping
+from .spoken import duration
 
 __all__ = ["RecoverySetup", "SetupPlan", "TIERED_PLAN_UNUSED", "TIER_KEYS", "plan_setup", "setup_from_dict", "setup_keys", "split_setup"]
 
@@ -198,7 +199,7 @@ def _restart_parts(st: Any, derived: dict[str, Any], notes: list[str]) -> tuple[
     if st.reallocation_min is not None and derived["pool_reallocation_min"] is not None:
         share = st.replacement_share if st.replacement_share is not None else 1.0
         notes.append(f"reallocation_min = {st.reallocation_min:g} is stated: it overrides the spare pool's "
-                     f"expected {share * derived['pool_reallocation_min']:.3g} min")
+                     f"expected {duration(share * derived['pool_reallocation_min'])}")
     return parts, spare
 
 
@@ -266,7 +267,7 @@ def _derived_scenario(scenario: Scenario, st: Any, notes: list[str]) -> tuple[Sc
         if derived is None:
             continue
         if name in st.stated:
-            notes.append(f"{name} = {getattr(scenario, name):g} is stated: it overrides the {derived:.3g} min "
+            notes.append(f"{name} = {getattr(scenario, name):g} is stated: it overrides the {duration(derived)} "
                          "derived from the checkpoint size and bandwidth")
         else:
             changes[name] = derived
@@ -276,7 +277,7 @@ def _derived_scenario(scenario: Scenario, st: Any, notes: list[str]) -> tuple[Sc
     if parts:
         pipeline = sum(parts.values())
         if "restart_min" in st.stated:
-            notes.append(f"restart_min = {base.restart_min:g} is stated: it overrides the pipeline's {pipeline:.3g} min")
+            notes.append(f"restart_min = {base.restart_min:g} is stated: it overrides the pipeline's {duration(pipeline)}")
         else:
             # the wait for a node is downtime: the job holds no full set of nodes, so it cannot fail then
             restart = {"restart_min": pipeline}

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .errors import InputError
+from .gate import to_float
 from .fields import FIELD_BY_NAME, SETUP_FIELD_BY_NAME, lookup
 from .reliability import FailureDomain
 from .scenario import DOMAIN_COL, Scenario, check_scenario
@@ -53,8 +54,8 @@ class Design:
                 raise InputError(f"design {self.name!r}", key, "is not a scenario field") from None
             if _domain_index(key) == 0:
                 raise InputError(f"design {self.name!r}", key, "domains are numbered from 1")
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(_as_float(value)):
-                shown = _as_float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(to_float(value)):
+                shown = to_float(value) if isinstance(value, int) and not isinstance(value, bool) else value
                 raise InputError(f"design {self.name!r}: {key}", shown, "must be a finite number")
         for key, factor in self.times.items():
             if factor <= 0:
@@ -137,14 +138,6 @@ def _domain_index(key: str) -> int | None:
     """``i`` of a ``domain{i}_*`` key (None for any other key)."""
     m = DOMAIN_COL.match(key) if isinstance(key, str) else None
     return int(m.group(1)) if m else None
-
-
-def _as_float(value: Any) -> float:
-    """A number as a float; inf for an integer beyond the float range (10**400), as a scenario field reads it."""
-    try:
-        return float(value)
-    except OverflowError:
-        return math.inf
 
 
 def _keep_downtime_share(values: dict[str, Any], base: Scenario, changed: set[str]) -> None:

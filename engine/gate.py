@@ -28,7 +28,7 @@ from .errors import InputError
 from .fields import RULES
 
 __all__ = ["FLOAT_MAX", "FLOAT_TINY", "MAX_BROADCAST_ELEMENTS", "as_float_array", "broadcast", "check_finite_result",
-           "check_number", "ndim_of", "prepare", "wrapper"]
+           "check_number", "ndim_of", "prepare", "to_float", "wrapper"]
 
 #: the largest finite float64 (every input and every result stays at or below it)
 FLOAT_MAX = sys.float_info.max
@@ -227,6 +227,15 @@ def prepare(*specs: tuple[str, Any, str]) -> tuple[list[np.ndarray], Callable[[A
     _check_aligned({name: value for name, value, _ in specs})
     arrays = {name: as_float_array(name, value, rule) for name, value, rule in specs}
     return broadcast(**arrays), wrapper(*(value for _, value, _ in specs))
+
+
+def to_float(value: Any) -> float:
+    """A number as a float, a Python int beyond the float64 range as a signed infinity (10**400 -> inf), which
+    the finiteness rules then refuse by name."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def check_number(name: str, value: Any, rule: str) -> float | int | None:

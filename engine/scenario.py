@@ -25,7 +25,7 @@ from . import cost, reliability, wall_distribution, waste
 from .errors import BLANK, InputError
 from .fields import DOMAIN_FIELDS, FIELDS, RULES, TEXT_FIELDS, Field
 from .frames import result_frame as _result_frame
-from .gate import FLOAT_MAX, check_finite_result
+from .gate import FLOAT_MAX, check_finite_result, to_float
 from .phases import phases_from_list
 from .phases_table import phase_column_specs, phase_indices, phase_row_problems, phase_schedules, scenario_phase_columns
 from .preemption_table import preemption_plan, spot_price
@@ -230,13 +230,6 @@ class RowProblems:
         return m
 
 
-def _to_float(v: Any) -> float:
-    try:
-        return float(v)
-    except OverflowError:
-        return math.inf if v > 0 else -math.inf
-
-
 def _as_numbers(values: pd.Series) -> tuple[np.ndarray, np.ndarray | None]:
     """(float64 array, NaN where absent or not a number; mask of cells holding a non-number).
 
@@ -268,7 +261,7 @@ def _as_numbers(values: pd.Series) -> tuple[np.ndarray, np.ndarray | None]:
         try:
             arr[numbers_] = obj[numbers_].astype(np.float64)
         except OverflowError:  # a Python int beyond float range: infinite, refused by the finiteness rule
-            arr[numbers_] = [_to_float(v) for v in obj[numbers_]]
+            arr[numbers_] = [to_float(v) for v in obj[numbers_]]
     np.equal(codes, 2, out=bad)
     return arr, bad
 

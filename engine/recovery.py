@@ -183,25 +183,6 @@ def restart_pipeline_min(detection_min=0.0, reallocation_min=0.0, startup_min=0.
 
 # ------------------------------------------------------------------------------ spare pool
 
-def _pool_inputs(rate, repair_h, spares):
-    specs = [("node_replacement_rate_per_h", rate, "nonnegative"), ("repair_h", repair_h, "nonnegative"),
-             ("spares", spares, "whole")]
-    return specs
-
-
-def _mean_in_repair(lam, r):
-    with np.errstate(over="ignore"):
-        mu = lam * r
-    bad = ~(mu <= MAX_MEAN_IN_REPAIR)
-    if np.any(bad):
-        idx = tuple(np.argwhere(bad)[0]) if bad.ndim else ()
-        raise InputError("node_replacement_rate_per_h", float(np.asarray(lam)[idx]),
-                         f"node_replacement_rate_per_h x repair_h = {float(np.asarray(mu)[idx]):.6g} nodes in repair "
-                         f"on average: must be <= {MAX_MEAN_IN_REPAIR:.0e} (the pool model means nothing there)",
-                         tuple(int(i) for i in idx) or None)
-    return mu
-
-
 def erlang_b(spares, mean_in_repair):
     """Erlang's loss formula ``B(S, mu) = (mu^S / S!) / sum_{k<=S} mu^k / k!`` [Erlang17].
 

@@ -235,8 +235,8 @@ def _read_bytes(path: Path) -> bytes:
         with path.open("rb") as fh:
             while chunk := fh.read(1 << 24):
                 chunks.append(chunk)
-                run = _check_line_lengths(chunk, lines, run, str(path))
-                lines, size = lines + chunk.count(b"\n"), size + len(chunk)
+                run, breaks = _check_line_lengths(chunk, lines, run, str(path))
+                lines, size = lines + breaks, size + len(chunk)
                 if size > limit:  # it grew while being read
                     raise InputError("log", str(path), f"is larger than 512 bytes x MAX_LOG_ROWS = {limit:,}")
                 if lines > MAX_LOG_ROWS + 1:
@@ -250,9 +250,10 @@ def _read_bytes(path: Path) -> bytes:
     return b"".join(chunks)
 
 
-def _check_line_lengths(chunk: bytes, lines: int, run: int, name: str) -> int:
+def _check_line_lengths(chunk: bytes, lines: int, run: int, name: str) -> tuple[int, int]:
     """Refuse a line longer than MAX_LOG_LINE_BYTES in ``chunk`` (after ``lines`` line breaks and ``run`` bytes of
-    the line it continues), naming its row and length, quoting none of it. Returns the bytes of the line left open."""
+    the line it continues), naming its row and length, quoting none of it. Returns the bytes of the line left open
+    and the chunk's line breaks."""
     nl = np.flatnonzero(np.frombuffer(chunk, np.uint8) == 10)
     lengths = np.diff(np.concatenate(([-1 - run], nl, [len(chunk)]))) - 1  # every line of the chunk, the last open
     over = np.flatnonzero(lengths > MAX_LOG_LINE_BYTES)
@@ -261,7 +262,7 @@ def _check_line_lengths(chunk: bytes, lines: int, run: int, name: str) -> int:
         raise InputError("log", name, f"row {lines + k + 1} is over {MAX_LOG_LINE_BYTES:,} bytes long "
                                       f"({int(lengths[k]):,} bytes{' so far' if k == len(nl) else ''}; a log row is a "
                                       "timestamp, an event and a few short cells): refusing the file")
-    return int(lengths[-1])
+    return int(lengths[-1]), len(nl)
 
 
 def _arrow_read_csv(data: bytes, seconds: float = 10.0, **options: Any) -> pa.Table:
@@ -290,7 +291,7 @@ def _csv_fast(data: bytes, name: str) -> TokenTable | None:
     """A CSV file without quotes or lone carriage returns, split by pyarrow (one line = one row)."""
     import pyarrow.csv as pacsv
 
-    if b'"' in data or data.count(b"\r") != data.count(b"\r\n"):
+    if b'"' in data or b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
         return None
     starts, ends = _lines(data)
     if not len(starts) or ends[0] <= starts[0]:
@@ -421,7 +422,7 @@ def _table(source: Any, fmt: str | None, what: str = "log") -> TokenTable:
         raise InputError("log", str(path), f"is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     if fmt == "jsonl" or fmt is None and (path.suffix.lower() in (".jsonl", ".ndjson") or re.match(r"\s*\{", text)):
         return _jsonl(text, str(path))
-    if not text.strip():
+    if not text or text.isspace():  # (not text.strip(): a copy of the whole text)
         raise LogError(str(path), [RowProblem(1, "header", "", "empty file: a header row is required "
                                                                f"({', '.join(REQUIRED_COLUMNS + OPTIONAL_COLUMNS)})")])
     return _csv_fast(data, str(path)) or _csv_slow(text, str(path))
@@ -463,8 +464,10 @@ def _merge(steps: ParsedLog, other: ParsedLog) -> ParsedLog:
     def cat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.concatenate((a, b))[order]
 
+    cause = pa.concat_arrays([steps.cause, other.cause]).take(pa.array(order))
+
     return ParsedLog(f"{steps.name} + {other.name}", cat(steps.rows, other.rows), cat(steps.us, other.us),
-                   cat(steps.ok, other.ok), other.aware, cat(steps.ev, other.ev), cat(steps.cause, other.cause),
+                   cat(steps.ok, other.ok), other.aware, cat(steps.ev, other.ev), cause,
                    cat(steps.stall, other.stall), cat(steps.step, other.step), cat(steps.phase, other.phase),
                    steps.ignored + other.ignored, steps.notes + other.notes, [],
                    cat(np.zeros(len(at), np.int8), np.ones(len(it), np.int8)), (steps.name, other.name))

@@ -114,7 +114,7 @@ class ParsedLog:
     ok: np.ndarray
     aware: bool
     ev: np.ndarray
-    cause: np.ndarray
+    cause: pa.Array           # text, kept in Arrow (the events table's column is built from it without a copy)
     stall: np.ndarray
     step: np.ndarray
     phase: np.ndarray
@@ -129,9 +129,24 @@ def _np(a: pa.Array) -> np.ndarray:
     return a.to_numpy(zero_copy_only=False)
 
 
+def _blank(n: int) -> pa.Array:
+    """``n`` empty cells (a column the table does not have)."""
+    return pa.repeat(pa.scalar("", pa.string()), n)
+
+
 def _numbers(text: pa.Array, mask: np.ndarray) -> np.ndarray:
-    """Numbers in the cells where ``mask``, as Python's ``float`` reads them; NaN where not a number."""
+    """Numbers in the cells where ``mask``, as Python's ``float`` reads them; NaN where not a number.
+
+    Arrow's cast reads every cell where ``mask`` in one pass when it can: what it accepts, Python's ``float``
+    reads to the same value (a subset: it refuses spaces, underscores and non-ASCII digits, which ``float``
+    takes); when any cell is refused, the cells are sorted by a pattern and the rest read one by one."""
     out = np.full(len(text), np.nan)
+    if text.null_count == 0:
+        try:
+            out[mask] = _np(pc.cast(pc.filter(text, pa.array(mask)), pa.float64()))
+            return out
+        except (pa.ArrowInvalid, ValueError):
+            pass
     fast = _np(pc.match_substring_regex(text, _NUM)) & mask
     try:
         out[fast] = _np(pc.cast(pc.filter(text, pa.array(fast)), pa.float64()))
@@ -145,9 +160,31 @@ def _numbers(text: pa.Array, mask: np.ndarray) -> np.ndarray:
     return out
 
 
+def _arrow_times(text: pa.Array) -> tuple[np.ndarray, bool] | None:
+    """(microseconds, aware) when Arrow's ISO 8601 parser reads every cell, all with a UTC offset or all without,
+    each within years 1-9999 (in UTC); None otherwise (then :func:`_times` sorts the cells out one kind at a time).
+
+    What Arrow's cast accepts (date, ``T`` or space, hours with optional minutes, seconds and up to six
+    fraction digits, then ``Z`` or an offset ``+hh``, ``+hhmm``, ``+hh:mm`` for a UTC-typed cast, none for a
+    naive one) is a subset of what ``datetime.fromisoformat`` reads, and to the same instant: a strict parser,
+    refusing February 30, hour 24 and second 60 as Python does."""
+    if text.null_count or not len(text):
+        return None
+    for typ, aware in ((pa.timestamp("us", "UTC"), True), (pa.timestamp("us"), False)):
+        try:
+            us = _np(text.cast(typ).cast(pa.int64()))
+        except (pa.ArrowInvalid, ValueError):
+            continue
+        return (us, aware) if int(us.min()) >= _MIN_US and int(us.max()) <= _MAX_US else None
+    return None
+
+
 def _times(text: pa.Array, epoch: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, str]]]:
     """(microseconds, parsed, aware, [(index, rule)]) of ISO 8601 cells (and numbers when ``epoch``)."""
     n = len(text)
+    quick = _arrow_times(text)
+    if quick is not None:
+        return quick[0], np.ones(n, bool), np.full(n, quick[1]), []
     us, done, aware = np.zeros(n, np.int64), np.zeros(n, bool), np.zeros(n, bool)
     empty = _np(pc.equal(pc.utf8_length(text), 0))
     for pattern, utc in ((_NAIVE, False), (_AWARE, True)):
@@ -219,9 +256,9 @@ def parse_table(t: TokenTable, spec: TableSpec) -> ParsedLog:
     ev = _event_codes(check, spec, n)
     known = ev >= 0
     cause_t = check.text("cause")
-    cause = _np(cause_t) if cause_t is not None else np.full(n, "", object)
-    for i in np.flatnonzero((cause != "") & known & (ev != INTR)):
-        check.add(i, 3, "cause", cause[i], "is only given on interruption rows")
+    cause = cause_t if cause_t is not None else _blank(n)
+    for i in np.flatnonzero((_np(pc.binary_length(cause)) > 0) & known & (ev != INTR)).tolist():
+        check.add(i, 3, "cause", cause[i].as_py(), "is only given on interruption rows")
     stall = _stalls(check, ev, known, n)
     step = _step_numbers(check, ev, n)
     phase = _phase_codes(check, ev, known, n)
@@ -347,7 +384,7 @@ def _stalls(check: _RowChecks, ev: np.ndarray, known: np.ndarray, n: int) -> np.
 
 def _step_numbers(check: _RowChecks, ev: np.ndarray, n: int) -> np.ndarray:
     """Each row's step number (NaN when not given or not a whole number >= 0); required on step rows."""
-    stx = check.text("step") if "step" in check.col else pa.array([""] * n)
+    stx = check.text("step") if "step" in check.col else _blank(n)
     given = _np(pc.greater(pc.utf8_length(stx), 0))
     step = _numbers(stx, given)
     with np.errstate(invalid="ignore"):
@@ -365,7 +402,7 @@ def _phase_codes(check: _RowChecks, ev: np.ndarray, known: np.ndarray, n: int) -
     detection phase in a first start-up."""
     phase = np.full(n, -1, np.int8)
     ph_rows = (ev == RPHASE) | (ev == SPHASE)
-    ptx = pc.utf8_lower(check.text("phase")) if "phase" in check.col else pa.array([""] * n)
+    ptx = pc.utf8_lower(check.text("phase")) if "phase" in check.col else _blank(n)
     given = _np(pc.greater(pc.utf8_length(ptx), 0))
     for i in np.flatnonzero(given & known & ~ph_rows):
         check.add(i, 6, "phase", ptx[int(i)].as_py(), "is only given on restart_phase and startup_phase rows")
@@ -493,12 +530,14 @@ def _frame(p: ParsedLog) -> pd.DataFrame:
     ts = pd.Series(p.us.view("datetime64[us]"))
     if p.aware:
         ts = ts.dt.tz_localize("UTC")
-    names = np.asarray(ALL_EVENTS + ("",), dtype=object)
-    phases = np.asarray(PHASES + ("",), dtype=object)
+
+    def text(words: tuple[str, ...], code: np.ndarray) -> pd.Series:  # code -1: empty; Arrow strings, no copy
+        return pd.Series(pa.array(words + ("",)).take(pa.array(np.where(code < 0, len(words), code))), dtype="str")
+
     return pd.DataFrame({
-        "row": p.rows.astype(np.int64), "timestamp": ts, "event": pd.Series(names[p.ev], dtype="str"),
+        "row": p.rows.astype(np.int64), "timestamp": ts, "event": text(ALL_EVENTS, p.ev),
         "cause": pd.Series(p.cause, dtype="str"), "checkpoint_stall_s": p.stall, "step": p.step,
-        "phase": pd.Series(phases[p.phase], dtype="str")})
+        "phase": text(PHASES, p.phase)})
 
 
 def events_table(p: ParsedLog) -> pd.DataFrame:

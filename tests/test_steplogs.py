@@ -9,6 +9,7 @@ import math
 import statistics
 import sys
 import threading
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -614,3 +615,55 @@ def test_the_shipped_step_log_gives_one_stall_through_fit_and_actual():
     # fit reads the logged checkpoint_stall_s, actual the save_start .. checkpoint_saved spans: microsecond times
     assert sp.measured["checkpoint_stall_min"] == pytest.approx(fit.scenario_overrides()["checkpoint_stall_min"],
                                                                 rel=1e-6)
+
+
+# Arrow's one-pass parse of the timestamp and number columns must read what the cell-by-cell path reads.
+_ARROW_TIMES = ["2024-03-01T06Z", "2024-03-01T08:00+01", "2024-03-01T09:00+0100", "2024-03-01 08:30:00.5-01:30",
+                "2024-03-01T10:00:00.623456Z", "2024-03-01T10:00:01-00:00"]
+
+
+def _python_us(text: str) -> int:
+    """Microseconds since 1970 (UTC) of an ISO 8601 text, as datetime.fromisoformat reads it."""
+    dt = datetime.fromisoformat(text)
+    if dt.tzinfo is not None:
+        dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
+    return (dt - datetime(1970, 1, 1)) // timedelta(microseconds=1)
+
+
+def _times_log(tmp_path: Path, stamps: list[str], steps: list[str], name: str) -> pd.DataFrame:
+    rows = [f"{stamps[0]},start,,,0,"] + [f"{t},step,,,{s}," for t, s in zip(stamps[1:], steps)]
+    return read_log(write(tmp_path, HEADER + "\n".join(rows) + "\n", name))
+
+
+@pytest.mark.parametrize("aware", [True, False])
+def test_arrow_fast_path_reads_the_instants_and_numbers_python_reads(tmp_path, aware):
+    """Every form Arrow's cast takes in one pass (hour only, offsets +hh and +hhmm, fractions, a space) gives the
+    instant datetime.fromisoformat gives; one cell only Python reads (the basic format or seven fraction digits, a number with an
+    underscore) sends the column down the cell-by-cell path, which gives the same values for every other row."""
+    stamps = _ARROW_TIMES if aware else ["2024-03-01", "2024-03-01T08", "2024-03-01T08:00", "2024-03-01 09:00:00.25",
+                                          "2024-03-01T10:00:00.123456", "2024-03-01T10:00:01"]
+    steps = ["1", "+2", "3.", "4e0", "0005"]
+    fast = _times_log(tmp_path, stamps, steps, "fast.csv")
+    slow = _times_log(tmp_path, stamps + ["20240301T110000.5Z" if aware else "2024-03-01T11:00:00.5000000"],
+                      steps + ["1_0"], "slow.csv")
+    want = [_python_us(t) for t in stamps]
+    for events in (fast, slow.iloc[:-1]):
+        assert events["timestamp"].dt.as_unit("us").astype("int64").tolist() == want
+        assert events["step"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+        assert events.attrs["aware"] is aware
+        assert (events["timestamp"].dt.tz is not None) is aware
+    assert slow["step"].iloc[-1] == 10.0
+    assert _python_us(slow["timestamp"].iloc[-1].isoformat()) == _python_us("2024-03-01T11:00:00.5"
+                                                                            + ("+00:00" if aware else ""))
+
+
+@pytest.mark.parametrize(("first", "rule"), [
+    ("0001-01-01T00:30:00+01:00", "falls outside years 1-9999 (in UTC)"),
+    ("2024-02-30T08:00:00Z", "is not an ISO 8601 timestamp"),
+    ("2024-03-01T08:00:00", "has UTC offset but row 2 has none"),
+])
+def test_a_cell_arrow_would_take_or_refuse_keeps_its_message(tmp_path, first, rule):
+    """Out of range after the offset, an impossible date, offsets on some rows only: the per-cell messages."""
+    with pytest.raises(LogError) as err:
+        _times_log(tmp_path, [first, "2024-03-01T09:00:00Z", "2024-03-01T10:00:00Z"], ["1", "2"], "bad.csv")
+    assert rule in str(err.value)

@@ -265,21 +265,26 @@ def mtbf_estimate(running_h: float, failures: int, confidence: float = 0.9) -> M
     nf = _number("failures", failures, whole)
     if not (0 <= nf <= _MAX_FAILURES and nf == math.floor(nf)):
         raise InputError("failures", failures, whole)
-    from scipy import stats  # here, not at import: the command line starts without scipy
+    from scipy.special import gammaincinv  # here, not at import: the command line starts without scipy
+
+    def chi2_ppf(p: float, df: int) -> np.float64:
+        """The chi-square quantile, as ``scipy.stats.chi2.ppf`` computes it (``2 P^-1(df/2, p)``, the inverse of the
+        regularized lower incomplete gamma function), without importing all of scipy.stats (0.3-0.6 s)."""
+        return 2 * gammaincinv(df / 2, p)
 
     c = check_confidence(confidence)
     n = int(nf)
     named = {"running_h": np.asarray(T), "failures": np.asarray(float(n))}
     if n == 0:
         with _quiet():
-            lower = 2 * np.float64(T) / stats.chi2.ppf(c, 2)
+            lower = 2 * np.float64(T) / chi2_ppf(c, 2)
         check_finite_result("running_h", lower, "the lower MTBF bound 2T/chi2 overflows", named)
         return MtbfEstimate(0, T, c, None, float(lower), None,
                             f"no unplanned failures in {T:.4g} running hours: only a one-sided lower bound "
                             f"exists (M >= {lower:.4g} h with {c:.0%} confidence)")
     with _quiet():
-        lower = 2 * np.float64(T) / stats.chi2.ppf((1 + c) / 2, 2 * n + 2)
-        upper = 2 * np.float64(T) / stats.chi2.ppf((1 - c) / 2, 2 * n)
+        lower = 2 * np.float64(T) / chi2_ppf((1 + c) / 2, 2 * n + 2)
+        upper = 2 * np.float64(T) / chi2_ppf((1 - c) / 2, 2 * n)
     check_finite_result("running_h", np.array([lower, upper]), "the MTBF bounds 2T/chi2 overflow", named)
     return MtbfEstimate(n, T, c, T / n, float(lower), float(upper),
                         f"exponential MLE T/n; two-sided {c:.0%} chi-square bounds, time-terminated")

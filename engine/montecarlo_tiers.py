@@ -91,6 +91,10 @@ class _Job:
     clean_last: float
     flow_last: float
     fcum_last: float          # sum of the flow lengths of full windows 0 .. last-1
+    bucket: float = 0.0       # width of the buckets of one pattern's clock, a third of its shortest window (or 0)
+    near: np.ndarray | None = None  # per bucket: the window its start falls in (at most K - 1), and that window's
+    near_lo: np.ndarray | None = None  # two ends pre[near], pre[near + 1]: a searchsorted in three comparisons
+    near_hi: np.ndarray | None = None
 
     def fcum(self, v):
         """Sum of the flow lengths of full windows ``0 .. v-1`` (integer array ``v``)."""
@@ -121,6 +125,11 @@ def _job(work, T, M, R, W, s, stalls, every, restores, shares, rec, final_save) 
     per_save = sum((st * (ks % e == 0) for st, e in zip(stalls, every)), np.zeros(K))  # stall(k), vectorised
     job = _Job(T, M, R, W, s, per_save, pre, cum, every_[rec], R + restores_[rec], rec,
                len(every), last, clean, flow, 0.0)
+    h = float(np.diff(pre).min()) / 3.0  # windows are at least T long in flow
+    buckets = math.ceil(pre[-1] / h) + 1 if h > 0 else math.inf
+    if buckets <= max(64, 16 * (K + 1)):
+        near = np.minimum(np.searchsorted(pre, np.arange(buckets) * h, side="right") - 1, K - 1)
+        job = replace(job, bucket=h, near=near, near_lo=pre[near], near_hi=pre[near + 1])
     return replace(job, fcum_last=float(job.fcum(np.int64(last))))
 
 
@@ -199,20 +208,42 @@ def _remaining(job: _Job, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
 
 
 def _position(job: _Job, tau: np.ndarray) -> np.ndarray:
-    """Largest window index ``v`` with ``fcum(v) <= tau`` (to rounding): one pattern's prefix sums, searched."""
+    """Largest window index ``v`` with ``fcum(v) <= tau`` (to rounding): one pattern's prefix sums, searched.
+
+    The search: the pattern's clock cut into buckets a third of its shortest window wide, so that between a
+    bucket's start and any point of it or the next bucket lies at most one window boundary; from the window of the
+    bucket's start, one comparison with each end of that window gives the answer ``searchsorted(pre, rest,
+    "right") - 1`` would give, exactly (the bucket found by rounding may be one off either way). Patterns whose
+    windows differ too much in length for a small table use searchsorted itself."""
     K = job.pre.size - 1
     k = np.floor(tau / job.pre[-1])
-    return (k * K).astype(np.int64) + np.searchsorted(job.pre, tau - k * job.pre[-1], side="right") - 1
+    rest = tau - k * job.pre[-1]
+    if job.near is None:
+        return (k * K).astype(np.int64) + np.searchsorted(job.pre, rest, side="right") - 1
+    b = np.minimum((rest * (1.0 / job.bucket)).astype(np.int64), job.near.size - 1)
+    b[b < 0] = 0
+    j = job.near[b] - (rest < job.near_lo[b]) + (rest >= job.near_hi[b])
+    return (k * K).astype(np.int64) + j
 
 
 def _block(job: _Job, rows: int, rng: np.random.Generator):
-    """One block of runs, one failure per round (module notes). Returns the per-run arrays."""
+    """One block of runs, one failure per round (module notes). Returns the per-run arrays.
+
+    A run holds its milestone ``w`` and ``g = fcum(w)``, where ``w`` is on the clock of windows run in flow.
+    From a clean start at ``w`` the failure-free time left is ``fcum_last + flow_last + a - g`` (``a = W (1 -
+    slowdown)``: what a clean first window adds to a flow one), and a failure ``x`` into it falls at ``g + x - a``
+    on that clock: the window it falls in, clipped to ``[w, last]``, is the last durable checkpoint. A run in a
+    restart holds the restart's length in ``rdur`` (0 while it runs the job). Failures and rollbacks are counted
+    by class and by tier (flat indices into the per-run rows); their totals are the row sums.
+    """
     n_cls, n_tier = job.cum_shares.size, job.n_tiers
-    out = (np.empty(rows), np.empty(rows, np.int64), np.empty(rows, np.int64), np.empty(rows),
-           np.empty((rows, n_cls), np.int64), np.empty((rows, n_tier), np.int64))
+    out = (np.empty(rows), np.empty(rows), np.empty((rows, n_cls), np.int64), np.empty((rows, n_tier), np.int64))
+    a = job.W * (1.0 - job.s)
+    end = job.fcum_last + job.flow_last + a  # failure-free clock of the job's end, plus a (the clean first window)
+    short_last = job.clean_last != job.flow_last + a  # a final save longer in flow than clean: its own length
     idx = np.arange(rows)
-    t, rtime, rdur = np.zeros(rows), np.zeros(rows), np.zeros(rows)
-    w, fails, rolls = np.zeros(rows, np.int64), np.zeros(rows, np.int64), np.zeros(rows, np.int64)
+    t, rtime, rdur, g = np.zeros(rows), np.zeros(rows), np.zeros(rows), np.zeros(rows)
+    w = np.zeros(rows, np.int64)
     restarting = np.zeros(rows, bool)
     cls_n, tier_n = np.zeros((rows, n_cls), np.int64), np.zeros((rows, n_tier), np.int64)
     for _ in range(_MAX_ROUNDS):
@@ -221,40 +252,38 @@ def _block(job: _Job, rows: int, rng: np.random.Generator):
         x = rng.exponential(job.M, idx.size)
         # restarts: a gap no longer than the restart interrupts it; otherwise the job resumes, clean
         if restarting.any():
-            fr = restarting & (x <= rdur)
-            ok = restarting & ~fr
-            spent = np.where(fr, x, np.where(ok, rdur, 0.0))
+            spent = np.minimum(x, rdur)
             t += spent
             rtime += spent
-            x -= np.where(ok, rdur, 0.0)
-            restarting = fr
-        # running: finish, or fail in some window
-        left, first, f1 = _remaining(job, w)
-        done = ~restarting & (x > left)
-        fail = ~restarting & ~done
-        t += np.where(done, left, np.where(fail, x, 0.0))
-        hit = np.flatnonzero(fail | restarting)
+            restarting &= x <= rdur
+            x -= spent
+            rdur *= restarting
+        # running: finish, or fail in some window (a restart that failed again has x = 0 left: not done)
+        left = end - g if not short_last else np.where(w == job.last, job.clean_last, end - g)
+        done = x > left
+        t += np.where(done, left, x)
+        hit = np.flatnonzero(~done)
         u = rng.random(hit.size)
-        cls = sum((u >= c).astype(np.int64) for c in job.cum_shares[:-1]) if n_cls > 1 else np.zeros(hit.size, np.int64)
-        cls_n[hit, cls] += 1
-        fails[hit] += 1
-        run = fail[hit]
+        cls = np.zeros(hit.size, np.int64)
+        for share in job.cum_shares[:-1]:  # the class by its share: searchsorted(cum_shares[:-1], u, "right")
+            cls += u >= share
+        cls_n.reshape(-1)[hit * n_cls + cls] += 1
+        run = ~restarting[hit]
         pos, c = hit[run], cls[run]
-        xs, fs = x[pos], first[pos]
-        durable = np.where(xs < fs, w[pos], _position(job, f1[pos] + (xs - fs)))
-        durable = np.clip(durable, w[pos], job.last)
+        durable = np.clip(_position(job, g[pos] + x[pos] - a), w[pos], job.last)
         k = job.every_of[c]
-        w[pos] = durable // k * k
+        w[pos] = durable = durable // k * k
+        g[pos] = job.fcum(durable)
         restarting[pos], rdur[pos] = True, job.restart_of[c]
-        rolls[pos] += 1
-        tier_n[pos, job.tier_of[c]] += 1
+        tier_n.reshape(-1)[pos * n_tier + job.tier_of[c]] += 1
         if done.any():
             fin = np.flatnonzero(done)
-            for o, v in zip(out, (t, fails, rolls, rtime, cls_n, tier_n)):
+            for o, v in zip(out, (t, rtime, cls_n, tier_n)):
                 o[idx[fin]] = v[fin]
             keep = ~done
-            idx, t, rtime, rdur, w, fails, rolls, restarting, cls_n, tier_n = (
-                v[keep] for v in (idx, t, rtime, rdur, w, fails, rolls, restarting, cls_n, tier_n))
+            idx, t, rtime, rdur, g, w, restarting, cls_n, tier_n = (
+                v[keep] for v in (idx, t, rtime, rdur, g, w, restarting, cls_n, tier_n))
     else:
         raise InputError("M", job.M, f"a run reached {_MAX_ROUNDS:,} failures: failures are far too frequent")
-    return out
+    wall, rtime, by_class, by_tier = out
+    return wall, by_class.sum(axis=1), by_tier.sum(axis=1), rtime, by_class, by_tier

@@ -486,3 +486,24 @@ def test_simulation_is_reproducible_and_takes_one_configuration():
     with pytest.raises(InputError) as err:
         simulate_tiers(1e6, 1000.0, 1.0, tiers=tiers, classes=classes, runs=10)
     assert err.value.field == "M"
+
+
+@pytest.mark.parametrize(("stalls", "every", "W", "s"), [
+    ((0.2, 1.0, 4.0), (1, 3, 12), 0.0, 0.0), ((0.2, 1.0, 4.0), (1, 3, 12), 6.0, 0.3), ((2.0,), (1,), 0.0, 0.0),
+    ((0.5, 3.0), (1, 7), 9.0, 0.9), ((0.1, 1000.0), (1, 2), 0.0, 0.0)])
+def test_the_simulators_window_search_is_searchsorted_exactly(stalls, every, W, s):
+    """The tiered Monte Carlo finds the window a failure falls in from a table of buckets and two comparisons
+    (or searchsorted, when the windows differ too much in length for a small table): the very index searchsorted
+    on the pattern's prefix sums gives, at every window boundary, one float step either side, and anywhere."""
+    from ckptplan.engine import montecarlo_tiers as mct
+
+    job = mct._job(5000.0, 1.0 if stalls[-1] > 100 else 10.0, 100.0, 1.0, W, s, list(stalls), list(every),
+                   [1.0] * len(every), [1.0], [len(every) - 1], True)
+    assert (job.near is None) == (stalls[-1] > 100)
+    pre, P, K = job.pre, job.pre[-1], job.pre.size - 1
+    bounds = (np.arange(40)[:, None] * P + pre[None, :]).ravel()
+    tau = np.concatenate((bounds, np.nextafter(bounds, -np.inf), np.nextafter(bounds, np.inf),
+                          np.random.default_rng(5).uniform(-P, 40 * P, 100_000)))
+    k = np.floor(tau / P)
+    want = (k * K).astype(np.int64) + np.searchsorted(pre, tau - k * P, side="right") - 1
+    assert np.array_equal(mct._position(job, tau), want)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # the fitter (numpy, pandas) loads when the command runs, not
 from ckptplan import common as _cli
 from ckptplan.common import duration, literal
 
-__all__ = ["emit_fitted", "print_fit", "register"]
+__all__ = ["emit_fitted", "fitted_ranges", "print_fit", "register"]
 
 
 def _num(x: float | None, fmt: str = ".3g", unit: str = "") -> str:
@@ -107,8 +107,24 @@ def emit_fitted(path: Path, fit: LogFit, template: Optional[str], force: bool) -
                        f"{template or _cli.DEFAULT_TEMPLATE}" + (f" ({base.scenario.source})" if base.scenario.source else "")}
     notes = (["job_mtbf_h replaces the node-derived MTBF: the log measures every cause of job interruption."]
              if "job_mtbf_h" in overrides else []) + list(fit.notes)
+    ranges = fitted_ranges(fit)
+    if ranges:
+        notes.append(f"[uncertainty] job_mtbf_h = the MTBF's {fit.confidence:.0%} confidence interval "
+                     "(ckptplan sensitivity and risk swing and draw it).")
     return write_measured(path, base, overrides, command=f"`ckptplan fit {fit.source}`",
-                          source=f"the interruption log {fit.source}", texts=texts, notes=notes, force=force)
+                          source=f"the interruption log {fit.source}", texts=texts, notes=notes, force=force,
+                          ranges=ranges)
+
+
+def fitted_ranges(fit: LogFit) -> dict[str, list[float]]:
+    """The ``[uncertainty]`` entries a fit gives its emitted scenario: the job MTBF (the rate field the scenario
+    uses: it overrides the node MTBF) from its confidence interval's lower to upper bound, a three-point
+    ``[low, high]`` around ``T/n`` (:mod:`ckptplan.engine.uncertainty`); none when the log has no failure (only
+    a one-sided bound exists) or the bounds do not enclose the estimate with room (a float tie)."""
+    m = fit.mtbf
+    if m.mtbf_h is None or m.lower_h is None or m.upper_h is None or not m.lower_h < m.mtbf_h < m.upper_h:
+        return {}
+    return {"job_mtbf_h": [float(m.lower_h), float(m.upper_h)]}
 
 
 def register(app: typer.Typer) -> None:

@@ -41,17 +41,30 @@ __all__ = ["measured_header", "plan_document", "plan_toml", "plan_writer", "with
 _NOT_IN_COMMENT = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
 
 
-def with_measured(plan: PlanFile, measured: Mapping[str, Any], **texts: str) -> PlanFile:
+def with_measured(plan: PlanFile, measured: Mapping[str, Any], ranges: Mapping[str, Any] | None = None,
+                  **texts: str) -> PlanFile:
     """``plan`` with the ``measured`` scenario fields in place of its own (a measured stall, background write
     or restart becomes stated: it wins over the one the setup derives) and the scenario texts ``texts``
     (``name``, ``description``, ``source``, ``failure_rate_source``) changed; setup, tiers, classes and
-    designs kept. Raises :class:`InputError` for a field that is not a scenario field or breaks its rule."""
+    designs kept. Raises :class:`InputError` for a field that is not a scenario field or breaks its rule.
+
+    The ``[uncertainty]`` table: the template's range of a measured field is dropped (it was a guess around
+    the template's value, not the measurement), as is a node MTBF range once a job MTBF is measured (the
+    job MTBF overrides it: it would move nothing); ``ranges`` (field -> ``[low, high]`` or a distribution,
+    e.g. a fitted MTBF's confidence interval) are added, checked around the measured values."""
     unknown = sorted(k for k in measured if k not in FIELD_BY_NAME)
     if unknown:
         raise InputError("measured", unknown[0], "is not a scenario field")
     scenario = plan.scenario.replace(**dict(measured), **texts)
     stated = frozenset(plan.setup.stated) | {k for k in measured if k in DERIVED}
-    return replace(plan, scenario=scenario, setup=plan.setup.replace(stated=stated))
+    setup = plan.setup.replace(stated=stated)
+    shadowed = set(measured) | ({"node_mtbf_h"} if "job_mtbf_h" in measured else set())
+    kept = {u.field: u.to_dict() for u in plan.uncertainty if u.field not in shadowed}
+    from ..engine.uncertainty import uncertainty_from_dict
+
+    table = {**kept, **dict(ranges or {})}
+    uncertainty = uncertainty_from_dict(table, scenario, setup, origin="measured") if table else ()
+    return replace(plan, scenario=scenario, setup=setup, uncertainty=uncertainty)
 
 
 def _plain(value: Any) -> Any:
@@ -146,11 +159,13 @@ def measured_header(command: str, measured: Mapping[str, Any], source: str, temp
 
 
 def write_measured(path: str | Path, template: PlanFile, measured: Mapping[str, Any], *, command: str, source: str,
-                   texts: Mapping[str, str] | None = None, notes: Sequence[str] = (), force: bool = False) -> PlanFile:
-    """Write ``template`` with the ``measured`` fields in place of its own (:func:`with_measured`) as a scenario
-    file, headed by :func:`measured_header` (``command`` wrote it, ``source`` measured the fields; ``notes``
-    follow); returns the plan written. Raises :class:`InputError` (a ``ValueError``) for a measured value
-    that breaks its field's rule, ``FileExistsError`` without ``force``, ``OSError`` when it cannot write."""
-    plan = with_measured(template, measured, **dict(texts or {}))
+                   texts: Mapping[str, str] | None = None, notes: Sequence[str] = (), force: bool = False,
+                   ranges: Mapping[str, Any] | None = None) -> PlanFile:
+    """Write ``template`` with the ``measured`` fields in place of its own and the measured ``ranges`` in its
+    ``[uncertainty]`` table (:func:`with_measured`) as a scenario file, headed by :func:`measured_header`
+    (``command`` wrote it, ``source`` measured the fields; ``notes`` follow); returns the plan written. Raises
+    :class:`InputError` (a ``ValueError``) for a measured value that breaks its field's rule,
+    ``FileExistsError`` without ``force``, ``OSError`` when it cannot write."""
+    plan = with_measured(template, measured, ranges, **dict(texts or {}))
     write_plan(path, plan, measured_header(command, measured, source, template, notes), force=force)
     return plan

@@ -341,3 +341,37 @@ def test_cli_bad_log_lists_every_row_without_traceback(tmp_path):
     assert res.exit_code == 2
     assert isinstance(res.exception, SystemExit)
     assert "row 3: event='boom'" in res.output and "row 4: timestamp=" in res.output
+
+
+def test_emit_scenario_carries_the_mtbf_interval_as_a_range_that_sensitivity_swings(tmp_path):
+    """fit --emit-scenario writes the job MTBF's confidence interval into [uncertainty]; sensitivity uses it."""
+    from ckptplan.engine.sensitivity import tornado
+
+    out = tmp_path / "fitted.toml"
+    res = runner.invoke(make_app(), ["fit", str(TEMPLATE_LOG), "--emit-scenario", str(out), "--confidence", "0.8"])
+    assert res.exit_code == 0, res.output
+    fit = fit_log(TEMPLATE_LOG, confidence=0.8)
+    plan = files.load_plan(out)
+    (u,) = plan.uncertainty
+    assert (u.field, u.dist) == ("job_mtbf_h", "range")
+    assert (u.low, u.base, u.high) == pytest.approx((fit.mtbf.lower_h, fit.mtbf.mtbf_h, fit.mtbf.upper_h))
+    table = tornado(plan.scenario, plan.setup, (), plan.uncertainty, outputs=("wall_h",))
+    at = {}
+    for bound in (fit.mtbf.lower_h, fit.mtbf.upper_h):
+        at[bound] = float(engine.evaluate(plan.scenario.replace(job_mtbf_h=bound))["wall_h"].iloc[0])
+    assert table["swing"].iloc[0] == pytest.approx(at[fit.mtbf.lower_h] - at[fit.mtbf.upper_h], rel=1e-9)
+    assert table["swing"].iloc[0] > 0   # a shorter MTBF makes the job longer
+
+
+def test_emit_scenario_drops_the_template_ranges_the_fit_replaces(tmp_path):
+    """A template's range on a measured field (or on the node MTBF the measured job MTBF shadows) is dropped;
+    the others are kept around the template's values."""
+    src = tmp_path / "ranged.toml"
+    text = files.scenarios.template_path("seed.toml").read_text(encoding="utf-8")
+    src.write_text(text + "\n[uncertainty]\nnode_mtbf_h = [1000, 9000]\nrestart_min = [1, 30]\n"
+                   "price_per_gpu_hour = [1.5, 4]\n", encoding="utf-8")
+    out = tmp_path / "fitted.toml"
+    res = runner.invoke(make_app(), ["fit", str(TEMPLATE_LOG), "--emit-scenario", str(out), "--template", str(src)])
+    assert res.exit_code == 0, res.output
+    fields = [u.field for u in files.load_plan(out).uncertainty]
+    assert fields == ["price_per_gpu_hour", "job_mtbf_h"]

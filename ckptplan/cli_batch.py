@@ -262,6 +262,8 @@ def batch(
     max_rows: int = typer.Option(MAX_SWEEP_ROWS, "--max-rows", help="Refuse an input of more data rows than this, "
                                  "before any work"),
     as_json: bool = _cli.flag("--json", help="Print the summary as JSON"),
+    risk_draws: int = typer.Option(1000, "--risk-draws", help="Input draws per row with input ranges "
+                                   "(<field>_low/_high columns): P10/P50/P90 of total cost and wall hours"),
 ) -> None:
     """Evaluate every scenario of a file; bad rows are reported per row, never dropped.
 
@@ -272,13 +274,15 @@ def batch(
     tiers (or those of --design) plan every row: tier{i}_ columns give each tier's interval, times
     and storage bill. The results' row column is the data row of the file: 1 = the first row under
     the header (blank rows count). A warnings column says when an ok row's answer leaves its model's range.
+    Columns <field>_low and <field>_high (optional <field>_dist, <field>_mode) give a row's input ranges:
+    the row gains P10/P50/P90 of total cost and wall hours and the input that swings its cost most.
     """
     started = time.perf_counter()
     try:
         with terminate_on_signals():  # SIGTERM/SIGHUP clean up like Ctrl-C: no temporary file is left
             summary = _batch(scenarios, output, template, no_template, force, deadline, runs, seed, weibull_shape,
                              scheduler, dask_address, chunk_rows, keep_extra, sheet, delimiter, decimal, max_rows,
-                             design)
+                             design, risk_draws)
     except Terminated as exc:
         _stopped(exc, output)
     except (FileExistsError, FileNotFoundError, ValueError, OSError) as exc:
@@ -289,7 +293,8 @@ def batch(
 def _batch(scenarios: Path, output: Path, template: Optional[str], no_template: bool, force: bool, deadline: bool,
            runs: int, seed: int, weibull_shape: Optional[float], scheduler: str, dask_address: Optional[str],
            chunk_rows: Optional[int], keep_extra: bool, sheet: Optional[str], delimiter: Optional[str],
-           decimal: Optional[str], max_rows: int, design: Optional[str] = None) -> "BatchSummary":
+           decimal: Optional[str], max_rows: int, design: Optional[str] = None,
+           risk_draws: int = 1000) -> "BatchSummary":
     if scheduler not in ("local", "dask"):
         raise InputError("--scheduler", scheduler, "must be 'local' or 'dask'")
     if no_template and template is not None:
@@ -301,6 +306,7 @@ def _batch(scenarios: Path, output: Path, template: Optional[str], no_template: 
     delimiter = {"tab": "\t", "\\t": "\t"}.get(delimiter, delimiter) if delimiter is not None else None
     _check_output(output, force)
     from .engine.batch import evaluate_rows
+    from .engine.batch_risk import evaluate_ranges, range_columns
     from .engine.sweep import fill_from_template, iter_results
     from .files import load_plan
     from .files.tables import read_scenarios
@@ -320,17 +326,24 @@ def _batch(scenarios: Path, output: Path, template: Optional[str], no_template: 
                    extra_columns="keep" if keep_extra else "error")
     if fill is not None and fill.tiers:
         options.update(tiers=fill.tiers, failure_classes=fill.failure_classes)
+    ranged = [c for parts in range_columns(table.columns).values() for c in parts.values()]
+    if ranged and scheduler == "dask":
+        raise InputError("--scheduler", scheduler, f"input range columns ({ranged[0]} ...) are evaluated in this "
+                         "process: drop --scheduler dask")
     try:
-        evaluate_rows(table.iloc[:0], **options)  # file-level problems, before any work
+        evaluate_rows(table.iloc[:0].drop(columns=ranged), **options)  # file-level problems, before any work
+        if ranged:
+            evaluate_ranges(table.iloc[:0], risk_draws=risk_draws, **options)
     except InputError as exc:
         if exc.field != "columns":
             raise
         raise FileInputError("scenario file", scenarios, str(exc)) from None  # name the file too
-    step = chunk_rows or (DEADLINE_CHUNK_ROWS if deadline else DEFAULT_CHUNK_ROWS)
+    step = chunk_rows or (DEADLINE_CHUNK_ROWS if deadline or ranged else DEFAULT_CHUNK_ROWS)
     source = (f"ckptplan batch {scenarios}" + (f" --template {fill.template}" if fill else " --no-template")
               + (f" --design {design!r}" if design is not None else "")
-              + (f" --deadline --runs {runs} --seed {seed}" if deadline else ""))
-    with _progress(len(table), "evaluating", deadline) as advance:
+              + (f" --deadline --runs {runs} --seed {seed}" if deadline else "")
+              + (f" --risk-draws {risk_draws}" + ("" if deadline else f" --seed {seed}") if ranged else ""))
+    with _progress(len(table), "evaluating", deadline or bool(ranged)) as advance:
         if scheduler == "dask":
             with _dask_client(dask_address):
                 import dask.dataframe as dd
@@ -340,7 +353,9 @@ def _batch(scenarios: Path, output: Path, template: Optional[str], no_template: 
                 summary = write_results(results, output, force=force, describe=("name",), source=source,
                                         progress=advance, expected_rows=len(table), template=fill)
         else:
-            chunks = iter_results(table, chunk_rows=step, **options)
+            chunks = iter_results(table, chunk_rows=step, **options) if not ranged else (
+                evaluate_ranges(table.iloc[a:a + step], risk_draws=risk_draws, **options)
+                for a in range(0, len(table), step))
             summary = write_results(chunks, output, force=force, describe=("name",), source=source,
                                     progress=advance, expected_rows=len(table), template=fill)
     return summary

@@ -80,6 +80,7 @@ from .batch_mc import MONTE_CARLO_COLUMNS, check_mc_options, monte_carlo_columns
 from .columns import (TEXT_DTYPE, coerce_numeric_text, column_kind, in_float_range, int_series, integer_typed, is_dask,
                       is_integer_column, real_numbers, text_series)
 from .errors import InputError
+from .uncertainty import range_column
 from .fields import DEFAULT_RUNS, DEFAULT_SEED, FIELDS, SETUP_FIELD_BY_NAME, TEXT_FIELDS
 from .scenario import RowProblems, Scenario, check_columns
 from .scenario import is_absent as _is_absent
@@ -128,6 +129,10 @@ def _check_columns(table: pd.DataFrame, extra_columns: str) -> list[str]:
     reserved = [c for c in extras if c in _output_names()]
     if reserved:
         raise InputError("columns", reserved[0], "is an output column: give the scenario table, not a results file")
+    ranged = [c for c in extras if range_column(c) is not None]
+    if ranged and extra_columns == "error":
+        raise InputError("columns", ", ".join(map(str, ranged)), "input range columns are read by "
+                         "engine.batch_risk.evaluate_ranges (ckptplan batch), not by evaluate_rows")
     if extras and extra_columns == "error":
         known = [f.name for f in FIELDS] + list(TEXT_FIELDS)
         hints = []

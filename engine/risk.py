@@ -60,7 +60,8 @@ def draw_inputs(inputs: Sequence[UncertainInput], draws: int, seed: int = DEFAUL
 
 def _finite_job(res: pd.DataFrame) -> dict[str, np.ndarray]:
     """Each planned row's finite-job arguments (minutes): work, T, C, M, R, W, s."""
-    col = {c: res[c].to_numpy(dtype=float) for c in ("useful_training_h", "chosen_interval_min", "checkpoint_stall_min",
+    nan = np.full(len(res), np.nan)   # a column the table does not give (an optional input): not given
+    col = {c: res[c].to_numpy(dtype=float) if c in res.columns else nan for c in ("useful_training_h", "chosen_interval_min", "checkpoint_stall_min",
                                                        "job_mtbf_h", "restart_min", "async_write_min",
                                                        "async_slowdown_fraction")}
     return {"work": col["useful_training_h"] * 60.0, "T": col["chosen_interval_min"], "C": col["checkpoint_stall_min"],

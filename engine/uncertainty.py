@@ -55,8 +55,11 @@ import numpy as np
 from .errors import InputError
 from .fields import FIELD_BY_NAME, RULES, SETUP_FIELD_BY_NAME, Field
 
-__all__ = ["DISTRIBUTIONS", "Distribution", "UncertainInput", "base_values", "uncertain_field", "uncertainty_from_dict",
-           "uncertainty_to_dict"]
+__all__ = ["DISTRIBUTIONS", "Distribution", "RANGE_PARTS", "UncertainInput", "base_values", "range_column",
+           "uncertain_field", "uncertain_input", "uncertainty_from_dict", "uncertainty_to_dict"]
+
+#: the suffixes of a table's range columns: ``<field>_low``, ``<field>_high``, ``<field>_mode``, ``<field>_dist``
+RANGE_PARTS = ("low", "high", "mode", "dist")
 
 #: the standard normal quantile at 0.95: a lognormal's low and high are its 5th and 95th percentiles
 Z95 = 1.6448536269514722
@@ -88,6 +91,17 @@ def uncertain_field(name: str) -> Field:
     if spec is None:
         raise InputError(f"uncertainty: {name}", name, "is not a numeric scenario or setup field")
     return spec
+
+
+def range_column(name: Any) -> tuple[str, str] | None:
+    """``(field, part)`` of a table column that gives a range (``node_mtbf_h_low`` -> ``("node_mtbf_h", "low")``;
+    :data:`RANGE_PARTS`), None for any other column."""
+    if not isinstance(name, str) or name in FIELD_BY_NAME or name in SETUP_FIELD_BY_NAME:
+        return None
+    field, _, part = name.rpartition("_")
+    if part in RANGE_PARTS and (field in FIELD_BY_NAME or field in SETUP_FIELD_BY_NAME):
+        return field, part
+    return None
 
 
 @dataclass(frozen=True)
@@ -202,6 +216,12 @@ def _entry(name: str, raw: Any, base: Any, origin: str) -> UncertainInput:
         raise InputError(where, [low, high], f"a lognormal needs 0 < low and a field that takes any positive number "
                          f"({name} {spec.check.message})")
     return UncertainInput(name, dist, low, high, base, mode)
+
+
+def uncertain_input(name: str, raw: Any, base: Any, origin: str = "scenario") -> UncertainInput:
+    """One checked entry (``[low, high]`` or a distribution table) of ``name`` around ``base`` (module notes);
+    :class:`InputError` naming ``origin``, the field, the value and the rule."""
+    return _entry(name, raw, base, origin)
 
 
 def base_values(scenario: Any, setup: Any = None, names: Any = ()) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from .batch import STATUS_ERROR, STATUS_OK, evaluate_rows
 from .errors import InputError
 from .fields import DEFAULT_SEED, Field
 from .risk import draw_inputs, run_figures
-from .uncertainty import DISTRIBUTIONS, range_column, uncertain_field, uncertain_input
+from .uncertainty import range_column, range_from_cells, uncertain_field
 
 __all__ = ["DEFAULT_BATCH_DRAWS", "RANGE_RESULT_COLUMNS", "ROWS_PER_PASS", "evaluate_ranges", "range_columns"]
 
@@ -76,52 +76,16 @@ def range_columns(columns: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _cell_number(col: str, value: Any) -> tuple[float | None, str | None]:
-    """A range cell as a number (None: blank) or the problem naming the cell."""
-    if value is None or (isinstance(value, float) and np.isnan(value)) or (
-            isinstance(value, str) and value.strip().lower() in ("", "na", "n/a", "null", "none", "nan")):
-        return None, None
-    if isinstance(value, (bool, np.bool_)):
-        return None, f"{col}={value!r}: must be a number"
-    try:
-        x = float(value.strip() if isinstance(value, str) else value)
-    except (TypeError, ValueError):
-        return None, f"{col}={value!r}: must be a number"
-    if not np.isfinite(x):
-        return None, f"{col}={value!r}: must be a finite number"
-    return x, None
-
-
 def _row_range(field: str, parts: Mapping[str, Any], row: Mapping[str, Any], base: Any) -> tuple[Any, str | None]:
     """The row's :class:`UncertainInput` for ``field`` (None: no range), or the problem naming its cells."""
-    vals: dict[str, Any] = {}
-    for part in ("low", "high", "mode"):
-        if part in parts:
-            vals[part], problem = _cell_number(parts[part], row[parts[part]])
-            if problem:
-                return None, problem
-    dist = row[parts["dist"]] if "dist" in parts else None
-    dist = None if dist is None or (isinstance(dist, float) and np.isnan(dist)) else str(dist).strip().lower() or None
-    given = {k: v for k, v in vals.items() if v is not None}
-    if not given and dist is None:
-        return None, None
-    for part in ("low", "high"):
-        if given.get(part) is None:
-            other = "high" if part == "low" else "low"
-            return None, f"{field}_{part} is blank: a range needs {field}_low and {field}_high (given {field}_{other})" \
-                if other in given else f"{field}_low and {field}_high are blank: {field}_dist or _mode needs a range"
-    if dist is not None and dist not in DISTRIBUTIONS:
-        return None, f"{parts['dist']}={dist!r}: must be one of " + ", ".join(d for d in DISTRIBUTIONS if d != "range")
-    raw: dict[str, Any] = {"dist": dist or ("triangular" if "mode" in given else "range"), **given}
-    if raw["dist"] in ("uniform", "lognormal", "range") and "mode" in given:
-        return None, f"{field}_mode={given['mode']:g}: a {raw['dist']} distribution takes no mode"
-    try:
-        return uncertain_input(field, raw, base, "row"), None
-    except InputError as exc:
-        one = exc.field.rpartition(".")[2]   # a rule of one cell (low, mode or high) names that cell
-        cells = ", ".join(f"{parts[k]}={given[k]:g}" for k in ("low", "mode", "high") if k in given
-                          and (one not in ("low", "mode", "high") or k == one))
-        return None, f"{cells}: {exc.rule.replace('the scenario' + chr(39) + 's value', 'the row' + chr(39) + 's value')}"
+    cells = {part: row[col] for part, col in parts.items()}
+    u, problem = range_from_cells(field, cells, base, "row")
+    if problem is None:
+        return u, None
+    named, rule = problem
+    shown = ", ".join(f"{parts[p]}={cells[p]:g}" if isinstance(cells[p], (int, float)) and not isinstance(
+        cells[p], bool) else f"{parts[p]}={cells[p]!r}" for p in named)
+    return None, f"{shown}: {rule}" if shown else rule
 
 
 def _base(field: str, p: int, table: pd.DataFrame, res: pd.DataFrame) -> Any:

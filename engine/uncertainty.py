@@ -56,7 +56,7 @@ from .errors import InputError
 from .fields import FIELD_BY_NAME, RULES, SETUP_FIELD_BY_NAME, Field
 
 __all__ = ["DISTRIBUTIONS", "Distribution", "RANGE_PARTS", "UncertainInput", "base_values", "range_column",
-           "uncertain_field", "uncertain_input", "uncertainty_from_dict", "uncertainty_to_dict"]
+           "range_from_cells", "uncertain_field", "uncertainty_from_dict", "uncertainty_to_dict"]
 
 #: the suffixes of a table's range columns: ``<field>_low``, ``<field>_high``, ``<field>_mode``, ``<field>_dist``
 RANGE_PARTS = ("low", "high", "mode", "dist")
@@ -218,10 +218,55 @@ def _entry(name: str, raw: Any, base: Any, origin: str) -> UncertainInput:
     return UncertainInput(name, dist, low, high, base, mode)
 
 
-def uncertain_input(name: str, raw: Any, base: Any, origin: str = "scenario") -> UncertainInput:
-    """One checked entry (``[low, high]`` or a distribution table) of ``name`` around ``base`` (module notes);
-    :class:`InputError` naming ``origin``, the field, the value and the rule."""
-    return _entry(name, raw, base, origin)
+def _cell_number(value: Any) -> tuple[float | None, str | None]:
+    """A range cell as a number (None: blank: empty, NaN or a word for "not given") or why it is none."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or (
+            isinstance(value, str) and value.strip().lower() in ("", "na", "n/a", "null", "none", "nan")):
+        return None, None
+    if isinstance(value, (bool, np.bool_)):
+        return None, "must be a number"
+    try:
+        x = float(value.strip() if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        return None, "must be a number"
+    return (x, None) if math.isfinite(x) else (None, "must be a finite number")
+
+
+def range_from_cells(field: str, cells: Mapping[str, Any], base: Any, origin: str = "row"
+                     ) -> tuple[UncertainInput | None, tuple[tuple[str, ...], str] | None]:
+    """One input range given as cells (a table's ``<field>_low`` / ``_high`` / ``_mode`` / ``_dist`` columns, or
+    a workbook's Low / High / Shape / Mode cells): ``cells`` maps :data:`RANGE_PARTS` to the cells' values.
+
+    Returns ``(input, None)``, ``(None, None)`` when every cell is blank (no range), or ``(None, (parts, rule))``:
+    the cells at fault (parts; none when the rule names them itself) and the rule they break. The checks are
+    :func:`uncertain_input`'s; blank ``dist``: the three-point range, or a triangular when a mode is given."""
+    given: dict[str, float] = {}
+    for part in ("low", "high", "mode"):
+        x, problem = _cell_number(cells.get(part))
+        if problem:
+            return None, ((part,), problem)
+        if x is not None:
+            given[part] = x
+    dist = cells.get("dist")
+    dist = None if dist is None or (isinstance(dist, float) and math.isnan(dist)) else str(dist).strip().lower() or None
+    if not given and dist is None:
+        return None, None
+    for part, other in (("low", "high"), ("high", "low")):
+        if part not in given:
+            return None, ((), f"{field}_{part} is blank: a range needs {field}_low and {field}_high (given "
+                              f"{field}_{other})" if other in given else
+                          f"{field}_low and {field}_high are blank: a shape or mode needs a range")
+    if dist is not None and dist not in DISTRIBUTIONS:
+        return None, (("dist",), "must be one of " + ", ".join(d for d in DISTRIBUTIONS if d != "range"))
+    raw: dict[str, Any] = {"dist": dist or ("triangular" if "mode" in given else "range"), **given}
+    if raw["dist"] in ("uniform", "lognormal", "range") and "mode" in given:
+        return None, (("mode",), f"a {raw['dist']} distribution takes no mode")
+    try:
+        return _entry(field, raw, base, origin), None
+    except InputError as exc:
+        one = exc.field.rpartition(".")[2]   # a rule of one cell (low, mode or high) names that cell
+        named = tuple(k for k in ("low", "mode", "high") if k in given and (one not in given or k == one))
+        return None, (named, exc.rule.replace("the scenario's value", f"the {origin}'s value"))
 
 
 def base_values(scenario: Any, setup: Any = None, names: Any = ()) -> dict[str, Any]:

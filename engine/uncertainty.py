@@ -239,7 +239,7 @@ def range_from_cells(field: str, cells: Mapping[str, Any], base: Any, origin: st
 
     Returns ``(input, None)``, ``(None, None)`` when every cell is blank (no range), or ``(None, (parts, rule))``:
     the cells at fault (parts; none when the rule names them itself) and the rule they break. The checks are
-    :func:`uncertain_input`'s; blank ``dist``: the three-point range, or a triangular when a mode is given."""
+    the ``[uncertainty]`` table's (module notes); blank ``dist``: the three-point range, or a triangular when a mode is given."""
     given: dict[str, float] = {}
     for part in ("low", "high", "mode"):
         x, problem = _cell_number(cells.get(part))

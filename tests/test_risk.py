@@ -427,18 +427,26 @@ def test_workbook_sensitivity_sheet_is_live_and_equals_the_engine(fixture, reque
     res = runner.invoke(app, ["workbook", "--scenario", str(source), "-o", str(out), "--no-deadline"])
     assert res.exit_code == 0, res.output
     plan = load_plan(source)
-    # a planner's edits: the GPU price on the Inputs sheet, the first input's low on the Sensitivity sheet
+    # a planner's edits: the GPU price and the node MTBF's low on the Inputs sheet (its Low column), a setup
+    # input's high (spares) on the Sensitivity sheet
     wb = load_workbook(out)
-    sheet, cell = list(wb.defined_names["price_per_gpu_hour"].destinations)[0]
-    wb[sheet][cell.replace("$", "")] = 3.0
-    ws = wb["Sensitivity"]
-    first = ws["A5"].value
-    lows = {first: ws["B5"].value * 0.8}
-    ws["B5"] = lows[first]
+
+    def put(name: str, value: float) -> None:
+        sheet, cell = list(wb.defined_names[name].destinations)[0]
+        assert (sheet == "Inputs") == (name != "spares_high"), name
+        wb[sheet][cell.replace("$", "")] = value
+
+    put("price_per_gpu_hour", 3.0)
+    lows, highs = {"node_mtbf_h": 1200.0 if fixture == "seed_file" else 2500.0}, {}
+    put("node_mtbf_h_low", lows["node_mtbf_h"])
+    if fixture == "storage_file":
+        highs["spares"] = 20.0
+        put("spares_high", highs["spares"])
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
     got_plain, got_edited = recalculate([out, edited], tmp_path / "recalc")
-    edited_inputs = tuple(replace(u, low=lows.get(u.field, u.low)) for u in plan.uncertainty)
+    edited_inputs = tuple(replace(u, low=lows.get(u.field, u.low), high=highs.get(u.field, u.high))
+                          for u in plan.uncertainty)
     for path, scenario, inputs in ((got_plain, plan.scenario, plan.uncertainty),
                                    (got_edited, plan.scenario.replace(price_per_gpu_hour=3.0), edited_inputs)):
         assert error_cells(path) == []
@@ -457,3 +465,55 @@ def test_workbook_sensitivity_sheet_is_live_and_equals_the_engine(fixture, reque
         assert sorted(ranks) == list(range(1, len(rows) + 1))
     chart = load_workbook(out)["Sensitivity"]._charts
     assert len(chart) == 1
+
+
+def _ranges(plan) -> dict:
+    return {u.field: (u.dist, u.low, u.high, u.mode) for u in plan.uncertainty}
+
+
+def test_workbook_ranges_round_trip_through_the_inputs_sheet(storage_file, tmp_path):
+    """The Inputs sheet's Low / High / Shape / Mode columns (a setup input's on the Sensitivity sheet) hold the
+    [uncertainty] table: an unedited workbook reads back the same table, an edited one the edits, and
+    `workbook --from` carries them into the next workbook and its scenario file."""
+    from openpyxl import load_workbook
+
+    from ckptplan.workbook.read import WorkbookInputError, read_plan
+
+    out = tmp_path / "plan.xlsx"
+    assert runner.invoke(app, ["workbook", "--scenario", str(storage_file), "-o", str(out), "--no-deadline"]
+                         ).exit_code == 0
+    plan = load_plan(storage_file)
+    assert _ranges(read_plan(out)) == _ranges(plan)
+    wb = load_workbook(out)
+
+    def put(name: str, value, book=wb) -> None:
+        sheet, cell = list(book.defined_names[name].destinations)[0]
+        book[sheet][cell.replace("$", "")] = value
+
+    put("node_mtbf_h_low", 2500.0)
+    put("price_per_gpu_hour_low", 2.0)          # a new range, typed on the Inputs sheet with a shape and mode
+    put("price_per_gpu_hour_high", 4.0)
+    put("price_per_gpu_hour_dist", "pert")
+    put("price_per_gpu_hour_mode", 2.2)
+    put("spares_high", 20)
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+    want = {**_ranges(plan), "node_mtbf_h": ("range", 2500.0, 12000.0, None),
+            "price_per_gpu_hour": ("pert", 2.0, 4.0, 2.2), "spares": ("range", 0.0, 20.0, None)}
+    assert _ranges(read_plan(edited)) == want
+    again, toml = tmp_path / "again.xlsx", tmp_path / "again.toml"
+    res = runner.invoke(app, ["workbook", "--from", str(edited), "-o", str(again), "--no-deadline",
+                              "--emit-scenario", str(toml)])
+    assert res.exit_code == 0, res.output
+    assert _ranges(load_plan(toml)) == want == _ranges(read_plan(again))
+    assert "price_per_gpu_hour" in [load_workbook(again)["Sensitivity"].cell(row=r, column=1).value
+                                    for r in range(5, 10)]
+    # bad cells: named by sheet, cell, name and rule
+    put("node_mtbf_h_low", 9000.0)
+    put("spares_high", "=1+1")
+    wb.save(edited)
+    with pytest.raises(WorkbookInputError) as info:
+        read_plan(edited)
+    problems = {p[2]: p for p in info.value.problems}
+    assert problems["node_mtbf_h_low"][0] == "Inputs" and "low <= base <= high" in problems["node_mtbf_h_low"][4]
+    assert problems["spares_high"][0] == "Sensitivity" and "formula" in problems["spares_high"][4]

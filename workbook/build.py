@@ -84,9 +84,44 @@ def _text_rows(sc: engine.Scenario) -> tuple[tuple[str, str, str], ...]:
         (f"Correlated failure domain {i} name", f"domain{i}_name", names[i - 1]) for i in range(1, DOMAIN_SLOTS + 1))
 
 
-def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built, derived: frozenset[str] = frozenset()) -> None:
+#: the Inputs sheet's range columns (G..J): part of the range (engine.uncertainty.RANGE_PARTS), header
+RANGE_COLUMNS = (("low", "Low (input range)"), ("high", "High (input range)"),
+                 ("dist", "Shape (blank = low / value / high)"), ("mode", "Mode (triangular, pert)"))
+
+
+def _range_cells(wb: Workbook, ws, row: int, key: str, field: Field, given: Any) -> None:
+    """The row's Low, High, Shape and Mode cells (blue inputs, defined names ``<key>_low`` ...), holding the
+    ``[uncertainty]`` entry ``given`` (None: blank)."""
+    from ..engine.uncertainty import DISTRIBUTIONS
+
+    values = {} if given is None else {"low": given.low, "high": given.high, "mode": given.mode,
+                                       "dist": None if given.dist == "range" else given.dist}
+    for j, (part, _) in enumerate(RANGE_COLUMNS):
+        cell = ws.cell(row=row, column=7 + j, value=values.get(part))
+        cell.font, cell.fill = S.INPUT_FONT, S.INPUT_FILL
+        ref = f"{get_column_letter(7 + j)}{row}"
+        if part == "dist":
+            dv = DataValidation(type="list", formula1='"' + ",".join(d for d in DISTRIBUTIONS if d != "range") + '"',
+                                allow_blank=True, showErrorMessage=True, errorTitle="Invalid shape",
+                                error="Pick a shape from the list, or leave blank for low / value / high.")
+        else:
+            cell.number_format = S.INPUT_NUMBER if not field.integer else S.INPUT_WHOLE
+            dv = DataValidation(**field.check.data_validation(ref), allow_blank=True, showErrorMessage=True,
+                                errorTitle="Invalid input", error=f"{key}_{part} must be {field.check.noun} "
+                                "(or empty)."[:225], errorStyle="stop")
+        ws.add_data_validation(dv)
+        dv.add(cell)
+        S.name(wb, f"{key}_{part}", "Inputs", ref)
+
+
+def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built, derived: frozenset[str] = frozenset(),
+                  uncertainty: tuple = ()) -> None:
     """The Inputs sheet; ``derived``: the fields the design derives (written blank: a value typed there is
-    stated and wins), each with the value the plan uses beside it."""
+    stated and wins), each with the value the plan uses beside it; ``uncertainty``: the input ranges, in the
+    Low / High / Shape / Mode columns beside each value (a setup field's are on the Sensitivity sheet)."""
+    from ..engine.uncertainty import range_column
+
+    ranges = {u.field: u for u in uncertainty}
     ws = wb.active
     ws.title = "Inputs"
     about = f"Scenario: {sc.name}. {sc.description}\nSource: {sc.source or 'user input'}"
@@ -94,8 +129,11 @@ def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built, derived: froz
     ws.row_dimensions[2].height = S.LINE_HEIGHT * S.text_lines(about, 70 + 14 + 16 + 26 + 34)  # columns A-E
     S.note(ws, 3, "Blue cells on a light fill are inputs; change them and every sheet recalculates. Save stall, "
                   "background write and restart: empty = derived from the design (Storage & recovery); a value "
-                  "typed there is stated and wins.", 6)
-    S.header(ws, 5, ["Input", "Value", "Unit", "Defined name", "Rule", "The plan uses"])
+                  "typed there is stated and wins. Low / High (optional Shape, Mode): how wrong the value may be; "
+                  "the Sensitivity sheet swings each range (ckptplan sensitivity).", 6)
+    S.header(ws, 5, ["Input", "Value", "Unit", "Defined name", "Rule", "The plan uses"] + [h for _, h in RANGE_COLUMNS])
+    for c in range(1, 11):
+        ws.cell(row=5, column=c).alignment = Alignment(wrap_text=True, vertical="top")
     values = scenario_inputs(sc)
     row = 6
     for key, field in F.INPUTS.items():
@@ -117,6 +155,8 @@ def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built, derived: froz
         dv.add(cell)
         S.name(wb, key, "Inputs", f"B{row}")
         built.input_cells[key] = f"Inputs!$B${row}"
+        if range_column(f"{field.name}_low") is not None:   # a field an input range may name
+            _range_cells(wb, ws, row, key, field, ranges.get(field.name))
         row += 1
     row += 1
     ws.cell(row=row, column=1, value="Scenario name")
@@ -137,7 +177,7 @@ def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built, derived: froz
         built.input_cells[key] = f"Inputs!$B${row + i}"
     S.note(ws, row + 3 + len(texts), "Job MTBF comes from node MTBF / nodes (independent failures, any node stops the job), plus the "
           "correlated domains; a Job MTBF override (e.g. from `ckptplan fit LOG.csv`) replaces it.", 5)
-    for col, width in zip("ABCDEF", (70, 14, 16, 26, 34, 14)):
+    for col, width in zip("ABCDEFGHIJ", (70, 14, 16, 26, 34, 14, 12, 12, 16, 12)):
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "A6"
 
@@ -519,7 +559,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     terms = D.pool_terms(max([st.spares or 0] + [d.apply_setup(st).spares or 0 for d in given]))
     wb = Workbook()
     built = Built(wb, results=results, designs=designs)
-    _inputs_sheet(wb, scenario, built, derived)
+    _inputs_sheet(wb, scenario, built, derived, uncertainty)
     refs = _plan_sheet(wb, scenario, built, terms, tiered=bool(st.tiers))
     _curve_sheet(wb, refs, built)
     _scaling_sheet(wb, scenario, built, terms, st)

@@ -10,6 +10,9 @@ once, by sheet, cell and rule.
 
 * the scenario (Inputs: every field; the name, currency, description, source, published failure rate
   and the domains' names under them);
+* the input ranges (the ``[uncertainty]`` table): a scenario input's Low / High / Shape / Mode cells beside
+  its value on the Inputs sheet (``<name>_low``, ``<name>_high``, ``<name>_dist``, ``<name>_mode``), a setup
+  input's on the Sensitivity sheet (``<field>_low`` ...), checked as a scenario file's;
 * the storage and recovery setup (Storage & recovery: ``setup_<field>``), the baseline's tiers
   (``tier<i>_<key>``; ``survives`` lists class names separated by commas) and failure classes
   (``class<j>_name``, ``class<j>_share``);
@@ -452,6 +455,41 @@ def _texts(wb, values: dict[str, Any], path: Path, problems: list) -> dict[str, 
     return out
 
 
+def _read_ranges(wb, sc: engine.Scenario, setup: Any, problems: list) -> tuple:
+    """The input ranges: each scenario input's Low / High / Shape / Mode cells (Inputs sheet, ``<name>_low`` ...)
+    and each setup input's (Sensitivity sheet, ``<field>_low`` ...), read as a table's range columns are
+    (:func:`ckptplan.engine.uncertainty.range_from_cells`) around the plan's own values."""
+    from ..engine.uncertainty import RANGE_PARTS, base_values, range_from_cells
+
+    fields = [(f.defined_name, f.name) for f in F.INPUTS.values() if f.name in FIELD_BY_NAME] + [
+        (f.name, f.name) for f in SETUP_FIELDS]
+    found = {}
+    for key, field in fields:
+        cells = {part: _cell(wb, f"{key}_{part}") for part in RANGE_PARTS}
+        if any(c is not None and not _blank(c[2]) for c in cells.values()):
+            found[field] = (key, cells)
+    if not found:
+        return ()
+    base = base_values(sc, setup, list(found))
+    out = []
+    for field, (key, cells) in found.items():
+        formula = [(p, c) for p, c in cells.items() if c is not None and isinstance(c[2], _Formula)]
+        if formula:
+            p, c = formula[0]
+            problems.append((c[0], c[1], f"{key}_{p}", str(c[2]), "holds a formula; type a number"))
+            continue
+        u, problem = range_from_cells(field, {p: None if c is None else c[2] for p, c in cells.items()},
+                                      base.get(field), "workbook")
+        if problem is not None:
+            parts, rule = problem
+            at = cells.get(parts[0] if parts else "low") or cells.get("high")
+            name = f"{key}_{parts[0] if parts else 'low'}"
+            problems.append((at[0], at[1], name, at[2], rule) if at else ("Inputs", "?", name, None, rule))
+        elif u is not None:
+            out.append(u)
+    return tuple(out)
+
+
 def _read(path: Path) -> tuple[PlanFile, tuple[Design, ...]]:
     """The workbook's plan and the Compare sheet's alternatives as they stand."""
     wb = _open(path)
@@ -473,11 +511,12 @@ def _read(path: Path) -> tuple[PlanFile, tuple[Design, ...]]:
         resolved, stated = _resolve_derived(wb, values, said, _derivable(sc, setup), problems)
         sc, setup = sc.replace(**resolved), setup.replace(stated=frozenset(stated))
         designs = _merge_designs(storage, compare, sc, problems)
+        uncertainty = _read_ranges(wb, sc, setup, problems)
     except InputError as exc:
         raise InputError(f"{path.name}: {exc.field}", exc.value, exc.rule) from None
     if problems:
         raise WorkbookInputError(path, problems)
-    return PlanFile(sc, setup, designs, str(path)), tuple(d for d, _ in compare)
+    return PlanFile(sc, setup, designs, str(path), uncertainty), tuple(d for d, _ in compare)
 
 
 def read_plan(path: str | Path) -> PlanFile:

@@ -1,8 +1,10 @@
 """The Sensitivity sheet: each uncertain input swung from low to high as live formulas, and a tornado chart.
 
 Written when the plan has input ranges (a scenario file's ``[uncertainty]`` table,
-:mod:`ckptplan.engine.uncertainty`). The top table holds each input's low and high as inputs (blue,
-editable) and, as formulas, the baseline's total cost, wall hours, goodput and P(finish by the
+:mod:`ckptplan.engine.uncertainty`). The top table holds each input's low and high: a scenario input's
+read live from the Inputs sheet's Low and High columns (defined names ``<name>_low``, ``<name>_high``,
+where the planner edits them), a setup input's typed here (blue, named ``<field>_low`` ..., with its
+Shape and Mode at the table's right end) and, as formulas, the baseline's total cost, wall hours, goodput and P(finish by the
 deadline) with that input at its low and at its high, the swing (at low minus at high) and its live
 rank. Below it, each of those plans is the Plan sheet's formula sequence
 (:data:`ckptplan.workbook.design_formulas.PLAN_CALCS`) on one row, reading every input from the
@@ -23,6 +25,7 @@ from typing import Any, Sequence
 from openpyxl.chart import BarChart, Reference
 from openpyxl.styles import Alignment
 from openpyxl.utils import get_column_letter
+from openpyxl.worksheet.datavalidation import DataValidation
 
 from ..engine.fields import FIELD_BY_NAME, SETUP_FIELD_BY_NAME
 from . import design_formulas as D
@@ -68,30 +71,58 @@ def _chain(ws, row: int, first_col: int, field: str, value_cell: str, terms: int
     return cells
 
 
+def _ends(wb: Any, ws, r: int, u: Any, shape_col: int) -> None:
+    """Row ``r``'s Low and High: a scenario input's are the Inputs sheet's cells (``<name>_low``, ``<name>_high``,
+    read live); a setup input's are blue inputs here, named ``<field>_low`` ... with its Shape and Mode."""
+    from ..engine.uncertainty import DISTRIBUTIONS
+
+    spec = FIELD_BY_NAME.get(u.field) or SETUP_FIELD_BY_NAME[u.field]
+    fmt = S.INPUT_WHOLE if spec.integer else S.INPUT_NUMBER
+    if u.field not in SETUP_FIELD_BY_NAME:
+        key = spec.defined_name
+        for col, part in ((2, "low"), (3, "high")):
+            c = ws.cell(row=r, column=col, value=f'=IF(ISNUMBER({key}_{part}),{key}_{part},"")')
+            c.number_format = fmt
+        ws.cell(row=r, column=shape_col, value="on the Inputs sheet").font = S.NOTE_FONT
+        return
+    values = {"low": u.low, "high": u.high, "dist": None if u.dist == "range" else u.dist, "mode": u.mode}
+    for col, part in ((2, "low"), (3, "high"), (shape_col, "dist"), (shape_col + 1, "mode")):
+        c = ws.cell(row=r, column=col, value=values[part])
+        c.font, c.fill = S.INPUT_FONT, S.INPUT_FILL
+        ref = f"{get_column_letter(col)}{r}"
+        if part == "dist":
+            dv = DataValidation(type="list", formula1='"' + ",".join(d for d in DISTRIBUTIONS if d != "range") + '"',
+                                allow_blank=True)
+        else:
+            c.number_format = fmt
+            dv = DataValidation(**spec.check.data_validation(ref), allow_blank=True, showErrorMessage=True,
+                                errorTitle="Invalid input", error=f"{u.field}_{part} must be {spec.check.noun}."[:225])
+        ws.add_data_validation(dv)
+        dv.add(c)
+        S.name(wb, f"{u.field}_{part}", "Sensitivity", ref)
+
+
 def sensitivity_sheet(wb: Any, inputs: Sequence[Any], built: Built, terms: int, currency: str) -> None:
     """Add the Sensitivity sheet for ``inputs`` (:class:`ckptplan.engine.uncertainty.UncertainInput`, in the
     order the chart shows them); ``terms``: the spare pool's chain length (as the Plan sheet's)."""
     ws = wb.create_sheet("Sensitivity")
     S.title(ws, "Sensitivity: each input swung from low to high, the others as on the Inputs sheet",
-            "Swing = the plan at low minus the plan at high (ckptplan sensitivity). Low and high are inputs; every "
-            "other figure is a live formula of the plan below (one row per input and end).", 0)
+            "Swing = the plan at low minus the plan at high (ckptplan sensitivity). Low and high: the Inputs sheet's "
+            "(a setup input's are typed here); every other figure is a live formula of the plan below.", 0)
     head, first = 4, 5
     k = len(inputs)
     titles = ["Input", "Low", "High"]
     for _, label in SENSITIVITY_OUTPUTS:
         titles += [f"{label} at low", f"{label} at high", f"{label} swing"]
-    titles += ["|total cost swing|", "Rank (total cost)"]
+    titles += ["|total cost swing|", "Rank (total cost)", "Shape (setup inputs; blank = low / value / high)",
+               "Mode (setup inputs)"]
     S.header(ws, head, titles)
     chain_head = first + k + 22   # below the chart
     S.header(ws, chain_head, ["Input", "End", "Value"])
     for i, u in enumerate(inputs):
         r = first + i
         ws.cell(row=r, column=1, value=u.field)
-        for col, value in ((2, u.low), (3, u.high)):
-            c = ws.cell(row=r, column=col, value=value)
-            c.font, c.fill = S.INPUT_FONT, S.INPUT_FILL
-            spec = FIELD_BY_NAME.get(u.field) or SETUP_FIELD_BY_NAME[u.field]
-            c.number_format = S.INPUT_WHOLE if spec.integer else S.INPUT_NUMBER
+        _ends(wb, ws, r, u, 4 + 3 * len(SENSITIVITY_OUTPUTS) + 2)
         plans = {}
         for e, (end, col) in enumerate((("low", "B"), ("high", "C"))):
             cr = chain_head + 1 + 2 * i + e
@@ -104,18 +135,19 @@ def sensitivity_sheet(wb: Any, inputs: Sequence[Any], built: Built, terms: int, 
             lo, hi = (get_column_letter(c0 + d) for d in (0, 1))
             ws.cell(row=r, column=c0, value=f"={plans['low'][key]}")
             ws.cell(row=r, column=c0 + 1, value=f"={plans['high'][key]}")
-            ws.cell(row=r, column=c0 + 2, value=f'=IF(OR({lo}{r}="",{hi}{r}=""),"",{lo}{r}-{hi}{r})')
+            ws.cell(row=r, column=c0 + 2, value=f'=IF(AND(ISNUMBER({lo}{r}),ISNUMBER({hi}{r})),{lo}{r}-{hi}{r},"")')
             for d in range(3):
                 ws.cell(row=r, column=c0 + d).number_format = _FORMATS[key]
             built.checks.append(Check("Sensitivity", f"{get_column_letter(c0 + 2)}{r}", ("sensitivity", u.field,
                                                                                           "swing"), key))
         size_col = 4 + 3 * len(SENSITIVITY_OUTPUTS)
-        ws.cell(row=r, column=size_col, value=f"=ABS(F{r})").number_format = "#,##0"
+        ws.cell(row=r, column=size_col, value=f'=IF(ISNUMBER(F{r}),ABS(F{r}),"")').number_format = "#,##0"
         rng = f"${get_column_letter(size_col)}${first}:${get_column_letter(size_col)}${first + k - 1}"
-        ws.cell(row=r, column=size_col + 1, value=f"=RANK({get_column_letter(size_col)}{r},{rng})")
+        size = f"{get_column_letter(size_col)}{r}"
+        ws.cell(row=r, column=size_col + 1, value=f'=IF(ISNUMBER({size}),RANK({size},{rng}),"")')
     _chart(ws, first, k, currency)
     ws.row_dimensions[head].height = 45
-    for c in range(1, 4 + 3 * len(SENSITIVITY_OUTPUTS) + 2):
+    for c in range(1, 4 + 3 * len(SENSITIVITY_OUTPUTS) + 4):
         ws.cell(row=head, column=c).alignment = Alignment(wrap_text=True, vertical="top")
         ws.column_dimensions[get_column_letter(c)].width = 24 if c == 1 else 14
     ws.freeze_panes = ws.cell(row=first, column=2)

@@ -463,8 +463,37 @@ def test_workbook_sensitivity_sheet_is_live_and_equals_the_engine(fixture, reque
                         (field, output, key)
         ranks = [values.cell(row=r, column=17).value for r in sorted(rows.values())]
         assert sorted(ranks) == list(range(1, len(rows) + 1))
-    chart = load_workbook(out)["Sensitivity"]._charts
-    assert len(chart) == 1
+        _check_spider(values, scenario, plan.setup, inputs)
+    charts = load_workbook(out)["Sensitivity"]._charts
+    assert len(charts) == 2 and len(charts[1].series) == len(plan.uncertainty)   # the tornado and the spider
+
+
+def _check_spider(values, scenario, setup, inputs) -> None:
+    """The spider's table: each input at low, halfway to the base, base, halfway to the high and high, and the
+    total cost there equal to the engine's plan at those values (the halfway points planned as a tornado of
+    the narrower range), the base at the Plan sheet's total cost."""
+    from dataclasses import replace
+
+    from ckptplan.engine.uncertainty import base_values
+
+    now = base_values(scenario, setup, [u.field for u in inputs])   # the base as edited on the Inputs sheet
+    inputs = tuple(replace(u, base=float(now[u.field])) for u in inputs)
+    head = 5 + len(inputs) + 21
+    assert values.cell(row=head, column=1).value == "Spider: input"
+    spider = {values.cell(row=r, column=1).value: r for r in range(head + 1, head + 1 + len(inputs))}
+    base_cost = float(tornado(scenario, setup, (), inputs, outputs=("total_cost",))["at_base"].iloc[0])
+    for u in inputs:
+        r = spider[u.field]
+        got = [values.cell(row=r, column=c).value for c in range(2, 17)]
+        mid_lo, mid_hi = (u.low + u.base) / 2, (u.base + u.high) / 2
+        if u.integer:
+            mid_lo, mid_hi = float(np.floor(mid_lo + 0.5)), float(np.floor(mid_hi + 0.5))   # half up
+        assert got[:5] == pytest.approx([u.low, mid_lo, u.base, mid_hi, u.high], rel=1e-12)
+        assert got[5:10] == pytest.approx([100 * x / u.base for x in got[:5]], rel=1e-12)
+        narrow = tornado(scenario, setup, (), (replace(u, low=mid_lo, high=mid_hi),), outputs=("total_cost",)).iloc[0]
+        wide = tornado(scenario, setup, (), (u,), outputs=("total_cost",)).iloc[0]
+        want = [wide["at_low"], narrow["at_low"], base_cost, narrow["at_high"], wide["at_high"]]
+        assert got[10:] == pytest.approx(want, rel=1e-9), u.field
 
 
 def _ranges(plan) -> dict:

@@ -85,8 +85,8 @@ def _text_rows(sc: engine.Scenario) -> tuple[tuple[str, str, str], ...]:
 
 
 #: the Inputs sheet's range columns (G..J): part of the range (engine.uncertainty.RANGE_PARTS), header
-RANGE_COLUMNS = (("low", "Low (input range)"), ("high", "High (input range)"),
-                 ("dist", "Shape (blank = low / value / high)"), ("mode", "Mode (triangular, pert)"))
+RANGE_COLUMNS = (("low", "Low (range)"), ("high", "High (range)"), ("dist", "Shape (blank = 3-point)"),
+                 ("mode", "Mode"))
 
 
 def _range_cells(wb: Workbook, ws, row: int, key: str, field: Field, given: Any) -> None:
@@ -134,6 +134,7 @@ def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built, derived: froz
     S.header(ws, 5, ["Input", "Value", "Unit", "Defined name", "Rule", "The plan uses"] + [h for _, h in RANGE_COLUMNS])
     for c in range(1, 11):
         ws.cell(row=5, column=c).alignment = Alignment(wrap_text=True, vertical="top")
+    ws.row_dimensions[5].height = 2 * S.LINE_HEIGHT
     values = scenario_inputs(sc)
     row = 6
     for key, field in F.INPUTS.items():

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from openpyxl.chart import BarChart, Reference
+from openpyxl.chart import BarChart, Reference, ScatterChart, Series
+from openpyxl.chart.marker import Marker
+from openpyxl.chart.shapes import GraphicalProperties
 from openpyxl.styles import Alignment
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
@@ -114,10 +116,10 @@ def sensitivity_sheet(wb: Any, inputs: Sequence[Any], built: Built, terms: int, 
     titles = ["Input", "Low", "High"]
     for _, label in SENSITIVITY_OUTPUTS:
         titles += [f"{label} at low", f"{label} at high", f"{label} swing"]
-    titles += ["|total cost swing|", "Rank (total cost)", "Shape (setup inputs; blank = low / value / high)",
-               "Mode (setup inputs)"]
+    titles += ["|total cost swing|", "Rank (total cost)", "Shape (setup inputs)", "Mode (setup inputs)"]
     S.header(ws, head, titles)
-    chain_head = first + k + 22   # below the chart
+    spider_head = first + k + 21   # below the charts
+    chain_head = spider_head + k + 3
     S.header(ws, chain_head, ["Input", "End", "Value"])
     for i, u in enumerate(inputs):
         r = first + i
@@ -146,11 +148,14 @@ def sensitivity_sheet(wb: Any, inputs: Sequence[Any], built: Built, terms: int, 
         size = f"{get_column_letter(size_col)}{r}"
         ws.cell(row=r, column=size_col + 1, value=f'=IF(ISNUMBER({size}),RANK({size},{rng}),"")')
     _chart(ws, first, k, currency)
+    _spider(ws, inputs, first, spider_head, chain_head + 1 + 2 * k, terms, built, currency)
     ws.row_dimensions[head].height = 45
     for c in range(1, 4 + 3 * len(SENSITIVITY_OUTPUTS) + 4):
         ws.cell(row=head, column=c).alignment = Alignment(wrap_text=True, vertical="top")
         ws.column_dimensions[get_column_letter(c)].width = 24 if c == 1 else 14
     ws.freeze_panes = ws.cell(row=first, column=2)
+    # the printout: the swings, the charts and the spider's table; the plan rows below are the working
+    ws.print_area = f"A1:{get_column_letter(4 + 3 * len(SENSITIVITY_OUTPUTS) + 3)}{chain_head - 2}"
 
 
 def _chart(ws, first: int, k: int, currency: str) -> None:
@@ -168,3 +173,81 @@ def _chart(ws, first: int, k: int, currency: str) -> None:
     chart.y_axis.delete = False
     chart.height, chart.width = 9, 18
     ws.add_chart(chart, f"A{first + k + 2}")
+
+
+#: one line colour per input (colour-blind safe, Okabe and Ito), repeated beyond eight inputs
+_SPIDER_COLORS = ("0072B2", "D55E00", "009E73", "CC79A7", "E69F00", "56B4E9", "000000", "F0E442")
+#: the spider's points along each range: low, halfway to the base, the base, halfway to the high, high
+SPIDER_POINTS = ("low", "mid-low", "base", "mid-high", "high")
+
+
+def _base_value(field: str) -> str:
+    """The value the plan uses for ``field``: a derived stall or restart as used, a blank setup cell's default."""
+    if field in SETUP_FIELD_BY_NAME:
+        return f'IF(setup_{field}="",{SETUP_FIELD_BY_NAME[field].default or 0!r},setup_{field})'
+    key = FIELD_BY_NAME[field].defined_name
+    return f"used_{key}" if field in D.DERIVED else key
+
+
+def _spider(ws, inputs: Sequence[Any], first: int, head: int, chain_row: int, terms: int, built: Built,
+            currency: str) -> None:
+    """The spider: each input at its low, halfway to the base, the base, halfway to the high and its high
+    (the halfway points planned on rows from ``chain_row``, as the low and high ones), as % of its base
+    value against total cost; a chart beside the tornado, one line per input."""
+    k = len(inputs)
+    S.header(ws, head, ["Spider: input"] + [f"value at {p}" for p in SPIDER_POINTS]
+             + [f"% of base at {p}" for p in SPIDER_POINTS] + [f"total cost at {p} ({currency})" for p in SPIDER_POINTS])
+    for i, u in enumerate(inputs):
+        r, top = head + 1 + i, first + i
+        whole = (FIELD_BY_NAME.get(u.field) or SETUP_FIELD_BY_NAME[u.field]).integer
+        ws.cell(row=r, column=1, value=u.field)
+        base = _base_value(u.field)
+        # the halfway values are computed on their plan rows, from the top table and the base (never from this
+        # table, whose costs read those rows: LibreOffice's grouped recalculation mis-orders such a loop of rows)
+        mids = {"mid-low": f"($B${top}+{base})/2", "mid-high": f"({base}+$C${top})/2"}
+        exprs = {"low": f"B{top}", "base": base, "high": f"C{top}"}
+        costs = {"low": f"D{top}", "base": "total_cost", "high": f"E{top}"}
+        for e, point in enumerate(("mid-low", "mid-high")):
+            cr = chain_row + 2 * i + e
+            ws.cell(row=cr, column=1, value=u.field)
+            ws.cell(row=cr, column=2, value=point)
+            # a whole-number input halfway rounds half up (INT(x + 0.5): LibreOffice mis-orders ROUND of a setup name)
+            ws.cell(row=cr, column=3, value=f"=INT({mids[point]}+0.5)" if whole else f"={mids[point]}")
+            exprs[point] = f"C{cr}"
+            costs[point] = _chain(ws, cr, 4, u.field, f"C{cr}", terms, built, ("sensitivity", u.field, point))[
+                "total_cost"]
+        for j, point in enumerate(SPIDER_POINTS):
+            v, x, y = (get_column_letter(c + j) for c in (2, 7, 12))
+            ws[f"{v}{r}"] = f"={exprs[point]}"
+            ws[f"{x}{r}"] = f'=IF(AND(ISNUMBER({v}{r}),ISNUMBER($D{r}),$D{r}<>0),100*{v}{r}/$D{r},"")'
+            ws[f"{y}{r}"] = f"={costs[point]}"
+            ws[f"{v}{r}"].number_format = S.INPUT_WHOLE if whole else "#,##0.00##"
+            ws[f"{x}{r}"].number_format = "0"
+            ws[f"{y}{r}"].number_format = "#,##0"
+            built.checks.append(Check("Sensitivity", f"{y}{r}", ("spider", u.field, point), "total_cost"))
+    ws.row_dimensions[head].height = 45
+    for c in range(1, 17):
+        ws.cell(row=head, column=c).alignment = Alignment(wrap_text=True, vertical="top")
+    chart = ScatterChart()
+    chart.title = f"Spider: total cost ({currency}) as each input moves across its range"
+    chart.style = 13
+    chart.x_axis.title = "input, % of its base value"
+    chart.y_axis.title = currency
+    chart.y_axis.number_format = "#,##0"
+    for i in range(k):
+        r = head + 1 + i
+        series = Series(Reference(ws, min_col=12, max_col=16, min_row=r), Reference(ws, min_col=7, max_col=11, min_row=r),
+                        title=inputs[i].field)
+        color = _SPIDER_COLORS[i % len(_SPIDER_COLORS)]
+        series.marker = Marker(symbol=("circle", "square", "triangle", "diamond")[i % 4], size=6)
+        series.marker.graphicalProperties = GraphicalProperties(solidFill=color)
+        series.marker.graphicalProperties.line.solidFill = color
+        series.graphicalProperties.line.solidFill = color
+        series.graphicalProperties.line.width = 22000
+        series.smooth = False
+        chart.series.append(series)
+    chart.x_axis.delete = False
+    chart.y_axis.delete = False
+    chart.legend.position = "b"
+    chart.height, chart.width = 9, 18
+    ws.add_chart(chart, f"H{first + k + 2}")

@@ -18,8 +18,9 @@ plan with that input at its ``low`` and at its ``high``, every other input at it
 swing of an output is the plan at low minus the plan at high (``at_low - at_high``); inputs are
 ranked by the size of their swing, per plan and output (rank 1 moves it most). Outputs
 (:data:`SWING_OUTPUTS`): ``total_cost``, ``wall_h``, ``goodput`` and ``p_finish_by_deadline``
-(analytic, single-level plans with a ``deadline_h``; NaN for a tiered plan, whose P(finish) is
-simulated). One-at-a-time swings show each input's own effect; they do not show interactions
+(single-level plans: analytic; a tiered plan: the tiered Monte Carlo of
+:func:`engine.setup.plan_setup` at each end, 2,000 runs with its fixed seed, one simulation per row,
+so its swing carries their sampling error of up to about 1.6 percentage points; NaN without a ``deadline_h``). One-at-a-time swings show each input's own effect; they do not show interactions
 (two inputs bad together), which the Monte Carlo over inputs does (:mod:`engine.risk`).
 
 Break-even (:func:`break_even`)
@@ -45,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .fields import COST_FIELDS, Field
+from .fields import COST_FIELDS, SETUP_FIELD_BY_NAME, Field
 from .uncertainty import UncertainInput, uncertain_field
 
 __all__ = ["BREAK_EVEN_COLUMNS", "GRID_POINTS", "SWING_OUTPUTS", "TORNADO_COLUMNS", "Variant", "break_even",
@@ -215,7 +216,7 @@ def tornado(scenario: Any, setup: Any = None, designs: Sequence[Any] = (), input
     rows = []
     for v, res in zip(plans, results):
         for out in outputs:
-            y = _figure(res, out)
+            y = _tiered_p_finish(v, inputs) if out == "p_finish_by_deadline" and v.setup.tiers else _figure(res, out)
             for j, u in enumerate(inputs):
                 lo, hi = y[1 + 2 * j], y[2 + 2 * j]
                 rows.append({"plan": v.name, "input": u.field, "output": out, "low": u.low, "base": base[u.field],
@@ -226,6 +227,32 @@ def tornado(scenario: Any, setup: Any = None, designs: Sequence[Any] = (), input
     order = {v.name: i for i, v in enumerate(plans)}
     table["_p"], table["_o"] = table["plan"].map(order), table["output"].map({o: i for i, o in enumerate(outputs)})
     return table.sort_values(["_p", "_o", "rank"], kind="stable").drop(columns=["_p", "_o"]).reset_index(drop=True)
+
+
+def _tiered_p_finish(v: Variant, inputs: Sequence[UncertainInput]) -> np.ndarray:
+    """P(finish by the deadline) of a tiered variant at base (row 0) and each input at low and high (rows 1 + 2j,
+    2 + 2j), each :func:`engine.setup.plan_setup`'s tiered Monte Carlo (its runs and seed, as ``ckptplan plan``
+    reports it); NaN without a deadline. One simulation per row: a tiered plan's P(finish) has no formula."""
+    from .setup import DERIVED, plan_setup
+
+    out = np.full(2 * len(inputs) + 1, np.nan)
+    if v.scenario.deadline_h is None:
+        return out
+    out[0] = plan_setup(v.scenario, v.setup).figures["p_finish_by_deadline"]
+    for j, u in enumerate(inputs):
+        for e, x in enumerate((u.low, u.high)):
+            value = float(design_value(v.design, u.field, x))
+            value = int(round(value)) if uncertain_field(u.field).integer else value
+            sc, st = v.scenario, v.setup
+            if u.field in SETUP_FIELD_BY_NAME:
+                st = st.replace(**{u.field: value})
+            else:
+                sc = sc.replace(**{u.field: value}, **({"job_mtbf_h": None, "failure_rate_source": None}
+                                                      if u.field == "node_mtbf_h" else {}))
+                if u.field in DERIVED:   # a range on a derived stall or restart states it (module notes)
+                    st = st.replace(stated=frozenset(st.stated) | {u.field})
+            out[1 + 2 * j + e] = plan_setup(sc, st).figures["p_finish_by_deadline"]
+    return out
 
 
 # ------------------------------------------------------------------------------------------ break-even

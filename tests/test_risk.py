@@ -546,3 +546,29 @@ def test_workbook_ranges_round_trip_through_the_inputs_sheet(storage_file, tmp_p
     problems = {p[2]: p for p in info.value.problems}
     assert problems["node_mtbf_h_low"][0] == "Inputs" and "low <= base <= high" in problems["node_mtbf_h_low"][4]
     assert problems["spares_high"][0] == "Sensitivity" and "formula" in problems["spares_high"][4]
+
+
+def test_tiered_design_gets_a_p_finish_swing_from_its_simulation(storage_file):
+    """A tiered design's P(finish) swing (NaN before): the tiered Monte Carlo of `ckptplan plan` at low and at
+    high (plan_setup with the design applied, the input changed), paired with the cost swing of the same plans."""
+    plan = load_plan(storage_file)
+    tier = next(d for d in plan.designs if d.tiers)
+    inputs = tuple(u for u in plan.uncertainty if u.field in ("node_mtbf_h", "spares"))
+    t = tornado(plan.scenario, plan.setup, (tier,), inputs, outputs=("p_finish_by_deadline", "total_cost"))
+    rows = t[(t.plan == tier.name) & (t.output == "p_finish_by_deadline")].set_index("input")
+    sc, st = tier.apply(plan.scenario), tier.apply_setup(plan.setup)
+    assert rows["at_base"].iloc[0] == pytest.approx(plan_setup(sc, st).figures["p_finish_by_deadline"])
+    for u in inputs:
+        ends = []
+        for x in (u.low, u.high):
+            if u.field == "spares":
+                ends.append(plan_setup(sc, st.replace(spares=int(x))).figures["p_finish_by_deadline"])
+            else:
+                ends.append(plan_setup(sc.replace(node_mtbf_h=x, failure_rate_source=None, job_mtbf_h=None),
+                                       st).figures["p_finish_by_deadline"])
+        row = rows.loc[u.field]
+        assert (row["at_low"], row["at_high"]) == (pytest.approx(ends[0]), pytest.approx(ends[1]))
+        assert row["swing"] == pytest.approx(ends[0] - ends[1])
+        assert not np.isnan(row["swing"])
+    # more nodes' MTBF finishes more often: the low end cannot beat the high end
+    assert rows.loc["node_mtbf_h", "swing"] < 0

@@ -83,9 +83,18 @@ def _row_range(field: str, parts: Mapping[str, Any], row: Mapping[str, Any], bas
     if problem is None:
         return u, None
     named, rule = problem
-    shown = ", ".join(f"{parts[p]}={cells[p]:g}" if isinstance(cells[p], (int, float)) and not isinstance(
-        cells[p], bool) else f"{parts[p]}={cells[p]!r}" for p in named)
+    shown = ", ".join(f"{parts[p]}={_shown(cells[p])}" for p in named)
     return None, f"{shown}: {rule}" if shown else rule
+
+
+def _shown(value: Any) -> str:
+    """A cell as an error names it: a number (also one a CSV reader left as text) as a number, else quoted."""
+    if isinstance(value, bool):
+        return repr(value)
+    try:
+        return f"{float(value.strip() if isinstance(value, str) else value):g}"
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 def _base(field: str, p: int, table: pd.DataFrame, res: pd.DataFrame) -> Any:

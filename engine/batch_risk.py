@@ -93,8 +93,9 @@ def _shown(value: Any) -> str:
         return repr(value)
     try:
         return f"{float(value.strip() if isinstance(value, str) else value):g}"
-    except (TypeError, ValueError):
-        return repr(value)
+    except (TypeError, ValueError, OverflowError):
+        text = repr(value)
+        return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
 
 
 def _base(field: str, p: int, table: pd.DataFrame, res: pd.DataFrame) -> Any:

@@ -65,7 +65,8 @@ def _finite_job(res: pd.DataFrame) -> dict[str, np.ndarray]:
                                                        "job_mtbf_h", "restart_min", "async_write_min",
                                                        "async_slowdown_fraction")}
     return {"work": col["useful_training_h"] * 60.0, "T": col["chosen_interval_min"], "C": col["checkpoint_stall_min"],
-            "M": col["job_mtbf_h"] * 60.0, "R": col["restart_min"], "W": np.nan_to_num(col["async_write_min"]),
+            "M": col["job_mtbf_h"] * 60.0, "R": np.nan_to_num(col["restart_min"]),   # blank: the default, 0
+            "W": np.nan_to_num(col["async_write_min"]),
             "slowdown": np.nan_to_num(col["async_slowdown_fraction"])}
 
 

@@ -227,6 +227,8 @@ def _cell_number(value: Any) -> tuple[float | None, str | None]:
         return None, "must be a number"
     try:
         x = float(value.strip() if isinstance(value, str) else value)
+    except OverflowError:   # a whole number beyond the float range
+        return None, "must be a finite number"
     except (TypeError, ValueError):
         return None, "must be a number"
     return (x, None) if math.isfinite(x) else (None, "must be a finite number")

@@ -114,3 +114,15 @@ def test_evaluate_rows_and_dask_refuse_range_columns_by_name(tmp_path):
     assert res.exit_code != 0 and "--scheduler" in res.output and "node_mtbf_h_low" in res.output
     res = runner.invoke(app, ["batch", str(path), "-o", str(tmp_path / "o.csv"), "--risk-draws", "1"])
     assert res.exit_code != 0 and "risk_draws" in res.output
+
+
+def test_hostile_range_cells_are_error_rows_not_crashes():
+    """A whole number beyond the float range, infinity and a boolean in a range cell: error rows naming them."""
+    row = {"nodes": 128, "node_mtbf_h": 2560.0, "useful_training_h": 100.0, "checkpoint_stall_min": 1.0,
+           "price_per_gpu_hour": 2.0, "node_mtbf_h_high": 4000.0}
+    table = pd.DataFrame([{**row, "node_mtbf_h_low": v} for v in (10**400, float("inf"), True, 1000.0)])
+    out = evaluate_ranges(table, risk_draws=20)
+    assert list(out["status"]) == ["error"] * 3 + ["ok"]
+    assert "node_mtbf_h_low=10000000000000000000... (401 characters): must be a finite number" in out["error"].iloc[0]
+    assert "node_mtbf_h_low=inf: must be a finite number" in out["error"].iloc[1]
+    assert "node_mtbf_h_low=True: must be a number" in out["error"].iloc[2]

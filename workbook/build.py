@@ -308,11 +308,12 @@ def _curve_sheet(wb: Workbook, refs: dict[str, str], built: Built) -> None:
 def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], dict[str, str]], calcs,
                    first_col: int, checks: list[Check], context: Callable[[int], tuple], sheet: str,
                    visible: set[str] | None, currency: str, flag_checks: list[Check] | None = None,
-                   terms: int = 0) -> dict[str, int]:
+                   terms: int = 0, problems: str | None = None) -> dict[str, int]:
     """Write calcs as columns, one row per scenario, then a model-check column; return key -> column index.
 
     ``terms``: the spare pool's Erlang-B chain, written along each row in hidden columns after the model check
-    (its last cell is the row's ``pool_erlang_b``); 0 = the rows have no design (their refs give it)."""
+    (its last cell is the row's ``pool_erlang_b``); 0 = the rows have no design (their refs give it).
+    ``problems``: a formula naming the inputs that break their rules, which every row's model check names first."""
     cols: dict[str, int] = {}
     for j, calc in enumerate(calcs):
         col = first_col + j
@@ -343,7 +344,7 @@ def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], di
             if calc.engine_key:
                 checks.append(Check(sheet, f"{letter}{r}", context(i), calc.engine_key))
         D.write_pool_chain(ws, r, flag_col + 1, terms, refs, across=True)
-        flag = ws.cell(row=r, column=flag_col, value="=" + flags.model_check(refs, keys=True))
+        flag = ws.cell(row=r, column=flag_col, value="=" + flags.model_check(refs, keys=True, problems=problems))
         flag.alignment = Alignment(wrap_text=True, vertical="top")
         if flag_checks is not None:
             flag_checks.append(Check(sheet, flag.coordinate, context(i), "warnings"))
@@ -399,7 +400,7 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, 
                "wall_h", "total_gpu_hours", "total_cost", "goodput"}
     cols = _table_columns(ws, first, len(nodes_list), refs, D.PLAN_CALCS, 3, built.checks,
                           lambda i: ("scaling", nodes_list[i]), "Scaling", visible, sc.currency, built.flags,
-                          terms=terms)
+                          terms=terms, problems="input_problems")   # the Plan's input check: every row reads those inputs
     ws.sheet_properties.outlinePr.summaryRight = False
     ws.row_dimensions[head_row].height = 80
     for c in (1, 2):

@@ -19,7 +19,7 @@ from openpyxl.styles import Font, PatternFill
 from ..engine.errors import NEVER_FINISHES
 from ..engine.validity import CHECKS
 
-__all__ = ["INPUTS_FIRST", "NEVER_FINISHES", "OK", "UP_TO_DATE", "highlight", "legend", "model_check",
+__all__ = ["INPUTS_FIRST", "NEVER_FINISHES", "OK", "UP_TO_DATE", "highlight", "inputs_first", "legend", "model_check",
            "stale_check"]
 
 OK = "OK"
@@ -51,8 +51,15 @@ def model_check(refs: Mapping[str, str], keys: bool = False, problems: str | Non
             f'IF(({joined})="",{_quote(OK)},MID({joined},3,2000)))')
     if problems is None:
         return body
-    first = _quote("inputs (see the Input check)") if keys else f'"check the inputs first: "&({problems})'
-    return f'IF(ISERROR({problems}),{_quote(INPUTS_FIRST)},IF(({problems})<>"",{first},{body}))'
+    return inputs_first(problems, body)
+
+
+def inputs_first(problems: str, otherwise: str) -> str:
+    """Formula (without "=") naming the bad inputs of ``problems`` (a formula giving "" when every input
+    meets its rule) before anything else: "check the inputs first: nodes must be ...", or
+    :data:`INPUTS_FIRST` when the problems themselves are an error value; ``otherwise`` when none."""
+    return (f'IF(ISERROR({problems}),{_quote(INPUTS_FIRST)},IF(({problems})<>"",'
+            f'"check the inputs first: "&({problems}),{otherwise}))')
 
 
 #: a Model check whose input check itself cannot be read (an error value where an input should be)

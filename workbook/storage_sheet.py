@@ -252,6 +252,7 @@ def _inputs(g: _Grid, st, designs) -> None:
             f'IF({s_}{r}<>"","; {key} = "&{s_}{r},IF({t_}{r}<>"","; {key} x"&{t_}{r},""))' for key, r in rows.items()]))
         _fx(ws, 5, g.col(k) - 2, f'IF({s_}6="","no change",MID({s_}6,3,2000))', wrap=True).font = S.NOTE_FONT
     r, helper = g.row, g.row + 1
+    g.input_helper = helper
     g.head("Input check (the setup's rules)", bold=True)
     _put(ws, helper, 1, "Input check, helper", font=S.NOTE_FONT)
     ws.row_dimensions[helper].hidden = True   # the texts, so that the visible cell stays short
@@ -342,15 +343,23 @@ def _plan(g: _Grid) -> None:
                  f"row:{calc.engine_key}" if calc.engine_key else None, calc.key not in _VISIBLE or calc.helper,
                  base=calc.key, dn=_NAMES.get(calc.key), single=True)
     g.head("Model check (keys: see the legend at the bottom)", bold=True)
+    helper = g.row + 1   # hidden: each column's bad inputs (scenario and setup), which its check names first
+    _put(g.ws, helper, 1, "Model check, helper: the column's inputs that break their rules", font=S.NOTE_FONT)
+    g.ws.row_dimensions[helper].hidden = True
     for k in range(g.n + 1):
+        L = col_letter(g.col(k))
+        _fx(g.ws, helper, g.col(k), ("input_problems" if k == 0 else F.input_problems(g.refs[k]))
+            + f"&{L}{g.input_helper}")
+        problems = f"{L}{helper}"
         if g.tiered[k]:   # the tiered plan's own check (bad tiers, an overflow, an optimum at the search's edge)
-            flags.highlight(g.ws, _fx(g.ws, g.row, g.col(k), g.blocks[k]["tiered_check"], wrap=True).coordinate, "OK")
+            c = _fx(g.ws, g.row, g.col(k), flags.inputs_first(problems, g.blocks[k]["tiered_check"]), wrap=True)
+            flags.highlight(g.ws, c.coordinate, "OK")
             continue
-        c = _fx(g.ws, g.row, g.col(k), flags.model_check(g.refs[k], keys=True), wrap=True)
+        c = _fx(g.ws, g.row, g.col(k), flags.model_check(g.refs[k], keys=True, problems=problems), wrap=True)
         flags.highlight(g.ws, c.coordinate)
         g.flags.append(Check(SHEET, c.coordinate, ("setup", k or "base"), "warnings"))
     g.ws.row_dimensions[g.row].height = 30
-    g.row += 1
+    g.row += 2
     g.band("Storage, spares and the total")
     for calc in D.MONEY_CALCS:
         g.figure(calc.key, calc.label, calc.unit, calc.fmt, calc.expr, calc.key, calc.engine_key,

@@ -383,3 +383,23 @@ def test_the_writer_keeps_a_plan_whole_and_never_overwrites(tmp_path):
     assert "restart_min = 12.0" in plan_toml(stated) and stated.setup.stated == {"restart_min"}
     with pytest.raises(ValueError, match="is not a scenario field"):
         with_measured(plan, {"spares": 3})
+
+
+def test_a_planner_who_edits_the_storage_sheets_labels_keeps_every_design(built, tmp_path):
+    """The designs' rows are found by defined names (setup_link_<input>, setup_checkpoint_tiers), not by the text
+    of the sheet's label and name columns: relabelled rows read back the same plan."""
+    wb = load_workbook(built[STORAGE])
+    ws = wb[SHEET]
+    inputs = {_dest(wb, n)[1] for n in wb.defined_names if _dest(wb, n)[0] == SHEET}   # tier and class names
+    relabelled = 0
+    for row in ws.iter_rows(min_col=1, max_col=3):
+        for c in row:
+            if isinstance(c.value, str) and c.data_type != "f" and c.coordinate not in inputs and (
+                    c.column == 3 or c.value == "Checkpoint tiers" or c.column == 1 and c.row > 7):
+                c.value = f"my words {c.row}-{c.column}"
+                relabelled += 1
+    assert relabelled > 40
+    edited = tmp_path / "relabelled.xlsx"
+    wb.save(edited)
+    _same_plan(read_plan(edited), read_plan(built[STORAGE]))
+    _same_plan(read_plan(edited), load_plan(STORAGE))

@@ -259,12 +259,21 @@ def _row(ref: str) -> int:
 
 
 def _name_column(wb) -> dict[str, int]:
-    """Row of each row name in the Storage & recovery sheet's name column (C): ``Inputs: <name>``, the
-    "Checkpoint tiers" row's ``tiers below`` (``setup.tiers`` in workbooks written before)."""
+    """Row of each design row the Storage & recovery sheet names: ``Inputs: <name>`` (the defined name
+    ``setup_link_<name>``) and the "Checkpoint tiers" row, ``tiers below`` (``setup_checkpoint_tiers``), so that
+    a planner who edits the labels keeps every design. A workbook written before those names: the rows' text in
+    the name column (C), ``setup.tiers`` for the tiers row in older ones still."""
     if STORAGE not in wb.sheetnames:
         return {}
     rows: dict[str, int] = {}
-    for (c,) in wb[STORAGE].iter_rows(min_col=3, max_col=3):
+    for key in F.INPUTS:
+        if (found := _cell(wb, f"setup_link_{key}")) is not None and found[0] == STORAGE:
+            rows[f"Inputs: {key}"] = _row(found[1])
+    if (found := _cell(wb, "setup_checkpoint_tiers")) is not None and found[0] == STORAGE:
+        rows["tiers below"] = _row(found[1])
+    if len(rows) == len(F.INPUTS) + 1:
+        return rows
+    for (c,) in wb[STORAGE].iter_rows(min_col=3, max_col=3):   # written before the names
         if isinstance(c.value, str) and c.data_type != "f":
             rows.setdefault(c.value, c.row)
     return rows

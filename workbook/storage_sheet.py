@@ -219,6 +219,7 @@ def _inputs(g: _Grid, st, designs) -> None:
         g.head(label, unit, "Inputs: " + key if link else f"setup_{key}")
         if link:
             _fx(ws, r, 4, f'IF({key}="","",{key})', fmt)
+            g.name(f"setup_link_{key}", f"D{r}")   # the row the designs' change cells of this input are read from
         else:
             _put(ws, r, 4, value, fmt, S.INPUT_FONT, S.INPUT_FILL)
             _validate(ws, f"D{r}", rule, key)
@@ -378,6 +379,7 @@ def _engine_values(g: _Grid, columns, plans, designs) -> None:
     ws = g.ws
     g.band("Tiered plans: live formulas")
     g.head("Checkpoint tiers", "", "tiers below")
+    g.name("setup_checkpoint_tiers", f"D{g.row}")   # `workbook --from` reads each design's "replaced: ..." here
     for k, ((_, su), d) in enumerate(zip(columns, (None,) + tuple(designs))):
         names = " + ".join(str(t.get("name", "?")) for t in su.tiers) or "none (single level)"
         text = names if k == 0 else ("same as the baseline" if d.tiers is None else f"replaced: {names}")
@@ -552,7 +554,8 @@ def _tier_figures(g: _Grid, st, plan, t_rows: list[int], c_rows: list[int], tota
 
 
 _NOTES = (
-        "Names: setup_<field> (the design's inputs), setup_<figure> (the baseline's figures, the Plan sheet's: "
+        "Names: setup_<field> (the design's inputs), setup_link_<input> (the rows linking the Inputs sheet), "
+        "setup_checkpoint_tiers, setup_<figure> (the baseline's figures, the Plan sheet's: "
         "setup_checkpoint_size_gb, setup_restart_pipeline_min, setup_wall_h, setup_total_cost ...), tier<i>_<key>, "
         "class<j>_name, class<j>_share.",
         "Designs: blank = the baseline's value, 'set to' a value, 'x baseline' a factor; a design that sets a stall, "

@@ -183,6 +183,29 @@ def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built, derived: froz
     ws.freeze_panes = "A6"
 
 
+#: what every sheet that plans a tiered baseline as one level says (the tiered plan is the Plan sheet's top rows)
+SINGLE_LEVEL_VIEW = ("Single-level view, for comparison only (not the plan): the baseline as if it had one checkpoint "
+                     "level, the first tier's stall and one restart")
+_SINGLE_LEVEL_SHEET = ("SINGLE-LEVEL VIEW: the baseline has checkpoint tiers, and this sheet plans it as one level (the "
+                       "first tier's stall, one restart). The plan it follows is the tiered one: the Plan sheet's top "
+                       "rows and the Storage & recovery sheet's baseline column.")
+
+
+def _say_single_level(ws, row: int = 2) -> None:
+    """Put :data:`_SINGLE_LEVEL_SHEET` first in the sheet's note at ``row`` (a wrapped note under the title: the
+    row grows by the lines it adds; an empty row: the words alone, bold, on one line)."""
+    cell = ws.cell(row=row, column=1)
+    cell.font = Font(bold=True, color="9C0006")
+    if not cell.value:
+        cell.value = _SINGLE_LEVEL_SHEET
+        return
+    cell.value = f"{_SINGLE_LEVEL_SHEET} {cell.value}"
+    merged = next((m for m in ws.merged_cells.ranges if m.min_row == row and m.min_col == 1), None)
+    last = merged.max_col if merged is not None else 1
+    width = sum(ws.column_dimensions[get_column_letter(c)].width or 13 for c in range(1, last + 1))
+    ws.row_dimensions[row].height = S.LINE_HEIGHT * S.text_lines(cell.value, width, bold=True)
+
+
 #: Plan-sheet rows shown (the rest of the design's steps are grouped and collapsed, as the solver steps)
 _PLAN_VISIBLE_DESIGN = {"checkpoint_size_gb", "derived_checkpoint_stall_min", "derived_restore_min",
                         "spare_free_probability", "pool_reallocation_min", "restart_pipeline_min",
@@ -193,8 +216,15 @@ _PLAN_HIDDEN = {c.key for c in D.DESIGN_CALCS} - _PLAN_VISIBLE_DESIGN | {"billin
 def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, tiered: bool = False) -> dict[str, str]:
     ws = wb.create_sheet("Plan")
     S.title(ws, "Plan: how often to save, and what it costs",
-           "Live formulas over the Inputs sheet and the design (exact model: Daly 2006 with async saves; see Notes).")
+           "Live formulas over the Inputs sheet and the design (exact model: Daly 2006 with async saves; see Notes)."
+           + (" The baseline has checkpoint tiers: its plan is the tiered one (the rows on top); the single-level "
+              "rows under them are a comparison only." if tiered else ""))
     chain_col, first = 7, 5
+    if tiered:   # the tiered plan on top, the single-level view under it, labelled as a comparison
+        first = tier_formulas.plan_rows(wb, ws, 5, sc.currency) + 1
+        ws.cell(row=first, column=1, value=SINGLE_LEVEL_VIEW).font = Font(bold=True, color="9C0006")
+        pages.fit_label(ws, first, 62, bold=True)
+        first += 1
     refs = D.plan_refs(terms, f"$G${first + terms - 1}")
     for key in D.DERIVED:   # the input check reads what the plan uses: a stall is required, stated or derived
         refs[key] = f"used_{key}"
@@ -210,11 +240,14 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, tie
     ws["C3"] = "Model check"
     ws["C3"].font = Font(bold=True)
     ws["D3"] = "=" + flags.model_check(refs | {c.key: c.key for c in D.PLAN_CALCS}, problems="input_problems")
+    if tiered:   # the tiered plan's check (Storage & recovery's baseline column: bad inputs named first)
+        ws["D3"] = "=setup_model_check"
     ws["D3"].alignment = Alignment(wrap_text=True, vertical="top")
     flags.highlight(ws, "D3")
     flags.highlight(ws, "B3")
     S.name(wb, "model_check", "Plan", "D3")
-    built.flags.append(Check("Plan", "D3", ("plan",), "warnings"))
+    if not tiered:
+        built.flags.append(Check("Plan", "D3", ("plan",), "warnings"))
     S.header(ws, 4, ["Quantity", "Value", "Unit", "Defined name"])
     widths = dict(zip("ABCD", (62, 18, 14, 30)))
     pages.fit_model_check(ws, 3, built.results.iloc[[0]], widths["D"])
@@ -224,10 +257,10 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, tie
         cell = ws.cell(row=row, column=2, value="=" + calc.expr(refs))
         cell.number_format = calc.fmt
         ws.cell(row=row, column=1, value=calc.label)
-        pages.fit_label(ws, row, widths["A"], bold=calc.key in KEY_OUTPUTS)
+        pages.fit_label(ws, row, widths["A"], bold=calc.key in KEY_OUTPUTS and not tiered)
         ws.cell(row=row, column=3, value=S.fmt_unit(calc.unit, sc.currency))
         ws.cell(row=row, column=4, value=calc.key).font = S.NOTE_FONT
-        if calc.key in KEY_OUTPUTS:
+        if calc.key in KEY_OUTPUTS and not tiered:   # a tiered baseline's key figures are the tiered rows on top
             for c in range(1, 4):
                 ws.cell(row=row, column=c).fill = S.KEY_FILL
             ws.cell(row=row, column=1).font = Font(bold=True)
@@ -246,8 +279,6 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, tie
     S.note(ws, row + 2, "Long-run averages for exponential failures; P(finish by the deadline) and the wall-time "
           "percentiles are the finite job's analytic answer (Model check says when it leaves its range). For clustered "
           "failures or as a check, see the Deadline sheet (Monte Carlo).", 4)
-    if tiered:
-        tier_formulas.plan_rows(wb, ws, row + 4, sc.currency)
     ws.sheet_properties.outlinePr.summaryBelow = False
     for col, width in widths.items():
         ws.column_dimensions[col].width = width
@@ -572,6 +603,10 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     if scenarios is not None:
         _scenarios_sheet(wb, scenarios, built, scenario.currency)
     _deadline_sheet(wb, deadline, scenario)
+    if st.tiers:   # the sheets that plan the baseline as one level say so, first
+        for name, row in (("Interval curve", 2), ("Scaling", 4), ("Compare", 2), ("Deadline", 2)):
+            if name in wb.sheetnames:
+                _say_single_level(wb[name], row)
     readiness_sheet(wb, readiness)
     notes_sheet(wb)
     S.keep_text_literal(wb, _user_texts(scenario, designs + given, scenarios, readiness))

@@ -352,6 +352,8 @@ def _plan(g: _Grid) -> None:
         _fx(g.ws, helper, g.col(k), ("input_problems" if k == 0 else F.input_problems(g.refs[k]))
             + f"&{L}{g.input_helper}")
         problems = f"{L}{helper}"
+        if k == 0:   # the Plan sheet of a tiered baseline shows this check
+            g.name("setup_model_check", f"{L}{g.row}")
         if g.tiered[k]:   # the tiered plan's own check (bad tiers, an overflow, an optimum at the search's edge)
             c = _fx(g.ws, g.row, g.col(k), flags.inputs_first(problems, g.blocks[k]["tiered_check"]), wrap=True)
             flags.highlight(g.ws, c.coordinate, "OK")

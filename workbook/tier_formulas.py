@@ -450,25 +450,31 @@ PLAN_ROWS = {
 
 
 def plan_rows(wb, ws, row: int, currency: str) -> int:
-    """The Plan sheet's block of a baseline with checkpoint tiers, from ``row``: its tiered plan, live (the baseline
-    column of Storage & recovery, named ``tiered_<key>`` here); returns the next free row."""
-    from openpyxl.styles import Font
-    from openpyxl.worksheet.pagebreak import Break
+    """The Plan sheet's rows of a baseline with checkpoint tiers, from ``row``: its tiered plan, the plan it follows
+    (live: the baseline column of Storage & recovery, named ``tiered_<key>`` here), the key figures highlighted;
+    returns the next free row."""
+    from openpyxl.styles import Alignment, Font
 
     from . import style as S
 
-    ws.row_breaks.append(Break(id=row - 1))   # the block prints on a page of its own, not split from its header
-    ws.cell(row=row, column=1, value="The baseline's tiered plan (live, from the Storage & recovery sheet)").font = Font(
-        bold=True)
-    S.note(ws, row + 1, "The baseline has checkpoint tiers: the rows above plan its single-level view (the first "
-           "tier's stall, one restart); this is the plan it follows, the tiered model's figures (Benoit et al. 2017, "
-           "exact for Poisson failures split into classes) at the tiers' stated every.", 4)
-    row += 2
+    head = ws.cell(row=row, column=1, value="The plan: checkpoint tiers at their stated every (tiered model, Benoit "
+                   "et al. 2017; live, from the Storage & recovery sheet)")
+    head.font, head.alignment = Font(bold=True), Alignment(wrap_text=True, vertical="top")
+    ws.row_dimensions[row].height = S.LINE_HEIGHT * S.text_lines(head.value, 62, bold=True)   # column A: 62 wide
+    row += 1
     for key, (label, unit, fmt, source) in PLAN_ROWS.items():
         ws.cell(row=row, column=1, value=label)
         ws.cell(row=row, column=2, value=f"={source}").number_format = fmt
         ws.cell(row=row, column=3, value=S.fmt_unit(unit, currency))
         ws.cell(row=row, column=4, value=f"tiered_{key}").font = S.NOTE_FONT
+        if key in _KEY_ROWS:
+            for c in range(1, 4):
+                ws.cell(row=row, column=c).fill = S.KEY_FILL
+            ws.cell(row=row, column=1).font = Font(bold=True)
         S.name(wb, f"tiered_{key}", ws.title, f"B{row}")
         row += 1
     return row
+
+
+#: the tiered rows the Plan sheet highlights (the figures a planner reads first)
+_KEY_ROWS = ("chosen_interval_min", "waste_fraction", "wall_h", "total_gpu_hours", "total_cost")

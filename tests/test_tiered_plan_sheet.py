@@ -1,0 +1,104 @@
+"""A tiered baseline's Plan sheet shows the tiered plan as THE plan, equal to ``ckptplan plan --json``.
+
+The storage template with its in-memory tier made the baseline's own tiers (host memory every save, the
+remote store every 10th). Built, then edited as a planner would (nodes, the remote tier's every, the
+storage system's aggregate write and read bandwidth), recalculated in LibreOffice: the Plan sheet's top
+rows (interval, waste, failures, wall time, GPU-hours, money) equal ``plan --json`` of the same plan with
+the same edits; the single-level rows under them say they are a comparison only; the sheets that plan
+the baseline as one level (Interval curve, Scaling, Compare, Deadline) say so first.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import pytest
+from openpyxl import load_workbook
+from typer.testing import CliRunner
+
+from ckptplan import files, workbook
+from ckptplan.cli import app
+from ckptplan.engine.setup import plan_setup
+from ckptplan.files.scenario_toml import write_plan
+from ckptplan.workbook.build import SINGLE_LEVEL_VIEW
+from ckptplan.workbook.recalc import recalculate, soffice
+from ckptplan.workbook.tier_formulas import PLAN_ROWS
+
+from plan_figures import LOOSE_TIERED
+
+pytestmark = pytest.mark.skipif(soffice() is None, reason="LibreOffice not installed (scripts/test.sh installs it)")
+
+EDITS = {"nodes": 1024, "tier2_every": 5, "setup_aggregate_write_gb_s": 1000.0, "setup_aggregate_read_gb_s": 1000.0}
+
+
+def _tiered_plan():
+    plan = files.load_plan("llama3-405b-storage")
+    memory = next(d for d in plan.designs if d.tiers)
+    setup = plan.setup.replace(tiers=memory.tiers, failure_classes=memory.failure_classes)
+    return replace(plan, setup=setup, designs=tuple(d for d in plan.designs if d is not memory))
+
+
+def _edited(plan):
+    tiers = (plan.setup.tiers[0], dict(plan.setup.tiers[1], every=EDITS["tier2_every"]))
+    setup = plan.setup.replace(tiers=tiers, aggregate_write_gb_s=EDITS["setup_aggregate_write_gb_s"],
+                               aggregate_read_gb_s=EDITS["setup_aggregate_read_gb_s"])
+    return replace(plan, scenario=plan.scenario.replace(nodes=EDITS["nodes"]), setup=setup)
+
+
+def _named(wb, name: str):
+    sheet, cell = next(iter(wb.defined_names[name].destinations))
+    return wb[sheet][cell.replace("$", "")]
+
+
+def _plan_json(plan, path) -> dict:
+    write_plan(path, plan)
+    res = CliRunner().invoke(app, ["plan", "-t", str(path), "--json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+@pytest.fixture(scope="module")
+def books(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("tiered-plan")
+    plan = _tiered_plan()
+    single = plan_setup(plan.scenario, plan.setup.replace(tiers=(), failure_classes={})).scenario  # as `workbook` does
+    report = workbook.deadline_report(single, runs=500)
+    built = workbook.write_workbook(tmp / "built.xlsx", plan.scenario, setup=plan.setup, designs=plan.designs,
+                                    deadline=report)
+    wb = load_workbook(tmp / "built.xlsx")
+    for name, value in EDITS.items():
+        _named(wb, name).value = value
+    wb.save(tmp / "edited.xlsx")
+    outs = recalculate([tmp / "built.xlsx", tmp / "edited.xlsx"], tmp / "out")
+    wants = [_plan_json(plan, tmp / "built.toml"), _plan_json(_edited(plan), tmp / "edited.toml")]
+    return built, [load_workbook(o, data_only=True) for o in outs], wants
+
+
+def test_the_plan_sheets_top_rows_are_the_tiered_plan_of_plan_json(books):
+    _, outs, wants = books
+    for wb, want in zip(outs, wants):
+        for key in PLAN_ROWS:
+            got = _named(wb, f"tiered_{key}").value
+            tol = 1e-5 if key in LOOSE_TIERED else 1e-9
+            assert math.isclose(got, want[key], rel_tol=tol), (key, got, want[key])
+        assert _named(wb, "model_check").value == "OK"
+    assert not math.isclose(wants[0]["total_cost"], wants[1]["total_cost"], rel_tol=1e-3)  # the edits matter
+
+
+def test_the_single_level_rows_and_sheets_say_they_are_a_comparison(books):
+    built, outs, _ = books
+    plan = built.workbook["Plan"]
+    labels = {plan.cell(row=r, column=1).value: r for r in range(1, plan.max_row + 1)}
+    top = min(r for r in range(1, plan.max_row + 1) if plan.cell(row=r, column=4).value == "tiered_total_cost")
+    assert labels[SINGLE_LEVEL_VIEW] > top   # the tiered plan first, then the single-level view, labelled
+    assert labels[SINGLE_LEVEL_VIEW] < min(r for r in range(1, plan.max_row + 1)
+                                           if plan.cell(row=r, column=4).value == "total_cost")
+    for name, row in (("Interval curve", 2), ("Scaling", 4), ("Compare", 2), ("Deadline", 2)):
+        assert built.workbook[name].cell(row=row, column=1).value.startswith("SINGLE-LEVEL VIEW: the baseline has "
+                                                                             "checkpoint tiers"), name
+    # a single-level baseline's sheets say nothing of the kind
+    seed = workbook.build_workbook(files.load_scenario("seed")).workbook
+    assert SINGLE_LEVEL_VIEW not in [c.value for c in seed["Plan"]["A"]]
+    assert not str(seed["Interval curve"]["A2"].value).startswith("SINGLE-LEVEL")

@@ -29,8 +29,10 @@ def deadline_report(scenario: engine.Scenario, runs: int = 10000, seed: int = 0,
     """
     if scenario.deadline_h is None:
         return None
-    at = deadline.deadline_report(scenario, runs=runs, seed=seed, method="per_failure")
     search = deadline.deadline_search(scenario, target=target, runs=runs, seed=seed, progress=progress)
+    at = _chosen_row(search)
+    if at is None:   # the chosen interval is not one of the search's (below the write's floor): simulate it
+        at = deadline.deadline_report(scenario, runs=runs, seed=seed, method="per_failure")
     cur = scenario.currency
     best, cheap = search.best_probability, search.cheapest_meeting_target
     rows: list[tuple[str, Any, str, str | None]] = [
@@ -68,3 +70,15 @@ def deadline_report(scenario: engine.Scenario, runs: int = 10000, seed: int = 0,
                 "the same as `ckptplan deadline` with these runs and seed.",
                 "P(finish by the deadline) on the Plan sheet is the analytic answer (exponential failures, a normal "
                 "approximation of the wall time); the figures here are simulated."]}
+
+
+def _chosen_row(search: Any) -> dict[str, Any] | None:
+    """The search's row for the scenario's chosen interval, as :func:`engine.deadline.deadline_report` with
+    ``method="per_failure"`` gives it (run by run the same simulation: the search simulates the chosen interval
+    on the same failure histories), so the interval is simulated once; None when the search holds no row at
+    exactly that interval."""
+    table = search.candidates
+    rows = table[table["interval_min"] == search.chosen_interval_min]
+    if rows.empty:
+        return None
+    return dict(rows.iloc[0].to_dict(), deadline_h=search.deadline_h, failure_law=search.failure_law, runs=search.runs)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 import zipfile
+from functools import lru_cache
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any, Callable
@@ -59,20 +60,24 @@ def _letters(n: int) -> str:
 
 def _relative(formula: str, col: int, row: int) -> str:
     """``formula`` with each cell reference written relative to the host cell (``$`` parts kept absolute):
-    the formulas of one column of a table become one text, parsed once."""
+    the formulas of one column of a table become one text, parsed once. Text in quotes is kept as it is."""
     def ref(m: re.Match) -> str:
-        c, r = _column(m.group(2)), int(m.group(4))
+        letters = m.group(2)
+        if letters is None:   # a string literal
+            return m.group(0)
+        c = _COLUMNS.get(letters) or _COLUMNS.setdefault(letters, _column(letters))
+        r = int(m.group(4))
         cs = f"a{c}" if m.group(1) else f"r{c - col}"
         rs = f"a{r}" if m.group(3) else f"r{r - row}"
         return f"__ref_{cs.replace('-', 'm')}_{rs.replace('-', 'm')}__"  # m: minus (a name holds no '-')
 
-    parts, last = [], 0
-    for s in _STRING.finditer(formula):
-        parts.append(_CELL.sub(ref, formula[last:s.start()]))
-        parts.append(s.group(0))
-        last = s.end()
-    parts.append(_CELL.sub(ref, formula[last:]))
-    return "".join(parts)
+    return _STRING_OR_CELL.sub(ref, formula)
+
+
+#: column letters -> number, filled as met
+_COLUMNS: dict[str, int] = {}
+#: a string literal (kept) or a cell reference (group 2: its column letters), in one pass
+_STRING_OR_CELL = re.compile(r'"(?:[^"]|"")*"|' + _CELL.pattern)
 
 
 class _ExcelError(Exception):
@@ -230,60 +235,66 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 # ------------------------------------------------------------------------------- parsing
 
 def _tokens(formula: str) -> list[tuple[str, str]]:
-    out, pos = [], 0
+    out = []
     text = formula.strip()
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m or m.end() == pos:
-            raise _ExcelError(f"#NAME? cannot read {text[pos:pos + 20]!r}")
+    pos, end = 0, len(text)
+    for m in _TOKEN.finditer(text):
+        if m.start() != pos or m.end() == pos:   # a gap: something the token pattern cannot read
+            break
         kind = m.lastgroup
         out.append((kind, m.group(kind)))
         pos = m.end()
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
+    if pos < end and text[pos:].strip():
+        raise _ExcelError(f"#NAME? cannot read {text[pos:].lstrip()[:20]!r}")
     return out
+
+
+#: binary operators by precedence, loosest first (Excel's order; all left-associative)
+_PRECEDENCE = {op: level for level, ops in enumerate((("=", "<>", "<", ">", "<=", ">="), ("&",), ("+", "-"),
+                                                       ("*", "/"), ("^",)), start=1) for op in ops}
 
 
 class _Parser:
     """Precedence climbing: comparison < & < + - < * / < ^ < unary minus (Excel's order)."""
 
-    _LEVELS = (("=", "<>", "<", ">", "<=", ">="), ("&",), ("+", "-"), ("*", "/"), ("^",))
-
     def __init__(self, tokens: list[tuple[str, str]]):
-        self.t, self.i = tokens, 0
+        self.t, self.i, self.n = tokens, 0, len(tokens)
 
     def peek(self) -> tuple[str, str] | None:
-        return self.t[self.i] if self.i < len(self.t) else None
+        return self.t[self.i] if self.i < self.n else None
 
     def take(self) -> tuple[str, str]:
-        tok = self.peek()
-        if tok is None:
+        if self.i >= self.n:
             raise _ExcelError("#NAME? formula ends early")
         self.i += 1
-        return tok
+        return self.t[self.i - 1]
 
     def parse(self) -> tuple:
-        node = self.binary(0)
+        node = self.binary(1)
         if self.peek() is not None:
             raise _ExcelError(f"#NAME? unexpected {self.peek()[1]!r}")
         return node
 
-    def binary(self, level: int) -> tuple:
-        if level == len(self._LEVELS):
-            return self.unary()
-        node = self.binary(level + 1)
-        while (tok := self.peek()) is not None and tok[0] == "op" and tok[1] in self._LEVELS[level]:
-            self.take()
-            node = ("op", tok[1], node, self.binary(level + 1))
+    def binary(self, least: int) -> tuple:
+        """An expression whose operators bind at least as tightly as level ``least``."""
+        node = self.unary()
+        t, n = self.t, self.n
+        while self.i < n:
+            kind, op = t[self.i]
+            level = _PRECEDENCE.get(op, 0) if kind == "op" else 0
+            if level < least or not level:
+                break
+            self.i += 1
+            node = ("op", op, node, self.binary(level + 1))
         return node
 
     def unary(self) -> tuple:
         tok = self.peek()
-        if tok is not None and tok == ("op", "-"):
-            self.take()
+        if tok == ("op", "-"):
+            self.i += 1
             return ("neg", self.unary())
-        if tok is not None and tok == ("op", "+"):
-            self.take()
+        if tok == ("op", "+"):
+            self.i += 1
             return self.unary()
         return self.atom()
 
@@ -295,31 +306,51 @@ class _Parser:
             return ("const", value[1:-1].replace('""', '"'))
         if kind == "ref":  # a reference left absolute by _relative ($A$1 with both parts fixed)
             m = _REF.fullmatch(value)
-            return ("name", f"__ref_a{_column(m.group(1))}_a{m.group(2)}__")
+            return ("ref", f"{m.group(1)}{int(m.group(2))}")
         if kind == "name":
             upper = value.upper()
             if upper in ("TRUE", "FALSE"):
                 return ("const", upper == "TRUE")
-            return ("name", value)
+            return _reference(value) or ("name", value)
         if kind == "func":
             self.take()  # (
             args = []
             if self.peek() != ("op", ")"):
                 while True:
-                    args.append(self.binary(0))
+                    args.append(self.binary(1))
                     if self.peek() == ("op", ","):
-                        self.take()
+                        self.i += 1
                         continue
                     break
             if self.take() != ("op", ")"):
                 raise _ExcelError("#NAME? missing )")
             return ("call", value.upper(), args)
         if (kind, value) == ("op", "("):
-            node = self.binary(0)
+            node = self.binary(1)
             if self.take() != ("op", ")"):
                 raise _ExcelError("#NAME? missing )")
             return node
         raise _ExcelError(f"#NAME? unexpected {value!r}")
+
+
+@lru_cache(maxsize=65536)
+def _parsed(form: str) -> tuple:
+    """The formula ``form`` (written relative to its host cell, :func:`_relative`) parsed once: the formulas of one
+    table column share one text, and a process that writes several workbooks parses each text once."""
+    return _Parser(_tokens(form)).parse()
+
+
+def _reference(name: str) -> tuple | None:
+    """A cell reference :func:`_relative` wrote as a name, as a node: ``("ref", coordinate)`` when both parts are
+    absolute, else ``("ref", None, column, row, column relative, row relative)`` (offsets from the host cell)."""
+    m = _PLACEHOLDER.fullmatch(name)
+    if m is None:
+        return None
+    dc, dr = int(m.group(2).replace("m", "-")), int(m.group(4).replace("m", "-"))
+    col_rel, row_rel = m.group(1) == "r", m.group(3) == "r"
+    if not col_rel and not row_rel:
+        return ("ref", f"{_letters(dc)}{dr}")
+    return ("ref", None, dc, dr, col_rel, row_rel)
 
 
 # ------------------------------------------------------------------------------- evaluation
@@ -371,7 +402,6 @@ class _Book:
                             self.order.append((ws.title, c.coordinate))
         self.formula_keys = set(self.order)
         self.memo: dict[tuple[str, str], Any] = {}
-        self.parsed: dict[str, tuple] = {}
         self.busy: set[tuple[str, str]] = set()
 
     def cell(self, key: tuple[str, str]) -> Any:
@@ -390,10 +420,7 @@ class _Book:
         self.busy.add(key)
         try:
             col, row = self.where[key]
-            form = _relative(text[1:], col, row)
-            if form not in self.parsed:
-                self.parsed[form] = _Parser(_tokens(form)).parse()
-            value = self.run(self.parsed[form], key[0], col, row)
+            value = self.run(_parsed(_relative(text[1:], col, row)), key[0], col, row)
             if isinstance(value, float):
                 _checked(value)
             self.memo[key] = value
@@ -407,20 +434,25 @@ class _Book:
         finally:
             self.busy.discard(key)
 
+    def named(self, name: str) -> Any:
+        """The value of the cell a defined name points at (#NAME? for a name the workbook does not define)."""
+        where = self.names.get(name)
+        if where is None:
+            raise _ExcelError(f"#NAME? {name}")
+        return self.cell(where)
+
     def run(self, node: tuple, sheet: str, col: int, row: int) -> Any:
         """The value of a parsed formula ``node`` in the cell at ``col``, ``row`` of ``sheet``."""
         kind = node[0]
         if kind == "const":
             return node[1]
+        if kind == "ref":
+            if node[1] is not None:
+                return self.cell((sheet, node[1]))
+            _, _, c, r, col_rel, row_rel = node
+            return self.cell((sheet, f"{_letters(c + col if col_rel else c)}{r + row if row_rel else r}"))
         if kind == "name":
-            m = _PLACEHOLDER.fullmatch(node[1])
-            if m:
-                c = int(m.group(2).replace("m", "-")) + (col if m.group(1) == "r" else 0)
-                r = int(m.group(4).replace("m", "-")) + (row if m.group(3) == "r" else 0)
-                return self.cell((sheet, f"{_letters(c)}{r}"))
-            if node[1] not in self.names:
-                raise _ExcelError(f"#NAME? {node[1]}")
-            return self.cell(self.names[node[1]])
+            return self.named(node[1])
         if kind == "neg":
             return -_number(self.run(node[1], sheet, col, row))
         if kind == "op":

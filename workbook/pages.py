@@ -57,7 +57,11 @@ def _scaling_rows(sc: engine.Scenario, st: Any, nodes_list: list[int]) -> pd.Dat
     from ..engine.setup import RecoverySetup
 
     st = (st if st is not None else RecoverySetup()).replace(tiers=(), failure_classes={})
-    table = engine.to_table([sc.with_nodes(n).replace(interval_min=None) for n in nodes_list])
+    one = engine.to_table([sc.replace(interval_min=None)])   # one validated row, then the rows at each node count
+    table = one.loc[one.index.repeat(len(nodes_list))].reset_index(drop=True)
+    nodes = np.asarray(nodes_list, dtype=float)
+    table["nodes"] = np.asarray(nodes_list, dtype=np.int64)
+    table["useful_training_h"] = sc.useful_training_h * sc.nodes / nodes   # the same training (Scenario.with_nodes)
     for key in st.derives():   # derived per row from the row's own nodes, as the sheet does
         table[key] = np.nan
     for key, value in st.columns().items():

@@ -108,9 +108,10 @@ def simulate_per_failure(geometries: Sequence[dict[str, float]], R: float, strea
         c = used = 0
         while any(p.ids.size for p in plans):
             gaps = stream.chunk(block, c, rows)
+            shared = _Chunk(gaps, c, R)   # what every plan reads of the chunk, computed once
             for p in plans:
                 if p.ids.size:
-                    p.step(gaps, c, adv)
+                    p.step(gaps, c, adv, shared)
             c += 1
             used += gaps.shape[0]
             if used > max_failures and any(p.ids.size for p in plans):
@@ -119,6 +120,26 @@ def simulate_per_failure(geometries: Sequence[dict[str, float]], R: float, strea
         if progress is not None:
             progress(lo + rows, runs)
     return outs
+
+
+class _Chunk:
+    """What every plan reads of one chunk of gaps, the same whatever the plan: the failed restarts (gaps ``<= R``,
+    not the first gap of a run), found once, on first use. (Not the runs' sums of the chunk: numpy adds a column
+    in an order that depends on the array's width, so a sum over every run and one over the runs still going can
+    differ in the last bit.)"""
+
+    def __init__(self, gaps: np.ndarray, c: int, R: float):
+        self.gaps, self.c, self.R = gaps, c, R
+        self._failed: Optional[tuple[np.ndarray, np.ndarray]] = None
+
+    def failed(self) -> tuple[np.ndarray, np.ndarray]:
+        """(row, run) of every failed restart of the chunk, row by row, runs in order within a row."""
+        if self._failed is None:
+            failed = self.gaps <= self.R
+            if self.c == 0:
+                failed[0] = False
+            self._failed = np.divmod(np.flatnonzero(failed), self.gaps.shape[1])
+        return self._failed
 
 
 class _Runs:
@@ -134,12 +155,14 @@ class _Runs:
         self.rolls = np.zeros(rows, dtype=np.int64)
         self.rfail = np.zeros(rows)                 # time lost in failed restarts
 
-    def step(self, gaps: np.ndarray, c: int, adv: np.ndarray) -> None:
-        """Consume chunk ``c`` (``gaps``: all runs of the block); record the runs that finish in it."""
+    def step(self, gaps: np.ndarray, c: int, adv: np.ndarray, shared: _Chunk) -> None:
+        """Consume chunk ``c`` (``gaps``: all runs of the block; ``shared``: what every plan reads of it); record
+        the runs that finish in it."""
         g, R = self.g, self.R
         last, fc, ff = g["last"], g["full_clean"], g["full_flow"]
         B = gaps.shape[0]
-        if self.ids.size < self.rows:
+        subset = self.ids.size < self.rows
+        if subset:
             gaps = gaps[:, self.ids]
         n = self.ids.size
         # windows each gap completes from a clean milestone (uncapped): ceil((x - full_clean) / full_flow)
@@ -163,17 +186,19 @@ class _Runs:
         self.fails += stop
         self.rolls += stop
         if R > 0:                                   # failed restarts: rare, counted sparsely
-            failed = gaps <= R
-            if c == 0:
-                failed[0] = False
-            hit = np.flatnonzero(failed)
-            if hit.size:
-                row, run = np.divmod(hit, n)
+            row, run = shared.failed()
+            if subset and run.size:                 # the runs still going, numbered as this plan's columns
+                at = np.full(self.rows, -1)
+                at[self.ids] = np.arange(n)
+                run = at[run]
+                mine = run >= 0
+                row, run = row[mine], run[mine]
+            if run.size:
                 if near.size:
                     keep = row < stop[run]
-                    hit, run = hit[keep], run[keep]
+                    row, run = row[keep], run[keep]
                 self.rolls -= np.bincount(run, minlength=n)
-                self.rfail += np.bincount(run, weights=gaps.reshape(-1)[hit], minlength=n)
+                self.rfail += np.bincount(run, weights=gaps[row, run], minlength=n)
         self.k = np.minimum(self.k + total, last)
         done = stop < B
         if done.any():

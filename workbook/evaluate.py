@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import re
 import zipfile
-from functools import lru_cache
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any, Callable
@@ -333,13 +332,6 @@ class _Parser:
         raise _ExcelError(f"#NAME? unexpected {value!r}")
 
 
-@lru_cache(maxsize=65536)
-def _parsed(form: str) -> tuple:
-    """The formula ``form`` (written relative to its host cell, :func:`_relative`) parsed once: the formulas of one
-    table column share one text, and a process that writes several workbooks parses each text once."""
-    return _Parser(_tokens(form)).parse()
-
-
 def _reference(name: str) -> tuple | None:
     """A cell reference :func:`_relative` wrote as a name, as a node: ``("ref", coordinate)`` when both parts are
     absolute, else ``("ref", None, column, row, column relative, row relative)`` (offsets from the host cell)."""
@@ -402,6 +394,7 @@ class _Book:
                             self.order.append((ws.title, c.coordinate))
         self.formula_keys = set(self.order)
         self.memo: dict[tuple[str, str], Any] = {}
+        self.parsed: dict[str, tuple] = {}
         self.busy: set[tuple[str, str]] = set()
 
     def cell(self, key: tuple[str, str]) -> Any:
@@ -420,7 +413,11 @@ class _Book:
         self.busy.add(key)
         try:
             col, row = self.where[key]
-            value = self.run(_parsed(_relative(text[1:], col, row)), key[0], col, row)
+            form = _relative(text[1:], col, row)   # the formulas of one table column share one text: parsed once
+            tree = self.parsed.get(form)
+            if tree is None:
+                tree = self.parsed[form] = _Parser(_tokens(form)).parse()
+            value = self.run(tree, key[0], col, row)
             if isinstance(value, float):
                 _checked(value)
             self.memo[key] = value

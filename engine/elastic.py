@@ -207,6 +207,9 @@ def _grouped(T, C, M, R, D, n, K, keep, Ps, Pg):
 
 def elastic_breakdown_kernel(work, T, C, M, R, D, n, K, keep, Ps, Pg):
     """:func:`elastic_breakdown` on validated 1-d arrays of one length (``K <= MAX_REPLICAS_OUT``)."""
+    if T.size == 0:
+        return {k: np.empty(0) for k in ("useful", "total", "save", "restart", "rework", "failures", "stops",
+                                         "shrinks", "shrunk", "mean_replicas_running")}
     with _quiet():
         a = _grouped(T, C, M, R, D, n, K, keep, Ps, Pg)
         attempts = work / a["work"]

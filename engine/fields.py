@@ -100,6 +100,8 @@ RULES: dict[str, Rule] = {r.key: r for r in (
     Rule("share", "a fraction in [0, 1]", lambda a: (a >= 0) & (a <= 1), "AND({x}>=0,{x}<=1)",
          dict(type="decimal", operator="between", formula1="0", formula2="1")),
     Rule("any", "a number", lambda a: a == a, "ISNUMBER({x})"),
+    Rule("flag", "0 or 1", lambda a: (a == 0) | (a == 1), "OR({x}=0,{x}=1)",
+         dict(type="whole", operator="between", formula1="0", formula2="1")),
 )}
 
 
@@ -169,7 +171,24 @@ FIELDS: tuple[Field, ...] = (
           "nonnegative"),
     Field("spot_price_per_gpu_hour", "per GPU-h", "Price per GPU-hour of the preemptible capacity the job runs on "
           "(empty = price_per_gpu_hour; that stays the on-demand price)", "nonnegative"),
+    # elastic continuation (ckptplan.engine.elastic); read only when on_node_loss = "continue"
+    Field("nodes_per_replica", "nodes", "Nodes of one replica, the smallest group that can drop out while the "
+          "others train on (empty = all nodes: one replica)", "count"),
+    Field("min_replicas", "replicas", "Fewest replicas the job trains on; a failure at this floor stops it and it "
+          "restarts (empty = all replicas: every failure stops the job)", "count"),
+    Field("shrink_keeps_progress", "0/1", "1 = replicas kept in sync and healed from peers: progress since the last "
+          "checkpoint survives a shrink; 0 = a shrink rolls back to the last checkpoint", "flag", default=1),
+    Field("shrink_pause_min", "min", "Pause of the whole job to drop a failed replica and go on with fewer",
+          "nonnegative", default=0.0),
+    Field("regrow_pause_min", "min", "Pause of the whole job to take a replica back once its node is back",
+          "nonnegative", default=0.0),
 )
+#: the elastic fields (:mod:`ckptplan.engine.elastic`): the workbook's formulas plan a job that stops at every
+#: failure, so its Inputs sheet leaves them out and it refuses an elastic scenario by name
+ELASTIC_FIELD_NAMES = ("nodes_per_replica", "min_replicas", "shrink_keeps_progress", "shrink_pause_min",
+                       "regrow_pause_min")
+#: what a job does when a node fails (the text field ``on_node_loss``)
+ON_NODE_LOSS = ("restart", "continue")
 FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
 
 #: The storage and recovery setup (all optional; :mod:`ckptplan.engine.setup`): what a checkpoint
@@ -224,6 +243,8 @@ TEXT_FIELDS: dict[str, tuple[str, str | None]] = {
     "currency": ("Currency of the price and of every money figure", "USD"),
     "failure_rate_source": ("Published fleet failure rate giving node_mtbf_h (see `ckptplan failure-rates`; "
                             "empty = node_mtbf_h as given)", ""),
+    "on_node_loss": ("What the job does when a node fails: restart (stop, roll back, restart) or continue (train on "
+                     "fewer replicas while the node comes back; ckptplan.engine.elastic)", "restart"),
 }
 
 #: A correlated failure domain's numbers; a table holds domain ``i`` as ``domain{i}_{name}`` columns
@@ -322,6 +343,6 @@ def lookup(name: str) -> Field:
 
 
 __all__ = ["COST_FIELDS", "COST_PARTS", "DEFAULT_CHUNK_ROWS", "DEFAULT_RUNS", "DEFAULT_SEED", "DOMAIN_FIELDS",
-           "DOMAIN_SLOTS", "EXCEL_MAX_DATA_ROWS", "FIELDS", "FIELD_BY_NAME", "Field", "MAX_RUNS_PER_CELL",
-           "MAX_SWEEP_ROWS", "PHASE_FIELDS", "QUANTITIES", "RULES", "Rule", "SETUP_FIELDS", "SETUP_FIELD_BY_NAME", "TEXT_FIELDS",
+           "DOMAIN_SLOTS", "ELASTIC_FIELD_NAMES", "EXCEL_MAX_DATA_ROWS", "FIELDS", "FIELD_BY_NAME", "Field", "MAX_RUNS_PER_CELL",
+           "MAX_SWEEP_ROWS", "ON_NODE_LOSS", "PHASE_FIELDS", "QUANTITIES", "RULES", "Rule", "SETUP_FIELDS", "SETUP_FIELD_BY_NAME", "TEXT_FIELDS",
            "TIER_KEYS", "domain_field", "lookup", "phase_field"]

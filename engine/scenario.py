@@ -28,6 +28,7 @@ from .frames import result_frame as _result_frame
 from .gate import FLOAT_MAX, check_finite_result, to_float
 from .phases import phases_from_list
 from .phases_table import phase_column_specs, phase_indices, phase_row_problems, phase_schedules, scenario_phase_columns
+from .elastic_table import continuing, elastic_plan, elastic_row_problems
 from .preemption_table import preemption_plan, spot_price
 from .reliability import FailureDomain
 
@@ -451,6 +452,7 @@ def table_problems(table: pd.DataFrame, flagged: dict[str, np.ndarray] | None = 
         column(name, rule, False, None)
     for rows, problem in phase_row_problems(eff, ok, phase_indices(table.columns)):
         problems.add(rows, problem)
+    elastic_row_problems(table, eff, ok, problems)   # on_node_loss, replicas, floor (engine.elastic_table)
     return given, eff, problems
 
 
@@ -535,6 +537,7 @@ def _scenario_columns(scenarios: list[Scenario]) -> dict[str, np.ndarray]:
         for part in ("start_h", "rate_factor"):
             cols[f"phase{i}_{part}"] = column([getattr(sc.failure_phases[i - 1], part) if len(sc.failure_phases) >= i
                                               else None for sc in scenarios])
+    cols["on_node_loss"] = continuing([sc.on_node_loss for sc in scenarios]).astype(float)
     return cols
 
 
@@ -552,10 +555,15 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
     preempted = preemption_plan(table, cols, M)  # None without preemptions: the on-demand plan
     if preempted is not None:
         intervals = preempted.intervals(intervals, cols["interval_min"])
+    elastic = elastic_plan(table, cols, M, R, D, work)  # None without on_node_loss = continue: today's plan
+    if elastic is not None:
+        intervals = elastic.intervals(intervals, cols["interval_min"])
     chosen = intervals["chosen_interval_min"]
     parts = waste.time_breakdown_kernel(work, chosen, C, M, R, W, s, D)
     if preempted is not None:
         parts = preempted.parts(parts, work, chosen)
+    if elastic is not None:
+        parts = elastic.parts(parts, chosen)
     schedules = phase_schedules(table, cols, M, work)  # None without failure phases: the constant-rate plan
     if schedules is not None:
         parts = schedules.parts(parts)
@@ -573,6 +581,8 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
     new["deadline_approximation_ok"] = deadline["ok"]
     if schedules is not None:
         new.update(schedules.columns(new, chosen, deadline_min))
+    if elastic is not None:
+        new.update(elastic.columns(new, intervals, parts))
     if preempted is not None:
         new.update(preempted.columns(new, gpus, spot_price(cols), cols["deadline_h"]))
     return _result_frame(table, new)

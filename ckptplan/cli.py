@@ -26,7 +26,7 @@ __all__ = ["app", "headline", "main", "print_plan"]
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="How often should a training job checkpoint, and what does it cost?")
 
-from .common import (DEFAULT_TEMPLATE, console, duration, err_console, fail, field_options, flag,  # noqa: E402,F401
+from .common import (DEFAULT_TEMPLATE, ON_NODE_LOSS_HELP, console, duration, err_console, fail, field_options, flag,  # noqa: E402,F401
                      literal, literal_help, plan_from_options, scenario_from_options)
 
 
@@ -149,6 +149,7 @@ def plan(
     template: Optional[str] = typer.Option(None, "--template", "-t", help="Preset name (see `ckptplan templates`) or TOML file; default: seed"),
     scenario_file: Optional[Path] = typer.Option(None, "--scenario", help="Scenario TOML file (same as --template FILE)"),
     failure_rate_source: Optional[str] = typer.Option(None, "--failure-rate-source", help="A published fleet failure rate giving node_mtbf_h for this job's size (see `ckptplan failure-rates`)"),
+    on_node_loss: Optional[str] = typer.Option(None, "--on-node-loss", help=ON_NODE_LOSS_HELP),
     as_json: bool = flag("--json", help="Print JSON instead of tables"),
     overrides: Optional[dict] = None,
 ) -> None:
@@ -165,6 +166,8 @@ def plan(
         given = dict(overrides or {})
         if failure_rate_source is not None:
             given["failure_rate_source"] = failure_rate_source
+        if on_node_loss is not None:
+            given["on_node_loss"] = on_node_loss
         plan_file = plan_from_options(str(scenario_file) if scenario_file else template, given)
         planned = plan_setup(plan_file.scenario, plan_file.setup)
         row = planned.row

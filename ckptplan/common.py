@@ -21,7 +21,7 @@ from .engine.spoken import duration  # noqa: F401  (the one time formatter; re-e
 if TYPE_CHECKING:  # the models load only when a command runs
     from .engine.scenario import Scenario
 
-__all__ = ["DEFAULT_TEMPLATE", "PIPED_WIDTH", "console", "duration", "emit_scenario_file", "err_console", "fail",
+__all__ = ["DEFAULT_TEMPLATE", "ON_NODE_LOSS_HELP", "PIPED_WIDTH", "console", "duration", "emit_scenario_file", "err_console", "fail",
            "echo_json", "field_options", "fit_columns", "flag", "json_ready", "kept", "literal", "literal_help",
            "print_rows",
            "plan_from_options", "scenario_from_options"]
@@ -93,6 +93,9 @@ console = _console()
 err_console = _console(stderr=True)
 
 DEFAULT_TEMPLATE = "seed"
+#: the --on-node-loss option's help (plan, compare): the registry's label of the text field
+ON_NODE_LOSS_HELP = "restart (stop, roll back, restart: today's) or continue (train on fewer replicas while the " \
+    "node comes back; set nodes_per_replica and min_replicas)"
 
 
 def kept(retention: int, copies: int) -> str:

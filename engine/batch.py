@@ -86,6 +86,7 @@ from .scenario import RowProblems, Scenario, check_columns
 from .scenario import is_absent as _is_absent
 from .scenario import is_number as _is_number
 from .phases_table import is_schedule_column
+from .elastic_table import ELASTIC_COLUMNS
 from .preemption_table import PREEMPTION_COLUMNS
 from .scenario import derived_columns, evaluate_each, table_problems, to_table
 from .validity import CHECKS
@@ -106,8 +107,8 @@ def _output_names() -> set[str]:
 
 
 def _extra(name: str) -> bool:
-    """A plan column only some tables have: a failure-phase schedule's or preemptible capacity's."""
-    return is_schedule_column(name) or name in PREEMPTION_COLUMNS
+    """A plan column only some tables have: a failure-phase schedule's, preemptible capacity's or elastic continuation's."""
+    return is_schedule_column(name) or name in PREEMPTION_COLUMNS or name in ELASTIC_COLUMNS
 
 
 def _check_columns(table: pd.DataFrame, extra_columns: str) -> list[str]:
@@ -359,6 +360,8 @@ def _evaluate_valid_rows(table: pd.DataFrame, given: Mapping[str, np.ndarray], p
     res = {c: np.full(n, np.nan) for c in derived}
     if len(candidates):
         sub = pd.DataFrame({c: given[c][candidates] for c in number_cols}, index=pd.RangeIndex(len(candidates)), copy=False)
+        if "on_node_loss" in table.columns:   # the one text input a plan reads (engine.elastic_table)
+            sub["on_node_loss"] = table["on_node_loss"].to_numpy(dtype=object)[candidates]
         parts, refused = evaluate_each(sub)
         for k, exc in refused.items():
             problems.add([candidates[k]], lambda _p, m=_refusal_message(exc): m)

@@ -128,6 +128,11 @@ def monte_carlo_columns(n: int, eff: Mapping[str, np.ndarray], res: Mapping[str,
                 "deadline_h", float(dl_h), f"must be >= useful_training_h = {useful_h[_p]:g} h: the job needs that "
                 "much compute even with no saves and no failures")))
             continue
+        if "on_node_loss" in eff and eff["on_node_loss"][p] > 0:   # engine.elastic_table: 1.0 = continue
+            problems.add([p], lambda _p: str(InputError(
+                "on_node_loss", "continue", "the batch's Monte Carlo simulates a job that stops at every failure: "
+                "leave out the runs for elastic rows (their plan columns are the elastic expectation)")))
+            continue
         try:
             sim = _simulate_row(p, eff, res, runs, row_seed, failures, final_save, design)
         except ValueError as exc:

@@ -81,6 +81,9 @@ def _job(scenario: Scenario, deadline_h, interval_min) -> _Job:
     from .phases import refuse_phases
 
     refuse_phases(scenario, "the one-interval deadline simulation")
+    if scenario.on_node_loss == "continue":
+        raise InputError("on_node_loss", "continue", "the deadline simulation plans a job that stops at every "
+                         "failure: `ckptplan plan` gives the elastic plan's expectation (no deadline answer yet)")
     changes = {}
     if deadline_h is not None:
         changes["deadline_h"] = _scalar("deadline_h", deadline_h, "positive")

@@ -228,6 +228,9 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
         from .phases import refuse_phases
 
         refuse_phases(scenario, "the multi-level (tiers) model")
+        if scenario.on_node_loss == "continue":
+            raise InputError("on_node_loss", "continue", "the multi-level (tiers) model plans a job that stops at "
+                             "every failure: plan elastic continuation single-level (leave out the tiers)")
     notes: list[str] = []
     base, row, sizes, parts, spare = _derived_scenario(scenario, st, notes)
     if st.tiers:
@@ -357,6 +360,8 @@ def _best_spares(base: Scenario, st: Any, parts: dict[str, float], figures: dict
     """
     if st.repair_h is None or st.reallocation_min is not None or not parts:
         return {"best_spares": None, "best_spares_cost_per_useful_gpu_hour": None}
+    if figures.get("replicas", 1.0) > 1 and base.on_node_loss == "continue":
+        return _best_spares_elastic(base, st, parts, figures, notes)
     from .recovery import best_spares
 
     top = max(64, 4 * (st.spares or 0))
@@ -379,6 +384,32 @@ def _best_spares(base: Scenario, st: Any, parts: dict[str, float], figures: dict
     return {"best_spares": n, "best_spares_cost_per_useful_gpu_hour": float(best["cost_per_useful_gpu_hour"])}
 
 
+def _best_spares_elastic(base: Scenario, st: Any, parts: dict[str, float], figures: dict[str, Any],
+                         notes: list[str]) -> dict[str, Any]:
+    """:func:`_best_spares` for an elastic plan: each spare count's wait for a node (the pool,
+    :func:`engine.recovery.expected_reallocation_min`) as the replicas' return time, the elastic plan at its
+    optimum interval (:mod:`engine.elastic`), the spares' GPU-hours and the storage bill per wall hour added."""
+    from .recovery import expected_reallocation_min
+    from .scenario import evaluate
+
+    top = max(64, 4 * (st.spares or 0))
+    share = st.replacement_share if st.replacement_share is not None else 1.0
+    S = np.arange(top + 1, dtype=float)
+    wait = share * expected_reallocation_min(share / figures["job_mtbf_h"], st.repair_h, S, st.swap_min or 0.0)
+    other = sum(v for k, v in parts.items() if k != "reallocation_min")
+    rows = evaluate([base.replace(downtime_min=float(d), restart_min=other + float(d), interval_min=None)
+                     for d in wait])
+    storage_per_h = figures["storage_cost"] / figures["wall_h"]
+    wall = rows["wall_h"].to_numpy()
+    cost = rows["compute_cost"].to_numpy() + S * base.gpus_per_node * wall * base.price_per_gpu_hour \
+        + storage_per_h * wall
+    per_useful = cost / (figures["gpus"] * base.useful_training_h)
+    n = int(np.argmin(per_useful))
+    if n == top:
+        notes.append(f"the cheapest spare count is at the top of the range searched ({top}): it may be higher")
+    return {"best_spares": n, "best_spares_cost_per_useful_gpu_hour": float(per_useful[n])}
+
+
 def _single(base: Scenario, st: Any, row: Any, sizes: dict[str, Any],
             parts: dict[str, float]) -> tuple[dict[str, Any], list[dict]]:
     """A plan without tiers: engine.evaluate's numbers, one implicit tier for the storage bill."""
@@ -388,7 +419,9 @@ def _single(base: Scenario, st: Any, row: Any, sizes: dict[str, Any],
     figures.update(name=base.name, checkpoint_stall_min=float(base.checkpoint_stall_min),
                    async_write_min=float(base.async_write_min), interval_min=float(row["chosen_interval_min"]),
                    p_finish_by_deadline=float(row["p_finish_by_deadline"]))
-    for key in ("expected_preemptions", "capacity_wait_h"):   # preemptible capacity (engine.preemption_table)
+    from .elastic_table import ELASTIC_COLUMNS
+
+    for key in ("expected_preemptions", "capacity_wait_h", *ELASTIC_COLUMNS):   # engine.preemption_table, elastic_table
         if key in row.index:
             figures[key] = float(row[key])
     restore = parts.get("load_min") if parts else sizes["derived_restore_min"]

@@ -67,15 +67,28 @@ def _if_number(x: str, condition: str) -> str:
     return f"IF(ISNUMBER({x}),{condition},FALSE)"
 
 
+def _trains_on(r: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Elastic rows whose failures mostly shrink the job without a rollback (engine.elastic): the two checks of
+    failures against the interval speak of a job that rolls back at every failure (the workbook has none)."""
+    keep = r.get("shrink_keeps_progress")
+    return _elastic(r) & (np.asarray(1.0 if keep is None else keep) == 1)
+
+
+def _elastic(r: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Rows planned elastic (a shrink expected; engine.elastic_table's columns, absent from other tables)."""
+    shrinks = r.get("expected_shrinks")
+    return np.asarray(False) if shrinks is None else np.asarray(shrinks) > 0
+
+
 CHECKS: tuple[ValidityCheck, ...] = (
     ValidityCheck(
         "interval_at_or_above_mtbf",
-        lambda r: r["chosen_interval_min"] >= r["job_mtbf_h"] * 60.0,
+        lambda r: (r["chosen_interval_min"] >= r["job_mtbf_h"] * 60.0) & ~_trains_on(r),
         "{chosen_interval_min}>={job_mtbf_min}",
         "the checkpoint interval is at least the job MTBF: most segments fail before they finish"),
     ValidityCheck(
         "failures_per_segment",
-        lambda r: r["expected_failures"] * r["chosen_interval_min"] >= r["useful_training_h"] * 60.0,
+        lambda r: (r["expected_failures"] * r["chosen_interval_min"] >= r["useful_training_h"] * 60.0) & ~_trains_on(r),
         _if_number("{expected_failures}", "{expected_failures}*{chosen_interval_min}>={useful_training_h}*60"),
         "one failure or more is expected per segment: the job mostly redoes lost work"),
     ValidityCheck(
@@ -105,7 +118,7 @@ CHECKS: tuple[ValidityCheck, ...] = (
         "small model (ckptplan probe)? Measure it on the real checkpoint size"),
     ValidityCheck(
         "deadline_approximation",
-        lambda r: ~np.isnan(r["deadline_h"]) & (r["deadline_approximation_ok"] == 0),
+        lambda r: ~np.isnan(r["deadline_h"]) & (r["deadline_approximation_ok"] == 0) & ~_elastic(r),
         'IF({deadline_h}<>"",NOT({deadline_approximation_ok}),FALSE)',
         "the analytic deadline answer is outside its validity range (few failures, a skewed or stepped wall "
         "time): use the Monte Carlo (ckptplan deadline, the Deadline sheet)"),
@@ -136,7 +149,8 @@ def warnings_text(results: pd.DataFrame | Mapping[str, Any], keys: bool = False)
 def _needed() -> tuple[str, ...]:
     return ("chosen_interval_min", "job_mtbf_h", "expected_failures", "useful_training_h", "waste_fraction",
             "effective_stall_min", "async_write_min", "async_slowdown_fraction", "exact_interval_min",
-            "checkpoint_stall_min", "gpus", "deadline_h", "deadline_approximation_ok", "stall_derived")
+            "checkpoint_stall_min", "gpus", "deadline_h", "deadline_approximation_ok", "stall_derived",
+            "expected_shrinks", "shrink_keeps_progress")
 
 
 def _column(results: Any, key: str) -> np.ndarray:

@@ -50,9 +50,11 @@ def headline(row: "pd.Series") -> dict[str, Any]:
     from .engine.validity import model_warnings
 
     out["warnings"] = model_warnings(row.to_frame().T)[0]
+    from .cli_elastic import elastic_json
     from .cli_phases import schedule_json
 
     out.update(schedule_json(row))
+    out.update(elastic_json(row))
     return out
 
 
@@ -121,8 +123,10 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None, simula
     c.add_row("[bold]compute[/]", f"{row['wall_h']:,.1f}", f"{row['total_gpu_hours']:,.0f}",
               f"{row['compute_cost']:,.0f}", "100.00%")
     console.print(c)
+    from .cli_elastic import print_elastic
     from .cli_setup import money_line
 
+    print_elastic(row)
     console.print(money_line(row), highlight=False)
     if row["async_write_min"] > 0:
         naive = engine.waste_fraction(row["chosen_interval_min"], 1e-9, row["job_mtbf_h"] * 60, row["restart_min"])

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import typer
 
-from .common import (DEFAULT_TEMPLATE, console, duration, echo_json, fail, field_options, flag, kept, literal, plan_from_options,
+from .common import (DEFAULT_TEMPLATE, ON_NODE_LOSS_HELP, console, duration, echo_json, fail, field_options, flag, kept, literal, plan_from_options,
                      print_rows)
 from .engine.fields import FIELDS, SETUP_FIELDS
 
@@ -101,19 +101,31 @@ def compare(
                                                    "which each design stops paying off (break-even)"),
     break_even_range: Optional[str] = typer.Option(None, "--break-even-range", help="LOW:HIGH searched for the "
                                                    "break-even (default: the input's range in the file's uncertainty table)"),
+    on_node_loss: Optional[str] = typer.Option(None, "--on-node-loss", help=ON_NODE_LOSS_HELP),
     overrides: Optional[dict] = None,
 ) -> None:
     """Compare the baseline with each design of the scenario file, in money, cheapest first.
 
     The designs are the file's [[designs]] tables (default: storage 4x faster, 2x nodes, restarts 2x
     faster). Every scenario and setup field can be set here for the baseline; the designs change it.
+    A job made of replicas that may train on fewer (nodes_per_replica, and min_replicas or
+    --on-node-loss continue) with a spare pool (repair_h) also gets its recovery strategies priced side
+    by side: wait for a node, hot spares, elastic, elastic + spares.
     """
     from .cli_risk import break_even_answer, break_even_range_values, print_break_even
     from .engine.designs import compare_designs
 
     try:
-        plan = plan_from_options(str(scenario_file) if scenario_file else template or DEFAULT_TEMPLATE, overrides or {})
+        given = dict(overrides or {})
+        if on_node_loss is not None:
+            given["on_node_loss"] = on_node_loss
+        plan = plan_from_options(str(scenario_file) if scenario_file else template or DEFAULT_TEMPLATE, given)
         table = compare_designs(plan.scenario, plan.setup, plan.designs or None)
+        from .engine.strategies import elastic_fields_set, recovery_strategies
+
+        strategies = recovery_strategies(plan.scenario, plan.setup) if (
+            elastic_fields_set(plan.scenario) and plan.setup.repair_h is not None
+            and plan.setup.reallocation_min is None) else None
         even = None if break_even_field is None else break_even_answer(
             plan, break_even_field, *break_even_range_values(break_even_range))
 
@@ -131,6 +143,8 @@ def compare(
             out["break_even"] = even.to_dict("records")
         if capacity:
             out["capacity"] = capacity
+        if strategies is not None:
+            out["recovery_strategies"] = strategies.to_dict("records")
         echo_json(out)
         return
     if capacity:
@@ -152,6 +166,10 @@ def compare(
     for r in table.itertuples():
         if not r.baseline:
             console.print(f"  {literal(str(r.name))}: {literal(str(r.changes))}", highlight=False)
+    if strategies is not None:
+        from .cli_elastic import print_strategies
+
+        print_strategies(strategies, cur)
     if even is not None:
         print_break_even(even)
 

@@ -71,7 +71,6 @@ Functions broadcast over scalars, numpy arrays and pandas Series and raise :clas
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 
@@ -83,8 +82,9 @@ __all__ = ["MAX_REPLICAS_OUT", "elastic_breakdown", "elastic_breakdown_kernel", 
 
 #: most replicas out the chain holds (``replicas - min_replicas``): one state each, solved exactly
 MAX_REPLICAS_OUT = 64
-#: golden-section steps on log T (bracket of ln(3e5) ~ 12.6 shrinks to ~1e-11)
-_STEPS = 60
+#: golden-section steps on log T (a bracket of ln(3e5) ~ 12.6 shrinks to ~6e-8: the interval to 1e-7,
+#: where the expected wall time is flat to ~1e-14)
+_STEPS = 40
 
 
 def _quiet():
@@ -128,10 +128,44 @@ def _chain(n, K, lam, rho, keep, m):
     return G, kill, nxt, ret, shrink, stop, theta
 
 
-def _attempt(G, theta, T, C):
-    """(U, E, J) of the module notes, for (N, m, m) sub-generators and (N,) times T, C."""
-    from scipy.linalg import expm
+#: Taylor terms of the matrix exponential after scaling to a norm <= 1/2 (the remainder below 1e-16)
+_TAYLOR = 14
 
+
+def _expm(A):
+    """``exp(A)`` of each matrix of a (N, k, k) stack: scaling and squaring with a Taylor series [Moler03],
+    vectorised over the stack (scipy's expm loops over it in Python).
+
+    [Moler03] C. Moler, C. Van Loan, "Nineteen dubious ways to compute the exponential of a matrix, twenty-five
+    years later", SIAM Review 45(1), 3-49, 2003 (method 3, scaling and squaring)."""
+    norm = np.abs(A).sum(axis=2).max(axis=1)
+    with _quiet():
+        s = np.maximum(np.ceil(np.log2(np.maximum(norm, 1e-300) / 0.5)), 0.0).astype(int)
+    X = A / (2.0 ** s)[:, None, None]
+    k = A.shape[1]
+    eye = np.eye(k)
+    out = eye + X / _TAYLOR
+    for j in range(_TAYLOR - 1, 0, -1):     # Horner: I + X/1 (I + X/2 (I + ... ))
+        out = eye + (X @ out) / j
+    for step in range(int(s.max()) if s.size else 0):
+        more = s > step
+        out[more] = out[more] @ out[more]
+    return out
+
+
+def _save_block(G, C):
+    """``(e^{GC}, int_0^C e^{Gt} dt)`` for (N, m, m) sub-generators and (N,) save times (Van Loan)."""
+    N, m, _ = G.shape
+    B = np.zeros((N, 2 * m, 2 * m))
+    B[:, :m, :m] = G
+    B[:, :m, m:] = np.eye(m)
+    small = _expm(B * C[:, None, None])
+    return small[:, :m, :m], small[:, :m, m:]
+
+
+def _attempt(G, theta, T, save):
+    """(U, E, J) of the module notes, for (N, m, m) sub-generators, (N,) times T and the save's block."""
+    expm = _expm
     N, m, _ = G.shape
     eye = np.broadcast_to(np.eye(m), (N, m, m))
     A = np.zeros((N, 3 * m, 3 * m))
@@ -141,11 +175,7 @@ def _attempt(G, theta, T, C):
     A[:, m:2 * m, 2 * m:] = eye
     big = expm(A * T[:, None, None])
     E_T, X, F_T = big[:, :m, :m], big[:, :m, m:2 * m], big[:, m:2 * m, 2 * m:]
-    B = np.zeros((N, 2 * m, 2 * m))
-    B[:, :m, :m] = G
-    B[:, :m, m:] = eye
-    small = expm(B * C[:, None, None])
-    E_C, F_C = small[:, :m, :m], small[:, :m, m:]
+    E_C, F_C = save
     E = E_T @ E_C
     U = F_T + E_T @ F_C
     J = (X @ E_C).sum(axis=2)
@@ -164,12 +194,21 @@ def _stationary(P):
     return np.maximum(np.linalg.solve(A, b[:, :, None])[:, :, 0], 0.0)
 
 
-def _per_attempt(T, C, M, R, D, n, K, keep, Ps, Pg):
-    """Long-run figures per attempt for rows of one chain size (module notes): a dict of (N,) arrays."""
+def _per_attempt(T, C, M, R, D, n, K, keep, Ps, Pg, cache=None):
+    """Long-run figures per attempt for rows of one chain size (module notes): a dict of (N,) arrays.
+    ``cache``: a dict kept across calls on the same rows with other intervals (the chain and the save's
+    block do not depend on T)."""
     m = int(np.where(D > 0, K, 0).max()) + 1 if D.size else 1
     lam = 1.0 / M
-    G, kill, nxt, ret, shrink, stop, theta = _chain(n, K, lam, D, keep, m)
-    U, E, J = _attempt(G, theta, T, C)
+    if cache is None or "chain" not in cache:
+        chain = _chain(n, K, lam, D, keep, m)
+        built = (chain, _save_block(chain[0], C))
+        if cache is not None:
+            cache["chain"] = built
+    else:
+        built = cache["chain"]
+    (G, kill, nxt, ret, shrink, stop, theta), save = built
+    U, E, J = _attempt(G, theta, T, save)
     P = E + np.einsum("nai,ni,nij->naj", U, kill, nxt)
     P /= P.sum(axis=2, keepdims=True)
     pi = _stationary(P)
@@ -193,25 +232,27 @@ def _per_attempt(T, C, M, R, D, n, K, keep, Ps, Pg):
     }
 
 
-def _grouped(T, C, M, R, D, n, K, keep, Ps, Pg):
+def _grouped(T, C, M, R, D, n, K, keep, Ps, Pg, cache=None):
     """:func:`_per_attempt` over rows of any chain size (grouped by size, so each group is one batched solve)."""
     size = np.where(D > 0, K, 0)
     out: dict[str, np.ndarray] = {}
     for m in np.unique(size):
         rows = np.flatnonzero(size == m)
-        part = _per_attempt(*(a[rows] for a in (T, C, M, R, D, n, K, keep, Ps, Pg)))
+        part = _per_attempt(*(a[rows] for a in (T, C, M, R, D, n, K, keep, Ps, Pg)),
+                            cache=None if cache is None else cache.setdefault(int(m), {}))
         for key, v in part.items():
             out.setdefault(key, np.empty(T.shape))[rows] = v
     return out
 
 
-def elastic_breakdown_kernel(work, T, C, M, R, D, n, K, keep, Ps, Pg):
-    """:func:`elastic_breakdown` on validated 1-d arrays of one length (``K <= MAX_REPLICAS_OUT``)."""
+def elastic_breakdown_kernel(work, T, C, M, R, D, n, K, keep, Ps, Pg, cache=None):
+    """:func:`elastic_breakdown` on validated 1-d arrays of one length (``K <= MAX_REPLICAS_OUT``); ``cache``: a
+    dict reused across calls that change only ``T`` and ``work``."""
     if T.size == 0:
         return {k: np.empty(0) for k in ("useful", "total", "save", "restart", "rework", "failures", "stops",
                                          "shrinks", "shrunk", "mean_replicas_running")}
     with _quiet():
-        a = _grouped(T, C, M, R, D, n, K, keep, Ps, Pg)
+        a = _grouped(T, C, M, R, D, n, K, keep, Ps, Pg, cache)
         attempts = work / a["work"]
         total = attempts * (a["active"] + a["pauses"] + a["stop_time"])
         save = attempts * a["saves"] * C
@@ -277,9 +318,10 @@ def elastic_optimal_interval_kernel(C, M, R, D, n, K, keep, Ps, Pg, upper=None):
     hi = np.log(young * 1e4 if upper is None else np.maximum(np.minimum(young * 1e4, upper), young))
     g = (np.sqrt(5.0) - 1.0) / 2.0
     one = np.ones(C.shape)
+    cache: dict = {}
 
     def f(log_t):
-        b = elastic_breakdown_kernel(one, np.exp(log_t), C, M, R, D, n, K, keep, Ps, Pg)
+        b = elastic_breakdown_kernel(one, np.exp(log_t), C, M, R, D, n, K, keep, Ps, Pg, cache)
         return np.where(np.isfinite(b["total"]), b["total"], np.inf)
 
     a, b = lo, hi

@@ -15,7 +15,8 @@ wait for a node, ``downtime_min`` (the spare pool's, with a storage and recovery
 deadline figures hold for a job that stops at every failure: left empty (NaN), ``deadline_approximation_ok``
 False. Every other row, ``restart`` or a floor at all replicas, is today's plan, computed by today's code
 (the same numbers); a table with a continuing row carries the columns for every row (a restarting row: its
-replicas all running, no shrink, every failure outside a restart a stop).
+replicas all running, no shrink, every failure outside a restart a stop); so does a table where a row gives
+``nodes_per_replica`` (``ckptplan compare`` prices restarting and continuing side by side).
 """
 
 from __future__ import annotations
@@ -165,11 +166,12 @@ class ElasticPlan:
 
 def elastic_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndarray, R: np.ndarray, D: np.ndarray,
                  work: np.ndarray) -> ElasticPlan | None:
-    """The rows with ``on_node_loss = "continue"`` (None when there is none: the plan is today's). ``cols``:
+    """The rows with ``on_node_loss = "continue"`` (None when no row continues or gives ``nodes_per_replica``: the
+    plan is today's; a restarting row with replicas gets the columns, its plan today's). ``cols``:
     the validated columns (with ``on_node_loss`` from :func:`elastic_row_problems`); ``M``, ``R``, ``D``,
     ``work`` in minutes."""
     cont = cols.get("on_node_loss")
-    if cont is None or not np.any(cont > 0):
+    if cont is None or not (np.any(cont > 0) or np.any(~np.isnan(cols["nodes_per_replica"]))):
         return None
     n, floor = _replicas(cols)
     rows = np.flatnonzero((cont > 0) & (floor < n))

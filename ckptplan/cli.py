@@ -256,6 +256,9 @@ def workbook_cmd(
         from .engine.phases import refuse_phases
 
         refuse_phases(plan.scenario, "the workbook")
+        from .engine.elastic_table import refuse_elastic
+
+        refuse_elastic(plan.scenario, "the workbook")
         single = _single_level(plan)
         sc = plan.scenario if single is None else single.scenario
         setup, designs = plan.setup, (plan.designs or None)

@@ -28,12 +28,12 @@ import pandas as pd
 
 from .elastic import (MAX_REPLICAS_OUT, elastic_breakdown_kernel, elastic_optimal_interval_kernel)
 from .errors import InputError
-from .fields import ON_NODE_LOSS
+from .fields import ELASTIC_FIELD_NAMES, ELASTIC_OUTPUT_FIELDS, FIELD_BY_NAME, ON_NODE_LOSS
 
-__all__ = ["ELASTIC_COLUMNS", "ElasticPlan", "continuing", "elastic_plan", "elastic_row_problems"]
+__all__ = ["ELASTIC_COLUMNS", "ElasticPlan", "continuing", "elastic_plan", "elastic_row_problems", "refuse_elastic"]
 
 #: the columns :func:`ckptplan.engine.scenario.evaluate` adds to a table with a continuing row
-ELASTIC_COLUMNS = ("replicas", "mean_replicas_running", "shrunk_h", "expected_shrinks", "expected_stops")
+ELASTIC_COLUMNS = tuple(f.name for f in ELASTIC_OUTPUT_FIELDS)
 
 
 def continuing(values: Any) -> np.ndarray:
@@ -179,3 +179,17 @@ def elastic_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndarray
             "K": (n - floor)[rows], "keep": cols["shrink_keeps_progress"][rows],
             "Ps": cols["shrink_pause_min"][rows], "Pg": cols["regrow_pause_min"][rows]}
     return ElasticPlan(rows, len(table), args, n, work)
+
+
+def refuse_elastic(scenario: Any, surface: str) -> None:
+    """Raise :class:`InputError` when ``scenario`` continues on node loss or gives an elastic field (other than
+    its default) and ``surface`` plans a job that stops at every failure (the workbook): refused by name, never
+    left out silently."""
+    if getattr(scenario, "on_node_loss", "restart") == "continue":
+        raise InputError("on_node_loss", "continue", f"{surface} plans a job that stops at every failure: plan "
+                         "elastic continuation with `ckptplan plan`, `compare` or `batch`")
+    for name in ELASTIC_FIELD_NAMES:
+        value = getattr(scenario, name, None)
+        if value is not None and value != FIELD_BY_NAME[name].default:
+            raise InputError(name, value, f"is an elastic continuation field, which {surface} does not hold: "
+                             "leave it out here, or plan it with `ckptplan plan`, `compare` or `batch`")

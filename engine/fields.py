@@ -189,6 +189,17 @@ ELASTIC_FIELD_NAMES = ("nodes_per_replica", "min_replicas", "shrink_keeps_progre
                        "regrow_pause_min")
 #: what a job does when a node fails (the text field ``on_node_loss``)
 ON_NODE_LOSS = ("restart", "continue")
+#: the output columns of an elastic plan (:mod:`ckptplan.engine.elastic_table`), the same names in a batch row,
+#: ``plan --json`` and ``compare --json``
+ELASTIC_OUTPUT_FIELDS: tuple[Field, ...] = (
+    Field("replicas", "replicas", "Replicas in the job: nodes / nodes_per_replica", "count"),
+    Field("mean_replicas_running", "replicas", "Replicas running on average while the job computes or saves",
+          "nonnegative"),
+    Field("shrunk_h", "h", "Hours the job computes or saves with a replica out", "nonnegative"),
+    Field("expected_shrinks", "shrinks", "Failures per run the job trains on through (shrinks)", "nonnegative"),
+    Field("expected_stops", "stops", "Failures per run that stop the job and roll it back (at the floor; every "
+          "failure outside a restart when it restarts)", "nonnegative"),
+)
 FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
 
 #: The storage and recovery setup (all optional; :mod:`ckptplan.engine.setup`): what a checkpoint
@@ -343,6 +354,6 @@ def lookup(name: str) -> Field:
 
 
 __all__ = ["COST_FIELDS", "COST_PARTS", "DEFAULT_CHUNK_ROWS", "DEFAULT_RUNS", "DEFAULT_SEED", "DOMAIN_FIELDS",
-           "DOMAIN_SLOTS", "ELASTIC_FIELD_NAMES", "EXCEL_MAX_DATA_ROWS", "FIELDS", "FIELD_BY_NAME", "Field", "MAX_RUNS_PER_CELL",
+           "DOMAIN_SLOTS", "ELASTIC_FIELD_NAMES", "ELASTIC_OUTPUT_FIELDS", "EXCEL_MAX_DATA_ROWS", "FIELDS", "FIELD_BY_NAME", "Field", "MAX_RUNS_PER_CELL",
            "MAX_SWEEP_ROWS", "ON_NODE_LOSS", "PHASE_FIELDS", "QUANTITIES", "RULES", "Rule", "SETUP_FIELDS", "SETUP_FIELD_BY_NAME", "TEXT_FIELDS",
            "TIER_KEYS", "domain_field", "lookup", "phase_field"]

@@ -578,6 +578,9 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     ``uncertainty``: input ranges (:class:`ckptplan.engine.uncertainty.UncertainInput`, a scenario file's
     ``[uncertainty]`` table) for a Sensitivity sheet (:mod:`workbook.sensitivity_sheet`); none: no sheet.
     """
+    from ..engine.elastic_table import refuse_elastic
+
+    refuse_elastic(scenario, "the workbook")
     given = tuple(designs) if designs is not None else ()
     # the Compare sheet shows the designs that change scenario inputs only; the others (storage, tiers,
     # spares) are on the Storage & recovery sheet, which gets every design given

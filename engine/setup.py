@@ -360,7 +360,8 @@ def _best_spares(base: Scenario, st: Any, parts: dict[str, float], figures: dict
     """
     if st.repair_h is None or st.reallocation_min is not None or not parts:
         return {"best_spares": None, "best_spares_cost_per_useful_gpu_hour": None}
-    if figures.get("replicas", 1.0) > 1 and base.on_node_loss == "continue":
+    replicas = figures.get("replicas", 1.0)
+    if base.on_node_loss == "continue" and base.min_replicas is not None and base.min_replicas < replicas:
         return _best_spares_elastic(base, st, parts, figures, notes)
     from .recovery import best_spares
 

@@ -157,3 +157,116 @@ def test_optimum_is_the_minimum():
     assert f(best) <= min(f(best * 0.9), f(best * 1.1))
     today = elastic.elastic_optimal_interval(4.0, 300.0, 15.0, 200.0, 8, 8)
     assert today == pytest.approx(waste.exact_optimal_interval(4.0, 300.0), rel=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------- surfaces
+
+from ckptplan.engine import evaluate  # noqa: E402
+from ckptplan.engine.setup import plan_setup  # noqa: E402
+from ckptplan.files import load_plan  # noqa: E402
+
+ELASTIC = dict(nodes_per_replica=16, shrink_pause_min=1.0, regrow_pause_min=2.0, shrink_keeps_progress=0)
+
+
+@pytest.mark.parametrize("template", ["seed", "llama3-405b-storage"])
+def test_restart_or_floor_at_all_replicas_reproduce_todays_plan_exactly(template):
+    plan = load_plan(template)
+    n = plan.scenario.nodes // 16
+    today = plan_setup(plan.scenario, plan.setup).figures
+    for changes in (dict(ELASTIC, min_replicas=n - 2, on_node_loss="restart"),
+                    dict(ELASTIC, min_replicas=n, on_node_loss="continue")):
+        got = plan_setup(plan.scenario.replace(**changes), plan.setup).figures
+        for key, value in today.items():
+            assert got[key] == value or (value != value and got[key] != got[key]), (key, got[key], value)
+        assert got["expected_shrinks"] == 0 and got["mean_replicas_running"] == n
+
+
+def test_plan_row_is_the_model():
+    plan = load_plan("seed")
+    sc = plan.scenario.replace(**ELASTIC, min_replicas=6, on_node_loss="continue", downtime_min=60.0,
+                               restart_min=75.0, interval_min=90.0)
+    row = evaluate(sc).iloc[0]
+    b = elastic.elastic_breakdown(sc.useful_training_h * 60, 90.0, 2.0, row["job_mtbf_h"] * 60, 15.0, 60.0, 8, 6, 0,
+                                  1.0, 2.0)
+    assert row["wall_h"] == pytest.approx(b["total"] / 60, rel=1e-12)
+    assert row["expected_failures"] == pytest.approx(b["failures"], rel=1e-12)
+    assert row["expected_shrinks"] == pytest.approx(b["shrinks"], rel=1e-12)
+    assert row["shrunk_h"] == pytest.approx(b["shrunk"] / 60, rel=1e-12)
+    assert row["useful_h"] + row["save_h"] + row["rework_h"] + row["restart_h"] == pytest.approx(row["wall_h"])
+    assert np.isnan(row["p_finish_by_deadline"]) and not row["deadline_approximation_ok"]
+
+
+def test_more_spares_never_raise_the_elastic_plans_cost():
+    from ckptplan.engine.recovery import expected_reallocation_min
+
+    sc = load_plan("seed").scenario.replace(**ELASTIC, min_replicas=5, on_node_loss="continue")
+    lam = 1.0 / float(evaluate(sc).iloc[0]["job_mtbf_h"])
+    waits = expected_reallocation_min(lam, 24.0, np.arange(0, 33), 5.0)
+    rows = evaluate([sc.replace(downtime_min=float(d), restart_min=10.0 + float(d)) for d in waits])
+    assert np.all(np.diff(waits) <= 0)
+    assert np.all(np.diff(rows["compute_cost"].to_numpy()) <= 1e-9 * rows["compute_cost"].to_numpy()[1:])
+    assert np.all(np.diff(rows["wall_h"].to_numpy()) <= 1e-9 * rows["wall_h"].to_numpy()[1:])
+
+
+@pytest.mark.parametrize("changes,field", [
+    (dict(nodes_per_replica=15), "nodes_per_replica"),
+    (dict(nodes_per_replica=16, min_replicas=9), "min_replicas"),
+    (dict(nodes_per_replica=256), "nodes_per_replica"),
+    (dict(on_node_loss="sometimes"), "on_node_loss"),
+    (dict(shrink_keeps_progress=2), "shrink_keeps_progress"),
+    (dict(nodes_per_replica=16, on_node_loss="continue", async_write_min=1.0), "async_write_min"),
+    (dict(nodes_per_replica=16, on_node_loss="continue", domains=({"name": "rack", "mtbf_h": 1e4,
+                                                                   "nodes_per_domain": 16},)), "domain1_mtbf_h"),
+    (dict(nodes_per_replica=1, min_replicas=1, on_node_loss="continue"), "min_replicas"),   # 127 replicas out
+])
+def test_bad_elastic_inputs_are_refused_by_name(changes, field):
+    with pytest.raises(InputError) as err:
+        load_plan("seed").scenario.replace(**changes)
+    assert err.value.field == field
+
+
+def test_workbook_refuses_elastic_scenarios_by_name():
+    from ckptplan.workbook import build_workbook
+    from ckptplan.workbook.formulas import INPUTS
+
+    sc = load_plan("seed").scenario
+    for changes, field in ((dict(on_node_loss="continue"), "on_node_loss"), (dict(nodes_per_replica=16), "nodes_per_replica")):
+        with pytest.raises(InputError) as err:
+            build_workbook(sc.replace(**changes))
+        assert err.value.field == field
+    assert not {"nodes_per_replica", "min_replicas", "shrink_pause_min"} & set(INPUTS)
+
+
+def test_batch_rows_carry_the_fields_and_outputs():
+    import pandas as pd
+
+    from ckptplan.engine.batch import evaluate_rows
+
+    base = dict(name="a", checkpoint_stall_min=2.0, nodes=128, useful_training_h=720.0, price_per_gpu_hour=2.5,
+                node_mtbf_h=2560.0, restart_min=70.0, downtime_min=60.0, nodes_per_replica=16, min_replicas=6)
+    table = pd.DataFrame([dict(base, on_node_loss="continue"), dict(base, on_node_loss="restart"),
+                          dict(base, on_node_loss="never"), dict(base, min_replicas=9, on_node_loss="continue")])
+    out = evaluate_rows(table)
+    assert list(out["status"]) == ["ok", "ok", "error", "error"]
+    assert "on_node_loss" in out["error"][2] and "min_replicas" in out["error"][3]
+    one = evaluate([load_plan("seed").scenario.replace(**{k: v for k, v in base.items() if k != "name"},
+                                                       on_node_loss="continue")]).iloc[0]
+    for c in ("wall_h", "total_cost", "expected_shrinks", "mean_replicas_running", "shrunk_h", "expected_stops"):
+        assert out[c][0] == pytest.approx(one[c], rel=1e-12)
+    today = evaluate([load_plan("seed").scenario.replace(**{k: v for k, v in base.items() if k not in (
+        "name", "nodes_per_replica", "min_replicas")})]).iloc[0]
+    assert out["wall_h"][1] == today["wall_h"] and out["expected_stops"][1] < out["expected_failures"][1]
+
+
+def test_compare_prices_the_four_strategies():
+    from ckptplan.engine.strategies import recovery_strategies
+
+    plan = load_plan("llama3-405b-storage")
+    sc = plan.scenario.replace(nodes_per_replica=16, min_replicas=124, shrink_pause_min=1.0, regrow_pause_min=1.0)
+    table = recovery_strategies(sc, plan.setup).set_index("strategy")
+    assert list(table.index) == ["wait for a node", "hot spares", "elastic", "elastic + spares"]
+    spares = plan_setup(plan.scenario, plan.setup).figures
+    assert table.loc["hot spares", "total_cost"] == spares["total_cost"]         # today's plan, same numbers
+    assert table.loc["elastic + spares", "total_cost"] < table.loc["hot spares", "total_cost"]
+    assert table.loc["elastic", "total_cost"] < table.loc["wait for a node", "total_cost"]
+    assert table.loc["elastic", "expected_stops"] < table.loc["wait for a node", "expected_stops"]

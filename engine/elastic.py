@@ -271,7 +271,7 @@ def _inputs(work, T, C, M, R, D, replicas, min_replicas, keep, Ps, Pg):
     (work_, T_, C_, M_, R_, D_, n_, f_, k_, s_, g_), wrap = prepare(
         ("useful_training_min", work, "positive"), ("T", T, "positive"), ("C", C, "nonnegative"),
         ("M", M, "positive"), ("R", R, "nonnegative"), ("D", D, "nonnegative"), ("replicas", replicas, "count"),
-        ("min_replicas", min_replicas, "count"), ("shrink_keeps_progress", keep, "whole"),
+        ("min_replicas", min_replicas, "count"), ("shrink_keeps_progress", keep, "flag"),
         ("shrink_pause_min", Ps, "nonnegative"), ("regrow_pause_min", Pg, "nonnegative"))
     arrays = [np.atleast_1d(a).astype(float) for a in np.broadcast_arrays(work_, T_, C_, M_, R_, D_, n_, f_, k_, s_, g_)]
     shape = np.broadcast_shapes(*(np.shape(a) for a in (work_, T_, C_, M_, R_, D_, n_, f_, k_, s_, g_)))

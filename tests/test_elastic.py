@@ -283,3 +283,19 @@ def test_fixed_return_times_stay_close(n, K, keep, D):
     r, se = _ratio_se(np.array([w for w, _ in runs]), np.array([k for _, k in runs]))
     model = elastic.elastic_breakdown(1.0, 60.0, 4.0, 300.0, 15.0, D, n, n - K, keep, 0.5, 0.5)["total"]
     assert abs(model - r) < 0.01 * r + 3 * se
+
+
+def test_excel_evaluate_carries_the_elastic_fields_and_figures():
+    from ckptplan.workbook.udfs import CKPT_EVALUATE
+
+    head = ["checkpoint_stall_min", "nodes", "useful_training_h", "price_per_gpu_hour", "node_mtbf_h", "restart_min",
+            "downtime_min", "nodes_per_replica", "min_replicas", "on_node_loss"]
+    out = CKPT_EVALUATE([head, [2, 128, 720, 2.5, 2560, 70, 60, 16, 6, "continue"],
+                         [2, 128, 720, 2.5, 2560, 70, 60, 16, 9, "continue"]])
+    cols = dict(zip(out[0], out[1]))
+    sc = load_plan("seed").scenario.replace(restart_min=70.0, downtime_min=60.0, nodes_per_replica=16, min_replicas=6,
+                                            on_node_loss="continue")
+    row = evaluate(sc).iloc[0]
+    for c in ("wall_h", "expected_shrinks", "mean_replicas_running"):
+        assert cols[c] == pytest.approx(row[c], rel=1e-12)
+    assert "min_replicas" in out[2][-1]

@@ -62,6 +62,7 @@ from ..engine.cost import CATEGORIES
 from ..engine.errors import NEVER_FINISHES
 from ..engine.reliability import FailureDomain
 from ..engine.fields import FIELD_BY_NAME, TEXT_FIELDS
+from ..engine.elastic_table import ELASTIC_COLUMNS
 from ..engine.scenario import check_columns, derived_columns, evaluate_each, table_problems
 from ..engine.validity import warnings_text
 from .cells import (ERROR_PREFIX, MAX_UDF_CELLS, CallError, arg, as_array, budget_text, cell_count, cell_value, choice,
@@ -479,7 +480,10 @@ def CKPT_EVALUATE(table):
         check_columns(data)
     except ValueError as exc:  # the whole table, not one row
         return engine_message(exc, {})
-    derived = [c for c in derived_columns() if c not in frame.columns] + ["warnings"]
+    derived = [c for c in derived_columns() if c not in frame.columns]
+    if {"on_node_loss", "nodes_per_replica"} & set(frame.columns):   # an elastic table: its figures too
+        derived += [c for c in ELASTIC_COLUMNS if c not in frame.columns]
+    derived += ["warnings"]
     header = list(frame.columns) + derived
     if (len(frame) + 1) * len(header) > MAX_UDF_CELLS:
         return budget_text("result", (len(frame) + 1) * len(header))
@@ -499,7 +503,7 @@ def CKPT_EVALUATE(table):
     out: list[list[Any]] = [header] + list(map(list, zip(*columns)))
     if bad:  # the inputs as given; every result column (job_mtbf_h too) carries the reason
         given = [_column_cells(frame[c]) for c in frame.columns]
-        results_too = set(derived_columns()) | {"warnings"}
+        results_too = set(derived_columns()) | set(ELASTIC_COLUMNS) | {"warnings"}
         for label, position in zip(bad, frame.index.get_indexer(list(bad)).tolist()):
             message = bad[label]
             out[position + 1] = ([message if c in results_too else given[j][position] for j, c in enumerate(frame.columns)]

@@ -57,7 +57,8 @@ def elastic_row_problems(table: pd.DataFrame, eff: dict[str, np.ndarray], ok: di
     raw = table["on_node_loss"].to_numpy(dtype=object) if "on_node_loss" in table.columns else np.full(n_rows, None)
     for p in range(n_rows):
         v = raw[p]
-        blank = v is None or (isinstance(v, float) and np.isnan(v)) or (isinstance(v, str) and not v.strip())
+        blank = (not v.strip()) if isinstance(v, str) else (v is None or v is pd.NA or v is pd.NaT or (
+            isinstance(v, (float, np.floating)) and np.isnan(v)))
         if not blank and not (isinstance(v, str) and v.strip().lower() in ON_NODE_LOSS):
             problems.add([p], lambda _p, v=v: InputError("on_node_loss", v, "must be restart or continue"))
     cont = continuing(raw)

@@ -54,6 +54,10 @@ def elastic_row_problems(table: pd.DataFrame, eff: dict[str, np.ndarray], ok: di
     """Record every row breaking an elastic rule (module notes); sets ``eff["on_node_loss"]`` (1.0 =
     continue, 0.0 = restart) for :func:`elastic_plan`."""
     n_rows = len(table)
+    if "on_node_loss" not in table.columns and "nodes_per_replica" not in table.columns \
+            and "min_replicas" not in table.columns:
+        eff["on_node_loss"] = np.zeros(n_rows)          # no elastic input: every row restarts (today's plan)
+        return
     raw = table["on_node_loss"].to_numpy(dtype=object) if "on_node_loss" in table.columns else np.full(n_rows, None)
     for p in range(n_rows):
         v = raw[p]

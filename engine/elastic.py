@@ -83,6 +83,8 @@ __all__ = ["MAX_REPLICAS_OUT", "elastic_breakdown", "elastic_breakdown_kernel", 
 
 #: most replicas out the chain holds (``replicas - min_replicas``): one state each, solved exactly
 MAX_REPLICAS_OUT = 64
+#: a return time below this (minutes) is a node back at once
+_INSTANT = 1e-300
 #: golden-section steps on log T (a bracket of ln(3e5) ~ 12.6 shrinks to ~6e-8: the interval to 1e-7,
 #: where the expected wall time is flat to ~1e-14)
 _STEPS = 40
@@ -252,6 +254,7 @@ def elastic_breakdown_kernel(work, T, C, M, R, D, n, K, keep, Ps, Pg, cache=None
     if T.size == 0:
         return {k: np.empty(0) for k in ("useful", "total", "save", "restart", "rework", "failures", "stops",
                                          "shrinks", "shrunk", "mean_replicas_running")}
+    D = np.where(D < _INSTANT, 0.0, D)      # a node back within 1e-300 min is back at once (1/D would overflow)
     with _quiet():
         a = _grouped(T, C, M, R, D, n, K, keep, Ps, Pg, cache)
         attempts = work / a["work"]
@@ -264,7 +267,7 @@ def elastic_breakdown_kernel(work, T, C, M, R, D, n, K, keep, Ps, Pg, cache=None
                "shrinks": attempts * a["shrinks"], "shrunk": attempts * a["shrunk"],
                "mean_replicas_running": a["replica_time"] / a["active"]}
     check_finite_result("M", total, "the expected wall time overflows: the job does not finish (failures come "
-                        "faster than it can save and restart)")
+                        "faster than it can save and restart)", {"M": M, "T": T, "R": R, "work": work})
     return out
 
 

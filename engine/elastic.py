@@ -185,6 +185,46 @@ def _attempt(G, theta, T, save):
     return np.maximum(U, 0.0), np.maximum(E, 0.0), np.maximum(J, 0.0)
 
 
+def _spectral(G):
+    """``(P, lam, Q)`` with ``G = P diag(lam) Q``, ``Q = P^{-1}``, for (N, m, m) birth-death sub-generators (every
+    up and down rate > 0): ``S G S^{-1}`` is symmetric with ``s_{k+1} = s_k sqrt(up_k / down_{k+1})``, so one
+    symmetric eigendecomposition per row gives every exponential and integral at any time [Kleinrock75, the
+    reversible birth-death chain]."""
+    up = np.diagonal(G, offset=1, axis1=1, axis2=2)
+    down = np.diagonal(G, offset=-1, axis1=1, axis2=2)
+    N, m, _ = G.shape
+    logs = np.zeros((N, m))
+    logs[:, 1:] = np.cumsum(0.5 * (np.log(up) - np.log(down)), axis=1)
+    logs -= logs.max(axis=1, keepdims=True)
+    sc = np.exp(logs)
+    H = G * sc[:, :, None] / sc[:, None, :]
+    H = 0.5 * (H + np.transpose(H, (0, 2, 1)))
+    lam, V = np.linalg.eigh(H)
+    return V / sc[:, :, None], lam, np.transpose(V, (0, 2, 1)) * sc[:, None, :]
+
+
+def _phi(x, t):
+    """``(e^{x t} - 1) / x`` (``t`` at ``x = 0``), for ``x <= 0``."""
+    with _quiet():
+        return np.where(x * t < -1e-300, np.expm1(x * t) / np.where(x == 0, 1.0, x), t)
+
+
+def _attempt_spectral(pre, theta, T, C):
+    """(U, E, J) of the module notes from :func:`_spectral`'s decomposition (no matrix exponential)."""
+    P, lam, Q = pre
+    L = (T + C)[:, None]
+    E = (P * np.exp(lam * L)[:, None, :]) @ Q
+    U = (P * _phi(lam, L)[:, None, :]) @ Q
+    W = (Q * theta[:, None, :]) @ P                                    # Q Theta P in the eigenbasis
+    hi = np.maximum(lam[:, :, None], lam[:, None, :])
+    gap = -np.abs(lam[:, :, None] - lam[:, None, :])
+    Tb = T[:, None, None]
+    phi2 = np.exp(hi * Tb) * _phi(gap, Tb)                             # int_0^T e^{l_i t} e^{l_j (T - t)} dt
+    ones = Q.sum(axis=2) * np.exp(lam * C[:, None])                    # e^{Lambda C} Q 1
+    J = np.einsum("nai,ni->na", P, np.einsum("nij,nj->ni", W * phi2, ones))
+    return np.maximum(U, 0.0), np.maximum(E, 0.0), np.maximum(J, 0.0)
+
+
 def _stationary(P):
     """Stationary law of each (N, m, m) stochastic matrix (rows sum to 1)."""
     N, m, _ = P.shape
@@ -203,15 +243,16 @@ def _per_attempt(T, C, M, R, D, n, K, keep, Ps, Pg, cache=None):
     block do not depend on T)."""
     m = int(np.where(D > 0, K, 0).max()) + 1 if D.size else 1
     lam = 1.0 / M
+    symmetric = m > 1 and bool(np.all(keep > 0))   # a birth-death chain: one eigendecomposition serves every T
     if cache is None or "chain" not in cache:
         chain = _chain(n, K, lam, D, keep, m)
-        built = (chain, _save_block(chain[0], C))
+        built = (chain, _spectral(chain[0]) if symmetric else _save_block(chain[0], C))
         if cache is not None:
             cache["chain"] = built
     else:
         built = cache["chain"]
-    (G, kill, nxt, ret, shrink, stop, theta), save = built
-    U, E, J = _attempt(G, theta, T, save)
+    (G, kill, nxt, ret, shrink, stop, theta), pre = built
+    U, E, J = _attempt_spectral(pre, theta, T, C) if symmetric else _attempt(G, theta, T, pre)
     P = E + np.einsum("nai,ni,nij->naj", U, kill, nxt)
     P /= P.sum(axis=2, keepdims=True)
     pi = _stationary(P)
@@ -236,8 +277,9 @@ def _per_attempt(T, C, M, R, D, n, K, keep, Ps, Pg, cache=None):
 
 
 def _grouped(T, C, M, R, D, n, K, keep, Ps, Pg, cache=None):
-    """:func:`_per_attempt` over rows of any chain size (grouped by size, so each group is one batched solve)."""
-    size = np.where(D > 0, K, 0)
+    """:func:`_per_attempt` over rows of any chain size (grouped by size and by what a shrink keeps, so each
+    group is one batched solve)."""
+    size = np.where(D > 0, K, 0) * 2 + (keep > 0)
     out: dict[str, np.ndarray] = {}
     for m in np.unique(size):
         rows = np.flatnonzero(size == m)

@@ -46,7 +46,9 @@ survives them; every event that rolls back is a killing rate ``kappa``), ``Theta
 ``work`` is ``work x time / (pi J)`` (the steady-state convention of Daly's model, FGCS 22(3), 2006). With
 ``K = 0`` this is Daly's expectation with downtime exactly: ``(M + D) e^{R/M} (e^{(T+C)/M} - 1) work / T``
 (:func:`engine.waste.expected_wall_time`; tested). The optimum interval minimises it (golden section on
-``log T``).
+``log T``). When shrinks keep progress the chain inside an attempt is a birth-death chain, similar to a
+symmetric matrix, so one eigendecomposition per row serves every interval; otherwise the blocks are
+exponentiated by scaling and squaring (:func:`_expm`).
 
 Where it stops being valid: node failures that are not exponential or not independent (a correlated
 domain takes several replicas at once: refused); return times that are not exponential (a fixed repair

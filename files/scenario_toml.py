@@ -101,6 +101,13 @@ def plan_document(plan: PlanFile) -> dict[str, Any]:
     for name in DERIVED:
         if name not in setup.stated and (setup.given() or table.get(name) == FIELD_BY_NAME[name].default):
             table.pop(name, None)
+    from ..engine.fields import ELASTIC_FIELD_NAMES
+
+    for name in ELASTIC_FIELD_NAMES:   # elastic continuation's fields at their defaults say nothing: left out
+        if table.get(name) == FIELD_BY_NAME[name].default:
+            table.pop(name, None)
+    if table.get("on_node_loss") == "restart":
+        table.pop("on_node_loss")
     table.update(setup.columns())
     if setup.tiers:
         table["tiers"], table["failure_classes"] = _plain(setup.tiers), _plain(setup.failure_classes)

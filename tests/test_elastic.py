@@ -299,3 +299,19 @@ def test_excel_evaluate_carries_the_elastic_fields_and_figures():
     for c in ("wall_h", "expected_shrinks", "mean_replicas_running"):
         assert cols[c] == pytest.approx(row[c], rel=1e-12)
     assert "min_replicas" in out[2][-1]
+
+
+def test_scenario_file_round_trip_keeps_the_elastic_fields(tmp_path):
+    import tomllib
+
+    from ckptplan.files.plans import plan_from_data
+    from ckptplan.files.scenario_toml import plan_toml
+
+    plan = load_plan("seed")
+    sc = plan.scenario.replace(**ELASTIC, min_replicas=6, on_node_loss="continue")
+    from dataclasses import replace
+
+    text = plan_toml(replace(plan, scenario=sc))
+    assert 'on_node_loss = "continue"' in text and "shrink_keeps_progress = 0" in text
+    assert plan_from_data(tomllib.loads(text)).scenario == sc
+    assert "on_node_loss" not in plan_toml(plan) and "shrink_pause_min" not in plan_toml(plan)  # defaults left out

@@ -30,7 +30,8 @@ from .elastic import (MAX_REPLICAS_OUT, elastic_breakdown_kernel, elastic_optima
 from .errors import InputError
 from .fields import ELASTIC_FIELD_NAMES, ELASTIC_OUTPUT_FIELDS, FIELD_BY_NAME, ON_NODE_LOSS
 
-__all__ = ["ELASTIC_COLUMNS", "ElasticPlan", "continuing", "elastic_plan", "elastic_row_problems", "refuse_elastic"]
+__all__ = ["ELASTIC_COLUMNS", "ElasticPlan", "continuing", "elastic_plan", "elastic_row_problems", "elastic_table",
+           "refuse_elastic"]
 
 #: the columns :func:`ckptplan.engine.scenario.evaluate` adds to a table with a continuing row
 ELASTIC_COLUMNS = tuple(f.name for f in ELASTIC_OUTPUT_FIELDS)
@@ -167,6 +168,15 @@ class ElasticPlan:
         out["expected_shrinks"][r] = b["shrinks"]
         out["expected_stops"] = np.array(parts["rollbacks"], dtype=float, copy=True)
         return out
+
+
+def elastic_table(table: pd.DataFrame) -> bool:
+    """Whether :func:`ckptplan.engine.scenario.evaluate` adds :data:`ELASTIC_COLUMNS` to this table: a row continues
+    on node loss or gives ``nodes_per_replica`` (as :func:`elastic_plan` decides)."""
+    cont = continuing(table["on_node_loss"].to_numpy(dtype=object)) if "on_node_loss" in table.columns else [False]
+    given = pd.to_numeric(table["nodes_per_replica"], errors="coerce").notna().to_numpy() \
+        if "nodes_per_replica" in table.columns else [False]
+    return bool(np.any(cont) or np.any(given))
 
 
 def elastic_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndarray, R: np.ndarray, D: np.ndarray,

@@ -62,7 +62,7 @@ from ..engine.cost import CATEGORIES
 from ..engine.errors import NEVER_FINISHES
 from ..engine.reliability import FailureDomain
 from ..engine.fields import FIELD_BY_NAME, TEXT_FIELDS
-from ..engine.elastic_table import ELASTIC_COLUMNS
+from ..engine.elastic_table import ELASTIC_COLUMNS, elastic_table
 from ..engine.scenario import check_columns, derived_columns, evaluate_each, table_problems
 from ..engine.validity import warnings_text
 from .cells import (ERROR_PREFIX, MAX_UDF_CELLS, CallError, arg, as_array, budget_text, cell_count, cell_value, choice,
@@ -481,7 +481,7 @@ def CKPT_EVALUATE(table):
     except ValueError as exc:  # the whole table, not one row
         return engine_message(exc, {})
     derived = [c for c in derived_columns() if c not in frame.columns]
-    if {"on_node_loss", "nodes_per_replica"} & set(frame.columns):   # an elastic table: its figures too
+    if elastic_table(frame):   # the engine adds the elastic figures (engine.elastic_table.elastic_plan): so do we
         derived += [c for c in ELASTIC_COLUMNS if c not in frame.columns]
     derived += ["warnings"]
     header = list(frame.columns) + derived

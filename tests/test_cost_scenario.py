@@ -52,7 +52,8 @@ def test_evaluate_columns_are_consistent():
                                                         "node_mtbf_h", "domain1_mtbf_h", "domain1_nodes_per_domain",
                                                         "p_finish_by_deadline",  # NaN without a deadline
                                                         "preemptions_per_h", "preemption_notice_min",
-                                                        "capacity_wait_min", "spot_price_per_gpu_hour"],  # optional
+                                                        "capacity_wait_min", "spot_price_per_gpu_hour",
+                                                        "nodes_per_replica", "min_replicas"],  # optional
                                                errors="ignore")
     assert np.isfinite(numeric.to_numpy()).all()
 

@@ -100,9 +100,14 @@ def fit_phase_rates(run_start_h: Sequence[float], run_end_h: Sequence[float], fa
     if np.any(exposure <= 0):
         j = int(np.flatnonzero(exposure <= 0)[0])
         raise InputError("phase_starts_h", float(s[j]), "the job never ran in this phase: no rate can be fitted")
-    rate = n / exposure
-    low = np.where(n > 0, chi2.ppf((1 - confidence) / 2, 2 * np.maximum(n, 1)) / (2 * exposure), 0.0)
-    high = chi2.ppf((1 + confidence) / 2, 2 * n + 2) / (2 * exposure)
+    with np.errstate(over="ignore"):
+        rate = n / exposure
+        low = np.where(n > 0, chi2.ppf((1 - confidence) / 2, 2 * np.maximum(n, 1)) / (2 * exposure), 0.0)
+        high = chi2.ppf((1 + confidence) / 2, 2 * n + 2) / (2 * exposure)
+    if not np.all(np.isfinite(high)):
+        j = int(np.flatnonzero(~np.isfinite(high))[0])
+        raise InputError("phase_starts_h", float(s[j]),
+                         f"the job ran only {exposure[j]:.3g} h in this phase: too short to fit a rate")
     pooled = n.sum() / exposure.sum()
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(n > 0, n * np.log(rate / pooled), 0.0)

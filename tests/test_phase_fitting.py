@@ -70,6 +70,14 @@ def test_no_change_gives_no_phases_and_bad_input_is_named():
         fit_phase_rates([0.0], [40.0], [10.0], [0.0, 50.0])
 
 
+def test_a_phase_too_short_for_a_finite_rate_is_named_without_a_warning():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(engine.InputError, match="too short to fit a rate"):
+            fit_phase_rates([0.0], [100.0], [50.0], [0.0, 1e-320])
+
+
 def test_fit_command_reports_phases():
     import json
 

@@ -254,11 +254,14 @@ def _derived_scenario(scenario: Scenario, st: Any, notes: list[str]) -> tuple[Sc
                                                                               dict[str, float], dict[str, Any]]:
     """The scenario with the stall, background write and restart its setup derives (one the scenario states
     wins, and a note says so): (that scenario, its :func:`engine.evaluate` row, what the setup derives, the
-    restart pipeline's parts, the spare pool's figures)."""
-    from .scenario import evaluate
+    restart pipeline's parts, the spare pool's figures).
+
+    One pass: every derived field is settled first, then the scenario is changed (and checked) once and
+    evaluated once."""
+    from .scenario import evaluate, scenario_job_mtbf_h
 
     # the spare pool needs the job's failure rate (the stall and restart do not change it)
-    job_mtbf_h = float(evaluate(scenario).iloc[0]["job_mtbf_h"]) if st.repair_h is not None else None
+    job_mtbf_h = scenario_job_mtbf_h(scenario) if st.repair_h is not None else None
     sizes = _derived(scenario, st, job_mtbf_h)
     changes: dict[str, Any] = {}
     for name, key in (("checkpoint_stall_min", "derived_checkpoint_stall_min"),
@@ -271,23 +274,20 @@ def _derived_scenario(scenario: Scenario, st: Any, notes: list[str]) -> tuple[Sc
                          "derived from the checkpoint size and bandwidth")
         else:
             changes[name] = derived
-    base = scenario.replace(**changes) if changes else scenario
-    row = evaluate(base).iloc[0]
     parts, spare = _restart_parts(st, sizes, notes)
     if parts:
         pipeline = sum(parts.values())
         if "restart_min" in st.stated:
-            notes.append(f"restart_min = {base.restart_min:g} is stated: it overrides the pipeline's {duration(pipeline)}")
+            notes.append(f"restart_min = {scenario.restart_min:g} is stated: it overrides the pipeline's "
+                         f"{duration(pipeline)}")
         else:
             # the wait for a node is downtime: the job holds no full set of nodes, so it cannot fail then
             restart = {"restart_min": pipeline}
             if "downtime_min" not in st.stated:
                 restart["downtime_min"] = parts["reallocation_min"]
-            restart = {k: v for k, v in restart.items() if v != getattr(base, k)}
-            if restart:
-                base = base.replace(**restart)
-                row = evaluate(base).iloc[0]
-    return base, row, sizes, parts, spare
+            changes.update({k: v for k, v in restart.items() if v != getattr(scenario, k)})
+    base = scenario.replace(**changes) if changes else scenario
+    return base, evaluate(base).iloc[0], sizes, parts, spare
 
 
 def _single_level_bills(tiers: list[dict], sizes: dict[str, Any], wall_h: float) -> None:

@@ -43,7 +43,8 @@ from .gate import check_number
 from .scenario import Scenario, check_mapping
 from .spoken import duration
 
-__all__ = ["RecoverySetup", "SetupPlan", "TIERED_PLAN_UNUSED", "TIER_KEYS", "plan_setup", "setup_from_dict", "setup_keys", "split_setup"]
+__all__ = ["RecoverySetup", "SetupPlan", "TIERED_PLAN_UNUSED", "TIER_KEYS", "plan_setup", "plan_setups",
+           "setup_from_dict", "setup_keys", "split_setup"]
 
 #: scenario fields a setup can derive (the scenario's own value wins when it states one); ``downtime_min`` (the
 #: restart's wait for a node, which the job cannot fail in) comes with a derived ``restart_min`` only
@@ -219,6 +220,24 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
     ``restore_min``, ``restart_min`` (pipeline with this tier's load), ``retention``, ``copies``,
     ``storage_cost`` (single-level plans list one tier, ``checkpoint``).
     """
+    return plan_setups([(scenario, setup)])[0]
+
+
+def plan_setups(pairs: Any) -> list[SetupPlan]:
+    """:func:`plan_setup` of several ``(scenario, setup)`` pairs (a baseline and its designs) in one pass.
+
+    Each pair's derived scenario is settled first; then the scenarios are evaluated together, one
+    :func:`engine.evaluate` over a table of them (scenarios of the same shape: failure domains, failure
+    phases, preemptions), and each plan is finished from its row. The figures are :func:`plan_setup`'s,
+    pair by pair; the first pair the engine refuses raises, naming the field.
+    """
+    prepared = [_prepared(scenario, setup) for scenario, setup in pairs]
+    rows = _evaluated([p[1] for p in prepared])
+    return [_finished(*p, row) for p, row in zip(prepared, rows)]
+
+
+def _prepared(scenario: Scenario, setup: Any) -> tuple:
+    """A pair checked and its derived scenario settled: ``(setup, scenario, sizes, parts, spare, notes)``."""
     st = setup if setup is not None else RecoverySetup()
     if not isinstance(scenario, Scenario):
         raise InputError("scenario", type(scenario).__name__, "must be a Scenario")
@@ -229,7 +248,34 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
 
         refuse_phases(scenario, "the multi-level (tiers) model")
     notes: list[str] = []
-    base, row, sizes, parts, spare = _derived_scenario(scenario, st, notes)
+    base, sizes, parts, spare = _derived_scenario(scenario, st, notes)
+    return st, base, sizes, parts, spare, notes
+
+
+def _evaluated(scenarios: list[Scenario]) -> list[Any]:
+    """:func:`engine.evaluate`'s row of each scenario: one table pass per group of scenarios whose tables have
+    the same columns (failure domains, failure phases, preemptions); a group the engine refuses is evaluated
+    scenario by scenario, so the error names the field of the first one refused, as a single plan does."""
+    from .scenario import evaluate
+
+    groups: dict[tuple, list[int]] = {}
+    for i, sc in enumerate(scenarios):
+        key = (len(sc.domains), len(sc.failure_phases), bool(sc.preemptions_per_h))
+        groups.setdefault(key, []).append(i)
+    rows: list[Any] = [None] * len(scenarios)
+    for members in groups.values():
+        try:
+            table = evaluate([scenarios[i] for i in members])
+        except ValueError:
+            table = None
+        for j, i in enumerate(members):
+            rows[i] = evaluate(scenarios[i]).iloc[0] if table is None else table.iloc[j]
+    return rows
+
+
+def _finished(st: Any, base: Scenario, sizes: dict[str, Any], parts: dict[str, float], spare: dict[str, Any],
+              notes: list[str], row: Any) -> SetupPlan:
+    """The plan of a settled pair from its evaluated row: single-level or tiered, then the money."""
     if st.tiers:
         figures, tiers, checked = _tiered(base, st, row, parts, sizes, notes)
     else:
@@ -250,15 +296,15 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
     return SetupPlan(base, row, figures, tuple(tiers), parts, tuple(notes), _warnings(row, checked))
 
 
-def _derived_scenario(scenario: Scenario, st: Any, notes: list[str]) -> tuple[Scenario, Any, dict[str, Any],
+def _derived_scenario(scenario: Scenario, st: Any, notes: list[str]) -> tuple[Scenario, dict[str, Any],
                                                                               dict[str, float], dict[str, Any]]:
     """The scenario with the stall, background write and restart its setup derives (one the scenario states
-    wins, and a note says so): (that scenario, its :func:`engine.evaluate` row, what the setup derives, the
-    restart pipeline's parts, the spare pool's figures).
+    wins, and a note says so): (that scenario, what the setup derives, the restart pipeline's parts, the spare
+    pool's figures).
 
-    One pass: every derived field is settled first, then the scenario is changed (and checked) once and
-    evaluated once."""
-    from .scenario import evaluate, scenario_job_mtbf_h
+    Every derived field is settled first, then the scenario is changed (and checked) once; it is evaluated
+    with the others of its pass (:func:`plan_setups`)."""
+    from .scenario import scenario_job_mtbf_h
 
     # the spare pool needs the job's failure rate (the stall and restart do not change it)
     job_mtbf_h = scenario_job_mtbf_h(scenario) if st.repair_h is not None else None
@@ -287,7 +333,7 @@ def _derived_scenario(scenario: Scenario, st: Any, notes: list[str]) -> tuple[Sc
                 restart["downtime_min"] = parts["reallocation_min"]
             changes.update({k: v for k, v in restart.items() if v != getattr(scenario, k)})
     base = scenario.replace(**changes) if changes else scenario
-    return base, evaluate(base).iloc[0], sizes, parts, spare
+    return base, sizes, parts, spare
 
 
 def _single_level_bills(tiers: list[dict], sizes: dict[str, Any], wall_h: float) -> None:

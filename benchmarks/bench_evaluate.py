@@ -102,7 +102,7 @@ def _trunc_exp(x: np.ndarray) -> tuple:
 def _compound(n: tuple, v: tuple) -> tuple:
     """Cumulants of a sum of N i.i.d. terms: K_N(K_V(t)) to third order."""
     return (n[0] * v[0], n[1] * v[0] * v[0] + n[0] * v[1],
-            n[2] * v[0] ** 3 + 3.0 * n[1] * v[0] * v[1] + n[0] * v[2])
+            n[2] * (v[0] * v[0] * v[0]) + 3.0 * n[1] * v[0] * v[1] + n[0] * v[2])
 
 
 def _geometric(x: np.ndarray) -> tuple:
@@ -151,7 +151,7 @@ def lean_deadline(work, T, C, M, R, W, s, deadline) -> dict[str, np.ndarray]:
         a2 = kf[1] + D[1] + q_clean[1]
         a3 = kf[2] + D[2] + q_clean[2]
         d = a1 - f
-        return f + q * d, q * a2 + p * q * d * d, q * a3 + 3.0 * p * q * a2 * d + p * q * (p - q) * d ** 3
+        return f + q * d, q * a2 + p * q * d * d, q * a3 + 3.0 * p * q * a2 * d + p * q * (p - q) * (d * d * d)
 
     Qf, kfc = clean(fc)
     Ql, _ = clean(lc)
@@ -159,14 +159,14 @@ def lean_deadline(work, T, C, M, R, W, s, deadline) -> dict[str, np.ndarray]:
     mid = np.maximum(last - 1.0, 0.0)
     k = [np.where(last == 0, Ql[j], Qf[j]) + mid * Zf[j] + np.where(last >= 1, Zl[j], 0.0) for j in range(3)]
     mean, sd = M * k[0], M * np.sqrt(k[1])
-    skew = k[2] / k[1] ** 1.5
+    skew = k[2] / (k[1] * np.sqrt(k[1]))
     w0 = (np.where(last == 0, lc, fc) + mid * ff + np.where(last >= 1, lf, 0.0)) * M   # failure-free wall time
     p0 = np.exp(-w0 / M)
     h = skew / 6.0
     out = {}
     for name, pz in (("p50", (0.5, 0.0)), ("p90", (0.9, 1.2815515655446008)), ("p99", (0.99, 2.3263478740408408))):
         v = pz[1] - h
-        q = mean + sd * (v + h * v * v + h * h * v ** 3 / 3.0)
+        q = mean + sd * (v + h * v * v + h * h * (v * v * v) / 3.0)
         out[f"wall_{name}"] = np.where(pz[0] <= p0, w0, np.maximum(q, w0))
     t = (deadline - mean) / sd
     a = 1.0 + 3.0 * h * t

@@ -241,7 +241,7 @@ def compare_designs(scenario: Scenario, setup: Any = None, designs: Any = None) 
     """
     import pandas as pd
 
-    from .setup import RecoverySetup, plan_setup
+    from .setup import RecoverySetup, plan_setups
 
     check_scenario(scenario)
     st = setup if setup is not None else RecoverySetup()
@@ -256,11 +256,9 @@ def compare_designs(scenario: Scenario, setup: Any = None, designs: Any = None) 
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise InputError("designs", dupes[0], "design names must be unique and differ from the baseline's name")
+    pairs = [(scenario, st)] + [(d.apply(scenario), d.apply_setup(st)) for d in designs]
     rows = []
-    for design in (None,) + designs:
-        sc = scenario if design is None else design.apply(scenario)
-        su = st if design is None else design.apply_setup(st)
-        plan = plan_setup(sc, su)
+    for design, (sc, su), plan in zip((None,) + designs, pairs, plan_setups(pairs)):   # one pass for all
         f = plan.figures
         rows.append({
             "name": scenario.name if design is None else design.name,

@@ -33,7 +33,8 @@ from .preemption_table import preemption_plan, spot_price
 from .reliability import FailureDomain
 
 __all__ = ["DOMAIN_COL", "RowProblems", "Scenario", "check_columns", "check_mapping", "check_scenario", "derived_columns", "domain_indices", "evaluate",
-           "evaluate_each", "is_absent", "is_number", "number_column", "scenario_from_dict", "scenario_to_dict",
+           "evaluate_each", "is_absent", "is_number", "number_column", "scenario_from_dict", "scenario_job_mtbf_h",
+           "scenario_to_dict",
            "table_problems", "to_table", "validate_table"]
 
 
@@ -547,7 +548,7 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
     The models run on the validated arrays through their unchecked kernels: each value is checked
     once, at the boundary, not again inside every model call.
     """
-    job_mtbf_h = _job_mtbf_h(table, cols)
+    job_mtbf_h = _job_mtbf_h(table.index, cols)
     M, work, deadline_min = _in_minutes(table, job_mtbf_h, cols)
     C, W, s = cols["checkpoint_stall_min"], cols["async_write_min"], cols["async_slowdown_fraction"]
     R, D = _restart_split(cols)
@@ -595,12 +596,21 @@ def _restart_split(cols: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]
     return np.maximum(cols["restart_min"] - D, 0.0), D
 
 
-def _job_mtbf_h(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> np.ndarray:
+def scenario_job_mtbf_h(scenario: Scenario) -> float:
+    """The job MTBF in hours that :func:`evaluate` gives a scenario (its override, else from its nodes, node
+    MTBF, non-fatal share and failure domains), without planning the rest: what a setup's spare pool needs
+    before the stall and restart it derives are known (:func:`engine.setup.plan_setup`)."""
+    check_scenario(scenario, "scenario")
+    return float(_job_mtbf_h(pd.RangeIndex(1), _scenario_columns([scenario]))[0])
+
+
+def _job_mtbf_h(index: pd.Index, cols: dict[str, np.ndarray]) -> np.ndarray:
     """Each row's job MTBF in hours: its ``job_mtbf_h`` override, else from its nodes, node MTBF, non-fatal
-    share and failure domains (a row without domain i, its cells empty, gets a domain that never fails)."""
+    share and failure domains (a row without domain i, its cells empty, gets a domain that never fails).
+    ``index``: the rows' labels (for the error naming a row)."""
     domains = [(np.nan_to_num(cols[f"domain{i}_mtbf_h"], nan=np.inf),
                 np.nan_to_num(cols[f"domain{i}_nodes_per_domain"], nan=1.0))
-               for i in domain_indices(table.columns)]
+               for i in domain_indices(cols)]
     node_given = ~np.isnan(cols["node_mtbf_h"])
     # rows that give only job_mtbf_h get a placeholder node MTBF; their derived value is discarded
     rate = reliability.job_failure_rate_kernel(np.where(node_given, cols["node_mtbf_h"], 1.0), cols["nodes"],
@@ -608,7 +618,7 @@ def _job_mtbf_h(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> np.ndarray:
     override = ~np.isnan(cols["job_mtbf_h"])
     if np.any((rate <= 0) & ~override):
         p = int(np.flatnonzero((rate <= 0) & ~override)[0])
-        raise InputError(f"row {table.index[p]}: node_mtbf_h", float(cols["node_mtbf_h"][p]),
+        raise InputError(f"row {index[p]}: node_mtbf_h", float(cols["node_mtbf_h"][p]),
                          "no failure can stop the job (infinite MTBF or every failure non-fatal): give a finite MTBF")
     with np.errstate(divide="ignore"):
         return np.where(override, cols["job_mtbf_h"], 1.0 / rate)
@@ -648,11 +658,15 @@ def _wastes(cols: dict[str, np.ndarray], M: np.ndarray, intervals: dict[str, np.
     R, D = _restart_split(cols)
     c_eff, chosen = intervals["effective_stall_min"], intervals["chosen_interval_min"]
     floor = W * (1 - s)  # Young/Daly ignore the write; never evaluate them below the durability floor
+    at_chosen = waste.waste_fraction_kernel(chosen, C, M, R, W, s, D)
+    # where no row chose its own interval the optimum's waste is the chosen interval's: not computed twice
+    at_optimum = (at_chosen.copy() if np.isnan(cols["interval_min"]).all() else
+                  waste.waste_fraction_kernel(intervals["exact_interval_min"], C, M, R, W, s, D))
     return {
         "first_order_waste": waste.first_order_waste_kernel(chosen, c_eff, M),
         "young_min_waste": waste.young_min_waste_kernel(c_eff, M),
-        "waste_fraction": waste.waste_fraction_kernel(chosen, C, M, R, W, s, D),
-        "waste_fraction_at_optimum": waste.waste_fraction_kernel(intervals["exact_interval_min"], C, M, R, W, s, D),
+        "waste_fraction": at_chosen,
+        "waste_fraction_at_optimum": at_optimum,
         "waste_fraction_at_young": waste.waste_fraction_kernel(np.maximum(intervals["young_interval_min"], floor),
                                                                C, M, R, W, s, D),
         "waste_fraction_at_daly": waste.waste_fraction_kernel(np.maximum(intervals["daly_interval_min"], floor),

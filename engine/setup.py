@@ -43,7 +43,8 @@ from .gate import check_number
 from .scenario import Scenario, check_mapping
 from .spoken import duration
 
-__all__ = ["RecoverySetup", "SetupPlan", "TIERED_PLAN_UNUSED", "TIER_KEYS", "plan_setup", "setup_from_dict", "setup_keys", "split_setup"]
+__all__ = ["RecoverySetup", "SetupPlan", "TIERED_PLAN_UNUSED", "TIER_KEYS", "plan_setup", "plan_setups",
+           "setup_from_dict", "setup_keys", "split_setup"]
 
 #: scenario fields a setup can derive (the scenario's own value wins when it states one); ``downtime_min`` (the
 #: restart's wait for a node, which the job cannot fail in) comes with a derived ``restart_min`` only
@@ -219,6 +220,24 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
     ``restore_min``, ``restart_min`` (pipeline with this tier's load), ``retention``, ``copies``,
     ``storage_cost`` (single-level plans list one tier, ``checkpoint``).
     """
+    return plan_setups([(scenario, setup)])[0]
+
+
+def plan_setups(pairs: Any) -> list[SetupPlan]:
+    """:func:`plan_setup` of several ``(scenario, setup)`` pairs (a baseline and its designs) in one pass.
+
+    Each pair's derived scenario is settled first; then the scenarios are evaluated together, one
+    :func:`engine.evaluate` over a table of them (scenarios of the same shape: failure domains, failure
+    phases, preemptions), and each plan is finished from its row. The figures are :func:`plan_setup`'s,
+    pair by pair; the first pair the engine refuses raises, naming the field.
+    """
+    prepared = [_prepared(scenario, setup) for scenario, setup in pairs]
+    rows = _evaluated([p[1] for p in prepared])
+    return [_finished(*p, row) for p, row in zip(prepared, rows)]
+
+
+def _prepared(scenario: Scenario, setup: Any) -> tuple:
+    """A pair checked and its derived scenario settled: ``(setup, scenario, sizes, parts, spare, notes)``."""
     st = setup if setup is not None else RecoverySetup()
     if not isinstance(scenario, Scenario):
         raise InputError("scenario", type(scenario).__name__, "must be a Scenario")
@@ -232,7 +251,34 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
             raise InputError("on_node_loss", "continue", "the multi-level (tiers) model plans a job that stops at "
                              "every failure: plan elastic continuation single-level (leave out the tiers)")
     notes: list[str] = []
-    base, row, sizes, parts, spare = _derived_scenario(scenario, st, notes)
+    base, sizes, parts, spare = _derived_scenario(scenario, st, notes)
+    return st, base, sizes, parts, spare, notes
+
+
+def _evaluated(scenarios: list[Scenario]) -> list[Any]:
+    """:func:`engine.evaluate`'s row of each scenario: one table pass per group of scenarios whose tables have
+    the same columns (failure domains, failure phases, preemptions); a group the engine refuses is evaluated
+    scenario by scenario, so the error names the field of the first one refused, as a single plan does."""
+    from .scenario import evaluate
+
+    groups: dict[tuple, list[int]] = {}
+    for i, sc in enumerate(scenarios):
+        key = (len(sc.domains), len(sc.failure_phases), bool(sc.preemptions_per_h))
+        groups.setdefault(key, []).append(i)
+    rows: list[Any] = [None] * len(scenarios)
+    for members in groups.values():
+        try:
+            table = evaluate([scenarios[i] for i in members])
+        except ValueError:
+            table = None
+        for j, i in enumerate(members):
+            rows[i] = evaluate(scenarios[i]).iloc[0] if table is None else table.iloc[j]
+    return rows
+
+
+def _finished(st: Any, base: Scenario, sizes: dict[str, Any], parts: dict[str, float], spare: dict[str, Any],
+              notes: list[str], row: Any) -> SetupPlan:
+    """The plan of a settled pair from its evaluated row: single-level or tiered, then the money."""
     if st.tiers:
         figures, tiers, checked = _tiered(base, st, row, parts, sizes, notes)
     else:
@@ -253,15 +299,18 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
     return SetupPlan(base, row, figures, tuple(tiers), parts, tuple(notes), _warnings(row, checked))
 
 
-def _derived_scenario(scenario: Scenario, st: Any, notes: list[str]) -> tuple[Scenario, Any, dict[str, Any],
+def _derived_scenario(scenario: Scenario, st: Any, notes: list[str]) -> tuple[Scenario, dict[str, Any],
                                                                               dict[str, float], dict[str, Any]]:
     """The scenario with the stall, background write and restart its setup derives (one the scenario states
-    wins, and a note says so): (that scenario, its :func:`engine.evaluate` row, what the setup derives, the
-    restart pipeline's parts, the spare pool's figures)."""
-    from .scenario import evaluate
+    wins, and a note says so): (that scenario, what the setup derives, the restart pipeline's parts, the spare
+    pool's figures).
+
+    Every derived field is settled first, then the scenario is changed (and checked) once; it is evaluated
+    with the others of its pass (:func:`plan_setups`)."""
+    from .scenario import scenario_job_mtbf_h
 
     # the spare pool needs the job's failure rate (the stall and restart do not change it)
-    job_mtbf_h = float(evaluate(scenario).iloc[0]["job_mtbf_h"]) if st.repair_h is not None else None
+    job_mtbf_h = scenario_job_mtbf_h(scenario) if st.repair_h is not None else None
     sizes = _derived(scenario, st, job_mtbf_h)
     changes: dict[str, Any] = {}
     for name, key in (("checkpoint_stall_min", "derived_checkpoint_stall_min"),
@@ -274,23 +323,20 @@ def _derived_scenario(scenario: Scenario, st: Any, notes: list[str]) -> tuple[Sc
                          "derived from the checkpoint size and bandwidth")
         else:
             changes[name] = derived
-    base = scenario.replace(**changes) if changes else scenario
-    row = evaluate(base).iloc[0]
     parts, spare = _restart_parts(st, sizes, notes)
     if parts:
         pipeline = sum(parts.values())
         if "restart_min" in st.stated:
-            notes.append(f"restart_min = {base.restart_min:g} is stated: it overrides the pipeline's {duration(pipeline)}")
+            notes.append(f"restart_min = {scenario.restart_min:g} is stated: it overrides the pipeline's "
+                         f"{duration(pipeline)}")
         else:
             # the wait for a node is downtime: the job holds no full set of nodes, so it cannot fail then
             restart = {"restart_min": pipeline}
             if "downtime_min" not in st.stated:
                 restart["downtime_min"] = parts["reallocation_min"]
-            restart = {k: v for k, v in restart.items() if v != getattr(base, k)}
-            if restart:
-                base = base.replace(**restart)
-                row = evaluate(base).iloc[0]
-    return base, row, sizes, parts, spare
+            changes.update({k: v for k, v in restart.items() if v != getattr(scenario, k)})
+    base = scenario.replace(**changes) if changes else scenario
+    return base, sizes, parts, spare
 
 
 def _single_level_bills(tiers: list[dict], sizes: dict[str, Any], wall_h: float) -> None:

@@ -125,6 +125,7 @@ from .finite import MAX_SEGMENTS, check_final_save, job_geometry
 from .gate import as_float_array, prepare
 
 __all__ = [
+    "BLOCK_ROWS",
     "deadline_answers_kernel",
     "MAX_EXPONENT",
     "MAX_RIPPLE",
@@ -157,63 +158,121 @@ SERIES_K3 = (1 / 120, -1 / 1512, 1 / 28800, -1 / 665280, 691 / 11887948800, -1 /
 #: the percentiles evaluate() reports, with their standard normal quantiles (statistics.NormalDist().inv_cdf)
 QUANTILES = {0.5: 0.0, 0.9: 1.2815515655446008, 0.99: 2.3263478740408408}
 
-_erfc = np.frompyfunc(math.erfc, 1, 1)
+#: rows per block of :func:`deadline_answers_kernel`: the kernel's temporaries (a few dozen arrays of this length)
+#: stay in a core's cache instead of streaming through memory once per operation
+BLOCK_ROWS = 8192
 
 
 # ------------------------------------------------------------------------------ the moments
 
 def _horner(coefs: tuple, u: np.ndarray) -> np.ndarray:
-    out = np.zeros_like(u)
-    for c in reversed(coefs):
-        out = c + u * out
+    """``sum(coefs[i] u^i)`` by Horner's rule, in place (the first step ``c + u*0`` is ``c``)."""
+    out = np.full_like(u, coefs[-1])
+    for c in reversed(coefs[:-1]):
+        out *= u
+        out += c
     return out
 
 
-def _truncated_exp(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Cumulants (units of M) of the time to a failure that strikes within an attempt of length x."""
+def _series(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The truncated-exponential cumulants by their Taylor series (for ``x <`` :data:`SERIES_BELOW`)."""
     u = x * x
+    return x / 2.0 + u * _horner(SERIES_K1, u), u * _horner(SERIES_K2, u), u * u * _horner(SERIES_K3, u)
+
+
+def _closed(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The truncated-exponential cumulants in closed form, ``B = x/(e^x - 1)`` (module notes)."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         B = x / np.expm1(x)
-        closed = (1.0 - B, 1.0 - B * (B + x), 2.0 - B * (B + x) * (2.0 * B + x))
-    series = (x / 2.0 + u * _horner(SERIES_K1, u), u * _horner(SERIES_K2, u), u * u * _horner(SERIES_K3, u))
+        BB = B * (B + x)
+        return 1.0 - B, 1.0 - BB, 2.0 - BB * (2.0 * B + x)
+
+
+def _truncated_exp(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cumulants (units of M) of the time to a failure that strikes within an attempt of length x.
+
+    One branch per element: the series where ``x <`` :data:`SERIES_BELOW`, the closed forms elsewhere
+    (NaN included), each computed only on its own elements."""
     small = x < SERIES_BELOW
-    return tuple(np.where(small, s, c) for s, c in zip(series, closed))
+    if small.all():
+        return _series(x)
+    if not small.any():
+        return _closed(x)
+    out = (np.empty_like(x), np.empty_like(x), np.empty_like(x))
+    for part, rows in ((_series, small), (_closed, ~small)):
+        for o, v in zip(out, part(x[rows])):
+            o[rows] = v
+    return out
 
 
 def _random_sum(n, v):
     """Cumulants of a sum of N i.i.d. terms V (cumulants n of N, v of V): K_N(K_V(t))."""
-    return n[0] * v[0], n[1] * v[0] ** 2 + n[0] * v[1], n[2] * v[0] ** 3 + 3.0 * n[1] * v[0] * v[1] + n[0] * v[2]
+    v0v0 = v[0] * v[0]   # products, not ** (numpy's power is ~100x slower than a multiply for a cube)
+    return n[0] * v[0], n[1] * v0v0 + n[0] * v[1], n[2] * (v0v0 * v[0]) + 3.0 * n[1] * v[0] * v[1] + n[0] * v[2]
+
+
+def _attempts(g: dict[str, np.ndarray], M: np.ndarray, R: np.ndarray) -> tuple:
+    """The attempt lengths in units of M and their truncated-exponential cumulants: ``(xc, kc, xf, kf)``.
+
+    ``xc`` stacks the clean lengths of the full and last windows and the restart (0, 1, 2); ``xf`` the flow
+    lengths of the full and last windows. Without background writes the flow lengths are the clean ones
+    (a synchronous table): their cumulants are not computed twice."""
+    xc = np.stack(np.broadcast_arrays(g["full_clean"], g["last_clean"], R)) / M
+    kc = _truncated_exp(xc)
+    if np.array_equal(g["full_flow"], g["full_clean"]) and np.array_equal(g["last_flow"], g["last_clean"]):
+        return xc, kc, xc[:2], tuple(a[:2] for a in kc)
+    xf = np.stack(np.broadcast_arrays(g["full_flow"], g["last_flow"], R)[:2]) / M
+    return xc, kc, xf, _truncated_exp(xf)
 
 
 def _cumulants(g: dict[str, np.ndarray], M: np.ndarray, R: np.ndarray, Dn: Any = 0.0) -> dict[str, np.ndarray]:
     """Cumulants of the job's wall time (units of M, M^2, M^3) and the parts of the ripple indicator.
 
-    All five attempt lengths are computed at once, stacked on a first axis: clean lengths of the
-    full and last windows (0, 1), their flow lengths (2, 3), the restart (4). ``Dn``: the downtime
-    after every failure (unexposed, time unit of ``M``).
+    The attempt lengths (:func:`_attempts`) are stacked on a first axis. ``Dn``: the downtime after every
+    failure (unexposed, time unit of ``M``).
     """
-    x = np.stack(np.broadcast_arrays(g["full_clean"], g["last_clean"], g["full_flow"], g["last_flow"], R)) / M
     last = g["last"]
     with np.errstate(over="ignore", invalid="ignore"):
-        k = _truncated_exp(x)
+        x, k, xf, kf = _attempts(g, M, R)
         e, E = np.exp(x), np.expm1(x)
         n = (E, E * e, E * e * (1.0 + 2.0 * E))              # failed attempts before a success: geometric
         dm = Dn / M                                           # the downtime in MTBFs
-        ey = e[4] * (1.0 + dm)
-        restart = _random_sum(tuple(a[4] for a in n), (k[0][4] + dm,) + tuple(a[4] for a in k[1:]))
-        D = (E[4] + dm * e[4], restart[1], restart[2])         # delta + y + n1 (k1 + delta) = e^y (1 + delta) - 1
+        ey = e[2] * (1.0 + dm)
+        restart = _random_sum(tuple(a[2] for a in n), (k[0][2] + dm,) + tuple(a[2] for a in k[1:]))
+        D = (E[2] + dm * e[2], restart[1], restart[2])         # delta + y + n1 (k1 + delta) = e^y (1 + delta) - 1
         V = tuple(a[:2] + b for a, b in zip(k, D))            # one failure of a clean window: time lost + restart
         S = _random_sum(tuple(a[:2] for a in n), V)
         Q = (E[:2] * ey, S[1], S[2])                          # clean windows: full, last
-        xf, kf = x[2:4], tuple(a[2:4] for a in k)
         p, q = np.exp(-xf), -np.expm1(-xf)
         A2, A3 = kf[1] + D[1] + Q[1], kf[2] + D[2] + Q[2]     # after a failure in a flow window
         d = (Q[0] - xf) + kf[0] + D[0]
-        Z = (e[:2] * q * ey, q * A2 + p * q * d * d, q * A3 + 3.0 * p * q * A2 * d + p * q * (p - q) * d ** 3)
+        Z = (e[:2] * q * ey, q * A2 + p * q * d * d, q * A3 + 3.0 * p * q * A2 * d + p * q * (p - q) * (d * d * d))
         mid = np.maximum(last - 1.0, 0.0)
         cum = [np.where(last == 0, Q[j][1], Q[j][0]) + mid * Z[j][0] + np.where(last >= 1, Z[j][1], 0.0)
                for j in range(3)]
     return {"k1": cum[0], "k2": cum[1], "k3": cum[2], "cost_mean": V[0][0], "cost_var": k[1][0], "ey": ey}
+
+
+def _scaled(k: np.ndarray, M: np.ndarray, power: int) -> np.ndarray:
+    """``M^power k``; where ``M^power`` overflows while the moment is tiny, the product step by step."""
+    Mp = M * M if power == 2 else M * M * M
+    fine = np.isfinite(Mp)
+    if np.all(fine):
+        return Mp * k
+    stepped = k
+    for _ in range(power):
+        stepped = stepped * M
+    return np.where(fine, Mp * k, stepped)
+
+
+def _skewness(k2: np.ndarray, k3: np.ndarray) -> np.ndarray:
+    """``k3 / k2^1.5``; where ``k2^1.5`` underflows (failures almost never happen) the same ratio in two steps,
+    0 for a degenerate law."""
+    skew = k3 / (k2 * np.sqrt(k2))
+    fine = np.isfinite(skew)
+    if np.all(fine):
+        return skew
+    return np.where(fine, skew, np.where(k2 > 0, (k3 / k2) / np.sqrt(k2), 0.0))
 
 
 def _kernel(work, T, C, M, R, W, s, final_save: bool, D: Any = 0.0) -> dict[str, np.ndarray]:
@@ -223,15 +282,9 @@ def _kernel(work, T, C, M, R, W, s, final_save: bool, D: Any = 0.0) -> dict[str,
         g = job_geometry(work, T, C, W, s, final_save)
         c = _cumulants(g, M, R, D)
         in_range = ((R + T + C + W) / M <= MAX_EXPONENT) & (g["n"] <= MAX_SEGMENTS)
-        MM = M * M
-        M3 = M ** 3
-        # a huge M: M^2 or M^3 overflows while the moment itself is tiny; scale step by step there
         mean = M * c["k1"]
-        var = np.where(np.isfinite(MM), MM * c["k2"], (c["k2"] * M) * M)
-        third = np.where(np.isfinite(M3), M3 * c["k3"], ((c["k3"] * M) * M) * M)
-        skew = c["k3"] / c["k2"] ** 1.5
-        # k2^1.5 underflows (failures almost never happen): the same ratio in two steps; 0 for a degenerate law
-        skew = np.where(np.isfinite(skew), skew, np.where(c["k2"] > 0, (c["k3"] / c["k2"]) / np.sqrt(c["k2"]), 0.0))
+        var, third = _scaled(c["k2"], M, 2), _scaled(c["k3"], M, 3)
+        skew = _skewness(c["k2"], c["k3"])
         failures = c["k1"] / c["ey"]     # failures outside restarts: E[wall] / (M e^{R/M} (1 + D/M)), engine.finite
         lattice = failures * c["cost_var"] / c["cost_mean"] ** 2
         ripple = np.exp(-2.0 * math.pi ** 2 * lattice) / (math.pi * np.sqrt(2.0 * math.pi * failures))
@@ -239,11 +292,14 @@ def _kernel(work, T, C, M, R, W, s, final_save: bool, D: Any = 0.0) -> dict[str,
         w0 = first + np.maximum(g["last"] - 1.0, 0.0) * g["full_flow"] + np.where(g["last"] >= 1, g["last_flow"], 0.0)
     ok_numbers = (in_range & np.isfinite(c["k3"]) & np.isfinite(skew) & (c["k2"] >= 0) & np.isfinite(mean)
                   & np.isfinite(var) & np.isfinite(third) & np.isfinite(w0))
-    nan = np.nan
-    out = {"mean": np.where(ok_numbers, mean, nan), "variance": np.where(ok_numbers, var, nan),
-           "third_central_moment": np.where(ok_numbers, third, nan), "skewness": np.where(ok_numbers, skew, nan),
-           "failure_free": w0, "p_no_failure": np.exp(-w0 / M), "expected_failures": failures,
-           "ripple": np.where(ok_numbers, np.where(np.isfinite(ripple), ripple, 1.0), nan), "_in_range": in_range}
+    all_ok = bool(np.all(ok_numbers))
+
+    def answer(v: np.ndarray) -> np.ndarray:
+        return v if all_ok else np.where(ok_numbers, v, np.nan)
+
+    out = {"mean": answer(mean), "variance": answer(var), "third_central_moment": answer(third),
+           "skewness": answer(skew), "failure_free": w0, "p_no_failure": np.exp(-w0 / M), "expected_failures": failures,
+           "ripple": answer(np.where(np.isfinite(ripple), ripple, 1.0)), "_in_range": in_range}
     with np.errstate(invalid="ignore"):
         out["ok"] = ok_numbers & (failures >= MIN_FAILURES) & (skew <= MAX_SKEWNESS) & (ripple <= MAX_RIPPLE)
     return out
@@ -251,22 +307,22 @@ def _kernel(work, T, C, M, R, W, s, final_save: bool, D: Any = 0.0) -> dict[str,
 
 # ----------------------------------------------------------------- from moments to answers
 
-def _quantile(m: dict[str, np.ndarray], p, z) -> np.ndarray:
-    """Translated-gamma (Wilson-Hilferty) quantile at probability p (standard normal quantile z)."""
-    h = m["skewness"] / 6.0
+def _quantile(m: dict[str, np.ndarray], p, z, h=None, sd=None) -> np.ndarray:
+    """Translated-gamma (Wilson-Hilferty) quantile at probability p (standard normal quantile z); ``h`` (the
+    skewness / 6) and ``sd`` (the standard deviation) when the caller has them already."""
+    h = m["skewness"] / 6.0 if h is None else h
+    sd = np.sqrt(m["variance"]) if sd is None else sd
     v = z - h
-    q = m["mean"] + np.sqrt(m["variance"]) * (v + h * v * v + h * h * v ** 3 / 3.0)
+    q = m["mean"] + sd * (v + h * v * v + h * h * (v * v * v) / 3.0)
     q = np.where(p <= m["p_no_failure"], m["failure_free"], np.maximum(q, m["failure_free"]))
     return np.where(np.isnan(m["mean"]), np.nan, q)
 
 
 def _normal_cdf(z: np.ndarray) -> np.ndarray:
-    z = np.asarray(z, dtype=np.float64)
-    out = np.full(z.shape, np.nan)
-    fin = ~np.isnan(z)
-    if np.any(fin):
-        out[fin] = 0.5 * _erfc(-z[fin] / math.sqrt(2.0)).astype(np.float64)
-    return out
+    """Phi(z) = erfc(-z/sqrt(2))/2, vectorised (NaN stays NaN)."""
+    from scipy import special  # here, not at import: the command line starts without scipy
+
+    return 0.5 * special.erfc(-np.asarray(z, dtype=np.float64) / math.sqrt(2.0))
 
 
 def _probability(m: dict[str, np.ndarray], deadline) -> np.ndarray:
@@ -277,26 +333,62 @@ def _probability(m: dict[str, np.ndarray], deadline) -> np.ndarray:
         a = 1.0 + 3.0 * h * t
         u = np.cbrt(a)
         z = 3.0 * t / (u * u + u + 1.0) + h
-    gamma = np.where(a > 0, _normal_cdf(np.where(a > 0, z, 0.0)), np.where(h > 0, 0.0, 1.0))
+    inside = a > 0
+    gamma = np.where(inside, _normal_cdf(np.where(inside, z, 0.0)), np.where(h > 0, 0.0, 1.0))
     # no spread at all (failures so rare that the variance underflows): a step at the mean
-    gamma = np.where(m["variance"] == 0, np.where(deadline >= m["mean"], 1.0, 0.0), gamma)
+    flat = m["variance"] == 0
+    if np.any(flat):
+        gamma = np.where(flat, np.where(deadline >= m["mean"], 1.0, 0.0), gamma)
     p = np.where(deadline < m["failure_free"], 0.0, np.maximum(gamma, m["p_no_failure"]))
     return np.where(np.isnan(m["mean"]), np.nan, p)
+
+
+def _given_probability(m: dict[str, np.ndarray], deadline: np.ndarray) -> np.ndarray:
+    """:func:`_probability` on the rows that give a deadline, NaN on the others (nothing computed for them)."""
+    given = ~np.isnan(deadline)
+    if np.all(given):
+        return _probability(m, deadline)
+    out = np.full(np.shape(deadline), np.nan)
+    if np.any(given):
+        keys = ("mean", "variance", "skewness", "failure_free", "p_no_failure")
+        out[given] = _probability({k: np.broadcast_to(m[k], out.shape)[given] for k in keys}, deadline[given])
+    return out
+
+
+def _answers(work, T, C, M, R, W, s, deadline, D, final_save: bool) -> dict[str, np.ndarray]:
+    """:func:`deadline_answers_kernel` on one block of 1-d arrays of one length."""
+    m = _kernel(work, T, C, M, R, W, s, final_save, D)
+    out = {"p_finish_by_deadline": _given_probability(m, deadline)}
+    with np.errstate(over="ignore", invalid="ignore"):
+        h, sd = m["skewness"] / 6.0, np.sqrt(m["variance"])
+        for p, z in QUANTILES.items():
+            q = _quantile(m, p, z, h, sd)
+            out[f"wall_p{round(p * 100)}"] = np.where(np.isfinite(q), q, np.nan)  # overflowed: no answer either
+    out["ok"] = m["ok"]
+    return out
 
 
 def deadline_answers_kernel(work, T, C, M, R, W, s, deadline, final_save: bool = False, D: Any = 0.0
                             ) -> dict[str, np.ndarray]:
     """What evaluate() reports (no final save): P(finish by deadline) (NaN without one), P50/P90/P99, ok.
-    ``R`` the exposed restart, ``D`` the downtime after every failure."""
-    m = _kernel(work, T, C, M, R, W, s, final_save, D)
-    with np.errstate(over="ignore", invalid="ignore"):
-        out = {"p_finish_by_deadline": np.where(np.isnan(deadline), np.nan,
-                                                _probability(m, np.nan_to_num(deadline, nan=0.0)))}
-        for p, z in QUANTILES.items():
-            q = _quantile(m, p, z)
-            out[f"wall_p{round(p * 100)}"] = np.where(np.isfinite(q), q, np.nan)  # overflowed: no answer either
-    out["ok"] = m["ok"]
-    return out
+    ``R`` the exposed restart, ``D`` the downtime after every failure.
+
+    Element by element, in blocks of :data:`BLOCK_ROWS` (the same numbers as one pass over the whole
+    arrays, computed where they stay in cache); P(finish) only on the rows that give a deadline."""
+    arrays = [np.asarray(a, dtype=np.float64) for a in np.broadcast_arrays(work, T, C, M, R, W, s, deadline, D)]
+    shape = arrays[0].shape
+    flat = [a.ravel() for a in arrays]
+    size = flat[0].size
+    if size <= BLOCK_ROWS:
+        return {k: v.reshape(shape) for k, v in _answers(*flat, final_save).items()}
+    out: dict[str, np.ndarray] = {}
+    for start in range(0, size, BLOCK_ROWS):
+        block = slice(start, start + BLOCK_ROWS)
+        for k, v in _answers(*(a[block] for a in flat), final_save).items():
+            if k not in out:
+                out[k] = np.empty(size, dtype=v.dtype)
+            out[k][block] = v
+    return {k: v.reshape(shape) for k, v in out.items()}
 
 
 # ------------------------------------------------------------------------------ public API

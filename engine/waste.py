@@ -325,21 +325,25 @@ def _exact_x(c):
     use). Then two Newton steps on ``g(x) = x + c + log(1 - x)`` polish small ``x``.
     """
     c = np.asarray(c, dtype=np.float64)
-    p = np.sqrt(2.0 * -np.expm1(-c))
-    series = sum(coef * p ** (k + 1) for k, coef in enumerate(_SERIES))
-    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
-        y = np.maximum(1.0 - np.sqrt(2.0 * c), np.exp(-1.0 - c))
-        for _ in range(_NEWTON_STEPS):
-            y = y - (np.log(y) - y + 1.0 + c) / (1.0 / y - 1.0)
-    # beyond c ~ 700 the root y ~ exp(-1 - c) underflows: x = 1 to double precision
-    x = np.where(c < 1e-3, series, np.where(c > 700.0, 1.0, 1.0 - y))
+    x = np.ones(c.shape)                       # beyond c ~ 700 the root y ~ exp(-1 - c) underflows: x = 1
+    low = c < 1e-3
+    newton = ~low & ~(c > 700.0)               # NaN included (it stays NaN)
+    # one branch per element: the series on its elements only, Newton on the others
+    if np.any(low):
+        p = np.sqrt(2.0 * -np.expm1(-c[low]))
+        x[low] = sum(coef * p ** (k + 1) for k, coef in enumerate(_SERIES))
+    if np.any(newton):
+        cn = c[newton]
+        with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
+            y = np.maximum(1.0 - np.sqrt(2.0 * cn), np.exp(-1.0 - cn))
+            for _ in range(_NEWTON_STEPS):
+                y = y - (np.log(y) - y + 1.0 + cn) / (1.0 / y - 1.0)
+        x[newton] = 1.0 - y
     # two Newton steps on g(x) = x + c + log1p(-x) polish both branches to full precision
     for _ in range(2):
         safe = (x > 0) & (x < 0.5)
-        xs = np.where(safe, x, 0.25)
-        g = xs + c + np.log1p(-xs)
-        dg = -xs / (1.0 - xs)
-        x = np.where(safe, xs - g / dg, x)
+        xs, cs = x[safe], c[safe]
+        x[safe] = xs - (xs + cs + np.log1p(-xs)) / (-xs / (1.0 - xs))
     return np.clip(x, 0.0, 1.0)
 
 

@@ -35,7 +35,7 @@ from openpyxl.worksheet.datavalidation import DataValidation
 from ..engine.designs import default_designs, scenario_values
 from ..engine.errors import InputError
 from ..engine.fields import RULES, SETUP_FIELDS
-from ..engine.setup import TIER_KEYS, RecoverySetup, plan_setup
+from ..engine.setup import TIER_KEYS, RecoverySetup, plan_setups
 from ..engine.storage import HOURS_PER_BILLING_MONTH
 from . import design_formulas as D, flags, formulas as F, style as S, tier_formulas as TF
 from .manifest import Built, Check
@@ -163,7 +163,7 @@ def storage_sheet(wb: Workbook, scenario, setup, designs, built: Built, terms: i
         raise InputError("failure_classes", next(c for c in st.failure_classes if "," in c), "a class name in the "
                          "workbook cannot hold a comma (a tier's survives cell lists class names separated by commas)")
     columns = [(scenario, st)] + [(d.apply(scenario), d.apply_setup(st)) for d in designs]
-    plans = [plan_setup(sc, su) for sc, su in columns]   # refuses what the engine refuses, naming the field
+    plans = plan_setups(columns)   # one pass; refuses what the engine refuses, naming the field
     ws = wb.create_sheet(SHEET)
     g = _Grid(wb, ws, len(designs), scenario.currency)
     g.tiered = [bool(su.tiers) for _, su in columns]

@@ -40,13 +40,18 @@ def print_schedule(row: Any) -> bool:
     slots = _slots(row)
     if len(slots) < 2:
         return False
-    t = Table(title="Checkpoint schedule: the failure rate changes over the run (exact expectation, "
-                    "Daly's model per phase)", title_justify="left")
+    shape = float(row.get("weibull_shape_from_start", math.nan))
+    if shape < 1:
+        title = (f"Checkpoint schedule: a Weibull failure intensity from the job's start (shape {shape:g}; "
+                 "the rate shown is each window's mean)")
+    else:
+        title = "Checkpoint schedule: the failure rate changes over the run (exact expectation, Daly's model per phase)"
+    t = Table(title=title, title_justify="left")
     for col in ("from (wall)", "failure rate", "job MTBF", "save every"):
         t.add_column(col, justify="right")
     for i in slots:
         factor = float(row[f"schedule{i}_rate_factor"])
-        t.add_row(duration(row[f"schedule{i}_start_h"] * 60), f"{factor:g}x",
+        t.add_row(duration(row[f"schedule{i}_start_h"] * 60), f"{factor:.3g}x",
                   duration(row["job_mtbf_h"] * 60 / factor), duration(row[f"schedule{i}_interval_min"]))
     console.print(t)
     single, wall = float(row["single_interval_wall_h"]), float(row["wall_h"])

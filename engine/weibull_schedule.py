@@ -62,7 +62,7 @@ from .phases import SEARCH_NODES, schedule_expectation
 from .waste import exact_optimal_interval_kernel, time_breakdown_kernel
 
 __all__ = ["EARLY_STEPS", "HAZARD_STEPS", "MAX_WINDOWS", "MIN_SHAPE", "WINDOW_STEP", "check_shape", "cumulative_hazard",
-           "first_order_schedule", "optimal_weibull_schedule", "weibull_expectation", "weibull_scale"]
+           "first_order_schedule", "optimal_weibull_schedule", "weibull_expectation", "weibull_rows", "weibull_scale"]
 
 #: smallest shape planned (as the deadline simulation's Weibull law: smaller shapes put nearly all failures
 #: in the first instants and the mean in astronomically rare long gaps)
@@ -194,3 +194,12 @@ def optimal_weibull_schedule(work: float, C: float, M: float, R: float, k: float
         plan_s, plan_T, plan_e = np.array([0.0]), np.array([one]), single
     return {"starts": plan_s, "intervals": plan_T, "schedule": plan_e, "single_interval": one, "single": single,
             "first_order": base}
+
+
+def weibull_rows(cols: dict[str, np.ndarray]) -> np.ndarray:
+    """Rows whose failure intensity falls from the job's start (``weibull_shape_from_start`` given and below 1)."""
+    k = cols.get("weibull_shape_from_start")
+    if k is None:
+        return np.zeros(len(next(iter(cols.values()))), dtype=bool)
+    with np.errstate(invalid="ignore"):
+        return k < 1.0

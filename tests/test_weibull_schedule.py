@@ -111,3 +111,99 @@ def test_schedule_never_costs_more_than_the_best_single_interval(k, M):
 def test_shape_outside_its_range_is_refused_by_name(bad):
     with pytest.raises(engine.InputError, match="weibull_shape_from_start"):
         WS.optimal_weibull_schedule(600.0, 2.0, 100.0, 1.0, bad)
+
+
+BASE = dict(name="burn", checkpoint_stall_min=3.0, restart_min=10.0, node_mtbf_h=2560.0, nodes=256,
+            useful_training_h=60.0, price_per_gpu_hour=2.0, deadline_h=80.0)
+
+
+def test_scenario_plan_json_and_toml_carry_the_schedule(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from ckptplan import files
+    from ckptplan.cli import app
+
+    sc = engine.Scenario(**BASE, weibull_shape_from_start=0.6)
+    assert engine.scenario_from_dict(engine.scenario_to_dict(sc)) == sc
+    row = engine.evaluate(sc).iloc[0]
+    plan = WS.optimal_weibull_schedule(60 * 60.0, 3.0, row["job_mtbf_h"] * 60, 10.0, 0.6)
+    assert row["wall_h"] == pytest.approx(plan["schedule"]["total"] / 60, rel=1e-12)
+    assert row["single_interval_wall_h"] == pytest.approx(plan["single"]["total"] / 60, rel=1e-12)
+    assert row["wall_h"] <= row["single_interval_wall_h"]
+    assert row["total_cost"] == pytest.approx(row["wall_h"] * 2048 * 2.0)
+    assert 0 < row["p_finish_by_deadline"] <= 1 and row["wall_h_p50"] < row["wall_h_p90"]
+    path = tmp_path / "burn.toml"
+    body = "\n".join(f'{k} = "{v}"' if isinstance(v, str) else f"{k} = {v}" for k, v in BASE.items())
+    path.write_text(f"[scenario]\n{body}\nweibull_shape_from_start = 0.6\n")
+    assert files.load_scenario(path) == sc
+    res = CliRunner().invoke(app, ["plan", "--scenario", str(path), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert [s["start_h"] for s in out["schedule"]] == [float(row[f"schedule{i}_start_h"])
+                                                       for i in range(1, len(out["schedule"]) + 1)]
+    assert out["schedule"][0]["start_h"] == 0 and len(out["schedule"]) == len(plan["intervals"])
+    assert [s["interval_min"] for s in out["schedule"]] == pytest.approx(list(plan["intervals"]))
+    assert out["wall_h"] == pytest.approx(row["wall_h"]) and out["wall_h"] <= out["single_interval_wall_h"]
+    text = CliRunner().invoke(app, ["plan", "--scenario", str(path)])
+    flat = " ".join(text.output.split())
+    assert "Weibull failure intensity" in flat and "(shape 0.6;" in flat
+
+
+def test_shape_one_scenario_is_todays_plan():
+    plain = engine.evaluate(engine.Scenario(**BASE)).iloc[0]
+    one = engine.evaluate(engine.Scenario(**BASE, weibull_shape_from_start=1.0)).iloc[0]
+    for key in ("wall_h", "expected_failures", "total_cost", "waste_fraction", "p_finish_by_deadline",
+                "chosen_interval_min"):
+        assert one[key] == plain[key]
+
+
+def test_batch_rows_with_and_without_a_weibull_shape(tmp_path):
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from ckptplan.cli import app
+
+    src = tmp_path / "rows.csv"
+    head = "name,checkpoint_stall_min,restart_min,node_mtbf_h,nodes,useful_training_h,price_per_gpu_hour,"
+    src.write_text(head + "weibull_shape_from_start,async_write_min\n"
+                   "flat,3,10,2560,256,60,2,,\nburn,3,10,2560,256,60,2,0.6,\nasync,3,10,2560,256,60,2,0.6,1\n"
+                   "bad,3,10,2560,256,60,2,1.4,\n")
+    out = tmp_path / "out.csv"
+    res = CliRunner().invoke(app, ["batch", str(src), "-o", str(out)])
+    assert res.exit_code == 3, res.output
+    d = pd.read_csv(out)
+    burn = engine.evaluate(engine.Scenario(**{**BASE, "deadline_h": None}, weibull_shape_from_start=0.6)).iloc[0]
+    assert d.loc[1, "wall_h"] == pytest.approx(burn["wall_h"], rel=1e-12)
+    assert d.loc[1, "schedule2_interval_min"] == pytest.approx(burn["schedule2_interval_min"], rel=1e-12)
+    assert np.isnan(d.loc[0, "schedule2_interval_min"]) and d.loc[0, "wall_h"] > d.loc[1, "wall_h"]
+    assert d.loc[2, "status"] == "error" and "async_write_min" in d.loc[2, "error"]
+    assert d.loc[3, "status"] == "error" and "weibull_shape_from_start" in d.loc[3, "error"]
+
+
+@pytest.mark.parametrize("extra,name", [(dict(preemptions_per_h=0.1, preemption_notice_min=2.0), "preemptions_per_h"),
+                                        (dict(downtime_min=2.0), "downtime_min"),
+                                        (dict(failure_phases=[{"start_h": 0, "rate_factor": 2}]),
+                                         "weibull_shape_from_start")])
+def test_combinations_not_modelled_are_refused_with_the_reason(extra, name):
+    with pytest.raises(engine.InputError, match=name) as err:
+        engine.evaluate(engine.Scenario(**BASE, weibull_shape_from_start=0.7, **extra))
+    assert "(" in str(err.value) or "not both" in str(err.value)
+
+
+def test_constant_rate_surfaces_refuse_it_by_name(tmp_path):
+    from typer.testing import CliRunner
+
+    from ckptplan.cli import app
+    from ckptplan.engine.deadline import deadline_report
+
+    sc = engine.Scenario(**BASE, weibull_shape_from_start=0.7)
+    with pytest.raises(engine.InputError, match="weibull_shape_from_start"):
+        deadline_report(sc, runs=100)
+    path = tmp_path / "burn.toml"
+    body = "\n".join(f'{k} = "{v}"' if isinstance(v, str) else f"{k} = {v}" for k, v in BASE.items())
+    path.write_text(f"[scenario]\n{body}\nweibull_shape_from_start = 0.7\n")
+    res = CliRunner().invoke(app, ["workbook", "--scenario", str(path), "-o", str(tmp_path / "w.xlsx")])
+    assert res.exit_code != 0 and "weibull_shape_from_start" in res.output and "workbook" in res.output
+    assert not (tmp_path / "w.xlsx").exists()

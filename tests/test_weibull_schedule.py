@@ -207,3 +207,17 @@ def test_constant_rate_surfaces_refuse_it_by_name(tmp_path):
     res = CliRunner().invoke(app, ["workbook", "--scenario", str(path), "-o", str(tmp_path / "w.xlsx")])
     assert res.exit_code != 0 and "weibull_shape_from_start" in res.output and "workbook" in res.output
     assert not (tmp_path / "w.xlsx").exists()
+
+
+def test_compare_shows_each_design_on_its_schedule():
+    from ckptplan.engine.designs import Design, compare_designs
+
+    sc = engine.Scenario(**BASE, weibull_shape_from_start=0.7)
+    table = compare_designs(sc, designs=[Design("faster storage", times={"checkpoint_stall_min": 0.25})])
+    base = table[table["baseline"]].iloc[0]
+    row = engine.evaluate(sc).iloc[0]
+    assert base["wall_h"] == pytest.approx(row["wall_h"], rel=1e-12)
+    assert base["tier_intervals"].startswith("from-0h ") and f"{row['schedule2_interval_min']:.1f} min" in \
+        base["tier_intervals"]
+    fast = table[~table["baseline"]].iloc[0]
+    assert fast["wall_h"] < base["wall_h"] and fast["tier_intervals"].startswith("from-0h ")

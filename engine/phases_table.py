@@ -183,6 +183,26 @@ def _weibull_plan(wr: float, C: float, Mr: float, R: float, k: float, chosen: fl
             "single_total": best["single"]["total"], "starts_min": list(s), "factors": list(f), "weibull_shape": k}
 
 
+def _weibull_plan_checked(label: Any, wr: float, C: float, Mr: float, R: float, k: float, chosen: float
+                          ) -> dict[str, Any]:
+    """:func:`_weibull_plan`, refused by name when the job would not finish in any sense a plan means (judged first
+    on the constant-rate plan's failures, then on the schedule's) or a figure is not finite."""
+    from .waste import exact_optimal_interval_kernel, time_breakdown_kernel
+
+    rule = f"{NEVER_FINISHES} (failures come faster than a save and a restart, or more than {MAX_INTERRUPTIONS:,} " \
+           "are expected in one run)"
+    with np.errstate(all="ignore"):
+        T0 = exact_optimal_interval_kernel(C, Mr, 0.0, 0.0)
+        flat = time_breakdown_kernel(wr, T0, C, Mr, R, 0.0, 0.0) if np.isfinite(T0) and T0 > 0 else None
+        if flat is None or not (np.isfinite(flat["total"]) and flat["failures"] <= MAX_INTERRUPTIONS):
+            raise InputError(f"row {label}: weibull_shape_from_start", k, rule)
+        plan = _weibull_plan(wr, C, Mr, R, k, chosen)
+    e = plan["expectation"]
+    if not (np.isfinite(e["total"]) and np.all(np.isfinite(plan["intervals"])) and e["failures"] <= MAX_INTERRUPTIONS):
+        raise InputError(f"row {label}: weibull_shape_from_start", k, rule)
+    return plan
+
+
 def _refuse_unmodelled(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, what: str) -> None:
     """A background write or a wait for a node on a row with a schedule: refused by name, with the reason."""
     W = float(cols["async_write_min"][r])
@@ -224,7 +244,8 @@ def phase_schedules(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndar
         Mr, wr, chosen = float(M[r]), float(work[r]), float(cols["interval_min"][r])
         if weib[r]:
             _refuse_unmodelled(table, cols, r, "a Weibull shape from the start")
-            plan = _weibull_plan(wr, C, Mr, R, float(cols["weibull_shape_from_start"][r]), chosen)
+            plan = _weibull_plan_checked(table.index[r], wr, C, Mr, R, float(cols["weibull_shape_from_start"][r]),
+                                         chosen)
         else:
             _refuse_unmodelled(table, cols, r, "failure phases")
             given = ~np.isnan(starts_h[r])

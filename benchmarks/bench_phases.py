@@ -1,6 +1,6 @@
 """Failure phases and preemptible capacity, measured side by side in one run.
 
-    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_phases.py [--rows 100000]
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_phases.py [--rows 100000] [--parts 123456]
 
 1. Per-phase optimum intervals (the schedule's starting point, each phase's exact optimum
    ``M_j (1 + W0(-exp(-1 - C/M_j)))``) for ``--rows`` scenarios of three phases, vectorised through
@@ -67,6 +67,7 @@ def main() -> None:
     ap.add_argument("--loop-rows", type=int, default=2_000, help="rows for the per-row loops")
     ap.add_argument("--schedule-rows", type=int, default=5, help="rows for the exact polished schedule")
     ap.add_argument("--runs", type=int, default=4_000, help="Monte Carlo runs")
+    ap.add_argument("--parts", default="123456", help="which of the measurements to run, e.g. 56")
     args = ap.parse_args()
     rng = np.random.default_rng(1)
     n, k = args.rows, 3
@@ -74,6 +75,19 @@ def main() -> None:
     M = rng.uniform(300, 6000, n)
     F = rng.uniform(0.3, 5, (n, k))
 
+    if "1" in args.parts:
+        _per_phase(args, C, M, F, n, k)
+    if "2" in args.parts:
+        _schedule(args, C, M, F)
+    if "3" in args.parts:
+        _preemption(args, rng, C, M, n)
+    if "4" in args.parts:
+        _spot(args)
+    if "5" in args.parts or "6" in args.parts:
+        _weibull(args, rng)
+
+
+def _per_phase(args, C, M, F, n, k) -> None:
     def per_phase(c, m):   # the engine's kernel behind phases.per_phase_optima, on whole columns
         return waste.exact_optimal_interval_kernel(c, m, np.zeros_like(c), np.zeros_like(c))
 
@@ -90,11 +104,15 @@ def main() -> None:
           f"per-row loop {n / t_loop:,.0f} scenarios/s (scaled from {m:,}): ratio {t_loop / t_vec:,.0f}x; "
           f"largest relative difference {err:.1e}")
 
+
+def _schedule(args, C, M, F) -> None:
     s = args.schedule_rows
     t_sched = best_of(lambda: [phases.optimal_schedule(200 * 60.0, C[i], M[i], 10.0, [0.0, 4320.0, 20000.0],
                                                        list(F[i])) for i in range(s)], repeat=1) / s
     print(f"2. exact polished schedule (3 phases, 200 h job): {t_sched:.2f} s per scenario (not vectorised)")
 
+
+def _preemption(args, rng, C, M, n) -> None:
     R = rng.uniform(0, 30, n)
     P = rng.uniform(60, 3000, n)
     N = rng.choice([0.5, 2.0], n)
@@ -116,12 +134,12 @@ def main() -> None:
           f"{n / t_pl:,.0f} scenarios/s (scaled from {mm:,}): ratio {t_pl / t_pv:,.0f}x; largest relative "
           f"difference {perr:.1e}")
 
-    job = spot._job(720 * 60.0, 2.0, 1200.0, 10.0, 1200.0, 2.0, 30.0, 800 * 60.0, 2.5, 1.0, 1024)
+
+def _spot(args) -> None:
+    job = spot.capacity_job(720 * 60.0, 2.0, 1200.0, 10.0, 1200.0, 2.0, 30.0, 800 * 60.0, 2.5, 1.0, 1024)
     for policy in ("on-demand", "spot", "fallback"):
         t_mc = best_of(lambda: spot.simulate_capacity(job, policy, 1170.0, runs=args.runs, seed=0), repeat=2)
         print(f"4. spot Monte Carlo ({policy}, seed scenario, 720 h job): {args.runs / t_mc:,.0f} runs/s")
-
-    _weibull(args, rng)
 
 
 def _mc_weibull(work, starts, Ts, C, M, R, k, runs, rng):

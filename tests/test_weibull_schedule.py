@@ -221,3 +221,15 @@ def test_compare_shows_each_design_on_its_schedule():
         base["tier_intervals"]
     fast = table[~table["baseline"]].iloc[0]
     assert fast["wall_h"] < base["wall_h"] and fast["tier_intervals"].startswith("from-0h ")
+
+
+def test_batch_deadline_monte_carlo_refuses_rows_whose_rate_changes(tmp_path):
+    from ckptplan.engine.batch import evaluate_rows
+    import pandas as pd
+
+    rows = pd.DataFrame([{**BASE, "useful_training_h": 20.0, "deadline_h": 30.0},
+                         {**BASE, "useful_training_h": 20.0, "deadline_h": 30.0, "weibull_shape_from_start": 0.6}]
+                        ).drop(columns="name")
+    out = evaluate_rows(rows, deadline=True, runs=200)
+    assert list(out["status"]) == ["ok", "error"]
+    assert "weibull_shape_from_start=0.6" in out.loc[1, "error"] and out.loc[1, "p_finish_by_deadline"] == 1.0

@@ -203,6 +203,25 @@ def _weibull_plan_checked(label: Any, wr: float, C: float, Mr: float, R: float, 
     return plan
 
 
+#: most saves one run of a schedule may take: its expectation and its simulation follow every segment
+MAX_SCHEDULE_SAVES = 20_000
+
+
+def _refuse_too_many_saves(label: Any, wr: float, C: float, M_peak: float, chosen: float) -> None:
+    """Refuse by name a schedule whose run would take more than MAX_SCHEDULE_SAVES saves (judged on the chosen
+    interval, else the constant-rate optimum at the highest rate)."""
+    from .waste import exact_optimal_interval_kernel
+
+    with np.errstate(all="ignore"):
+        T = chosen if chosen == chosen else float(exact_optimal_interval_kernel(C, M_peak, 0.0, 0.0))
+        saves = wr / T if T > 0 else np.inf
+    if not saves <= MAX_SCHEDULE_SAVES:
+        name, value = ("interval_min", chosen) if chosen == chosen else ("checkpoint_stall_min", C)
+        raise InputError(f"row {label}: {name}", value, f"gives about {saves:.3g} saves per run: a schedule (failure "
+                         f"phases, a Weibull shape from the start) is planned and simulated save by save, at most "
+                         f"{MAX_SCHEDULE_SAVES:,} per run (a longer interval, or plan a constant rate)")
+
+
 def _refuse_unmodelled(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, what: str) -> None:
     """A background write or a wait for a node on a row with a schedule: refused by name, with the reason."""
     W = float(cols["async_write_min"][r])
@@ -242,6 +261,8 @@ def phase_schedules(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndar
     for r in rows:
         C, R = float(cols["checkpoint_stall_min"][r]), float(cols["restart_min"][r])
         Mr, wr, chosen = float(M[r]), float(work[r]), float(cols["interval_min"][r])
+        peak = 1.0 if weib[r] else max(1.0, float(np.nanmax(factors[r])))
+        _refuse_too_many_saves(table.index[r], wr, C, Mr / peak, chosen)
         if weib[r]:
             _refuse_unmodelled(table, cols, r, "a Weibull shape from the start")
             plan = _weibull_plan_checked(table.index[r], wr, C, Mr, R, float(cols["weibull_shape_from_start"][r]),

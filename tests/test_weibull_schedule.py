@@ -233,3 +233,11 @@ def test_batch_deadline_monte_carlo_refuses_rows_whose_rate_changes(tmp_path):
     out = evaluate_rows(rows, deadline=True, runs=200)
     assert list(out["status"]) == ["ok", "error"]
     assert "weibull_shape_from_start=0.6" in out.loc[1, "error"] and out.loc[1, "p_finish_by_deadline"] == 1.0
+
+
+@pytest.mark.parametrize("extra,name", [(dict(checkpoint_stall_min=1e-300), "checkpoint_stall_min"),
+                                        (dict(interval_min=0.01), "interval_min")])
+def test_a_schedule_of_too_many_saves_is_refused_by_name(extra, name):
+    for rate in (dict(weibull_shape_from_start=0.7), dict(failure_phases=[{"start_h": 0, "rate_factor": 2}])):
+        with pytest.raises(engine.InputError, match=f"{name}.*saves per run"):
+            engine.evaluate(engine.Scenario(**{**BASE, **extra}, **rate))

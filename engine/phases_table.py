@@ -263,6 +263,10 @@ def phase_schedules(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndar
         Mr, wr, chosen = float(M[r]), float(work[r]), float(cols["interval_min"][r])
         peak = 1.0 if weib[r] else max(1.0, float(np.nanmax(factors[r])))
         _refuse_too_many_saves(table.index[r], wr, C, Mr / peak, chosen)
+        if "on_node_loss" in cols and cols["on_node_loss"][r] > 0:   # engine.elastic_table: 1.0 = continue
+            raise InputError(f"row {table.index[r]}: on_node_loss", "continue", "a job that trains on through failures "
+                             "is planned at a constant failure rate: give failure phases or a Weibull shape from the "
+                             "start to a job that restarts, not both")
         if weib[r]:
             _refuse_unmodelled(table, cols, r, "a Weibull shape from the start")
             plan = _weibull_plan_checked(table.index[r], wr, C, Mr, R, float(cols["weibull_shape_from_start"][r]),

@@ -34,27 +34,34 @@ def schedule_json(row: Any) -> dict[str, Any]:
 
 
 def print_schedule(row: Any) -> bool:
-    """The schedule table of a row with failure phases (False, nothing printed, for a constant rate)."""
+    """The schedule table of a row with failure phases or a Weibull shape from the start (False, nothing printed,
+    for a constant rate)."""
     from rich.table import Table
 
     slots = _slots(row)
-    if len(slots) < 2:
+    shape = float(row.get("weibull_shape_from_start", math.nan))
+    if len(slots) < 2 and not shape < 1:      # a Weibull plan is a schedule even when one interval wins
         return False
-    t = Table(title="Checkpoint schedule: the failure rate changes over the run (exact expectation, "
-                    "Daly's model per phase)", title_justify="left")
+    if shape < 1:
+        title = (f"Checkpoint schedule: a Weibull failure intensity from the job's start (shape {shape:g}; "
+                 "the rate shown is each window's mean)")
+    else:
+        title = "Checkpoint schedule: the failure rate changes over the run (exact expectation, Daly's model per phase)"
+    t = Table(title=title, title_justify="left")
     for col in ("from (wall)", "failure rate", "job MTBF", "save every"):
         t.add_column(col, justify="right")
     for i in slots:
         factor = float(row[f"schedule{i}_rate_factor"])
-        t.add_row(duration(row[f"schedule{i}_start_h"] * 60), f"{factor:g}x",
+        t.add_row(duration(row[f"schedule{i}_start_h"] * 60), f"{factor:.3g}x",
                   duration(row["job_mtbf_h"] * 60 / factor), duration(row[f"schedule{i}_interval_min"]))
     console.print(t)
     single, wall = float(row["single_interval_wall_h"]), float(row["wall_h"])
     gpus, price = float(row["gpus"]), float(row["price_per_gpu_hour"])
     console.print(f"schedule: expected wall {duration(wall * 60)}, waste {row['waste_fraction']:.2%}; best single "
                   f"interval {duration(row['single_interval_min'])}: {duration(single * 60)} "
-                  f"(the schedule saves {duration((single - wall) * 60)}, "
-                  f"{(single - wall) * gpus * price:,.0f} {row['currency']})", highlight=False)
+                  f"(the schedule {'saves' if single >= wall else 'costs'} {duration(abs(single - wall) * 60)}, "
+                  f"{abs(single - wall) * gpus * price:,.0f} {row['currency']}{'' if single >= wall else ' more'})",
+                  highlight=False)
     return True
 
 

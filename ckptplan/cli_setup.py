@@ -160,8 +160,9 @@ def compare(
               f"{r.cost_per_useful_gpu_hour:,.3f}", _num(r.p_finish_by_deadline, ".1%")) for r in table.itertuples()]
     deadline = plan.scenario.deadline_h
     print_rows(f"{literal(plan.scenario.name)}: designs side by side, cheapest first"
-               + ("" if deadline is None else f"; P(finish) by the {duration(deadline * 60)} deadline, analytic "
-                  "(exponential failures, as plan and the workbook)"), compare_heads(cur), cells,
+               + ("" if deadline is None else f"; P(finish) by the {duration(deadline * 60)} deadline, "
+                  + ("simulated on each schedule (as plan)" if table["tier_intervals"].str.startswith("from-").any()
+                     else "analytic (exponential failures, as plan and the workbook)")), compare_heads(cur), cells,
                drop=COMPARE_DROP_ORDER, box=box.SIMPLE_HEAD)
     for r in table.itertuples():
         if not r.baseline:

@@ -53,8 +53,10 @@ reproduces it. Columns (hours, GPU-hours, money): ``deadline_seed``, ``mc_runs``
 (+ ``_low``/``_high``, 95 % Wilson interval; NaN when the row has no ``deadline_h``),
 ``mc_wall_h_mean`` (+ ``_se``), ``mc_wall_h_p50/p90/p99``, ``mc_failures_mean``,
 ``mc_gpu_hours_mean/p90``, ``mc_cost_mean/p90``. A row the simulator refuses (``deadline_h <
-useful_training_h``; failures so frequent that a run would need more than 10^4 restarts) becomes an
-``error`` row; its closed-form columns, which are valid, are kept.
+useful_training_h``; failures so frequent that a run would need more than 10^4 restarts; a failure rate
+that changes over the run, failure phases or ``weibull_shape_from_start`` below 1, whose deadline answer
+is the schedule's own simulated ``p_finish_by_deadline``) becomes an ``error`` row; its closed-form
+columns, which are valid, are kept.
 
 Large tables on Dask
 --------------------

@@ -111,6 +111,19 @@ def _simulate_row(p: int, eff: Mapping[str, np.ndarray], res: Mapping[str, np.nd
                           seed=row_seed, final_save=final_save, D=down)
 
 
+def _schedule_field(eff: Mapping[str, np.ndarray], p: int) -> tuple[str, Any] | None:
+    """(field, value) that gives row ``p`` a failure rate changing over the run (None for a constant rate)."""
+    k = eff.get("weibull_shape_from_start")
+    if k is not None and k[p] < 1:
+        return "weibull_shape_from_start", float(k[p])
+    i = 1
+    while f"phase{i}_start_h" in eff:
+        if not np.isnan(eff[f"phase{i}_start_h"][p]):
+            return f"phase{i}_start_h", float(eff[f"phase{i}_start_h"][p])
+        i += 1
+    return None
+
+
 def monte_carlo_columns(n: int, eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray], positions: np.ndarray,
                         runs: int, seed: int, failures: Any, final_save: bool, problems: RowProblems,
                         design: Any = None) -> dict[str, np.ndarray]:
@@ -132,6 +145,13 @@ def monte_carlo_columns(n: int, eff: Mapping[str, np.ndarray], res: Mapping[str,
             problems.add([p], lambda _p: str(InputError(
                 "on_node_loss", "continue", "the batch's Monte Carlo simulates a job that stops at every failure: "
                 "leave out the runs for elastic rows (their plan columns are the elastic expectation)")))
+            continue
+        scheduled = _schedule_field(eff, p)
+        if scheduled:
+            problems.add([p], lambda _p, f=scheduled: str(InputError(
+                f[0], f[1], "the one-interval Monte Carlo (--deadline) draws a failure rate that does not change "
+                "over the run: this row's deadline answer is its p_finish_by_deadline and wall_h_p50/p90/p99, "
+                "simulated on its schedule")))
             continue
         try:
             sim = _simulate_row(p, eff, res, runs, row_seed, failures, final_save, design)

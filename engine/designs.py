@@ -226,13 +226,26 @@ COMPARE_COLUMNS = ("name", "changes", "interval_min", "tier_intervals", "waste_f
                    "p_finish_by_deadline", "total_cost_change", "wall_h_change", "baseline")
 
 
+def _schedule_text(row: Any) -> str:
+    """A schedule planned for a rate that changes over the run (phases, a Weibull shape from the start) as
+    ``from-0h 39.9 min, from-1.16h 54.3 min`` ("" for one interval at a constant rate)."""
+    slots, i = [], 1
+    while f"schedule{i}_interval_min" in row.index and row[f"schedule{i}_interval_min"] == row[f"schedule{i}_interval_min"]:
+        slots.append(i)
+        i += 1
+    shape = row.get("weibull_shape_from_start", math.nan)
+    if len(slots) < 2 and not shape < 1:
+        return ""
+    return ", ".join(f"from-{row[f'schedule{i}_start_h']:.3g}h {row[f'schedule{i}_interval_min']:.1f} min" for i in slots)
+
+
 def compare_designs(scenario: Scenario, setup: Any = None, designs: Any = None) -> Any:
     """The baseline and each design planned side by side, cheapest first (a pandas DataFrame).
 
     Each design is applied to the baseline scenario and its setup (:meth:`Design.apply`,
     :meth:`Design.apply_setup`) and planned by :func:`ckptplan.engine.setup.plan_setup`. Columns
     (:data:`COMPARE_COLUMNS`): the plan's interval (the first tier's), every tier's interval as text
-    (``host-memory 12.0 min, remote 120.0 min``), the changes in words (with a note for a change the
+    (``host-memory 12.0 min, remote 120.0 min``; a schedule as ``from-0h 39.9 min, from-1.16h 54.3 min``), the changes in words (with a note for a change the
     plan cannot see: a field a tiered plan does not read, a change that leaves a value as it was), waste, wall hours, GPU-hours (job and spares),
     compute (the job's GPU time), storage and spare cost, their sum ``total_cost`` (everything the plan
     pays), the cost per useful GPU-hour (total / useful GPU-hours), P(finish by the
@@ -264,7 +277,8 @@ def compare_designs(scenario: Scenario, setup: Any = None, designs: Any = None) 
             "name": scenario.name if design is None else design.name,
             "changes": "baseline" if design is None else _described(design, scenario, sc, st, su),
             "interval_min": f["interval_min"],
-            "tier_intervals": ", ".join(f"{t['name']} {t['interval_min']:.1f} min" for t in plan.tiers),
+            "tier_intervals": _schedule_text(plan.row) or ", ".join(f"{t['name']} {t['interval_min']:.1f} min"
+                                                                   for t in plan.tiers),
             "waste_fraction": f["waste_fraction"], "wall_h": f["wall_h"], "total_gpu_hours": f["total_gpu_hours"],
             **{k: f[k] for k in ("compute_cost", "storage_cost", "spare_cost", "total_cost",
                                  "cost_per_useful_gpu_hour")},

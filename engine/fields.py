@@ -102,6 +102,9 @@ RULES: dict[str, Rule] = {r.key: r for r in (
     Rule("any", "a number", lambda a: a == a, "ISNUMBER({x})"),
     Rule("flag", "0 or 1", lambda a: (a == 0) | (a == 1), "OR({x}=0,{x}=1)",
          dict(type="whole", operator="between", formula1="0", formula2="1")),
+    # ckptplan.engine.weibull_schedule.MIN_SHAPE to 1: a failure intensity that falls from the job's start
+    Rule("weibull_shape", "a number from 0.2 to 1", lambda a: (a >= 0.2) & (a <= 1), "AND({x}>=0.2,{x}<=1)",
+         dict(type="decimal", operator="between", formula1="0.2", formula2="1")),
 )}
 
 
@@ -182,6 +185,10 @@ FIELDS: tuple[Field, ...] = (
           "nonnegative", default=0.0),
     Field("regrow_pause_min", "min", "Pause of the whole job to take a replica back once its node is back",
           "nonnegative", default=0.0),
+    # a failure intensity that falls from the job's start (ckptplan.engine.weibull_schedule); empty = constant rate
+    Field("weibull_shape_from_start", "", "Weibull shape k of the failure intensity from the job's start, never reset "
+          "by a failure (< 1: failures cluster early; empty or 1 = constant rate): plans a schedule",
+          "weibull_shape"),
 )
 #: the elastic fields (:mod:`ckptplan.engine.elastic`): the workbook's formulas plan a job that stops at every
 #: failure, so its Inputs sheet leaves them out and it refuses an elastic scenario by name

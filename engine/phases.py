@@ -120,9 +120,15 @@ def phases_from_list(raw: Any, origin: str = "scenario") -> tuple[FailurePhase, 
 
 
 def refuse_phases(scenario: Any, surface: str) -> None:
-    """Raise :class:`InputError` when ``scenario`` has failure phases and ``surface`` (a model or a command
-    that plans a constant failure rate) would silently leave them out."""
+    """Raise :class:`InputError` when ``scenario`` has failure phases, a Weibull shape from the start below 1 or
+    preemptions and ``surface`` (a model or a command that plans a constant failure rate) would silently leave
+    them out."""
     phases = getattr(scenario, "failure_phases", ())
+    shape = getattr(scenario, "weibull_shape_from_start", None)
+    if shape is not None and shape < 1:
+        raise InputError("weibull_shape_from_start", shape,
+                         f"{surface} plans a constant failure rate: plan a Weibull shape from the start with "
+                         "`ckptplan plan` or `ckptplan batch` (single-level checkpoints)")
     if getattr(scenario, "preemptions_per_h", None):
         raise InputError("preemptions_per_h", scenario.preemptions_per_h,
                          f"{surface} plans on-demand capacity: plan preemptible capacity with `ckptplan plan` or "
@@ -219,10 +225,10 @@ def boundary_state(rate: _Rate, T: np.ndarray, C: float, R: float, b: float,
             u = cur[ok] - R
             np.add.at(dens, idx[ok], rate.lam[rate.phase(u)] * np.exp(-(Hb - rate.H(u))))
         nxt_i, nxt_t = [], []
-        for p, Sp in enumerate(S):
+        for Sp in np.unique(S):                     # phases sharing an interval step back together
             prev = cur - Sp
             m = prev >= 0
-            m[m] &= rate.phase(prev[m]) == p
+            m[m] &= S[rate.phase(prev[m])] == Sp
             nxt_i.append(idx[m])
             nxt_t.append(prev[m])
         idx, cur = np.concatenate(nxt_i), np.concatenate(nxt_t)

@@ -12,6 +12,11 @@ chooses one. Columns added for every row of a table with phase columns: ``schedu
 ``schedule{i}_interval_min`` and ``schedule{i}_rate_factor`` (the schedule, phase 1 the one from the job's start: a row whose first
 phase starts later has a phase at 0 with the constant rate ahead of it), ``single_interval_min`` (the
 best single interval under the same process) and ``single_interval_wall_h`` (its expected wall time).
+A row with ``weibull_shape_from_start`` below 1 (a failure intensity that falls from the job's start,
+:mod:`ckptplan.engine.weibull_schedule`) gets the same columns: its windows as ``schedule{i}_*`` (the rate
+factor of a window is its mean failure rate over the constant one), its deadline figures from
+:func:`ckptplan.engine.weibull_montecarlo.simulate_weibull_schedule`. A row may not have both. A background
+write or a downtime on a row with a schedule is refused with the reason (module notes of each model).
 The deadline figures of a row with phases come from :func:`ckptplan.engine.phases_montecarlo.simulate_schedule`
 (``DEFAULT_RUNS`` runs, ``DEFAULT_SEED``): the analytic answer holds for a constant rate only.
 """
@@ -27,6 +32,7 @@ import pandas as pd
 from .errors import NEVER_FINISHES, InputError
 from .fields import DEFAULT_RUNS, DEFAULT_SEED, PHASE_FIELDS
 from .preemption_table import MAX_INTERRUPTIONS
+from .weibull_schedule import weibull_rows
 
 __all__ = ["PHASE_COL", "PhaseSchedules", "is_schedule_column", "phase_column_specs", "phase_indices", "phase_row_problems",
            "phase_schedules", "scenario_phase_columns"]
@@ -144,53 +150,146 @@ class PhaseSchedules:
         return out
 
 
+def _phase_plan(wr: float, C: float, Mr: float, R: float, s: list[float], f: list[float], chosen: float
+                ) -> dict[str, Any]:
+    """One row's failure-phase schedule (its own interval in every phase when it chooses one)."""
+    from .phases import optimal_schedule, per_phase_optima, schedule_expectation
+
+    best = optimal_schedule(wr, C, Mr, R, s, f)
+    if chosen == chosen:
+        T = np.full(len(s), float(chosen))
+        plan = {"intervals": T, "expectation": schedule_expectation(wr, T, C, Mr, R, s, f)}
+    else:
+        plan = {"intervals": best["intervals"], "expectation": best["schedule"]}
+    plan.update(single_interval=best["single_interval"], single_total=best["single"]["total"], starts_min=s,
+                factors=f, per_phase=per_phase_optima(C, Mr, f))
+    return plan
+
+
+def _weibull_plan(wr: float, C: float, Mr: float, R: float, k: float, chosen: float) -> dict[str, Any]:
+    """One row's Weibull schedule (:mod:`ckptplan.engine.weibull_schedule`; its own interval for the whole run
+    when it chooses one); ``factors``: each window's mean failure rate over the constant rate ``1/M``."""
+    from .weibull_schedule import cumulative_hazard, optimal_weibull_schedule, weibull_expectation
+
+    best = optimal_weibull_schedule(wr, C, Mr, R, k)
+    if chosen == chosen:
+        s, T = np.array([0.0]), np.array([float(chosen)])
+        e = weibull_expectation(wr, s, T, C, Mr, R, k)
+    else:
+        s, T, e = best["starts"], best["intervals"], best["schedule"]
+    ends = np.append(s[1:], max(e["total"], s[-1] * 1.5))
+    f = (cumulative_hazard(ends, Mr, k) - cumulative_hazard(s, Mr, k)) / (ends - s) * Mr
+    return {"intervals": T, "expectation": e, "single_interval": best["single_interval"],
+            "single_total": best["single"]["total"], "starts_min": list(s), "factors": list(f), "weibull_shape": k}
+
+
+def _weibull_plan_checked(label: Any, wr: float, C: float, Mr: float, R: float, k: float, chosen: float
+                          ) -> dict[str, Any]:
+    """:func:`_weibull_plan`, refused by name when the job would not finish in any sense a plan means (judged first
+    on the constant-rate plan's failures, then on the schedule's) or a figure is not finite."""
+    from .waste import exact_optimal_interval_kernel, time_breakdown_kernel
+
+    rule = f"{NEVER_FINISHES} (failures come faster than a save and a restart, or more than {MAX_INTERRUPTIONS:,} " \
+           "are expected in one run)"
+    with np.errstate(all="ignore"):
+        T0 = exact_optimal_interval_kernel(C, Mr, 0.0, 0.0)
+        flat = time_breakdown_kernel(wr, T0, C, Mr, R, 0.0, 0.0) if np.isfinite(T0) and T0 > 0 else None
+        if flat is None or not (np.isfinite(flat["total"]) and flat["failures"] <= MAX_INTERRUPTIONS):
+            raise InputError(f"row {label}: weibull_shape_from_start", k, rule)
+        plan = _weibull_plan(wr, C, Mr, R, k, chosen)
+    e = plan["expectation"]
+    if not (np.isfinite(e["total"]) and np.all(np.isfinite(plan["intervals"])) and e["failures"] <= MAX_INTERRUPTIONS):
+        raise InputError(f"row {label}: weibull_shape_from_start", k, rule)
+    return plan
+
+
+#: most saves one run of a schedule may take: its expectation and its simulation follow every segment
+MAX_SCHEDULE_SAVES = 20_000
+
+
+def _refuse_too_many_saves(label: Any, wr: float, C: float, M_peak: float, chosen: float) -> None:
+    """Refuse by name a schedule whose run would take more than MAX_SCHEDULE_SAVES saves (judged on the chosen
+    interval, else the constant-rate optimum at the highest rate)."""
+    from .waste import exact_optimal_interval_kernel
+
+    with np.errstate(all="ignore"):
+        T = chosen if chosen == chosen else float(exact_optimal_interval_kernel(C, M_peak, 0.0, 0.0))
+        saves = wr / T if T > 0 else np.inf
+    if not saves <= MAX_SCHEDULE_SAVES:
+        name, value = ("interval_min", chosen) if chosen == chosen else ("checkpoint_stall_min", C)
+        raise InputError(f"row {label}: {name}", value, f"gives about {saves:.3g} saves per run: a schedule (failure "
+                         f"phases, a Weibull shape from the start) is planned and simulated save by save, at most "
+                         f"{MAX_SCHEDULE_SAVES:,} per run (a longer interval, or plan a constant rate)")
+
+
+def _refuse_unmodelled(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, what: str) -> None:
+    """A background write or a wait for a node on a row with a schedule: refused by name, with the reason."""
+    W = float(cols["async_write_min"][r])
+    if W > 0:
+        raise InputError(f"row {table.index[r]}: async_write_min", W, f"must be 0 with {what} (the schedule's "
+                         "expectation carries the job's state across the rate's changes for synchronous saves; a "
+                         "background write still running at a change is a state it does not carry)")
+    D = float(cols["downtime_min"][r]) if "downtime_min" in cols else 0.0
+    if D > 0:
+        raise InputError(f"row {table.index[r]}: downtime_min", D, f"must be 0 with {what} (the schedule's "
+                         "expectation takes the whole restart as time the job can fail in; a wait for a node, as a "
+                         "spare pool gives, is a state it does not carry across the rate's changes: state "
+                         "restart_min without it)")
+
+
 def phase_schedules(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndarray, work: np.ndarray
                     ) -> PhaseSchedules | None:
-    """The schedule of every row with failure phases (None for a table without phase columns)."""
-    from .phases import optimal_schedule, per_phase_optima, schedule_expectation
+    """The schedule of every row with failure phases or a Weibull intensity (None when there is none)."""
     from .phases_montecarlo import simulate_schedule
+    from .weibull_montecarlo import simulate_weibull_schedule
 
     indices = phase_indices(table.columns)
-    if not indices:
+    weib = weibull_rows(cols)
+    if not indices and not weib.any():
         return None
     n = len(table)
-    starts_h = np.column_stack([cols[f"phase{i}_start_h"] for i in indices])
-    factors = np.column_stack([cols[f"phase{i}_rate_factor"] for i in indices])
-    rows = np.flatnonzero(~np.isnan(starts_h).all(axis=1))
+    starts_h = np.column_stack([cols[f"phase{i}_start_h"] for i in indices]) if indices else np.full((n, 1), np.nan)
+    factors = np.column_stack([cols[f"phase{i}_rate_factor"] for i in indices]) if indices else np.full((n, 1), np.nan)
+    phased = ~np.isnan(starts_h).all(axis=1)
+    if np.any(phased & weib):
+        p = int(np.flatnonzero(phased & weib)[0])
+        raise InputError(f"row {table.index[p]}: weibull_shape_from_start", float(cols["weibull_shape_from_start"][p]),
+                         "give failure phases or a Weibull shape from the start, not both (each is the failure "
+                         "rate over the whole run)")
+    rows = np.flatnonzero(phased | weib)
     plans, slots = [], 1
     for r in rows:
-        given = ~np.isnan(starts_h[r])
-        s, f = list(starts_h[r][given] * 60.0), list(factors[r][given])
-        if s[0] > 0:
-            s, f = [0.0] + s, [1.0] + f
         C, R = float(cols["checkpoint_stall_min"][r]), float(cols["restart_min"][r])
-        W, Mr, wr = float(cols["async_write_min"][r]), float(M[r]), float(work[r])
-        if W > 0:
-            raise InputError(f"row {table.index[r]}: async_write_min", W, "must be 0 with failure phases (the phase "
-                             "model covers synchronous saves)")
-        D = float(cols["downtime_min"][r]) if "downtime_min" in cols else 0.0
-        if D > 0:
-            raise InputError(f"row {table.index[r]}: downtime_min", D, "must be 0 with failure phases (the phase model "
-                             "takes the whole restart as time the job can fail in; a wait for a node, as a spare "
-                             "pool gives, is not modelled with phases yet: state restart_min without it)")
-        chosen = cols["interval_min"][r]
-        if chosen == chosen:
-            T = np.full(len(s), float(chosen))
-            best = optimal_schedule(wr, C, Mr, R, s, f)
-            plan = {"intervals": T, "expectation": schedule_expectation(wr, T, C, Mr, R, s, f),
-                    "single_interval": best["single_interval"], "single_total": best["single"]["total"]}
+        Mr, wr, chosen = float(M[r]), float(work[r]), float(cols["interval_min"][r])
+        peak = 1.0 if weib[r] else max(1.0, float(np.nanmax(factors[r])))
+        _refuse_too_many_saves(table.index[r], wr, C, Mr / peak, chosen)
+        if "on_node_loss" in cols and cols["on_node_loss"][r] > 0:   # engine.elastic_table: 1.0 = continue
+            raise InputError(f"row {table.index[r]}: on_node_loss", "continue", "a job that trains on through failures "
+                             "is planned at a constant failure rate: give failure phases or a Weibull shape from the "
+                             "start to a job that restarts, not both")
+        if weib[r]:
+            _refuse_unmodelled(table, cols, r, "a Weibull shape from the start")
+            plan = _weibull_plan_checked(table.index[r], wr, C, Mr, R, float(cols["weibull_shape_from_start"][r]),
+                                         chosen)
         else:
-            best = optimal_schedule(wr, C, Mr, R, s, f)
-            plan = {"intervals": best["intervals"], "expectation": best["schedule"],
-                    "single_interval": best["single_interval"], "single_total": best["single"]["total"]}
-        plan["starts_min"], plan["factors"] = s, f
+            _refuse_unmodelled(table, cols, r, "failure phases")
+            given = ~np.isnan(starts_h[r])
+            s, f = list(starts_h[r][given] * 60.0), list(factors[r][given])
+            if s[0] > 0:
+                s, f = [0.0] + s, [1.0] + f
+            plan = _phase_plan(wr, C, Mr, R, s, f, chosen)
         if not plan["expectation"]["failures"] <= MAX_INTERRUPTIONS:   # the simulation below would not end
-            raise InputError(f"row {table.index[r]}: failure_phases", f"{len(f)} phase(s)",
+            name = "weibull_shape_from_start" if weib[r] else "failure_phases"
+            raise InputError(f"row {table.index[r]}: {name}", f"{len(plan['factors'])} window(s)",
                              f"{NEVER_FINISHES} (about {plan['expectation']['failures']:.3g} failures expected in "
                              f"one run, more than {MAX_INTERRUPTIONS:,})")
-        plan["per_phase"] = per_phase_optima(C, Mr, f)
-        plan["simulated_wall"] = simulate_schedule(wr, plan["intervals"], C, Mr, R, s, f, runs=DEFAULT_RUNS,
-                                                   seed=DEFAULT_SEED)["wall"]
+        if weib[r]:
+            sim = simulate_weibull_schedule(wr, plan["starts_min"], plan["intervals"], C, Mr, R, plan["weibull_shape"],
+                                            runs=DEFAULT_RUNS, seed=DEFAULT_SEED)
+        else:
+            sim = simulate_schedule(wr, plan["intervals"], C, Mr, R, plan["starts_min"], plan["factors"],
+                                    runs=DEFAULT_RUNS, seed=DEFAULT_SEED)
+        plan["simulated_wall"] = sim["wall"]
         plans.append(plan)
-        slots = max(slots, len(s))
+        slots = max(slots, len(plan["starts_min"]))
     return PhaseSchedules(rows, plans, n, slots)

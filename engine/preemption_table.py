@@ -23,6 +23,7 @@ import pandas as pd
 from . import cost
 from .errors import NEVER_FINISHES, InputError
 from .preemption import preemption_breakdown, preemption_optimal_interval
+from .weibull_schedule import weibull_rows
 
 __all__ = ["MAX_INTERRUPTIONS", "PREEMPTION_COLUMNS", "PreemptionPlan", "preemption_plan", "spot_price"]
 
@@ -111,8 +112,10 @@ def preemption_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndar
     for name, bad, rule in (
             ("async_write_min", cols["async_write_min"][rows] > 0, "must be 0 with preemptions (checkpoint on "
              "notice is modelled for synchronous saves)"),
-            ("preemptions_per_h", _has_phases(cols, rows), "preemptions and failure phases are not modelled "
-             "together: plan one or the other"),
+            ("preemptions_per_h", _has_phases(cols, rows), "preemptions with failure phases or a Weibull shape from "
+             "the start are not modelled together (the schedule's expectation carries the job's state across the "
+             "rate's changes when every interruption loses the work since the last save; a save on notice and a "
+             "wait for capacity are states it does not carry): plan one or the other"),
             ("downtime_min", np.nan_to_num(cols["downtime_min"][rows], nan=0.0) > 0 if "downtime_min" in cols
              else np.zeros(rows.size, dtype=bool), "must be 0 with preemptions (the preemption model takes the whole "
              "restart as time the job can fail in; a wait for a node, as a spare pool gives, is not modelled with "
@@ -134,7 +137,7 @@ def _has_phases(cols: dict[str, Any], rows: np.ndarray) -> np.ndarray:
     while f"phase{i}_start_h" in cols:
         found |= ~np.isnan(cols[f"phase{i}_start_h"][rows])
         i += 1
-    return found
+    return found | weibull_rows(cols)[rows]
 
 
 def spot_price(cols: dict[str, np.ndarray]) -> np.ndarray:

@@ -53,7 +53,8 @@ def test_evaluate_columns_are_consistent():
                                                         "p_finish_by_deadline",  # NaN without a deadline
                                                         "preemptions_per_h", "preemption_notice_min",
                                                         "capacity_wait_min", "spot_price_per_gpu_hour",
-                                                        "nodes_per_replica", "min_replicas"],  # optional
+                                                        "nodes_per_replica", "min_replicas",
+                                                        "weibull_shape_from_start"],  # optional
                                                errors="ignore")
     assert np.isfinite(numeric.to_numpy()).all()
 

@@ -271,7 +271,8 @@ _COUNTS = {f.name for f in engine.FIELDS if f.integer}
 #: evaluate()'s columns that may be NaN: the analytic deadline answer ("no answer", flagged) and optional inputs
 _MAY_BE_NAN = {"p_finish_by_deadline", "wall_h_p50", "wall_h_p90", "wall_h_p99", "interval_min", "deadline_h",
                "runs_per_month", "node_mtbf_h", "job_mtbf_h_given", "preemptions_per_h", "preemption_notice_min",
-               "capacity_wait_min", "spot_price_per_gpu_hour", "nodes_per_replica", "min_replicas"}
+               "capacity_wait_min", "spot_price_per_gpu_hour", "nodes_per_replica", "min_replicas",
+               "weibull_shape_from_start"}
 
 
 def check_evaluated(out: pd.DataFrame) -> None:

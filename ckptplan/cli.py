@@ -55,6 +55,11 @@ def headline(row: "pd.Series") -> dict[str, Any]:
 
     out.update(schedule_json(row))
     out.update(elastic_json(row))
+    if out.get("p_finish_by_deadline") is not None:   # how the deadline answer was reached, as `deadline` says
+        simulated = "schedule" in out or float(row.get("expected_preemptions", 0.0) or 0.0) > 0
+        out["deadline_method"] = "simulated" if simulated else "analytic"
+        if simulated:
+            out["deadline_runs"], out["deadline_seed"] = DEFAULT_RUNS, DEFAULT_SEED
     return out
 
 
@@ -137,8 +142,13 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None, simula
     console.print(f"goodput {row['goodput']:.2%}  |  {row['cost_per_useful_gpu_hour']:,.3f} {literal(str(cur))} per useful "
                   f"GPU-hour (list price {row['price_per_gpu_hour']:,.2f})", highlight=False)
     if "p_finish_by_deadline" in row.index and row["p_finish_by_deadline"] == row["p_finish_by_deadline"]:
+        spot = float(row.get("expected_preemptions", 0.0) or 0.0) > 0
+        how = (f"simulated on the schedule ({DEFAULT_RUNS:,} runs, seed {DEFAULT_SEED}; " if phased else
+               f"simulated on spot capacity ({DEFAULT_RUNS:,} runs, seed {DEFAULT_SEED}; `ckptplan compare` adds "
+               "on-demand and the fallback; " if spot else "analytic (exponential failures; ")
+        phased = phased or spot
         console.print(f"deadline {duration(row['deadline_h'] * 60)}: P(finish) {row['p_finish_by_deadline']:.1%} "
-                      + ("simulated on the schedule (" if phased else "analytic (exponential failures; ")
+                      + how
                       + f"wall time P50 / P90 / P99 "
                       f"{' / '.join(duration(row[k] * 60) for k in DEADLINE_KEYS[1:])})"
                       + ("" if phased else "; `ckptplan deadline` simulates" if simulated is None else f"  |  {simulated}"),

@@ -14,7 +14,7 @@ import typer
 
 from .common import (DEFAULT_TEMPLATE, ON_NODE_LOSS_HELP, console, duration, echo_json, fail, field_options, flag, kept, literal, plan_from_options,
                      print_rows)
-from .engine.fields import FIELDS, SETUP_FIELDS
+from .engine.fields import DEFAULT_RUNS, DEFAULT_SEED, FIELDS, SETUP_FIELDS
 
 __all__ = ["COMPARE_DROP_ORDER", "compare", "compare_heads", "money_line", "print_setup", "register", "setup_json"]
 
@@ -160,8 +160,11 @@ def compare(
               f"{r.cost_per_useful_gpu_hour:,.3f}", _num(r.p_finish_by_deadline, ".1%")) for r in table.itertuples()]
     deadline = plan.scenario.deadline_h
     print_rows(f"{literal(plan.scenario.name)}: designs side by side, cheapest first"
-               + ("" if deadline is None else f"; P(finish) by the {duration(deadline * 60)} deadline, analytic "
-                  "(exponential failures, as plan and the workbook)"), compare_heads(cur), cells,
+               + ("" if deadline is None else f"; P(finish) by the {duration(deadline * 60)} deadline, "
+                  + (f"simulated ({DEFAULT_RUNS:,} runs, seed {DEFAULT_SEED}, as plan: "
+                     + ("spot capacity)" if plan.scenario.preemptions_per_h else "the failure phases' schedule)")
+                     if plan.scenario.preemptions_per_h or plan.scenario.failure_phases else "analytic (exponential failures, as plan and the workbook)")),
+               compare_heads(cur), cells,
                drop=COMPARE_DROP_ORDER, box=box.SIMPLE_HEAD)
     for r in table.itertuples():
         if not r.baseline:

@@ -81,6 +81,7 @@ class PreemptionPlan:
         self.wait[r], self.preemptions[r] = b["wait"], b["preemptions"]
         at_best = preemption_breakdown(work[r], self.best, a["C"], a["M"], a["R"], a["P"], a["N"], a["Wc"])
         self.waste_at_best = 1.0 - at_best["useful"] / at_best["total"]
+        self.wall_at_best_h = at_best["total"] / 60.0
         return out
 
     def columns(self, new: dict[str, np.ndarray], gpus: np.ndarray, price: np.ndarray,
@@ -97,6 +98,8 @@ class PreemptionPlan:
         out["cost_per_useful_gpu_hour"][r] = out["total_cost"][r] / out["useful_gpu_hours"][r]
         out["waste_fraction"][r] = 1.0 - out["useful_h"][r] / out["wall_h"][r]
         out["waste_fraction_at_optimum"][r] = self.waste_at_best
+        if "single_interval_wall_h" in out:   # a table with failure phases elsewhere: this row's one interval
+            out["single_interval_wall_h"][r] = self.wall_at_best_h
         for key, values in self.simulated_deadline(out, gpus, price, deadline_h).items():
             out[key][r] = values             # no analytic answer with preemptions: simulated (module notes)
         out["deadline_approximation_ok"][r] = ~np.isnan(deadline_h[r])   # simulated: no approximation to check

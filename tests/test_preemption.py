@@ -180,3 +180,20 @@ def test_plan_json_says_how_the_deadline_was_answered():
     plain = json.loads(CliRunner().invoke(app, args).stdout)
     assert (spot["deadline_method"], spot["deadline_runs"], spot["deadline_seed"]) == ("simulated", 10_000, 0)
     assert plain["deadline_method"] == "analytic" and "deadline_runs" not in plain
+
+
+def test_batch_carries_schedules_beside_spot_rows():
+    """A table with a phased row and a spot row: the phased row carries its schedule columns, the spot row's best
+    single interval and its wall time are the preemption model's (not the constant-rate model's)."""
+    import pandas as pd
+
+    t = pd.DataFrame({"name": ["ph", "spot"], "checkpoint_stall_min": [2.0, 2.0], "restart_min": [10.0, 10.0],
+                      "node_mtbf_h": [2560.0, 2560.0], "nodes": [128, 128], "useful_training_h": [200.0, 200.0],
+                      "price_per_gpu_hour": [3.0, 3.0], "phase1_start_h": [0.0, np.nan],
+                      "phase1_rate_factor": [3.0, np.nan], "phase2_start_h": [72.0, np.nan],
+                      "phase2_rate_factor": [1.0, np.nan], "preemptions_per_h": [np.nan, 0.1]})
+    d = engine.evaluate(t)
+    assert (d.loc[0, "schedule2_start_h"], d.loc[0, "schedule2_rate_factor"]) == (72.0, 1.0)
+    assert d.loc[0, "schedule1_interval_min"] < d.loc[0, "schedule2_interval_min"]
+    assert d.loc[1, "single_interval_min"] == d.loc[1, "exact_interval_min"]
+    assert d.loc[1, "single_interval_wall_h"] == pytest.approx(d.loc[1, "wall_h"], rel=1e-12)

@@ -263,9 +263,6 @@ def workbook_cmd(
         if from_workbook is not None and (template or scenario_file):
             fail("--from takes the inputs from the workbook: leave out --template/--scenario")
         plan, readiness = _workbook_plan(from_workbook, scenario_file or template)
-        from .engine.phases import refuse_phases
-
-        refuse_phases(plan.scenario, "the workbook")
         from .engine.elastic_table import refuse_elastic
 
         refuse_elastic(plan.scenario, "the workbook")
@@ -275,9 +272,17 @@ def workbook_cmd(
         alt = files.load_scenario(alternative) if alternative is not None else None
         if alt is not None:
             designs = None  # the alternative replaces the first design
-        report = None if no_deadline else workbook.deadline_report(sc, runs=deadline_runs, seed=seed)
+        # the Deadline sheet simulates the Plan sheet's plan: on-demand capacity, a constant rate (spot: the Compare
+        # sheet's block; a schedule: `plan`)
+        report = None if no_deadline else workbook.deadline_report(sc.replace(preemptions_per_h=None, failure_phases=()),
+                                                                    runs=deadline_runs, seed=seed)
+        capacity = None
+        if not no_deadline:
+            from .engine.spot import scenario_capacity
+
+            capacity = scenario_capacity(sc)
         built = workbook.build_workbook(sc, alternative=alt, designs=designs, deadline=report, readiness=readiness,
-                                        setup=setup, uncertainty=getattr(plan, "uncertainty", ()))
+                                        setup=setup, uncertainty=getattr(plan, "uncertainty", ()), capacity=capacity)
         if with_udfs:
             from .workbook.udf_sheet import add_udf_sheet
             add_udf_sheet(built.workbook)

@@ -39,7 +39,7 @@ def phase_slots(n: int) -> int:
 
 def _phase_inputs(wb: Workbook, ws, phases: tuple, row: int) -> tuple[int, list[tuple[str, str, Any]]]:
     """The blue phase cells from ``row``; returns the next row and (name, reference, value) for the status."""
-    S.header(ws, row, ["Failure phase", "start_h (h from the job's start)", "rate_factor (x the job failure rate)",
+    S.header(ws, row, ["Failure phase (start: wall hours from the job's start)", "start_h (h)", "rate_factor (x)",
                        "Rule"])
     used = []
     for i in range(1, phase_slots(len(phases)) + 1):
@@ -56,7 +56,7 @@ def _phase_inputs(wb: Workbook, ws, phases: tuple, row: int) -> tuple[int, list[
             dv.add(cell)
             S.name(wb, field.name, SHEET, cell.coordinate)
             used.append((field.name, field.name, value))
-        ws.cell(row=r, column=4, value="start_h >= 0, increasing; rate_factor > 0; both or neither").font = S.NOTE_FONT
+        ws.cell(row=r, column=4, value="start >= 0, rising; factor > 0").font = S.NOTE_FONT
     return row + phase_slots(len(phases)) + 1, used
 
 

@@ -29,7 +29,8 @@ import datetime as dt
 from typing import Any
 
 from openpyxl import Workbook
-from openpyxl.styles import Alignment, Font
+from openpyxl.formatting.rule import FormulaRule
+from openpyxl.styles import Alignment, Font, PatternFill
 
 from ..engine.preemption import STEPS
 from . import flags
@@ -41,6 +42,7 @@ __all__ = ["SHEET", "capacity_block", "spot_sheet"]
 
 SHEET = "Spot"
 
+_ALERT_FILL = PatternFill("solid", fgColor="F8CBAD")   # a refusal in the status, as the model checks show alerts
 #: the model's failure to give a number, as the sheet shows it
 _NA = '"n/a: see the status above"'
 
@@ -75,7 +77,7 @@ _INPUT_ROWS = (
     ("spot_stall_min", "Save stall C (the plan's)", "min", F.MINUTES, "used_checkpoint_stall_min", None),
     ("spot_restart_min", "Restart R (the plan's)", "min", F.MINUTES, "used_restart_min", None),
     ("spot_mtbf_min", "Job MTBF of failures M (the plan's)", "min", F.MINUTES, "job_mtbf_min", None),
-    ("spot_keep", "Save fits the notice (1: checkpoint on notice, no rework; 0: a preemption rolls back)", "1/0",
+    ("spot_keep", "Save fits the notice (1: saved on notice; 0: rolls back)", "1/0",
      "0", "IF(spot_notice_min>=spot_stall_min,1,0)", None),
     ("spot_lam", "Failure rate lambda = 1 / M", "per min", "0.000000E+00", "1/spot_mtbf_min", None),
     ("spot_pi", "Preemption rate pi", "per min", "0.000000E+00", "1/spot_mtbp_min", None),
@@ -210,8 +212,8 @@ def spot_sheet(wb: Workbook, currency: str, built: Built) -> None:
     ws["B3"].alignment = Alignment(wrap_text=True, vertical="top")
     ws.merge_cells("B3:D3")
     ws.row_dimensions[3].height = 45
-    flags.highlight(ws, "B3", "no preemptions given (preemptions_per_h empty or 0): the Plan sheet's on-demand plan "
-                    "is the plan")
+    ws.conditional_formatting.add("B3", FormulaRule(formula=['LEFT(B3,7)="refused"'], fill=_ALERT_FILL,
+                                                    font=Font(bold=True, color="9C0006")))
     S.name(wb, "spot_status", SHEET, "B3")
     S.header(ws, 4, ["Quantity", "Value", "Unit", "Defined name"])
     row = 5
@@ -261,6 +263,9 @@ def capacity_block(wb: Workbook, capacity: dict[str, Any] | None, used: dict[str
     heads = ["capacity", "interval (min)", "P(finish by the deadline)", "wall P50 (h)", "wall P90 (h)",
              f"cost P50 ({currency})", f"cost P90 ({currency})"]
     S.header(ws, row + 3, heads)
+    for col in range(1, len(heads) + 1):
+        ws.cell(row=row + 3, column=col).alignment = Alignment(wrap_text=True, vertical="top")
+    ws.row_dimensions[row + 3].height = 45
     fmts = (F.MINUTES, "0.0%", F.HOURS, F.HOURS, F.MONEY, F.MONEY)
     for i, (key, label) in enumerate(_POLICIES):
         f = capacity["policies"][key]

@@ -67,7 +67,8 @@ def expected(context: tuple, key: str, sc: engine.Scenario, alt: tuple, table_ro
     kind = context[0]
     if kind == "spot":   # the Spot sheet: the engine's plan on preemptible capacity; text without preemptions
         return engine.evaluate(sc).iloc[0][key] if sc.preemptions_per_h else math.nan
-    sc = sc.replace(preemptions_per_h=None)   # every other sheet plans the same inputs on on-demand capacity
+    # every other sheet plans the same inputs on on-demand capacity with a constant rate
+    sc = sc.replace(preemptions_per_h=None, failure_phases=())
     if kind == "plan":
         return figure(key, sc, st)
     if kind == "compare":  # the baseline, or design k applied to the (edited) baseline
@@ -113,7 +114,7 @@ def expected(context: tuple, key: str, sc: engine.Scenario, alt: tuple, table_ro
 def expected_warnings(context: tuple, sc: engine.Scenario, designs: tuple, table_rows, st=None) -> str:
     """The engine's validity warnings for the scenario a flag cell describes ("OK" when none)."""
     kind = context[0]
-    sc = sc.replace(preemptions_per_h=None)   # the sheets with model checks plan on-demand capacity
+    sc = sc.replace(preemptions_per_h=None, failure_phases=())   # the sheets with model checks: on-demand, one rate
     keys = kind in ("scenarios", "scaling")  # table rows show the checks' keys
     if kind == "scenarios":
         text = warnings_text(table_rows, keys)[context[1]]

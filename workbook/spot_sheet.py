@@ -247,7 +247,8 @@ def capacity_block(wb: Workbook, capacity: dict[str, Any] | None, used: dict[str
         Font(bold=True)
     if capacity is None:
         S.note(ws, row + 1, "Left out: the scenario has no preemptions_per_h or no deadline_h (the comparison prices "
-               "the three against the deadline); give both and regenerate: ckptplan workbook --from THIS_FILE.", 6)
+               "the three against the deadline), or the workbook was written with --no-deadline; give both and "
+               "regenerate: ckptplan workbook --from THIS_FILE.", 6)
         return
     S.note(ws, row + 1, f"Monte Carlo values, not formulas: {capacity['runs']:,} simulated runs per policy, seed "
            f"{capacity['seed']}, on {dt.date.today().isoformat()}, deadline {capacity['deadline_h']:,g} h "

@@ -8,7 +8,7 @@ after preemptions, no GPUs held) is part of ``wall_h`` but of no GPU-hour; the G
 ``spot_price_per_gpu_hour`` (``price_per_gpu_hour`` when it is empty); ``expected_preemptions`` counts
 the preemptions of attempts. The analytic deadline figures hold for failures alone: for these rows the
 deadline figures (``p_finish_by_deadline``, ``wall_h_p50/p90/p99``) are simulated instead, the finite job on
-spot capacity at the chosen interval (:func:`ckptplan.engine.spot.simulate_capacity`, policy ``spot``,
+spot capacity at the chosen interval (:func:`ckptplan.engine.spot_montecarlo.simulate_capacity`, policy ``spot``,
 ``DEFAULT_RUNS`` runs, ``DEFAULT_SEED``), when the row has a deadline (NaN otherwise);
 ``deadline_approximation_ok`` is True for the simulated rows (no approximation to check), False without a deadline. ``ckptplan compare`` adds on-demand and
 the fallback policy. Columns added for every row of a
@@ -112,7 +112,7 @@ class PreemptionPlan:
                            deadline_h: np.ndarray) -> dict[str, np.ndarray]:
         """The deadline figures of the preempted rows with a deadline, simulated at the chosen interval (module
         notes); NaN for the rows without one."""
-        from .spot import capacity_job, simulate_capacity
+        from .spot_montecarlo import capacity_job, simulate_capacity
 
         a, r = self.args, self.rows
         out = {key: np.full(r.size, np.nan) for key in ("p_finish_by_deadline", "wall_h_p50", "wall_h_p90", "wall_h_p99")}

@@ -95,7 +95,7 @@ def schedule_sheet(wb: Workbook, sc: Any, result: Any, inputs: dict[str, Any]) -
     ``inputs`` its Inputs-sheet values (:func:`ckptplan.workbook.build.scenario_inputs`)."""
     ws = wb.create_sheet(SHEET, index=wb.sheetnames.index("Plan") + 1)
     S.title(ws, "Schedule: the failure rate changes over the run", "One checkpoint interval per phase "
-            "(ckptplan.engine.phases). The phases are inputs (blue); the schedule and its expectation are values "
+            "(see Notes). The phases are inputs (blue); the schedule and its expectation are values "
             "computed by ckptplan, not formulas (see the status).", 4)
     ws.row_dimensions[2].height = 30
     row, used_phases = _phase_inputs(wb, ws, tuple(sc.failure_phases), 5)

@@ -204,7 +204,7 @@ def spot_sheet(wb: Workbook, currency: str, built: Built) -> None:
     ws = wb.create_sheet(SHEET, index=wb.sheetnames.index("Compare") + 1 if "Compare" in wb.sheetnames else None)
     S.title(ws, "Spot: the plan on preemptible capacity (live formulas)",
             "Failures and preemptions while the job holds its GPUs; a save that fits the notice is taken on notice "
-            "(ckptplan.engine.preemption; see Notes). Inputs: preemptions_per_h, preemption_notice_min, "
+            "(the preemption model: see Notes). Inputs: preemptions_per_h, preemption_notice_min, "
             "capacity_wait_min, spot_price_per_gpu_hour on the Inputs sheet.")
     ws["A3"] = "Status"
     ws["A3"].font = Font(bold=True)
@@ -252,7 +252,7 @@ def capacity_block(wb: Workbook, capacity: dict[str, Any] | None, used: dict[str
         return
     S.note(ws, row + 1, f"Monte Carlo values, not formulas: {capacity['runs']:,} simulated runs per policy, seed "
            f"{capacity['seed']}, on {dt.date.today().isoformat()}, deadline {capacity['deadline_h']:,g} h "
-           "(ckptplan.engine.spot; the fallback moves to on-demand when the time left less the work left at "
+           "(the fallback moves to on-demand when the time left less the work left at "
            "on-demand's expected overheads falls below its threshold: Wu et al., NSDI'24). Regenerate to refresh.", 6)
     ws.cell(row=row + 2, column=1, value="Simulation status").font = Font(bold=True)
     status = ws.cell(row=row + 2, column=2, value="=" + flags.stale_check([(k, k, used[k]) for k in F.INPUT_KEYS]))

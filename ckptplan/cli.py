@@ -142,19 +142,20 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None, simula
     console.print(f"goodput {row['goodput']:.2%}  |  {row['cost_per_useful_gpu_hour']:,.3f} {literal(str(cur))} per useful "
                   f"GPU-hour (list price {row['price_per_gpu_hour']:,.2f})", highlight=False)
     if "p_finish_by_deadline" in row.index and row["p_finish_by_deadline"] == row["p_finish_by_deadline"]:
-        spot = float(row.get("expected_preemptions", 0.0) or 0.0) > 0
-        how = (f"simulated on the schedule ({DEFAULT_RUNS:,} runs, seed {DEFAULT_SEED}; " if phased else
-               f"simulated on spot capacity ({DEFAULT_RUNS:,} runs, seed {DEFAULT_SEED}; `ckptplan compare` adds "
-               "on-demand and the fallback; " if spot else "analytic (exponential failures; ")
-        phased = phased or spot
-        console.print(f"deadline {duration(row['deadline_h'] * 60)}: P(finish) {row['p_finish_by_deadline']:.1%} "
-                      + how
-                      + f"wall time P50 / P90 / P99 "
-                      f"{' / '.join(duration(row[k] * 60) for k in DEADLINE_KEYS[1:])})"
-                      + ("" if phased else "; `ckptplan deadline` simulates" if simulated is None else f"  |  {simulated}"),
-                      highlight=False)
+        console.print(_deadline_line(row, phased, simulated), highlight=False)
     for warning in model_warnings(row.to_frame().T)[0]:
         console.print(f"[bold yellow]warning:[/] {literal(warning)}", highlight=False)
+
+
+def _deadline_line(row: "pd.Series", phased: bool, simulated: str | None) -> str:
+    """The deadline answer, saying how it was reached (analytic, or simulated with its runs and seed)."""
+    spot = float(row.get("expected_preemptions", 0.0) or 0.0) > 0
+    how = (f"simulated on the schedule ({DEFAULT_RUNS:,} runs, seed {DEFAULT_SEED}; " if phased else
+           f"simulated on spot capacity ({DEFAULT_RUNS:,} runs, seed {DEFAULT_SEED}; `ckptplan compare` adds "
+           "on-demand and the fallback; " if spot else "analytic (exponential failures; ")
+    return (f"deadline {duration(row['deadline_h'] * 60)}: P(finish) {row['p_finish_by_deadline']:.1%} " + how
+            + f"wall time P50 / P90 / P99 {' / '.join(duration(row[k] * 60) for k in DEADLINE_KEYS[1:])})"
+            + ("" if phased or spot else "; `ckptplan deadline` simulates" if simulated is None else f"  |  {simulated}"))
 
 
 @app.command()

@@ -158,14 +158,7 @@ def compare(
               f"{r.total_gpu_hours:,.0f}", f"{r.compute_cost:,.0f}", f"{r.storage_cost:,.0f}", f"{r.spare_cost:,.0f}",
               f"[bold]{r.total_cost:,.0f}[/]", "-" if r.baseline else f"{r.total_cost_change:+,.0f}",
               f"{r.cost_per_useful_gpu_hour:,.3f}", _num(r.p_finish_by_deadline, ".1%")) for r in table.itertuples()]
-    deadline = plan.scenario.deadline_h
-    print_rows(f"{literal(plan.scenario.name)}: designs side by side, cheapest first"
-               + ("" if deadline is None else f"; P(finish) by the {duration(deadline * 60)} deadline, "
-                  + (f"simulated ({DEFAULT_RUNS:,} runs, seed {DEFAULT_SEED}, as plan: "
-                     + ("spot capacity)" if plan.scenario.preemptions_per_h else "the failure phases' schedule)")
-                     if plan.scenario.preemptions_per_h or plan.scenario.failure_phases else "analytic (exponential failures, as plan and the workbook)")),
-               compare_heads(cur), cells,
-               drop=COMPARE_DROP_ORDER, box=box.SIMPLE_HEAD)
+    print_rows(_compare_title(plan.scenario), compare_heads(cur), cells, drop=COMPARE_DROP_ORDER, box=box.SIMPLE_HEAD)
     for r in table.itertuples():
         if not r.baseline:
             console.print(f"  {literal(str(r.name))}: {literal(str(r.changes))}", highlight=False)
@@ -175,6 +168,17 @@ def compare(
         print_strategies(strategies, cur)
     if even is not None:
         print_break_even(even)
+
+
+def _compare_title(sc: Any) -> str:
+    """The compare table's title: how its P(finish) was reached (analytic, or simulated as plan does)."""
+    if sc.deadline_h is None:
+        return f"{literal(sc.name)}: designs side by side, cheapest first"
+    how = (f"simulated ({DEFAULT_RUNS:,} runs, seed {DEFAULT_SEED}, as plan: "
+           + ("spot capacity)" if sc.preemptions_per_h else "the failure phases' schedule)")
+           if sc.preemptions_per_h or sc.failure_phases else "analytic (exponential failures, as plan and the workbook)")
+    return (f"{literal(sc.name)}: designs side by side, cheapest first; P(finish) by the "
+            f"{duration(sc.deadline_h * 60)} deadline, " + how)
 
 
 #: the compare table's columns a narrow terminal leaves out, least needed first (the README's table keeps the rest)

@@ -55,6 +55,11 @@ def headline(row: "pd.Series") -> dict[str, Any]:
 
     out.update(schedule_json(row))
     out.update(elastic_json(row))
+    if out.get("p_finish_by_deadline") is not None:   # how the deadline answer was reached, as `deadline` says
+        simulated = "schedule" in out or float(row.get("expected_preemptions", 0.0) or 0.0) > 0
+        out["deadline_method"] = "simulated" if simulated else "analytic"
+        if simulated:
+            out["deadline_runs"], out["deadline_seed"] = DEFAULT_RUNS, DEFAULT_SEED
     return out
 
 
@@ -137,14 +142,20 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None, simula
     console.print(f"goodput {row['goodput']:.2%}  |  {row['cost_per_useful_gpu_hour']:,.3f} {literal(str(cur))} per useful "
                   f"GPU-hour (list price {row['price_per_gpu_hour']:,.2f})", highlight=False)
     if "p_finish_by_deadline" in row.index and row["p_finish_by_deadline"] == row["p_finish_by_deadline"]:
-        console.print(f"deadline {duration(row['deadline_h'] * 60)}: P(finish) {row['p_finish_by_deadline']:.1%} "
-                      + ("simulated on the schedule (" if phased else "analytic (exponential failures; ")
-                      + f"wall time P50 / P90 / P99 "
-                      f"{' / '.join(duration(row[k] * 60) for k in DEADLINE_KEYS[1:])})"
-                      + ("" if phased else "; `ckptplan deadline` simulates" if simulated is None else f"  |  {simulated}"),
-                      highlight=False)
+        console.print(_deadline_line(row, phased, simulated), highlight=False)
     for warning in model_warnings(row.to_frame().T)[0]:
         console.print(f"[bold yellow]warning:[/] {literal(warning)}", highlight=False)
+
+
+def _deadline_line(row: "pd.Series", phased: bool, simulated: str | None) -> str:
+    """The deadline answer, saying how it was reached (analytic, or simulated with its runs and seed)."""
+    spot = float(row.get("expected_preemptions", 0.0) or 0.0) > 0
+    how = (f"simulated on the schedule ({DEFAULT_RUNS:,} runs, seed {DEFAULT_SEED}; " if phased else
+           f"simulated on spot capacity ({DEFAULT_RUNS:,} runs, seed {DEFAULT_SEED}; `ckptplan compare` adds "
+           "on-demand and the fallback; " if spot else "analytic (exponential failures; ")
+    return (f"deadline {duration(row['deadline_h'] * 60)}: P(finish) {row['p_finish_by_deadline']:.1%} " + how
+            + f"wall time P50 / P90 / P99 {' / '.join(duration(row[k] * 60) for k in DEADLINE_KEYS[1:])})"
+            + ("" if phased or spot else "; `ckptplan deadline` simulates" if simulated is None else f"  |  {simulated}"))
 
 
 @app.command()
@@ -253,9 +264,6 @@ def workbook_cmd(
         if from_workbook is not None and (template or scenario_file):
             fail("--from takes the inputs from the workbook: leave out --template/--scenario")
         plan, readiness = _workbook_plan(from_workbook, scenario_file or template)
-        from .engine.phases import refuse_phases
-
-        refuse_phases(plan.scenario, "the workbook")
         from .engine.elastic_table import refuse_elastic
 
         refuse_elastic(plan.scenario, "the workbook")
@@ -265,9 +273,17 @@ def workbook_cmd(
         alt = files.load_scenario(alternative) if alternative is not None else None
         if alt is not None:
             designs = None  # the alternative replaces the first design
-        report = None if no_deadline else workbook.deadline_report(sc, runs=deadline_runs, seed=seed)
+        # the Deadline sheet simulates the Plan sheet's plan: on-demand capacity, a constant rate (spot: the Compare
+        # sheet's block; a schedule: `plan`)
+        report = None if no_deadline else workbook.deadline_report(sc.replace(preemptions_per_h=None, failure_phases=()),
+                                                                    runs=deadline_runs, seed=seed)
+        capacity = None
+        if not no_deadline:
+            from .engine.spot import scenario_capacity
+
+            capacity = scenario_capacity(sc)
         built = workbook.build_workbook(sc, alternative=alt, designs=designs, deadline=report, readiness=readiness,
-                                        setup=setup, uncertainty=getattr(plan, "uncertainty", ()))
+                                        setup=setup, uncertainty=getattr(plan, "uncertainty", ()), capacity=capacity)
         if with_udfs:
             from .workbook.udf_sheet import add_udf_sheet
             add_udf_sheet(built.workbook)

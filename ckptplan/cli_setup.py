@@ -14,7 +14,7 @@ import typer
 
 from .common import (DEFAULT_TEMPLATE, ON_NODE_LOSS_HELP, console, duration, echo_json, fail, field_options, flag, kept, literal, plan_from_options,
                      print_rows)
-from .engine.fields import FIELDS, SETUP_FIELDS
+from .engine.fields import DEFAULT_RUNS, DEFAULT_SEED, FIELDS, SETUP_FIELDS
 
 __all__ = ["COMPARE_DROP_ORDER", "compare", "compare_heads", "money_line", "print_setup", "register", "setup_json"]
 
@@ -158,12 +158,8 @@ def compare(
               f"{r.total_gpu_hours:,.0f}", f"{r.compute_cost:,.0f}", f"{r.storage_cost:,.0f}", f"{r.spare_cost:,.0f}",
               f"[bold]{r.total_cost:,.0f}[/]", "-" if r.baseline else f"{r.total_cost_change:+,.0f}",
               f"{r.cost_per_useful_gpu_hour:,.3f}", _num(r.p_finish_by_deadline, ".1%")) for r in table.itertuples()]
-    deadline = plan.scenario.deadline_h
-    print_rows(f"{literal(plan.scenario.name)}: designs side by side, cheapest first"
-               + ("" if deadline is None else f"; P(finish) by the {duration(deadline * 60)} deadline, "
-                  + ("simulated on each schedule (as plan)" if table["tier_intervals"].str.startswith("from-").any()
-                     else "analytic (exponential failures, as plan and the workbook)")), compare_heads(cur), cells,
-               drop=COMPARE_DROP_ORDER, box=box.SIMPLE_HEAD)
+    print_rows(_compare_title(plan.scenario, table), compare_heads(cur), cells, drop=COMPARE_DROP_ORDER,
+               box=box.SIMPLE_HEAD)
     for r in table.itertuples():
         if not r.baseline:
             console.print(f"  {literal(str(r.name))}: {literal(str(r.changes))}", highlight=False)
@@ -173,6 +169,22 @@ def compare(
         print_strategies(strategies, cur)
     if even is not None:
         print_break_even(even)
+
+
+def _compare_title(sc: Any, table: Any) -> str:
+    """The compare table's title: how its P(finish) was reached (analytic, or simulated as plan does: spot
+    capacity, or an interval schedule for failure phases or a Weibull rate from the job's start)."""
+    if sc.deadline_h is None:
+        return f"{literal(sc.name)}: designs side by side, cheapest first"
+    scheduled = table["tier_intervals"].astype(str).str.startswith("from-").any()
+    if sc.preemptions_per_h:
+        how = f"simulated ({DEFAULT_RUNS:,} runs, seed {DEFAULT_SEED}, as plan: spot capacity)"
+    elif sc.failure_phases or scheduled:
+        how = "simulated on each schedule (as plan)"
+    else:
+        how = "analytic (exponential failures, as plan and the workbook)"
+    return (f"{literal(sc.name)}: designs side by side, cheapest first; P(finish) by the "
+            f"{duration(sc.deadline_h * 60)} deadline, " + how)
 
 
 #: the compare table's columns a narrow terminal leaves out, least needed first (the README's table keeps the rest)

@@ -45,7 +45,7 @@ import numpy as np
 
 from .waste import exact_optimal_interval_kernel, time_breakdown_kernel
 
-__all__ = ["preemption_breakdown", "preemption_cycle", "preemption_optimal_interval"]
+__all__ = ["INTERVAL_RTOL", "STEPS", "preemption_breakdown", "preemption_cycle", "preemption_optimal_interval"]
 
 
 def _integral_min(theta: Any, T: Any, S: Any) -> Any:
@@ -116,8 +116,13 @@ def preemption_breakdown(work: Any, T: Any, C: Any, M: Any, R: Any, P: Any, N: A
     return out
 
 
-#: golden-section steps on log T (the bracket shrinks by 0.618 each: 80 steps reach rounding)
-_STEPS = 80
+#: golden-section steps on log T (the bracket shrinks by 0.618 each: 80 steps reach rounding); the workbook's
+#: Spot sheet writes the same steps as rows
+STEPS = 80
+#: how closely the optimum interval is determined: near it the expected wall time is flat to rounding, so intervals
+#: within about sqrt(machine epsilon) relative of each other are equally good (their objectives agree to the last
+#: bits); a surface that searches again (the workbook's Spot sheet) finds the interval to this relative tolerance
+INTERVAL_RTOL = 1e-6
 
 
 def preemption_optimal_interval(C: Any, M: Any, R: Any, P: Any, N: Any, Wc: Any) -> Any:
@@ -141,7 +146,7 @@ def preemption_optimal_interval(C: Any, M: Any, R: Any, P: Any, N: Any, Wc: Any)
     a, b = lo, hi
     x1, x2 = b - g * (b - a), a + g * (b - a)
     f1, f2 = f(x1), f(x2)
-    for _ in range(_STEPS):
+    for _ in range(STEPS):
         left = f1 <= f2
         b = np.where(left, x2, b)
         a = np.where(left, a, x1)

@@ -6,9 +6,12 @@ notice when ``preemption_notice_min >= checkpoint_stall_min``), the chosen inter
 chooses one; the wall time and its parts are the model's; ``capacity_wait_h`` (waiting for capacity
 after preemptions, no GPUs held) is part of ``wall_h`` but of no GPU-hour; the GPU-hours are billed at
 ``spot_price_per_gpu_hour`` (``price_per_gpu_hour`` when it is empty); ``expected_preemptions`` counts
-the preemptions of attempts. The analytic deadline figures hold for failures alone: they are left
-empty (NaN) for these rows, ``deadline_approximation_ok`` False; ``ckptplan compare`` simulates the finite job on
-spot capacity (:mod:`ckptplan.engine.spot`). Columns added for every row of a
+the preemptions of attempts. The analytic deadline figures hold for failures alone: for these rows the
+deadline figures (``p_finish_by_deadline``, ``wall_h_p50/p90/p99``) are simulated instead, the finite job on
+spot capacity at the chosen interval (:func:`ckptplan.engine.spot_montecarlo.simulate_capacity`, policy ``spot``,
+``DEFAULT_RUNS`` runs, ``DEFAULT_SEED``), when the row has a deadline (NaN otherwise);
+``deadline_approximation_ok`` is True for the simulated rows (no approximation to check), False without a deadline. ``ckptplan compare`` adds on-demand and
+the fallback policy. Columns added for every row of a
 table with such a row: ``expected_preemptions`` and ``capacity_wait_h`` (0 without preemptions).
 Preemptions with failure phases or asynchronous saves are refused (not modelled together).
 """
@@ -22,6 +25,7 @@ import pandas as pd
 
 from . import cost
 from .errors import NEVER_FINISHES, InputError
+from .fields import DEFAULT_RUNS, DEFAULT_SEED
 from .preemption import preemption_breakdown, preemption_optimal_interval
 from .weibull_schedule import weibull_rows
 
@@ -78,6 +82,7 @@ class PreemptionPlan:
         self.wait[r], self.preemptions[r] = b["wait"], b["preemptions"]
         at_best = preemption_breakdown(work[r], self.best, a["C"], a["M"], a["R"], a["P"], a["N"], a["Wc"])
         self.waste_at_best = 1.0 - at_best["useful"] / at_best["total"]
+        self.wall_at_best_h = at_best["total"] / 60.0
         return out
 
     def columns(self, new: dict[str, np.ndarray], gpus: np.ndarray, price: np.ndarray,
@@ -94,11 +99,35 @@ class PreemptionPlan:
         out["cost_per_useful_gpu_hour"][r] = out["total_cost"][r] / out["useful_gpu_hours"][r]
         out["waste_fraction"][r] = 1.0 - out["useful_h"][r] / out["wall_h"][r]
         out["waste_fraction_at_optimum"][r] = self.waste_at_best
-        for key in ("p_finish_by_deadline", "wall_h_p50", "wall_h_p90", "wall_h_p99"):
-            out[key][r] = np.nan             # no analytic answer with preemptions: `compare` simulates them
-        out["deadline_approximation_ok"][r] = False
+        if "single_interval_wall_h" in out:   # a table with failure phases elsewhere: this row's one interval
+            out["single_interval_wall_h"][r] = self.wall_at_best_h
+        for key, values in self.simulated_deadline(out, gpus, price, deadline_h).items():
+            out[key][r] = values             # no analytic answer with preemptions: simulated (module notes)
+        out["deadline_approximation_ok"][r] = ~np.isnan(deadline_h[r])   # simulated: no approximation to check
         out["expected_preemptions"] = self.preemptions
         out["capacity_wait_h"] = wait_h
+        return out
+
+
+    def simulated_deadline(self, new: dict[str, np.ndarray], gpus: np.ndarray, price: np.ndarray,
+                           deadline_h: np.ndarray) -> dict[str, np.ndarray]:
+        """The deadline figures of the preempted rows with a deadline, simulated at the chosen interval (module
+        notes); NaN for the rows without one."""
+        from .spot_montecarlo import capacity_job, simulate_capacity
+
+        a, r = self.args, self.rows
+        out = {key: np.full(r.size, np.nan) for key in ("p_finish_by_deadline", "wall_h_p50", "wall_h_p90", "wall_h_p99")}
+        for p in np.flatnonzero(~np.isnan(deadline_h[r])):
+            row = r[p]
+            job = capacity_job(float(new["useful_h"][row]) * 60.0, float(a["C"][p]), float(a["M"][p]), float(a["R"][p]),
+                               float(a["P"][p]), float(a["N"][p]), float(a["Wc"][p]), float(deadline_h[row]) * 60.0,
+                               float(price[row]), float(price[row]), float(gpus[row]))
+            job["T_spot"] = float(new["chosen_interval_min"][row])
+            sim = simulate_capacity(job, "spot", runs=DEFAULT_RUNS, seed=DEFAULT_SEED)
+            wall = np.where(sim["finished"], sim["wall"], np.inf)   # a run given up never finishes
+            out["p_finish_by_deadline"][p] = float(np.mean(wall <= job["deadline"]))
+            for q in (50, 90, 99):
+                out[f"wall_h_p{q}"][p] = float(np.percentile(wall, q)) / 60.0
         return out
 
 

@@ -12,6 +12,7 @@ from ckptplan import engine
 from ckptplan import files
 from ckptplan import workbook
 from ckptplan.workbook.build import CURVE_FACTORS
+from ckptplan.engine.preemption import INTERVAL_RTOL
 from ckptplan.engine.validity import warnings_text
 from ckptplan.workbook.recalc import error_cells, recalculate, soffice
 
@@ -29,6 +30,9 @@ BUILT_SCENARIOS = {
         domains=(engine.FailureDomain("power", 20000.0, 16), engine.FailureDomain("rack", 50000.0, 4)),
         nonfatal_share=0.1, interval_min=50.0, runs_per_month=3.0),
     "llama3": files.load_scenario("llama3-405b"),
+    # preemptible capacity, a notice shorter than the save (preemptions roll back): the Spot sheet plans it
+    "spot_rollback": SEED.replace(name="spot", preemptions_per_h=0.08, preemption_notice_min=0.5,
+                                  capacity_wait_min=25.0, spot_price_per_gpu_hour=0.9),
 }
 # Inputs changed in the generated file (no regeneration): the formulas must follow
 CHANGED = {
@@ -37,6 +41,10 @@ CHANGED = {
     "planner_edit": {"nodes": 256.0, "useful_training_h": 360.0, "checkpoint_stall_min": 1.5, "price_per_gpu_hour": 3.1},
     "async_domain": {"checkpoint_stall_min": 0.3, "async_write_min": 6.0, "async_slowdown_fraction": 0.25,
                      "domain1_mtbf_h": 30000.0, "domain1_nodes_per_domain": 32.0, "nodes": 512.0, "price_per_gpu_hour": 1.75},
+    # preemptions typed into a workbook generated without them (checkpoint on notice), with nodes and stall
+    "spot_typed": {"preemptions_per_h": 0.3, "preemption_notice_min": 2.0, "capacity_wait_min": 12.0,
+                   "spot_price_per_gpu_hour": 1.1, "nodes": 256.0, "checkpoint_stall_min": 1.5},
+    "spot_chosen": {"preemptions_per_h": 0.05, "interval_min": 30.0, "checkpoint_stall_min": 3.0},
 }
 
 
@@ -57,6 +65,10 @@ def _changed_scenario(changes: dict[str, float]) -> engine.Scenario:
 
 def expected(context: tuple, key: str, sc: engine.Scenario, alt: tuple, table_rows, st=None) -> float:
     kind = context[0]
+    if kind == "spot":   # the Spot sheet: the engine's plan on preemptible capacity; text without preemptions
+        return engine.evaluate(sc).iloc[0][key] if sc.preemptions_per_h else math.nan
+    # every other sheet plans the same inputs on on-demand capacity with a constant rate
+    sc = sc.replace(preemptions_per_h=None, failure_phases=())
     if kind == "plan":
         return figure(key, sc, st)
     if kind == "compare":  # the baseline, or design k applied to the (edited) baseline
@@ -102,6 +114,7 @@ def expected(context: tuple, key: str, sc: engine.Scenario, alt: tuple, table_ro
 def expected_warnings(context: tuple, sc: engine.Scenario, designs: tuple, table_rows, st=None) -> str:
     """The engine's validity warnings for the scenario a flag cell describes ("OK" when none)."""
     kind = context[0]
+    sc = sc.replace(preemptions_per_h=None, failure_phases=())   # the sheets with model checks: on-demand, one rate
     keys = kind in ("scenarios", "scaling")  # table rows show the checks' keys
     if kind == "scenarios":
         text = warnings_text(table_rows, keys)[context[1]]
@@ -130,14 +143,20 @@ def compare_all(built: workbook.Built, recalculated: Path, sc, alt, table_rows=N
         # a saving is a difference of two large figures: when the plans cost the same it is rounding
         # noise around 0, so it is compared to a thousandth of a GPU-hour or of a currency unit
         tol = 1e-3 if "_saved_" in chk.key else 1e-12
+        # the Spot sheet searches the optimum again: the interval (and what scales with it) to the engine's own
+        # resolution of that search; the expectation itself to 1e-9 (test_workbook_spot checks the objective)
+        rel = INTERVAL_RTOL if chk.context[0] == "spot" and chk.key in _BY_INTERVAL else 1e-9
         if math.isnan(want):  # no engine figure (e.g. no deadline given): the sheet shows text, not a number
             if not (got is None or isinstance(got, str)):
                 mismatches.append((chk.sheet, chk.cell, chk.context, chk.key, got, want))
-        elif not isinstance(got, (int, float)) or not math.isclose(got, want, rel_tol=1e-9, abs_tol=tol):
+        elif not isinstance(got, (int, float)) or not math.isclose(got, want, rel_tol=rel, abs_tol=tol):
             mismatches.append((chk.sheet, chk.cell, chk.context, chk.key, got, want))
     assert not mismatches, f"{len(mismatches)} cells differ from the engine, e.g. {mismatches[:5]}"
     return len(built.checks)
 
+
+#: Spot-sheet figures that move with the interval found (saves per unit of work, and rework as the remainder)
+_BY_INTERVAL = ("exact_interval_min", "chosen_interval_min", "save_h", "rework_h")
 
 GENERATED: dict[str, Path] = {}
 

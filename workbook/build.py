@@ -40,6 +40,8 @@ from .evaluate import cached_values, store_cached_values
 from .manifest import Built, Check
 from . import style as S
 from .notes import notes_sheet, readiness_sheet
+from .schedule_sheet import schedule_sheet
+from .spot_sheet import capacity_block, spot_sheet
 
 __all__ = ["CURVE_FACTORS", "KEY_OUTPUTS", "Built", "Check", "build_workbook", "save", "scaling_nodes",
            "scenario_inputs", "write_workbook"]
@@ -279,6 +281,9 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, tie
     S.note(ws, row + 2, "Long-run averages for exponential failures; P(finish by the deadline) and the wall-time "
           "percentiles are the finite job's analytic answer (Model check says when it leaves its range). For clustered "
           "failures or as a check, see the Deadline sheet (Monte Carlo).", 4)
+    S.note(ws, row + 3, "Capacity: on-demand, a constant failure rate. Preemptible (spot) capacity, given by "
+          "preemptions_per_h on the Inputs sheet, is planned on the Spot sheet"
+          + ("; this scenario's failure phases on the Schedule sheet." if sc.failure_phases else "."), 4)
     ws.sheet_properties.outlinePr.summaryBelow = False
     for col, width in widths.items():
         ws.column_dimensions[col].width = width
@@ -562,7 +567,7 @@ def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None, sc: engine.Scen
 def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | None = None,
                    scenarios: pd.DataFrame | None = None, deadline: dict[str, Any] | None = None,
                    readiness: dict[str, tuple[Any, Any]] | None = None, designs: tuple | None = None,
-                   setup: Any = None, uncertainty: tuple = ()) -> Built:
+                   setup: Any = None, uncertainty: tuple = (), capacity: dict[str, Any] | None = None) -> Built:
     """Build the planning workbook in memory (see :func:`write_workbook` to save it).
 
     ``designs``: the Compare sheet's alternatives, each a set of changes on the baseline
@@ -577,6 +582,8 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     given) for the Storage & recovery sheet, which shows ``designs`` when they are given.
     ``uncertainty``: input ranges (:class:`ckptplan.engine.uncertainty.UncertainInput`, a scenario file's
     ``[uncertainty]`` table) for a Sensitivity sheet (:mod:`workbook.sensitivity_sheet`); none: no sheet.
+    ``capacity``: the spot / on-demand / fallback Monte Carlo (:func:`ckptplan.engine.spot.scenario_capacity`) for
+    the Compare sheet's capacity block; the Spot sheet (live) is always there.
     """
     from ..engine.elastic_table import refuse_elastic
 
@@ -597,9 +604,13 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     built = Built(wb, results=results, designs=designs)
     _inputs_sheet(wb, scenario, built, derived, uncertainty)
     refs = _plan_sheet(wb, scenario, built, terms, tiered=bool(st.tiers))
+    if scenario.failure_phases:
+        schedule_sheet(wb, scenario, results.iloc[0], scenario_inputs(scenario))
     _curve_sheet(wb, refs, built)
     _scaling_sheet(wb, scenario, built, terms, st)
     compare_sheet(wb, scenario, designs, built, terms)
+    capacity_block(wb, capacity, scenario_inputs(scenario), scenario.currency)
+    spot_sheet(wb, scenario.currency, built)
     storage_sheet(wb, scenario, setup, given, built, terms)
     if ranked:
         sensitivity_sheet(wb, ranked, built, terms, scenario.currency)

@@ -56,6 +56,19 @@ NOTES = (
      "useful hours = Inputs hours x Inputs nodes / nodes; exact optimum per row",
      "Perfect scaling (useful GPU-hours constant). Real jobs scale less than perfectly, so large node counts are optimistic.",
      ""),
+    ("Spot sheet (preemptible capacity)",
+     "per cycle: time = [(1-q)/theta + pf R' + pp (k C + Wc + R')] / e, work = [q T + k pi I] / e; q = e^(-theta (T+C)), "
+     "theta = 1/M + pi, k = 1 when the notice >= C (saved on notice)",
+     "Failures and preemptions are independent Poisson processes while GPUs are held (spot preemptions cluster in "
+     "practice); the notice save always completes; no GPUs are billed while waiting for capacity. The interval: 80 "
+     "golden-section steps on log T, as ckptplan. The spot / on-demand / fallback comparison on the Compare sheet is a "
+     "Monte Carlo (values).",
+     "Daly 2006 (renewal model); AWS spot notice 2 min, GCP spot VMs 30 s; Wu et al., Can't Be Late, NSDI'24"),
+    ("Schedule sheet (failure phases)",
+     "an interval per phase; exact expectation: Daly's model within a phase, the job's state at each boundary",
+     "Values written by ckptplan (a boundary quadrature and a search, not formulas): the status says when an input or "
+     "a phase changed since. Poisson failures within a phase; a segment straddling a boundary keeps its interval.",
+     "Bougeret, Casanova, Rabie, Robert, Vivien, SC'11 (a fixed interval is optimal for a constant rate)"),
     ("Deadline sheet",
      "Monte Carlo of the finite job (values)",
      "Written by ckptplan when the workbook was generated, with runs, seed and date; does not recalculate.",

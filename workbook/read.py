@@ -48,7 +48,8 @@ from .. import engine
 from ..engine import InputError
 from ..engine.designs import Design, default_designs
 from ..engine.fleets import fleet_rate
-from ..engine.fields import DOMAIN_SLOTS, FIELD_BY_NAME, RULES, SETUP_FIELDS, Rule
+from ..engine.fields import DOMAIN_SLOTS, FIELD_BY_NAME, PHASE_FIELDS, RULES, SETUP_FIELDS, Rule
+from ..engine.phases import phases_from_list
 from ..engine.reliability import FailureDomain
 from ..engine.setup import DERIVED, RecoverySetup, plan_setup
 from ..files.plans import PLACEHOLDER_STALL_MIN, PlanFile
@@ -365,6 +366,24 @@ def _read_classes(wb, prefix: str, problems: list) -> dict[str, float]:
     return classes
 
 
+def _read_phases(wb, problems: list) -> list[dict[str, float]]:
+    """The Schedule sheet's failure phases (``phase{i}_start_h`` / ``phase{i}_rate_factor``, blank rows skipped;
+    none without the sheet); a bad cell goes to ``problems``, a half-given phase too."""
+    out, i = [], 1
+    while f"phase{i}_start_h" in wb.defined_names:
+        cells = {}
+        for part in PHASE_FIELDS:
+            cells[part.name] = _number(wb, f"phase{i}_{part.name}", part.check, problems, blank=" or blank")
+        if (cells["start_h"] is None) != (cells["rate_factor"] is None):
+            found = _cell(wb, f"phase{i}_start_h")
+            problems.append((found[0] if found else "?", found[1] if found else "?", f"phase{i}", None,
+                             f"give both phase{i}_start_h and phase{i}_rate_factor, or neither"))
+        elif cells["start_h"] is not None:
+            out.append(cells)
+        i += 1
+    return out
+
+
 def _read_setup(wb, problems: list) -> dict[str, Any]:
     """The setup's fields (blank = the field's default); empty when the workbook has no setup cells."""
     if _cell(wb, f"setup_{SETUP_FIELDS[0].name}") is None:
@@ -508,6 +527,7 @@ def _read(path: Path) -> tuple[PlanFile, tuple[Design, ...]]:
     tiers, classes = tuple(_read_tiers(wb, "tier", problems)), _read_classes(wb, "class", problems)
     said, storage = _stated_cells(wb, problems), _storage_designs(wb, problems)
     compare = _compare_designs(wb, problems)
+    phases = _read_phases(wb, problems)
     if problems:
         raise WorkbookInputError(path, problems)
     texts = _texts(wb, values, path, problems)
@@ -515,7 +535,7 @@ def _read(path: Path) -> tuple[PlanFile, tuple[Design, ...]]:
         raise WorkbookInputError(path, problems)
     try:
         filled = {**values, **{k: PLACEHOLDER_STALL_MIN for k in DERIVED if values.get(k) is None and F.INPUTS[k].required}}
-        sc = _scenario(filled, texts, path.name)
+        sc = _scenario(filled, texts, path.name).replace(failure_phases=phases_from_list(phases, "Schedule"))
         setup = RecoverySetup(**setup_values, tiers=tiers, failure_classes=classes)
         resolved, stated = _resolve_derived(wb, values, said, _derivable(sc, setup), problems)
         sc, setup = sc.replace(**resolved), setup.replace(stated=frozenset(stated))

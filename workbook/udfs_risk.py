@@ -1,4 +1,5 @@
-"""Risk, sensitivity and targets as Excel functions: a tornado as a spilled range, a break-even, a target.
+"""Whole-scenario Excel functions: a tornado as a spilled range, a break-even, a target, a failure-phase schedule
+and the plan on spot capacity.
 
 The companion of :mod:`.udfs` and :mod:`.udfs_setup`, with their conventions (:mod:`.cells`): nothing
 raises, a bad argument answers with one readable ``#CKPT!`` message, at most 250,000 cells per
@@ -14,7 +15,13 @@ range beside them, as on the Compare sheet: a value sets that field, a blank kee
 * :func:`CKPT_BREAK_EVEN`: the value of one input at which the design's saving against the
   baseline is zero (:func:`ckptplan.engine.sensitivity.break_even`), or the reason there is none;
 * :func:`CKPT_TARGET`: the value of one input that reaches a goodput, P(finish) or cost per useful
-  GPU-hour (:func:`ckptplan.engine.targets.target`), or the reason it cannot.
+  GPU-hour (:func:`ckptplan.engine.targets.target`), or the reason it cannot;
+* :func:`CKPT_SCHEDULE`: the checkpoint schedule of a failure rate that changes over the run (phases
+  as two columns, start hours and rate factors: ``[[failure_phases]]``), a spilled range with a header
+  row, one row per phase (:mod:`ckptplan.engine.phases`, as ``plan --json``'s ``schedule``);
+* :func:`CKPT_SPOT_PLAN`: the plan on preemptible capacity (the fields ``preemptions_per_h``,
+  ``preemption_notice_min``, ``capacity_wait_min``, ``spot_price_per_gpu_hour`` among the names), a
+  spilled range of figures (:mod:`ckptplan.engine.preemption`; the deadline answer simulated, as ``plan``).
 
 Each is the engine function on the same plan, so a cell equals ``ckptplan sensitivity``,
 ``compare --break-even`` and ``target`` for the same scenario.
@@ -28,7 +35,7 @@ import numpy as np
 
 from .cells import ERROR_PREFIX, CallError, as_array, udf
 
-__all__ = ["CKPT_BREAK_EVEN", "CKPT_TARGET", "CKPT_TORNADO"]
+__all__ = ["CKPT_BREAK_EVEN", "CKPT_SCHEDULE", "CKPT_SPOT_PLAN", "CKPT_TARGET", "CKPT_TORNADO"]
 
 _NAMES = "A range of field names (the registry's, e.g. node_mtbf_h), one per value."
 _VALUES = "The fields' values, the same shape as the names (blank = not given)."
@@ -41,8 +48,9 @@ def _cells(name: str, value: Any) -> list:
             for v in as_array(name, value).reshape(-1).tolist()]
 
 
-def _plan(names: Any, values: Any, design: Any = None) -> tuple[Any, Any]:
-    """The plan (files.plans.PlanFile) the ranges describe, and the design (a column: blank = baseline's)."""
+def _plan(names: Any, values: Any, design: Any = None, phases: list | None = None) -> tuple[Any, Any]:
+    """The plan (files.plans.PlanFile) the ranges describe, and the design (a column: blank = baseline's);
+    ``phases``: ``[[failure_phases]]`` tables to add."""
     from ..engine.designs import Design
     from ..files.plans import plan_from_data
 
@@ -57,6 +65,8 @@ def _plan(names: Any, values: Any, design: Any = None) -> tuple[Any, Any]:
             raise CallError(f"{ERROR_PREFIX} names: {k!r} is not a field name")
         if v is not None:
             table[k.strip()] = v if k.strip() in _TEXT_FIELDS else _number(k.strip(), v)
+    if phases:
+        table["failure_phases"] = phases
     try:
         plan = plan_from_data({"scenario": table}, origin="plan")
         if design is None:
@@ -149,3 +159,79 @@ def CKPT_TARGET(names, values, solve, goal, target):
     except ValueError as exc:
         return _message(exc)
     return float(row[str(solve).strip()]) if row["reachable"] else str(row["why"])[:255]
+
+
+def _phases(starts_h: Any, rate_factors: Any) -> list[dict[str, float]]:
+    """``[[failure_phases]]`` tables from two ranges of the same size (blank pairs skipped)."""
+    starts, factors = _cells("starts_h", starts_h), _cells("rate_factors", rate_factors)
+    if len(starts) != len(factors):
+        raise CallError(f"{ERROR_PREFIX} rate_factors: must have one cell per start ({len(factors)} for {len(starts)})")
+    out = []
+    for s, f in zip(starts, factors):
+        if s is None and f is None:
+            continue
+        if s is None or f is None:
+            raise CallError(f"{ERROR_PREFIX} starts_h, rate_factors: give both cells of a phase, or neither")
+        out.append({"start_h": _number("starts_h", s), "rate_factor": _number("rate_factors", f)})
+    if not out:
+        raise CallError(f"{ERROR_PREFIX} starts_h: give at least one phase (start hour and rate factor)")
+    return out
+
+
+def _evaluated(plan: Any) -> Any:
+    """The plan's engine row (engine.setup.plan_setup: the setup's stall and restart, as `ckptplan plan`)."""
+    from ..engine.setup import plan_setup
+
+    return plan_setup(plan.scenario, plan.setup).row
+
+
+@udf(names=_NAMES, values=_VALUES,
+     starts_h="The phases' start hours from the job's start, a column (increasing; a first phase at 0 is added at "
+              "rate 1 when none starts there).",
+     rate_factors="Each phase's factor on the job failure rate, the same shape as starts_h.")
+def CKPT_SCHEDULE(names, values, starts_h, rate_factors):
+    """The checkpoint schedule when the failure rate changes over the run: a spilled range (start_h, rate_factor,
+    interval_min), one row per phase, then the schedule's expected wall time and the best single interval's.
+
+    Each phase's interval is optimised with the phase boundaries handled exactly (ckptplan plan; Daly's model per
+    phase). A chosen interval_min among the names is used in every phase.
+    """
+    plan, _ = _plan(names, values, phases=_phases(starts_h, rate_factors))
+    try:
+        row = _evaluated(plan)
+    except ValueError as exc:
+        return _message(exc)
+    rows: list[list[Any]] = [["start_h", "rate_factor", "interval_min"]]
+    i = 1
+    while f"schedule{i}_start_h" in row.index and row[f"schedule{i}_start_h"] == row[f"schedule{i}_start_h"]:
+        rows.append([float(row[f"schedule{i}_start_h"]), float(row[f"schedule{i}_rate_factor"]),
+                     float(row[f"schedule{i}_interval_min"])])
+        i += 1
+    rows.append(["wall_h", None, float(row["wall_h"])])
+    rows.append(["single_interval_min", None, float(row["single_interval_min"])])
+    rows.append(["single_interval_wall_h", None, float(row["single_interval_wall_h"])])
+    return rows
+
+
+#: the figures CKPT_SPOT_PLAN spills, in order (engine.evaluate columns)
+SPOT_FIGURES = ("exact_interval_min", "chosen_interval_min", "wall_h", "capacity_wait_h", "expected_failures",
+                "expected_preemptions", "waste_fraction", "total_gpu_hours", "total_cost", "goodput",
+                "cost_per_useful_gpu_hour", "p_finish_by_deadline")
+
+
+@udf(names=_NAMES, values=_VALUES)
+def CKPT_SPOT_PLAN(names, values):
+    """The plan on preemptible capacity: a spilled range (figure, value) of the interval for failures and preemptions,
+    the expected wall time (capacity waits included), the GPU-hours held and their cost at the spot price, and
+    P(finish by the deadline) (simulated, 10,000 runs, seed 0, as ckptplan plan; blank without a deadline).
+
+    preemptions_per_h must be among the names and above 0 (with none, the plan is the on-demand one).
+    """
+    plan, _ = _plan(names, values)
+    if not plan.scenario.preemptions_per_h:
+        return f"{ERROR_PREFIX} preemptions_per_h: must be given and > 0 (the plan on spot capacity)"
+    try:
+        row = _evaluated(plan)
+    except ValueError as exc:
+        return _message(exc)
+    return [["figure", "value"]] + [[key, _cell(float(row[key]))] for key in SPOT_FIGURES]

@@ -83,6 +83,13 @@ _MAX_ROUNDS = 64
 _INVPHI = (math.sqrt(5.0) - 1.0) / 2.0
 
 
+def _front(M, R, W, slowdown, work) -> list:
+    """The job's (name, value, rule) triples of a search; ``work`` (the finite job a fallback to the start needs,
+    :mod:`engine.tiers.model`) when given."""
+    out = [("M", M, "positive"), ("R", R, "nonnegative"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction")]
+    return out + ([("work", work, "positive")] if work is not None else [])
+
+
 def _costs(rows: TierRows) -> list:
     """Each level's own save cost ``C_l``: the first tier's stall plus the write slowdown, then the stalls."""
     return [rows.stalls[0] + rows.W * rows.s] + list(rows.stalls[1:])
@@ -303,7 +310,8 @@ def _optimise(rows: TierRows, tiers) -> dict:
     return state
 
 
-def optimal_tier_intervals(M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any], classes: Mapping[str, Any]):
+def optimal_tier_intervals(M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any], classes: Mapping[str, Any],
+                           work=None):
     """The design (``T`` and integer everies) minimising the exact expected wall time (module notes).
 
     Vectorised over rows (every numeric input may be an array or Series of designs; the tiers' own
@@ -313,8 +321,7 @@ def optimal_tier_intervals(M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any
     (:func:`first_order_tier_intervals`), which the optimum never does worse than. Raises
     :class:`InputError` on ``M`` when even the optimum's wall time per work overflows.
     """
-    tiers, _, f, rows, shape, wrap = prepare_rows(tiers, classes, [("M", M, "positive"), ("R", R, "nonnegative"),
-                                                              ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction")])
+    tiers, _, f, rows, shape, wrap = prepare_rows(tiers, classes, _front(M, R, W, slowdown, work))
     st = _optimise(rows, tiers)
     raise_overflow(st["f"], f["M"], shape, "wall time per unit of work at the optimum")
     T = st["T"]
@@ -349,7 +356,8 @@ def _polish(rows: TierRows, ratios: list, x, fx):
     return T, fx
 
 
-def best_first_interval(M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any], classes: Mapping[str, Any]):
+def best_first_interval(M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any], classes: Mapping[str, Any],
+                        work=None):
     """The first tier's compute interval ``T`` minimising the exact expected wall time, the tiers' own ``every`` kept.
 
     What a plan whose tiers state their ``every`` uses (:func:`engine.setup.plan_setup`, the tiered batch
@@ -359,8 +367,7 @@ def best_first_interval(M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any], 
     Vectorised over rows (every numeric input, the tiers' stalls and restores included). Returns ``T``
     (the caller's kind). Raises :class:`InputError` on ``M`` when even the optimum's wall time overflows.
     """
-    tiers, _, f, rows, shape, wrap = prepare_rows(tiers, classes, [("M", M, "positive"), ("R", R, "nonnegative"),
-                                                              ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction")])
+    tiers, _, f, rows, shape, wrap = prepare_rows(tiers, classes, _front(M, R, W, slowdown, work))
     ratios = level_ratios(rows.every)
     with np.errstate(divide="ignore", invalid="ignore"):
         zero = (_guess(rows, ratios) <= 0) & (rows.W * (1.0 - rows.s) <= 0)

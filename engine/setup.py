@@ -43,7 +43,7 @@ from .gate import check_number
 from .scenario import Scenario, check_mapping
 from .spoken import duration
 
-__all__ = ["ONE_TIER_ADVICE", "RecoverySetup", "SetupPlan", "check_single_level_keys", "TIERED_PLAN_UNUSED", "TIER_KEYS", "plan_setup", "setup_from_dict", "setup_keys", "split_setup"]
+__all__ = ["ONE_TIER_ADVICE", "POOL_FIGURES", "RecoverySetup", "SetupPlan", "check_single_level_keys", "TIERED_PLAN_UNUSED", "TIER_KEYS", "plan_setup", "setup_from_dict", "setup_keys", "split_setup"]
 
 #: scenario fields a setup can derive (the scenario's own value wins when it states one); ``downtime_min`` (the
 #: restart's wait for a node, which the job cannot fail in) comes with a derived ``restart_min`` only
@@ -51,6 +51,12 @@ DERIVED = ("checkpoint_stall_min", "async_write_min", "restart_min", "downtime_m
 
 #: the restart parts, in pipeline order (``init_per_1000_nodes_min`` is folded into ``init_min``)
 PARTS = ("detection_min", "reallocation_min", "startup_min", "init_min", "load_min", "warmup_min")
+
+#: the spare pool's figures a plan reports (:mod:`engine.recovery`; None without a pool): per node-replacing failure
+#: the chance a spare is free, the mean wait for a node and its standard deviation (fixed repair times), the
+#: time-average nodes in repair and the share of the pool's time the job waits for a node
+POOL_FIGURES = ("spare_free_probability", "pool_reallocation_min", "reallocation_sd_min", "mean_nodes_in_repair",
+                "pool_waiting_share")
 
 #: runs of the tiered Monte Carlo behind a tiered plan's P(finish by deadline)
 DEADLINE_RUNS = 2000
@@ -206,7 +212,7 @@ def _derived(sc: Scenario, st: Any, job_mtbf_h: float | None) -> dict[str, Any]:
 
 def _restart_parts(st: Any, derived: dict[str, Any], notes: list[str]) -> tuple[dict[str, float], dict[str, Any]]:
     """The restart pipeline's parts (minutes) and the spare pool's figures; empty if no part is given."""
-    spare: dict[str, Any] = {"spares": st.spares or 0, "spare_free_probability": derived["spare_free_probability"]}
+    spare: dict[str, Any] = {"spares": st.spares or 0, **{k: derived[k] for k in POOL_FIGURES}}
     if derived["restart_pipeline_min"] is None:
         return {}, spare
     parts = {p: derived[f"part_{p}"] or 0.0 for p in PARTS}
@@ -346,7 +352,7 @@ def _money(base: Scenario, st: Any, figures: dict[str, Any], tiers: list[dict], 
         "derived_async_write_min": sizes["derived_async_write_min"],
         "derived_restore_min": sizes["derived_restore_min"],
         "restart_min": float(base.restart_min) if not st.tiers else figures["restart_min"],
-        "spares": spares, "spare_free_probability": spare["spare_free_probability"],
+        "spares": spares, **{k: spare[k] for k in POOL_FIGURES},
         "job_gpu_hours": job_gpu_h, "spare_gpu_hours": spare_gpu_h, "total_gpu_hours": job_gpu_h + spare_gpu_h,
         **money, "cost_per_useful_gpu_hour": money["total_cost"] / useful_gpu_h, "currency": base.currency,
     }

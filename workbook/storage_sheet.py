@@ -278,7 +278,8 @@ def _problems(x: dict[str, str], k: int) -> str:
 #: design rows shown (the other steps are grouped and collapsed, expand with +)
 _DESIGN_VISIBLE = {"checkpoint_size_gb", "write_bandwidth_gb_s", "derived_checkpoint_stall_min",
                    "derived_async_write_min", "read_bandwidth_gb_s", "derived_restore_min", "mean_in_repair",
-                   "spare_free_probability", "pool_reallocation_min", *(f"part_{p}" for p in D.PARTS),
+                   "spare_free_probability", "pool_reallocation_min", "reallocation_sd_min", "mean_nodes_in_repair",
+                   "pool_waiting_share", *(f"part_{p}" for p in D.PARTS),
                    "restart_pipeline_min", "used_checkpoint_stall_min", "used_async_write_min", "used_restart_min"}
 #: names of the baseline's figures on this sheet (``setup_<key>`` unless listed)
 _NAMES = {

@@ -47,6 +47,9 @@ improves, the same cube around its new best. It returns a local optimum on the l
 first-order rounded one, which is always a candidate. Rows are designs: 10^5 rows are searched
 together whatever their everies (the exact model costs the same for every pattern length). The
 objective is assumed unimodal in ``log T`` for fixed everies (true of the single-level model).
+Restores that fail (:mod:`engine.tiers.model`, assumption 6) enter through the exact expectation (and the
+first-order guess through the shares restored from each tier); with a fallback to the job's start the
+objective is the finite job's, so the searches take the job's ``work``.
 
 References
 ----------
@@ -319,7 +322,9 @@ def optimal_tier_intervals(M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any
     (``every T``), ``wall_per_work`` and ``waste_fraction`` at the optimum, and ``first_order_T``,
     ``first_order_waste_fraction`` of the first-order rounded design
     (:func:`first_order_tier_intervals`), which the optimum never does worse than. Raises
-    :class:`InputError` on ``M`` when even the optimum's wall time per work overflows.
+    :class:`InputError` on ``M`` when even the optimum's wall time per work overflows. ``work``: the
+    job's useful work, needed when a restore can fail on every tier a class tries (the fallback to the
+    start, :mod:`engine.tiers.model`): the objective is then the finite job's expectation per unit of work.
     """
     tiers, _, f, rows, shape, wrap = prepare_rows(tiers, classes, _front(M, R, W, slowdown, work))
     st = _optimise(rows, tiers)
@@ -366,6 +371,7 @@ def best_first_interval(M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any], 
     1e-9 bracket; an optimum at the write constraint returned exactly at ``W (1 - slowdown)``).
     Vectorised over rows (every numeric input, the tiers' stalls and restores included). Returns ``T``
     (the caller's kind). Raises :class:`InputError` on ``M`` when even the optimum's wall time overflows.
+    ``work`` as :func:`optimal_tier_intervals` (needed only when a restore can fail on every tier tried).
     """
     tiers, _, f, rows, shape, wrap = prepare_rows(tiers, classes, _front(M, R, W, slowdown, work))
     ratios = level_ratios(rows.every)

@@ -199,3 +199,123 @@ def test_the_optimum_includes_failing_restores():
     assert T < float(opt.best_first_interval(300.0, 5.0, tiers=plain, classes=cls))
     best = opt.optimal_tier_intervals(300.0, 5.0, tiers=tiers, classes=cls, work=work)
     assert best["wall_per_work"] * work <= f(T) * (1 + 1e-12)
+
+
+# ------------------------------------------------------------------ surfaces
+
+_TOML = """
+[scenario]
+name = "corruptible local copy"
+nodes = 1024
+gpus_per_node = 8
+node_mtbf_h = 5000
+useful_training_h = 720
+price_per_gpu_hour = 2.5
+restart_min = 5
+[failure_classes]
+process = 0.7
+node = 0.3
+[[tiers]]
+name = "local"
+every = 1
+checkpoint_stall_min = 0.1
+restore_min = 1.5
+survives = ["process"]
+restore_failure_probability = 0.3
+[[tiers]]
+name = "pfs"
+every = 20
+checkpoint_stall_min = 3
+restore_min = 20
+survives = ["process", "node"]
+[[designs]]
+name = "second copy"
+[[designs.tiers]]
+name = "local"
+every = 1
+checkpoint_stall_min = 0.1
+restore_min = 1.5
+survives = ["process"]
+restore_failure_probability = 0.3
+copies = 2
+[[designs.tiers]]
+name = "pfs"
+every = 20
+checkpoint_stall_min = 3
+restore_min = 20
+survives = ["process", "node"]
+"""
+
+
+def _file(tmp_path, text=_TOML, name="corrupt.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_plan_json_compare_and_batch_carry_the_field(tmp_path):
+    """A TOML tier's restore_failure_probability reaches plan --json (each tier, failed_restores, rollbacks_to_start),
+    compare (a design changing copies ranks by its own cost) and a batch over the template (same figures as plan)."""
+    import json
+
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from ckptplan import files
+    from ckptplan.cli import app
+
+    path = _file(tmp_path)
+    run = CliRunner().invoke(app, ["plan", "-t", str(path), "--json"])
+    assert run.exit_code == 0, run.output
+    d = json.loads(run.output)
+    assert [(t["restore_failure_probability"], t["copies"]) for t in d["tiers"]] == [(0.3, 1), (0.0, 1)]
+    assert d["failed_restores"] > 0 and d["rollbacks_to_start"] == 0.0
+    plain = CliRunner().invoke(app, ["plan", "-t", str(_file(tmp_path, _TOML.replace(
+        "restore_failure_probability = 0.3\n[[tiers]]", "[[tiers]]"), "plain.toml")), "--json"])
+    assert json.loads(plain.output)["total_cost"] < d["total_cost"]
+    cmp = CliRunner().invoke(app, ["compare", "-t", str(path), "--json"])
+    assert cmp.exit_code == 0, cmp.output
+    rows = {r["name"]: r for r in json.loads(cmp.output)["designs"]}
+    assert rows["second copy"]["total_cost"] < rows["corruptible local copy"]["total_cost"]
+    table = tmp_path / "rows.csv"
+    pd.DataFrame({"name": ["as planned"], "nodes": [1024]}).to_csv(table, index=False)
+    out = tmp_path / "out.csv"
+    res = CliRunner().invoke(app, ["batch", str(table), "-t", str(path), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    row = pd.read_csv(out).iloc[0]
+    assert row["failed_restores"] == pytest.approx(d["failed_restores"], rel=1e-12)
+    assert row["total_cost"] == pytest.approx(d["total_cost"], rel=1e-12)
+    assert files.load_plan(str(path)).setup.tiers[0]["restore_failure_probability"] == 0.3
+
+
+def test_a_single_level_scenario_refuses_it_by_name(tmp_path):
+    from typer.testing import CliRunner
+
+    from ckptplan.cli import app
+
+    text = ('[scenario]\nname = "x"\nnodes = 8\nnode_mtbf_h = 5000\nuseful_training_h = 10\nprice_per_gpu_hour = 1\n'
+            'checkpoint_stall_min = 1\nrestart_min = 2\nrestore_failure_probability = 0.1\n')
+    run = CliRunner().invoke(app, ["plan", "-t", str(_file(tmp_path, text))])
+    assert run.exit_code != 0 and "restore_failure_probability" in run.output and "[[tiers]]" in run.output
+    assert "Traceback" not in run.output
+    bad = _TOML.replace("restore_failure_probability = 0.3\n[[tiers]]", "restore_failure_probability = 1.5\n[[tiers]]")
+    run = CliRunner().invoke(app, ["plan", "-t", str(_file(tmp_path, bad))])
+    assert run.exit_code != 0 and "restore_failure_probability" in run.output and "[0, 1)" in run.output
+
+
+def test_the_spare_pool_figures_are_in_the_plan():
+    """plan_setup (hence plan --json) gives the pool's spread, time-average nodes in repair and waiting share, the
+    engine's closed forms (engine.recovery) for the llama3-405b-storage pool."""
+    from ckptplan import files
+    from ckptplan.engine import recovery
+    from ckptplan.engine.setup import plan_setup
+
+    plan = files.load_plan("llama3-405b-storage")
+    f = plan_setup(plan.scenario, plan.setup).figures
+    st = plan.setup
+    pool = (st.replacement_share / f["job_mtbf_h"], st.repair_h, st.spares)
+    assert f["reallocation_sd_min"] == pytest.approx(recovery.reallocation_sd_min(*pool, st.swap_min), rel=1e-12)
+    assert f["mean_nodes_in_repair"] == pytest.approx(recovery.mean_nodes_in_repair(*pool), rel=1e-12)
+    assert f["pool_waiting_share"] == pytest.approx(recovery.pool_waiting_share(*pool), rel=1e-12)
+    assert f["pool_reallocation_min"] == pytest.approx(recovery.expected_reallocation_min(*pool, st.swap_min))
+    assert 0 < f["pool_waiting_share"] < 1 and 0 < f["mean_nodes_in_repair"] < st.spares + 1

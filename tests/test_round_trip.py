@@ -152,7 +152,7 @@ def test_hostile_texts_and_a_design_that_replaces_tiers_round_trip(tmp_path):
     designs = (Design(evil, set={"spares": 6}),
                Design("one durable tier", tiers=({"name": "remote", "every": 1, "survives": ["=1+1", "@SUM(1)"],
                                                   "checkpoint_stall_min": 0.4, "restore_min": 0.4,
-                                                  "restore_failure_probability": 0.3},)),
+                                                  "restore_failure_probability": 0.001},)),
                Design("single level", tiers=(), failure_classes={}))
     seed = files.load_scenario("seed").replace(description="=1+2", domains=({"name": "=evil()", "mtbf_h": 9e4,
                                                                                "nodes_per_domain": 16},))

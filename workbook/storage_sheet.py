@@ -570,5 +570,7 @@ _NOTES = (
         "B(k) = mu B(k-1) / (k + mu B(k-1)) over up to {N} spares in hidden columns to the right (expand with +).",
         "First-order tier intervals (Benoit et al., IEEE TC 66(7), 2017): T_l = SQRT(2 C_l / lambda_l), C_1 = "
         "stall_1 + W x slowdown, C_l = stall_l; lambda_l = (share of the classes whose first surviving tier, in "
-        "order, is l) / job MTBF. Tier storage cost uses the tiered plan's wall hours (live).",
+        "order, is l) / job MTBF, every restore taken to succeed (a guide: the tiered plan's live formulas price "
+        "restores that fail, each tier's restore_failure_probability ^ copies, falling back to the next tier that "
+        "survives, or to the job's start). Tier storage cost uses the tiered plan's wall hours (live).",
         "Model check keys:")

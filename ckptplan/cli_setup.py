@@ -74,6 +74,15 @@ def print_setup(plan: Any, money: bool = True) -> None:
         console.print(f"restart pipeline {duration(sum(plan.restart_parts_min.values()))} ({parts or 'no part given'})"
                       + (f"  |  {f['spares']} spares, a spare free at {f['spare_free_probability']:.1%} of the failures that need a node"
                          if f["spare_free_probability"] is not None else ""), highlight=False)
+    if f.get("pool_reallocation_min") is not None:
+        console.print(f"spare pool: wait for a node {duration(f['pool_reallocation_min'])} per failure that needs one "
+                      f"(standard deviation {duration(f['reallocation_sd_min'])}, fixed repair times)  |  "
+                      f"{f['mean_nodes_in_repair']:,.2f} nodes in repair on average  |  the job waits for a node "
+                      f"{f['pool_waiting_share']:.2%} of the time", highlight=False)
+    if f.get("failed_restores"):
+        console.print(f"restores that fail: {f['failed_restores']:,.2f} failed restore attempts expected, "
+                      f"{f['rollbacks_to_start']:,.3f} rollbacks to the job's start (every copy tried was bad)",
+                      highlight=False)
     if f.get("best_spares") is not None:
         console.print(f"cheapest number of hot spares: {f['best_spares']} ({f['best_spares_cost_per_useful_gpu_hour']:,.3f} "
                       f"{cur} per useful GPU-hour, single-level model at each count's optimum interval)", highlight=False)
@@ -131,7 +140,8 @@ def compare(
 
         from .engine.spot import scenario_capacity
 
-        capacity = scenario_capacity(plan.planned_scenario())  # spot scenario with a deadline: three policies
+        # spot scenario with a deadline: three policies (single-level plans; a tiered baseline has none to show)
+        capacity = scenario_capacity(plan.planned_scenario()) if not plan.setup.tiers else None
     except ValueError as exc:
         fail(str(exc))
     cur = plan.scenario.currency

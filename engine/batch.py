@@ -290,7 +290,7 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     The single-level columns that describe a plan the job does not follow (Young's, Daly's and the
     exact single-level intervals and wastes, ``effective_stall_min``, the analytic deadline figures)
     are left out; the plan's columns hold the tiered figures (``chosen_interval_min`` is the first
-    tier's interval); ``mean_restart_min`` and per tier ``tier{i}_name`` and
+    tier's interval); ``mean_restart_min``, ``failed_restores``, ``rollbacks_to_start`` and per tier ``tier{i}_name`` and
     :data:`engine.tiers.table.TIER_COLUMNS` are added; with ``deadline`` the Monte Carlo is the tiered
     one (:func:`engine.montecarlo_tiers.simulate_tiers`, exponential failures only).
 
@@ -400,7 +400,8 @@ def _results(table: pd.DataFrame, given: Mapping[str, np.ndarray], eff: Mapping[
     if design is not None:
         from .tiers.table import SINGLE_LEVEL_ONLY, TIER_COLUMNS
 
-        plan_out = [c for c in plan_out if c not in SINGLE_LEVEL_ONLY] + ["mean_restart_min"]
+        plan_out = [c for c in plan_out if c not in SINGLE_LEVEL_ONLY] + ["mean_restart_min", "failed_restores",
+                                                                          "rollbacks_to_start"]
         for i, name in enumerate(design.names):
             out[f"tier{i + 1}_name"] = pd.Series(np.full(len(table), name, dtype=object), index=table.index,
                                                  dtype=TEXT_DTYPE)

@@ -35,7 +35,7 @@ __all__ = ["SETUP_RESULT_COLUMNS", "fill_from_setup", "setup_figures", "tiered_p
 #: GPU-hour, as ``plan_setup`` and ``CKPT_TOTAL_COST`` give them (the last two: :data:`_BILL`)
 SETUP_RESULT_COLUMNS = ("checkpoint_size_gb", "derived_checkpoint_stall_min", "derived_async_write_min",
                         "derived_restore_min", "restart_pipeline_min", "spare_free_probability", "pool_reallocation_min",
-                        "storage_cost", "spare_gpu_hours", "spare_cost", "total_cost", "cost_per_useful_gpu_hour")
+                        "reallocation_sd_min", "mean_nodes_in_repair", "pool_waiting_share", "storage_cost", "spare_gpu_hours", "spare_cost", "total_cost", "cost_per_useful_gpu_hour")
 _BILL = ("total_cost", "cost_per_useful_gpu_hour")
 
 

@@ -251,7 +251,29 @@ SETUP_FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in SETUP_FIELDS}
 #: and restore times are given or derived from the checkpoint size and the tier's bandwidths)
 TIER_KEYS = ("name", "every", "survives", "checkpoint_stall_min", "restore_min", "write_gb_s_per_writer",
              "aggregate_write_gb_s", "read_gb_s_per_writer", "aggregate_read_gb_s", "retention", "copies",
-             "price_per_gb_month")
+             "price_per_gb_month", "restore_failure_probability")
+
+#: a ``[[tiers]]`` table's numbers (the keys of :data:`TIER_KEYS` besides ``name`` and ``survives``): unit, meaning,
+#: rule; an absent one takes its default (None: derived, see :mod:`ckptplan.engine.tiers.table`)
+TIER_FIELDS: tuple[Field, ...] = (
+    Field("every", "saves", "The tier takes every k-th save (1 for the first tier; a multiple of the previous tier's)",
+          "count"),
+    Field("checkpoint_stall_min", "min", "Stall the tier adds to a save (empty = size / write bandwidth)",
+          "nonnegative"),
+    Field("restore_min", "min", "Time to load the tier's copy (empty = size / read bandwidth)", "nonnegative"),
+    Field("write_gb_s_per_writer", "GB/s", "Write bandwidth per writer to the tier", "positive"),
+    Field("aggregate_write_gb_s", "GB/s", "Aggregate write bandwidth of the tier", "positive"),
+    Field("read_gb_s_per_writer", "GB/s", "Read bandwidth per reader (empty = the write's)", "positive"),
+    Field("aggregate_read_gb_s", "GB/s", "Aggregate read bandwidth (empty = the write's)", "positive"),
+    Field("retention", "checkpoints", "Checkpoints the tier keeps (the latest k)", "count", default=1),
+    Field("copies", "replicas", "Replicas of each checkpoint (e.g. 2: one more on a peer node); billed, and a "
+          "restore fails only when every replica does (p ** copies, replicas independent)", "count", default=1),
+    Field("price_per_gb_month", "per GB-month", "Price of the tier's storage per GB-month", "nonnegative",
+          default=0.0),
+    Field("restore_failure_probability", "probability", "Chance that restoring one replica of the tier's copy fails "
+          "(corrupt or incomplete); the restore then falls back to the next tier surviving the failure, or to the "
+          "job's start (all progress lost)", "fraction", default=0.0),
+)
 
 #: The scenario's text fields: name -> (label, default).
 TEXT_FIELDS: dict[str, tuple[str, str | None]] = {
@@ -363,4 +385,4 @@ def lookup(name: str) -> Field:
 __all__ = ["COST_FIELDS", "COST_PARTS", "DEFAULT_CHUNK_ROWS", "DEFAULT_RUNS", "DEFAULT_SEED", "DOMAIN_FIELDS",
            "DOMAIN_SLOTS", "ELASTIC_FIELD_NAMES", "ELASTIC_OUTPUT_FIELDS", "EXCEL_MAX_DATA_ROWS", "FIELDS", "FIELD_BY_NAME", "Field", "MAX_RUNS_PER_CELL",
            "MAX_SWEEP_ROWS", "ON_NODE_LOSS", "PHASE_FIELDS", "QUANTITIES", "RULES", "Rule", "SETUP_FIELDS", "SETUP_FIELD_BY_NAME", "TEXT_FIELDS",
-           "TIER_KEYS", "domain_field", "lookup", "phase_field"]
+           "TIER_FIELDS", "TIER_KEYS", "domain_field", "lookup", "phase_field"]

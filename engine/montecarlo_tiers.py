@@ -17,6 +17,12 @@ them, restarts ``R + restore_min`` restarted by any failure), made finite with t
 * A class-``j`` failure in the window from durable ``d`` rolls back to ``floor(d / k(j)) k(j)``
   (``k(j)`` the every of its tier); the restart then runs ``R + restore_min`` of that tier and is
   restarted by any failure; after it, the window is run clean.
+* Restores that fail (:mod:`engine.tiers`, assumption 6): when a tier's ``restore_failure_probability``
+  is above 0, each rollback draws its outcome along the class's chain (attempt ``n`` fails with ``q =
+  p ** copies`` of its tier): it rolls back to the first tier whose attempt succeeds, or to the job's
+  start (milestone 0) when all fail, and its restart runs ``R`` plus every restore tried; a failure
+  during the restart restarts it with the same outcome. The draw (one uniform per rollback, after the
+  class's) is made only when some ``q > 0``, so designs without failing restores draw exactly as before.
 
 Sampling (exact for the model; its only error is sampling error, :func:`engine.montecarlo.standard_error`):
 runs go in blocks of :data:`TIER_BLOCK`; in each round every live run of a block draws one
@@ -47,7 +53,7 @@ from .finite import SEGMENT_RTOL, check_final_save
 from .gate import as_float_array
 from .montecarlo import Simulation, seed_entropy
 from .tiers.model import (check_design, job_specs, level_ratios, log_wall_per_work, prepare_rows, recovery_index,
-                          tier_label)
+                          restore_outcomes, tier_label)
 
 __all__ = ["MAX_PERIOD_SAVES", "TIER_BLOCK", "TieredSimulation", "simulate_tiers"]
 
@@ -66,11 +72,15 @@ class TieredSimulation(Simulation):
     """:class:`engine.montecarlo.Simulation` of a tiered job, plus per-run counts by class and by tier.
 
     ``class_failures[name]`` failures of that class (restarts included; they sum to ``failures``);
-    ``recoveries[tier]`` rollbacks restored from that tier (they sum to ``rollbacks``).
+    ``recoveries[tier]`` rollbacks restored from that tier (with ``rollbacks_to_start`` they sum to
+    ``rollbacks``); ``failed_restores`` restore attempts that failed, ``rollbacks_to_start`` rollbacks
+    whose every attempt failed (per run).
     """
 
     class_failures: dict
     recoveries: dict
+    failed_restores: np.ndarray
+    rollbacks_to_start: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -95,6 +105,8 @@ class _Job:
     near: np.ndarray | None = None  # per bucket: the window its start falls in (at most K - 1), and that window's
     near_lo: np.ndarray | None = None  # two ends pre[near], pre[near + 1]: a searchsorted in three comparisons
     near_hi: np.ndarray | None = None
+    outcomes: Any = None      # with failing restores, per class and outcome: (cumulative chance, every, restart,
+                              # tier (-1: the start), failed attempts), 2-D arrays; None: every restore succeeds
 
     def fcum(self, v):
         """Sum of the flow lengths of full windows ``0 .. v-1`` (integer array ``v``)."""
@@ -133,6 +145,29 @@ def _job(work, T, M, R, W, s, stalls, every, restores, shares, rec, final_save) 
     return replace(job, fcum_last=float(job.fcum(np.int64(last))))
 
 
+def _outcome_table(job: _Job, tiers, names, rows) -> _Job:
+    """The job with its restore outcomes (:func:`engine.tiers.model.restore_outcomes`) when a restore can fail."""
+    q = [float(v[0]) for v in rows.q]
+    if not any(q):
+        return job
+    outs = restore_outcomes(tiers, names, [float(v[0]) for v in rows.shares], [float(v[0]) for v in rows.restores],
+                            q, job.R)
+    width = len(tiers) + 1
+    cum, every, restart, tier, failed = (np.zeros((len(names), width)) for _ in range(5))
+    at = 0
+    for j, c in enumerate(names):
+        n = sum(1 for t in tiers if c in t.survives) + 1
+        chunk = outs[at:at + n]
+        at += n
+        p = np.array([o[0] for o in chunk]) / float(rows.shares[j][0])
+        cum[j, :n] = np.cumsum(p)
+        cum[j, n - 1:] = 2.0                         # the last outcome takes the rest (and the padding never wins)
+        for k, (_, r, i, f) in enumerate(chunk):
+            every[j, k] = job.last + 1 if i is None else float(rows.every[i][0])
+            restart[j, k], tier[j, k], failed[j, k] = r, len(tiers) if i is None else i, f
+    return replace(job, outcomes=(cum, every.astype(np.int64), restart, tier.astype(np.int64), failed.astype(np.int64)))
+
+
 def _check_scalars(named: Mapping[str, Any]) -> None:
     for name, value in named.items():
         if np.ndim(value):
@@ -158,7 +193,8 @@ def simulate_tiers(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[An
     for i, t in enumerate(tiers):
         lab = tier_label(i, t)
         named.update({f"{lab}.checkpoint_stall_min": t.checkpoint_stall_min, f"{lab}.restore_min": t.restore_min,
-                      f"{lab}.every": t.every})
+                      f"{lab}.every": t.every, f"{lab}.restore_failure_probability": t.restore_failure_probability,
+                      f"{lab}.copies": t.copies})
     named.update({f"classes[{c!r}]": v for c, v in classes.items()})
     _check_scalars(named)
     final_save = check_final_save(final_save)
@@ -168,8 +204,10 @@ def simulate_tiers(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[An
     log_wall = log_wall_per_work(f["T"], rows, level_ratios(rows.every))[0] + math.log(float(f["work"][0]))
     expected = math.exp(min(log_wall, 700.0)) / float(f["M"][0])
     if not expected <= _MAX_EXPECTED_FAILURES:
-        raise InputError("M", float(f["M"][0]), f"failures are so frequent against the saves that a run would see "
-                         f"about {expected:.3g} failures (limit {_MAX_EXPECTED_FAILURES:g}): shorten T or check M")
+        start = (" or restores fail so often that failures send the job back to its start (lower a tier's "
+                 "restore_failure_probability, or add copies)") if float(np.asarray(rows.eps).reshape(-1)[0]) > 0 else ""
+        raise InputError("M", float(f["M"][0]), f"failures are so frequent against the saves{start} that a run would "
+                         f"see about {expected:.3g} failures (limit {_MAX_EXPECTED_FAILURES:g}): shorten T or check M")
     if every[-1] > MAX_PERIOD_SAVES:  # the pattern tables below hold one entry per save of the outermost period
         lab = tier_label(len(tiers) - 1, tiers[-1])
         raise InputError(f"{lab}.every", every[-1], f"the simulator tabulates one pattern of {every[-1]:,} saves; at "
@@ -178,21 +216,25 @@ def simulate_tiers(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[An
     job = _job(float(f["work"][0]), float(f["T"][0]), float(f["M"][0]), float(f["R"][0]), float(f["W"][0]),
                float(f["slowdown"][0]), [float(v[0]) for v in rows.stalls], every, [float(v[0]) for v in rows.restores],
                [float(v[0]) for v in rows.shares], recovery_index(tiers, classes), final_save)
+    job = _outcome_table(job, tiers, names, rows)
     seed_ = seed_entropy(seed)
     wall, fails, rolls, rtime = np.empty(runs_), np.empty(runs_, np.int64), np.empty(runs_, np.int64), np.empty(runs_)
     by_class = np.zeros((runs_, len(names)), np.int64)
-    by_tier = np.zeros((runs_, len(tiers)), np.int64)
+    by_tier = np.zeros((runs_, len(tiers) + 1), np.int64)   # the last column: rollbacks to the job's start
+    bad = np.zeros(runs_, np.int64)
     for b, lo in enumerate(range(0, runs_, TIER_BLOCK)):
         sl = slice(lo, min(lo + TIER_BLOCK, runs_))
         rng = np.random.default_rng(np.random.SeedSequence(seed_, spawn_key=(b,)))
-        wall[sl], fails[sl], rolls[sl], rtime[sl], by_class[sl], by_tier[sl] = _block(job, sl.stop - sl.start, rng)
+        wall[sl], fails[sl], rolls[sl], rtime[sl], by_class[sl], by_tier[sl], bad[sl] = _block(
+            job, sl.stop - sl.start, rng)
     free = _remaining(job, np.zeros(1, np.int64))[0][0]
     down = float(as_float_array("D", D, "nonnegative"))
     if down:
         wall, rtime = wall + down * fails, rtime + down * fails
     return TieredSimulation(wall=wall, failures=fails, rollbacks=rolls, restart_time=rtime, failure_free=float(free),
                             class_failures={c: by_class[:, j] for j, c in enumerate(names)},
-                            recoveries={t.name: by_tier[:, i] for i, t in enumerate(tiers)})
+                            recoveries={t.name: by_tier[:, i] for i, t in enumerate(tiers)}, failed_restores=bad,
+                            rollbacks_to_start=by_tier[:, -1])
 
 
 def _remaining(job: _Job, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -237,7 +279,9 @@ def _block(job: _Job, rows: int, rng: np.random.Generator):
     by class and by tier (flat indices into the per-run rows); their totals are the row sums.
     """
     n_cls, n_tier = job.cum_shares.size, job.n_tiers
-    out = (np.empty(rows), np.empty(rows), np.empty((rows, n_cls), np.int64), np.empty((rows, n_tier), np.int64))
+    n_tier += 1   # the last column counts rollbacks to the job's start (every restore tried failed)
+    out = (np.empty(rows), np.empty(rows), np.empty((rows, n_cls), np.int64), np.empty((rows, n_tier), np.int64),
+           np.empty(rows, np.int64))
     a = job.W * (1.0 - job.s)
     end = job.fcum_last + job.flow_last + a  # failure-free clock of the job's end, plus a (the clean first window)
     short_last = job.clean_last != job.flow_last + a  # a final save longer in flow than clean: its own length
@@ -246,6 +290,7 @@ def _block(job: _Job, rows: int, rng: np.random.Generator):
     w = np.zeros(rows, np.int64)
     restarting = np.zeros(rows, bool)
     cls_n, tier_n = np.zeros((rows, n_cls), np.int64), np.zeros((rows, n_tier), np.int64)
+    bad = np.zeros(rows, np.int64)
     for _ in range(_MAX_ROUNDS):
         if not idx.size:
             break
@@ -271,19 +316,24 @@ def _block(job: _Job, rows: int, rng: np.random.Generator):
         run = ~restarting[hit]
         pos, c = hit[run], cls[run]
         durable = np.clip(_position(job, g[pos] + x[pos] - a), w[pos], job.last)
-        k = job.every_of[c]
+        k, dur, tier = job.every_of[c], job.restart_of[c], job.tier_of[c]
+        if job.outcomes is not None:     # which restore succeeds (module notes): one uniform per rollback
+            cum, every_o, restart_o, tier_o, failed_o = job.outcomes
+            o = np.sum(rng.random(pos.size)[:, None] >= cum[c], axis=1)
+            k, dur, tier = every_o[c, o], restart_o[c, o], tier_o[c, o]
+            bad[pos] += failed_o[c, o]
         w[pos] = durable = durable // k * k
         g[pos] = job.fcum(durable)
-        restarting[pos], rdur[pos] = True, job.restart_of[c]
-        tier_n.reshape(-1)[pos * n_tier + job.tier_of[c]] += 1
+        restarting[pos], rdur[pos] = True, dur
+        tier_n.reshape(-1)[pos * n_tier + tier] += 1
         if done.any():
             fin = np.flatnonzero(done)
-            for o, v in zip(out, (t, rtime, cls_n, tier_n)):
-                o[idx[fin]] = v[fin]
+            for o_, v in zip(out, (t, rtime, cls_n, tier_n, bad)):
+                o_[idx[fin]] = v[fin]
             keep = ~done
-            idx, t, rtime, rdur, g, w, restarting, cls_n, tier_n = (
-                v[keep] for v in (idx, t, rtime, rdur, g, w, restarting, cls_n, tier_n))
+            idx, t, rtime, rdur, g, w, restarting, cls_n, tier_n, bad = (
+                v[keep] for v in (idx, t, rtime, rdur, g, w, restarting, cls_n, tier_n, bad))
     else:
         raise InputError("M", job.M, f"a run reached {_MAX_ROUNDS:,} failures: failures are far too frequent")
-    wall, rtime, by_class, by_tier = out
-    return wall, by_class.sum(axis=1), by_tier.sum(axis=1), rtime, by_class, by_tier
+    wall, rtime, by_class, by_tier, failed = out
+    return wall, by_class.sum(axis=1), by_tier.sum(axis=1), rtime, by_class, by_tier, failed

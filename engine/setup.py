@@ -43,8 +43,8 @@ from .gate import check_number
 from .scenario import Scenario, check_mapping
 from .spoken import duration
 
-__all__ = ["RecoverySetup", "SetupPlan", "TIERED_PLAN_UNUSED", "TIER_KEYS", "plan_setup", "plan_setups",
-           "setup_from_dict", "setup_keys", "split_setup"]
+__all__ = ["ONE_TIER_ADVICE", "POOL_FIGURES", "RecoverySetup", "SetupPlan", "TIERED_PLAN_UNUSED", "TIER_KEYS",
+           "check_single_level_keys", "plan_setup", "plan_setups", "setup_from_dict", "setup_keys", "split_setup"]
 
 #: scenario fields a setup can derive (the scenario's own value wins when it states one); ``downtime_min`` (the
 #: restart's wait for a node, which the job cannot fail in) comes with a derived ``restart_min`` only
@@ -52,6 +52,12 @@ DERIVED = ("checkpoint_stall_min", "async_write_min", "restart_min", "downtime_m
 
 #: the restart parts, in pipeline order (``init_per_1000_nodes_min`` is folded into ``init_min``)
 PARTS = ("detection_min", "reallocation_min", "startup_min", "init_min", "load_min", "warmup_min")
+
+#: the spare pool's figures a plan reports (:mod:`engine.recovery`; None without a pool): per node-replacing failure
+#: the chance a spare is free, the mean wait for a node and its standard deviation (fixed repair times), the
+#: time-average nodes in repair and the share of the pool's time the job waits for a node
+POOL_FIGURES = ("spare_free_probability", "pool_reallocation_min", "reallocation_sd_min", "mean_nodes_in_repair",
+                "pool_waiting_share")
 
 #: runs of the tiered Monte Carlo behind a tiered plan's P(finish by deadline)
 DEADLINE_RUNS = 2000
@@ -124,7 +130,21 @@ def split_setup(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
     """A scenario file's table split into (scenario keys, setup keys)."""
     keys = set(setup_keys())
     check_mapping(data, "scenario")
+    check_single_level_keys(data)
     return ({k: v for k, v in data.items() if k not in keys}, {k: v for k, v in data.items() if k in keys})
+
+
+#: what a single-level plan (no tiers) says to a per-tier field given at the scenario's top level
+ONE_TIER_ADVICE = ("a single-level plan is one tier: give it as one [[tiers]] table (every = 1, survives = every "
+                   "failure class, e.g. [failure_classes] any = 1.0) with this field; its plan is then the tiered "
+                   "model's, which prices a restore that fails (back to the job's start)")
+
+
+def check_single_level_keys(data: Mapping[str, Any]) -> None:
+    """Refuse, by name, a tier's ``restore_failure_probability`` stated on a scenario without tiers (the single-level
+    model cannot carry it; :data:`ONE_TIER_ADVICE`)."""
+    if "restore_failure_probability" in data:
+        raise InputError("restore_failure_probability", data["restore_failure_probability"], ONE_TIER_ADVICE)
 
 
 def setup_from_dict(data: Mapping[str, Any], stated: Any = (), origin: str = "scenario") -> Any:
@@ -193,7 +213,7 @@ def _derived(sc: Scenario, st: Any, job_mtbf_h: float | None) -> dict[str, Any]:
 
 def _restart_parts(st: Any, derived: dict[str, Any], notes: list[str]) -> tuple[dict[str, float], dict[str, Any]]:
     """The restart pipeline's parts (minutes) and the spare pool's figures; empty if no part is given."""
-    spare: dict[str, Any] = {"spares": st.spares or 0, "spare_free_probability": derived["spare_free_probability"]}
+    spare: dict[str, Any] = {"spares": st.spares or 0, **{k: derived[k] for k in POOL_FIGURES}}
     if derived["restart_pipeline_min"] is None:
         return {}, spare
     parts = {p: derived[f"part_{p}"] or 0.0 for p in PARTS}
@@ -378,7 +398,7 @@ def _money(base: Scenario, st: Any, figures: dict[str, Any], tiers: list[dict], 
         "derived_async_write_min": sizes["derived_async_write_min"],
         "derived_restore_min": sizes["derived_restore_min"],
         "restart_min": float(base.restart_min) if not st.tiers else figures["restart_min"],
-        "spares": spares, "spare_free_probability": spare["spare_free_probability"],
+        "spares": spares, **{k: spare[k] for k in POOL_FIGURES},
         "job_gpu_hours": job_gpu_h, "spare_gpu_hours": spare_gpu_h, "total_gpu_hours": job_gpu_h + spare_gpu_h,
         **money, "cost_per_useful_gpu_hour": money["total_cost"] / useful_gpu_h, "currency": base.currency,
     }
@@ -516,7 +536,8 @@ def _tiered(base: Scenario, st: Any, row: Any, parts: dict[str, float], sizes: d
         "async_write_min": W, "interval_min": T, "waste_fraction": v["waste_fraction"], "wall_h": v["wall_h"],
         "useful_h": v["useful_h"], "save_h": v["save_h"], "rework_h": v["rework_h"], "restart_h": v["restart_h"],
         "gpus": v["gpus"], "goodput": v["goodput"], "expected_failures": v["expected_failures"],
-        "restart_min": v["mean_restart_min"],
+        "restart_min": v["mean_restart_min"], "failed_restores": v["failed_restores"],
+        "rollbacks_to_start": v["rollbacks_to_start"],
     }
     tiers = []
     for i, t in enumerate(design.tiers):
@@ -524,10 +545,11 @@ def _tiered(base: Scenario, st: Any, row: Any, parts: dict[str, float], sizes: d
         tiers.append({"name": t["name"], "checkpoint_stall_min": v[k + "checkpoint_stall_min"],
                       "restore_min": v[k + "restore_min"], "every": int(t["every"]), "survives": list(t["survives"]),
                       "retention": t["retention"], "price_per_gb_month": t["price_per_gb_month"], "copies": t["copies"],
+                      "restore_failure_probability": t["restore_failure_probability"],
                       "interval_min": v[k + "interval_min"], "restart_min": v[k + "restart_min"],
                       "storage_cost": v[k + "storage_cost"]})
-    tier_objs = [Tier(t["name"], t["checkpoint_stall_min"], t["restore_min"], t["every"], tuple(t["survives"]))
-                 for t in tiers]
+    tier_objs = [Tier(t["name"], t["checkpoint_stall_min"], t["restore_min"], t["every"], tuple(t["survives"]),
+                      restore_failure_probability=t["restore_failure_probability"], copies=t["copies"]) for t in tiers]
     figures["p_finish_by_deadline"] = _tiered_deadline(base, T, float(row["job_mtbf_h"]) * 60.0, other, W, s, tier_objs,
                                                        design.classes, float(base.downtime_min))
     return figures, tiers, checked_figures(cols)

@@ -34,7 +34,10 @@ Output columns named like ``plan_setup``'s figures: ``checkpoint_size_gb``,
 ``init_min`` with its per-1,000-nodes part, ``load_min`` the derived restore when not stated,
 ``reallocation_min`` the spare pool's when not stated), ``restart_pipeline_min``,
 ``spare_free_probability``, ``pool_reallocation_min`` (the spare pool's expected reallocation,
-whether or not a stated ``reallocation_min`` overrides it), ``storage_cost``, ``spare_gpu_hours``,
+whether or not a stated ``reallocation_min`` overrides it), ``reallocation_sd_min`` (its standard
+deviation per node-replacing failure, fixed repair times: :func:`engine.recovery.reallocation_sd_min`),
+``mean_nodes_in_repair`` (time-average) and ``pool_waiting_share`` (share of the pool's time the job
+waits for a node), ``storage_cost``, ``spare_gpu_hours``,
 ``spare_cost``. A figure the row's setup does not give is NaN.
 """
 
@@ -58,7 +61,8 @@ _PHASES = ("detection_min", "reallocation_min", "startup_min", "init_min", "load
 SETUP_COLUMNS = ("checkpoint_size_gb", "derived_checkpoint_stall_min", "derived_async_write_min",
                  "derived_restore_min", "part_detection_min", "part_reallocation_min", "part_startup_min",
                  "part_init_min", "part_load_min", "part_warmup_min", "restart_pipeline_min", "spare_free_probability",
-                 "pool_reallocation_min", "storage_cost", "spare_gpu_hours", "spare_cost")
+                 "pool_reallocation_min", "reallocation_sd_min", "mean_nodes_in_repair", "pool_waiting_share",
+                 "storage_cost", "spare_gpu_hours", "spare_cost")
 #: the money columns :func:`plan_columns` sets as ``plan_setup``'s figures
 MONEY_COLUMNS = ("job_gpu_hours", "spare_gpu_hours", "total_gpu_hours", "compute_cost", "storage_cost", "spare_cost",
                  "total_cost", "cost_per_useful_gpu_hour")
@@ -337,6 +341,12 @@ def _restart(out: dict, c: _Cols, problems: Any, ok: Callable[[], np.ndarray], p
         recovery.spare_free_probability(rate[r], g["repair_h"][r], spares[r]),
         recovery.expected_reallocation_min(rate[r], g["repair_h"][r], spares[r], swap[r])), 2)
     out["spare_free_probability"][rows], out["pool_reallocation_min"][rows] = free, realloc
+    spread, busy, waiting = isolate_refusals(problems, rows, lambda r: (
+        recovery.reallocation_sd_min(rate[r], g["repair_h"][r], spares[r], swap[r]),
+        recovery.mean_nodes_in_repair(rate[r], g["repair_h"][r], spares[r]),
+        recovery.pool_waiting_share(rate[r], g["repair_h"][r], spares[r])), 3)
+    out["reallocation_sd_min"][rows], out["mean_nodes_in_repair"][rows], out["pool_waiting_share"][rows] = (
+        spread, busy, waiting)
     # a failure waits for a node only when it needs one replaced: the mean per failure is the share of those
     share = e["replacement_share"]
     parts["reallocation_min"] = np.where(~c.has("reallocation_min") & pool, share * out["pool_reallocation_min"],

@@ -44,13 +44,20 @@ def figure(key: str, sc, st, plan=None):
         if key == "read_bandwidth_gb_s":
             per, agg = st.read_gb_s_per_writer or per, st.aggregate_read_gb_s or agg
         return storage.effective_bandwidth_gb_s(per, writers, agg)
-    if key in ("mean_in_repair", "pool_reallocation_min"):
+    if key in ("mean_in_repair", "pool_reallocation_min", "reallocation_sd_min", "mean_nodes_in_repair",
+               "pool_waiting_share"):
         if st.repair_h is None:
             return None
         rate = (st.replacement_share if st.replacement_share is not None else 1.0) / f["job_mtbf_h"]
         if key == "mean_in_repair":
             return rate * st.repair_h
-        return recovery.expected_reallocation_min(rate, st.repair_h, st.spares or 0, st.swap_min or 0.0)
+        pool = (rate, st.repair_h, st.spares or 0)
+        if key == "mean_nodes_in_repair":
+            return recovery.mean_nodes_in_repair(*pool)
+        if key == "pool_waiting_share":
+            return recovery.pool_waiting_share(*pool)
+        fn = recovery.expected_reallocation_min if key == "pool_reallocation_min" else recovery.reallocation_sd_min
+        return fn(*pool, st.swap_min or 0.0)
     if key in ("job_gpu_hours", "total_gpu_hours"):   # the job's; the job's and the spares'
         return f[key]
     if key in ("storage_cost", "spare_cost", "spare_gpu_hours", "total_cost", "cost_per_useful_gpu_hour",

@@ -146,11 +146,13 @@ def test_hostile_texts_and_a_design_that_replaces_tiers_round_trip(tmp_path):
         spares=2, swap_min=2.0, price_per_gb_month=0.01,
         tiers=({"name": evil, "every": 1, "survives": ["=1+1"], "checkpoint_stall_min": 0.2, "restore_min": 0.5},
                {"name": "remote", "every": 4, "survives": ["=1+1", "@SUM(1)"], "write_gb_s_per_writer": 1.0,
-                "aggregate_write_gb_s": 50.0, "price_per_gb_month": 0.02, "retention": 3, "copies": 2}),
+                "aggregate_write_gb_s": 50.0, "price_per_gb_month": 0.02, "retention": 3, "copies": 2,
+                "restore_failure_probability": 0.05}),
         failure_classes={"=1+1": 0.4, "@SUM(1)": 0.6})
     designs = (Design(evil, set={"spares": 6}),
                Design("one durable tier", tiers=({"name": "remote", "every": 1, "survives": ["=1+1", "@SUM(1)"],
-                                                  "checkpoint_stall_min": 0.4, "restore_min": 0.4},)),
+                                                  "checkpoint_stall_min": 0.4, "restore_min": 0.4,
+                                                  "restore_failure_probability": 0.001},)),
                Design("single level", tiers=(), failure_classes={}))
     seed = files.load_scenario("seed").replace(description="=1+2", domains=({"name": "=evil()", "mtbf_h": 9e4,
                                                                                "nodes_per_domain": 16},))

@@ -264,8 +264,8 @@ def test_tiers_from_a_toml_file_and_bad_tables():
     assert tm.recovery_tier(doc["tiers"], {"process": 0.8, "node": 0.2}) == {"process": "host-memory", "node": "pfs"}
     rates = tm.class_rates_per_tier(100.0, doc["tiers"], {"process": 0.8, "node": 0.2})
     assert rates == {"host-memory": pytest.approx(0.008), "pfs": pytest.approx(0.002)}
-    with pytest.raises(InputError, match=r"tiers\[1\] \(pfs\)=.*copies.*unknown key"):
-        tm.tiers_from_dicts([doc["tiers"][0], {**doc["tiers"][1], "copies": 2}])
+    with pytest.raises(InputError, match=r"tiers\[1\] \(pfs\)=.*replicas.*unknown key"):
+        tm.tiers_from_dicts([doc["tiers"][0], {**doc["tiers"][1], "replicas": 2}])
     with pytest.raises(InputError, match=r"tiers\[0\] \(host-memory\)=.*every.*missing"):
         tm.tiers_from_dicts([{k: v for k, v in doc["tiers"][0].items() if k != "every"}])
     with pytest.raises(InputError, match="W"):   # the write must be durable before the next save

@@ -210,7 +210,8 @@ def _say_single_level(ws, row: int = 2) -> None:
 
 #: Plan-sheet rows shown (the rest of the design's steps are grouped and collapsed, as the solver steps)
 _PLAN_VISIBLE_DESIGN = {"checkpoint_size_gb", "derived_checkpoint_stall_min", "derived_restore_min",
-                        "spare_free_probability", "pool_reallocation_min", "restart_pipeline_min",
+                        "spare_free_probability", "pool_reallocation_min", "reallocation_sd_min",
+                        "mean_nodes_in_repair", "pool_waiting_share", "restart_pipeline_min",
                         "used_checkpoint_stall_min", "used_async_write_min", "used_restart_min"}
 _PLAN_HIDDEN = {c.key for c in D.DESIGN_CALCS} - _PLAN_VISIBLE_DESIGN | {"billing_months"}
 

@@ -175,6 +175,22 @@ DESIGN_CALCS: tuple[Calc, ...] = (
          _t('IF({repair_h}="","",IF({spares_d}>{pool_terms},"n/a: more spares than the workbook\'s pool chain holds '
             '({pool_terms}); regenerate it",(1-{pool_erlang_b})*{swap_min_d}+{pool_erlang_b}*60*{repair_h}/'
             '({spares_d}+1)))'), "pool_reallocation_min"),
+    Calc("reallocation_sd_min", "Its standard deviation (fixed repair times) = SQRT(B (1 - B) (swap - w)^2 + B V), w = "
+         "60 x repair h / (spares + 1), V = (60 x repair h)^2 x spares / ((spares + 1)^2 (spares + 2))", "min",
+         F.MINUTES,
+         _t('IF({repair_h}="","",IF({spares_d}>{pool_terms},"n/a: more spares than the workbook\'s pool chain holds '
+            '({pool_terms}); regenerate it",SQRT({pool_erlang_b}*(1-{pool_erlang_b})*({swap_min_d}-60*{repair_h}/'
+            '({spares_d}+1))^2+{pool_erlang_b}*(60*{repair_h})^2*{spares_d}/(({spares_d}+1)^2*({spares_d}+2)))))'),
+         "reallocation_sd_min"),
+    Calc("pool_waiting_share", "Share of the time the job waits for a node = B(spares + 1) = mu B / (spares + 1 + "
+         "mu B)", "share", "0.000000",
+         _t('IF({repair_h}="","",IF({spares_d}>{pool_terms},"n/a: more spares than the workbook\'s pool chain holds '
+            '({pool_terms}); regenerate it",{mean_in_repair}*{pool_erlang_b}/({spares_d}+1+{mean_in_repair}*'
+            '{pool_erlang_b})))'), "pool_waiting_share"),
+    Calc("mean_nodes_in_repair", "Nodes in repair, time-average = mu x (1 - B(spares + 1)): the waiting job sends "
+         "no failures", "nodes", "0.0000",
+         _t('IF({repair_h}="","",IF(ISNUMBER({pool_waiting_share}),{mean_in_repair}*(1-{pool_waiting_share}),'
+            '{pool_waiting_share}))'), "mean_nodes_in_repair"),
     *(Calc(f"part_{p}", f"Restart part: {_PART_LABEL[p]}", "min", F.MINUTES,
            _t(f'IF({{parts_given}}="yes",{_PART_EXPR[p]},"")'), f"part:{p}") for p in PARTS),
     Calc("restart_pipeline_min", "Restart pipeline = the sum of the parts", "min", F.MINUTES,

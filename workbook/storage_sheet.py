@@ -278,7 +278,8 @@ def _problems(x: dict[str, str], k: int) -> str:
 #: design rows shown (the other steps are grouped and collapsed, expand with +)
 _DESIGN_VISIBLE = {"checkpoint_size_gb", "write_bandwidth_gb_s", "derived_checkpoint_stall_min",
                    "derived_async_write_min", "read_bandwidth_gb_s", "derived_restore_min", "mean_in_repair",
-                   "spare_free_probability", "pool_reallocation_min", *(f"part_{p}" for p in D.PARTS),
+                   "spare_free_probability", "pool_reallocation_min", "reallocation_sd_min", "mean_nodes_in_repair",
+                   "pool_waiting_share", *(f"part_{p}" for p in D.PARTS),
                    "restart_pipeline_min", "used_checkpoint_stall_min", "used_async_write_min", "used_restart_min"}
 #: names of the baseline's figures on this sheet (``setup_<key>`` unless listed)
 _NAMES = {
@@ -569,5 +570,7 @@ _NOTES = (
         "B(k) = mu B(k-1) / (k + mu B(k-1)) over up to {N} spares in hidden columns to the right (expand with +).",
         "First-order tier intervals (Benoit et al., IEEE TC 66(7), 2017): T_l = SQRT(2 C_l / lambda_l), C_1 = "
         "stall_1 + W x slowdown, C_l = stall_l; lambda_l = (share of the classes whose first surviving tier, in "
-        "order, is l) / job MTBF. Tier storage cost uses the tiered plan's wall hours (live).",
+        "order, is l) / job MTBF, every restore taken to succeed (a guide: the tiered plan's live formulas price "
+        "restores that fail, each tier's restore_failure_probability ^ copies, falling back to the next tier that "
+        "survives, or to the job's start). Tier storage cost uses the tiered plan's wall hours (live).",
         "Model check keys:")

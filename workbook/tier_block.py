@@ -30,7 +30,8 @@ TIER_COLUMNS = dict(zip(TIER_KEYS, (
     ("Stall, empty = derived (min)", "nonnegative"), ("Restore, empty = derived (min)", "nonnegative"),
     ("Write per writer (GB/s)", "positive"), ("Write aggregate (GB/s)", "positive"),
     ("Read per reader (GB/s)", "positive"), ("Read aggregate (GB/s)", "positive"), ("Checkpoints kept", "count"),
-    ("Replicas of each", "count"), ("Price per GB-month (money)", "nonnegative"))))
+    ("Replicas of each", "count"), ("Price per GB-month (money)", "nonnegative"),
+    ("Restore fails, per replica (probability)", "fraction"))))
 
 
 def survives_text(survives: Any) -> str:

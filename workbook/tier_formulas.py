@@ -101,6 +101,7 @@ def _geo_series(x: str, n: str) -> str:
 def block_size(tiers: int, classes: int) -> tuple[int, int]:
     """(rows, columns) a block of ``tiers`` tier slots and ``classes`` class slots occupies (title row included)."""
     constants = 6 + 4 * tiers + (tiers - 1) + classes + 1 + 3 * tiers + (tiers - 1) + tiers + 8
+    constants += tiers + 4 * tiers * classes + classes + 1 + 1      # restore outcomes (q, per class and tier), eps, work
     figures = 2 + 2 + (len(RESULTS) - 1) + 4 * tiers
     return 1 + max(constants + figures, GOLDEN_STEPS + 4), 3 + _row_width(tiers)
 
@@ -122,7 +123,7 @@ def _closure(m: int) -> list[tuple[int, int, int]]:
 def _row_width(m: int) -> int:
     """Cells of one evaluation row: left, a, b, x, T, 4 per end level, the blocks, 3 per level's series, the
     objective and the search's state (c, d, fc, fd)."""
-    return 5 + 4 * m + sum(2 if i == 0 else 4 for i, _, _ in _closure(m)) + 3 * (m - 1) + 1 + 4
+    return 5 + 4 * m + sum(2 if i == 0 else 4 for i, _, _ in _closure(m)) + 3 * (m - 1) + 1 + 3 + 4
 
 
 class _Cells:
@@ -173,7 +174,11 @@ def _evaluation(put: Callable[[str], str], x: str, k: Mapping[str, str], m: int)
         blocks[i, H, g] = (put(f"IF({one},{prev[0]},{s_mid}*(1+{last}*{k[f'up{i}']})+{last}*{w})"),
                            put(f"IF({one},{prev[1]},{d0})"))
     span = blocks[m - 1, m - 1, m - 1][0]
-    return put(f"IFERROR({k['cw']}*{span}/({k['K']}*{T}),9.9E+307)")
+    # a restore failing on every tier tried sends the job back to its start: x ((1 + x)^N - 1) / (N x)
+    xs = put(f"{k['eps']}*{span}")
+    N = put(f"{k['work']}/({k['K']}*{T})")
+    grow = put(f"IF({k['eps']}=0,1,({expm1(f'{N}*{log1p(xs)}')})/({N}*{xs}))")
+    return put(f"IFERROR({k['cw']}*{span}/({k['K']}*{T})*{grow},9.9E+307)")
 
 
 #: relative difference of two objective values the search treats as a tie (the first wins, as fc <= fd does)
@@ -219,9 +224,12 @@ def _constants(const: Callable[[str, str, str], str], x: Mapping[str, str], tier
                      f'&","))),{i + 1},{found})')
         k[f"rec{j}"] = const(f"rec{j}", f"class {j + 1} restores from tier", f'IF({name}="",0,{found})')
     k["total"] = const("total", "shares' sum", "+".join(f'IF({nm}="",0,{sh})' for nm, sh in classes))
+    _outcomes(const, k, tiers, classes, m)
     for i in range(m):
-        share = "+".join(f"IF({k[f'rec{j}']}={i + 1},{sh},0)" for j, (_, sh) in enumerate(classes))
-        k[f"rho{i}"] = const(f"rho{i}", f"share restored from tier {i + 1}", f"({share})/{k['total']}")
+        share = "+".join(k[f"o{j}_{i}"] for j in range(len(classes)))
+        k[f"rho{i}"] = const(f"rho{i}", f"share restored from tier {i + 1}" + (", or back to the start" if i == m - 1
+                                                                               else ""),
+                             share + (f"+{k['eps']}" if i == m - 1 else ""))
     for h in range(m):
         k[f"a{h}"] = const(f"a{h}", f"rho up to tier {h + 1}", "+".join(k[f"rho{v}"] for v in range(h + 1)))
         k[f"b{h}"] = const(f"b{h}", f"rho after tier {h + 1}", "+".join(k[f"rho{v}"] for v in range(h + 1, m)) or "0")
@@ -229,13 +237,14 @@ def _constants(const: Callable[[str, str, str], str], x: Mapping[str, str], tier
         k[f"up{i}"] = const(f"up{i}", f"rho from tier {i + 1} on", "+".join(k[f"rho{v}"] for v in range(i, m)))
     for g in range(m):
         k[f"C{g}"] = const(f"C{g}", f"stall of a save up to tier {g + 1}", "+".join(k[f"stall{v}"] for v in range(g + 1)))
-    z = lambda j: (f"({k['Rp']}-{k['D']}+" + "+".join(  # noqa: E731   the exposed restart of class j
-        f"IF({k[f'rec{j}']}={i + 1},{k[f'restore{i}']},0)" for i in range(m)) + f")/{k['M']}")
-    k["S1"] = const("S1", "sum of shares x (e^(R_j/M) - 1)", "+".join(
-        f"IF({nm}=\"\",0,{sh}/{k['total']}*{expm1(z(j))})" for j, (nm, sh) in enumerate(classes)))
+    z = lambda j, i: f"({k['Rp']}-{k['D']}+{k[f'tried{j}_{i}']})/{k['M']}"  # noqa: E731   exposed restart, outcome
+    k["S1"] = const("S1", "sum of outcome shares x (e^(R_o/M) - 1)", "+".join(
+        f"IF({k[f'o{j}_{i}']}=0,0,{k[f'o{j}_{i}']}*{expm1(z(j, i))})" for j in range(len(classes)) for i in range(m))
+        + "+" + "+".join(f"IF({k[f'e{j}']}=0,0,{k[f'e{j}']}*{expm1(z(j, m - 1))})" for j in range(len(classes))))
     k["c"] = const("c", "c = M sum pi_j e^(R_j/M)", f"{k['M']}*(1+{k['S1']})")
     k["cw"] = const("cw", "(M + D) sum pi_j e^(R_j/M): the wall time's factor", f"({k['M']}+{k['D']})*(1+{k['S1']})")
     k["K"] = const("K", "pattern length K", k[f"every{m - 1}"])
+    k["work"] = const("work", "useful work (min)", f"{x['useful_training_h']}*60")
     k["exposed"] = const("exposed", "1 - e^(-W(1-s)/M)", one_minus_exp_neg(f"{k['W']}*(1-{k['s']})/{k['M']}"))
     k["floor"] = const("floor", "shortest interval W(1-s)", f"{k['W']}*(1-{k['s']})")
     cost = [f"{k['stall0']}+{k['W']}*{k['s']}"] + [k[f"stall{i}"] for i in range(1, m)]
@@ -246,6 +255,37 @@ def _constants(const: Callable[[str, str, str], str], x: Mapping[str, str], tier
                                               f"LN({k['guess']})-{_HALF!r})")
     k["hi"] = const("hi", "search to log T", f"MAX(LN({k['guess']})+{_HALF!r},{k['lo']}+{_HALF!r})")
     return k
+
+
+def _outcomes(const: Callable[[str, str, str], str], k: dict[str, str], tiers: Sequence[Mapping[str, str]],
+              classes: Sequence[tuple[str, str]], m: int) -> None:
+    """The restore outcomes (:func:`engine.tiers.model.restore_outcomes`) as cells: per tier ``q{i}`` = p ** copies;
+    per class ``j`` and tier ``i``: ``sv`` (the tier is given and survives the class), ``reach`` (every attempt
+    before it failed), ``tried`` (the restores tried up to it) and ``o`` (the share restored from it, normalised);
+    per class ``e{j}`` (every attempt failed: back to the start); ``eps`` their sum; ``work`` the useful work (min)."""
+    from .design_formulas import either
+
+    bare = lambda ref: f'SUBSTITUTE({ref}," ","")'  # noqa: E731
+    for i, t in enumerate(tiers):
+        k[f"q{i}"] = const(f"q{i}", f"tier {i + 1}: a restore fails (p ^ copies)",
+                           f'IF({k[f"present{i}"]},{either(t["restore_failure_probability"], "0")}^'
+                           f'{either(t["copies"], "1")},0)')
+    for j, (name, share) in enumerate(classes):
+        for i, t in enumerate(tiers):
+            k[f"sv{j}_{i}"] = const(f"sv{j}_{i}", f"class {j + 1}: tier {i + 1} survives it", (
+                f'IF(AND({name}<>"",{t["name"]}<>"",ISNUMBER(FIND(","&{bare(name)}&",",","&{bare(t["survives"])}'
+                f'&","))),1,0)'))
+            before = "1" if i == 0 else f"{k[f'reach{j}_{i - 1}']}*IF({k[f'sv{j}_{i - 1}']}=1,{k[f'q{i - 1}']},1)"
+            k[f"reach{j}_{i}"] = const(f"reach{j}_{i}", f"class {j + 1}: attempts before tier {i + 1} failed", before)
+            tried = f"{k[f'sv{j}_{i}']}*{k[f'restore{i}']}"
+            k[f"tried{j}_{i}"] = const(f"tried{j}_{i}", f"class {j + 1}: restores tried up to tier {i + 1}",
+                                       tried if i == 0 else f"{k[f'tried{j}_{i - 1}']}+{tried}")
+            k[f"o{j}_{i}"] = const(f"o{j}_{i}", f"class {j + 1}: share restored from tier {i + 1}", (
+                f'IF({name}="",0,{share}/{k["total"]}*{k[f"sv{j}_{i}"]}*{k[f"reach{j}_{i}"]}*(1-{k[f"q{i}"]}))'))
+        k[f"e{j}"] = const(f"e{j}", f"class {j + 1}: every restore failed (back to the start)", (
+            f'IF({name}="",0,{share}/{k["total"]}*{k[f"reach{j}_{m - 1}"]}*IF({k[f"sv{j}_{m - 1}"]}=1,'
+            f'{k[f"q{m - 1}"]},1))'))
+    k["eps"] = const("eps", "share of rollbacks back to the start", "+".join(k[f"e{j}"] for j in range(len(classes))))
 
 
 def write_tier_block(ws, row: int, col: int, x: Mapping[str, str], tiers: Sequence[Mapping[str, str]],
@@ -369,10 +409,10 @@ def _figures(const: Callable[[str, str, str], str], k: dict[str, str], x: Mappin
     save = fig("save_h", "save h", f"{work}/{T}*({per_save})/60")
     fig("restart_h", "restart h", f"{wall}*{k['M']}/({k['M']}+{k['D']})*{k['S1']}/(1+{k['S1']})+{k['D']}*{fails}/60")
     fig("rework_h", "rework h", f"MAX({wall}*60/{k['cw']}*{k['M']}-{work}-{save}*60,0)/60")
-    fig("mean_restart_min", "mean restart", "+".join(
-        f"IF({k[f'rec{j}']}=0,0,{sh}*({k['Rp']}+" + "+".join(f"IF({k[f'rec{j}']}={i + 1},{k[f'restore{i}']},0)"
-                                                          for i in range(m)) + "))"
-        for j, (_, sh) in enumerate(classes)))
+    fig("mean_restart_min", "mean restart", "+".join(   # over the classes and their restore outcomes
+        f"{k[f'o{j}_{i}']}*{k['total']}*({k['Rp']}+{k[f'tried{j}_{i}']})" for j in range(len(classes))
+        for i in range(m)) + "+" + "+".join(f"{k[f'e{j}']}*{k['total']}*({k['Rp']}+{k[f'tried{j}_{m - 1}']})"
+                                            for j in range(len(classes))))
     bills = []
     for i, t in enumerate(tiers):
         n = i + 1

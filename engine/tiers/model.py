@@ -27,9 +27,22 @@ Model (every statement an assumption; the expectation below is exact under them)
 5. *Copies a recovery needs exist*: a restore from position ``q`` leaves ``q`` readable on every
    tier (as at the job's start). Exact when survival is nested (each tier survives every class
    its finer tiers survive) and a restart re-populates the finer tiers (as SCR fetches the
-   checkpoint back into its cache); otherwise the model is optimistic. Retention, copies and price do not enter (storage cost elsewhere);
-   corrupt copies, bandwidth contention between tiers and failures outside the classes are not
-   modelled.
+   checkpoint back into its cache); otherwise the model is optimistic. Retention and price do not enter
+   (storage cost elsewhere); bandwidth contention between tiers and failures outside the classes are
+   not modelled.
+6. *Restores that fail* (a corrupt or incomplete copy: Megatron-LM issue 5281, where a corrupt local
+   replica made a job restart 44 times at about 90 s each). Restoring tier ``i``'s copy fails with
+   ``q_i = p_i ** copies_i`` (``p_i`` = ``restore_failure_probability``; the ``copies`` replicas of a
+   checkpoint, e.g. one on a peer node, fail *independently* of each other, of the failure that caused the
+   restart and of earlier attempts: correlated corruption, e.g. a bug writing every replica wrong, makes
+   this optimistic). A class-``j`` failure tries the tiers surviving ``j`` in list order (its *chain*);
+   each attempt costs that tier's ``restore_min``; the first that succeeds is the rollback position; when
+   every attempt fails the job goes back to its *start*: all progress lost, the restart having paid ``R``
+   plus every attempt. So each class splits into outcomes ``o`` with shares ``pi_o`` (chain attempt ``n``
+   succeeds: ``pi_j q_(0) .. q_(n-1) (1 - q_(n))``; all fail: ``pi_j prod q``) and restarts ``R_o = R +
+   sum of the restores tried`` (:func:`restore_outcomes`). A failure during a restart restarts it with the
+   same outcome (the copies found corrupt stay corrupt and are tried again, as in the issue above), so
+   ``Rexp_o = expm1(lambda R_o) / lambda``. ``p = 0`` on every tier is today's model, bit for bit.
 
 Exact expectation (renewal over the pattern of ``K = every_last`` saves [Daly06; Benoit17])
 ------------------------------------------------------------------------------------------
@@ -47,6 +60,19 @@ so with ``a = sum_{q_j(p)=p} pi_j``, ``b = 1 - a`` and ``K0`` the terms known fr
 positions, ``B = K0 / (a exp(-lambda L_p) + b exp(-lambda P_p))`` (``1 - a f_L - b f_P`` written
 without cancellation). Wall per unit of work ``= sum_p A_S(p) / (K T)``. With one tier surviving
 every class it is :func:`engine.waste.expected_wall_time`'s exact model.
+
+Restore outcomes enter as classes do: ``rho_i`` is the share of rollbacks restored from tier ``i`` and
+``c = 1/lambda + sum_o pi_o Rexp_o``. A rollback to the start (share ``eps = sum of the all-fail
+outcomes``) returns to the pattern's start, as the last tier does, and also redoes every earlier
+pattern: with ``S_{n-1}`` the expected time to complete patterns ``1 .. n-1``, its ``Back`` is the last
+tier's plus ``S_{n-1}`` (the redo starts just after a restore, as the last tier's rollback does, so the
+terms match exactly). The recursion is linear in its constant, so pattern ``n`` costs ``span (c + eps
+S_{n-1})`` and ``S_N = c span ((1 + x)^N - 1) / x`` with ``x = eps span``: the job's wall time grows
+geometrically with its ``N = work / (K T)`` patterns (exact for whole patterns; the expectation scales
+``work`` continuously, as without fallbacks). So with ``eps > 0`` the wall time per unit of work needs
+``work`` and is ``exp(y) M span / (K T) x ((1 + x)^N - 1) / (N x)``; Wald's count of failures and the
+breakdown (``rollbacks = exposed / c``: a restart episode of mean ``c - 1/lambda`` follows each failure
+outside restarts) hold unchanged.
 
 Evaluation in ``O(m^2)`` array operations whatever ``K`` (``m`` tiers)
 -------------------------------------------------------------------------------
@@ -118,7 +144,10 @@ class Tier:
     ``checkpoint_stall_min`` (>= 0) stall it adds to a save that writes to it; ``restore_min`` (>= 0)
     time to load its copy; ``every`` (whole, >= 1; 1 for the first tier, a multiple of the previous
     tier's) it takes every k-th save; ``survives`` the failure classes whose failures leave its copy
-    readable; ``retention`` (copies kept) and ``price_per_gb_month`` serve the storage bill.
+    readable; ``retention`` (checkpoints kept) and ``price_per_gb_month`` serve the storage bill;
+    ``restore_failure_probability`` (in [0, 1)) the chance that restoring one copy fails (corrupt or
+    incomplete) and ``copies`` (whole, >= 1) the independent replicas of each checkpoint: a restore from
+    the tier fails when every replica does, ``p ** copies`` (module notes, assumption 6).
     """
 
     name: str
@@ -128,6 +157,8 @@ class Tier:
     survives: tuple[str, ...]
     retention: int = 1
     price_per_gb_month: float = 0.0
+    restore_failure_probability: Any = 0.0
+    copies: Any = 1
 
 
 _REQUIRED = ("name", "checkpoint_stall_min", "restore_min", "every", "survives")
@@ -197,6 +228,8 @@ def check_design(tiers: Sequence[Any], classes: Mapping[str, Any]) -> tuple[Tier
         as_float_array(f"{lab}.restore_min", t.restore_min, "nonnegative")
         as_float_array(f"{lab}.price_per_gb_month", t.price_per_gb_month, "nonnegative")
         as_float_array(f"{lab}.retention", t.retention, "count")
+        as_float_array(f"{lab}.restore_failure_probability", t.restore_failure_probability, "fraction")
+        as_float_array(f"{lab}.copies", t.copies, "count")
         every = as_float_array(f"{lab}.every", t.every, "count")
         if prev is None and np.any(every != 1):
             raise InputError(f"{lab}.every", t.every, "the first tier must take every save (every = 1)")
@@ -278,20 +311,28 @@ class TierRows:
     restores: list
     every: list
     shares: list      # normalised to sum 1
-    rho: list         # share of failures recovered from each tier
-    y: np.ndarray     # log(sum_j pi_j exp(R_j / M)) = log(lambda c)
+    rho: list         # share of rollbacks to each tier's position (the kernel's; the last tier's includes eps)
+    y: np.ndarray     # log(sum_o pi_o exp(R_o / M)) = log(lambda c), over the restore outcomes o
     D: Any = 0.0      # downtime after every failure (unexposed: the job cannot fail in it); 0 or a flat array
+    eps: Any = 0.0    # share of rollbacks whose every restore failed: back to the job's start (0 or a flat array)
+    work: Any = None  # the job's useful work (flat array), needed when eps > 0; None: not given
+    restored: Any = None   # per tier, the share of rollbacks restored from it (rho without eps); None: rho
+    failed: Any = 0.0      # expected failed restore attempts per rollback
+    q: Any = None          # per tier, the chance a restore from it fails (p ** copies)
 
     def take(self, sel) -> "TierRows":
-        return TierRows(*(([a[sel] for a in v] if isinstance(v, list) else v[sel]) for v in
-                       (self.M, self.W, self.s, self.stalls, self.restores, self.every, self.shares, self.rho, self.y)),
-                        D=self.D[sel] if isinstance(self.D, np.ndarray) and self.D.ndim else self.D)
+        def cut(v):
+            if isinstance(v, list):
+                return [a[sel] for a in v]
+            return v[sel] if isinstance(v, np.ndarray) and v.ndim else v
+        return TierRows(*(cut(getattr(self, f.name)) for f in fields(self)))
 
 
 def prepare_rows(tiers, classes, front):
     """Validate the design and ``front`` = [(name, value, rule), ...] with the tiers' numbers.
 
-    Returns (tiers, class names, dict of flat front arrays, :class:`TierRows`, shape, wrap).
+    Returns (tiers, class names, dict of flat front arrays, :class:`TierRows`, shape, wrap). A ``work``
+    in ``front`` is kept on the rows (the finite job a failed-restore fallback to the start needs).
     """
     tiers = check_design(tiers, classes)
     names = list(classes)
@@ -299,36 +340,67 @@ def prepare_rows(tiers, classes, front):
     for i, t in enumerate(tiers):
         lab = tier_label(i, t)
         specs += [(f"{lab}.checkpoint_stall_min", t.checkpoint_stall_min, "nonnegative"),
-                  (f"{lab}.restore_min", t.restore_min, "nonnegative"), (f"{lab}.every", t.every, "count")]
+                  (f"{lab}.restore_min", t.restore_min, "nonnegative"), (f"{lab}.every", t.every, "count"),
+                  (f"{lab}.restore_failure_probability", t.restore_failure_probability, "fraction"),
+                  (f"{lab}.copies", t.copies, "count")]
     specs += [(f"classes[{c!r}]", classes[c], "positive") for c in names]
     arrays, wrap = prepare(*specs)
     shape = arrays[0].shape
     flat = [np.ascontiguousarray(a, dtype=np.float64).reshape(-1) for a in arrays]
     out = {name: a for (name, _, _), a in zip(front, flat)}
     m, k = len(tiers), len(front)
-    stalls, restores, every = flat[k:k + 3 * m:3], flat[k + 1:k + 3 * m:3], flat[k + 2:k + 3 * m:3]
-    raw = flat[k + 3 * m:]
+    stalls, restores, every = flat[k:k + 5 * m:5], flat[k + 1:k + 5 * m:5], flat[k + 2:k + 5 * m:5]
+    with np.errstate(under="ignore"):
+        q = [p ** c for p, c in zip(flat[k + 3:k + 5 * m:5], flat[k + 4:k + 5 * m:5])]
+    raw = flat[k + 5 * m:]
     total = np.sum(raw, axis=0)
     shares = [v / total for v in raw]
-    rec = recovery_index(tiers, classes)
-    rho = [sum((shares[j] for j in range(len(names)) if rec[j] == i), np.zeros_like(total)) for i in range(m)]
     M = out.get("M", np.ones_like(total))
     R = out.get("R", np.zeros_like(total))
     W, s = out.get("W", np.zeros_like(total)), out.get("slowdown", np.zeros_like(total))
     if "T" in out:
         check_async_write(out["T"], W, s)
-    rows = TierRows(M, W, s, stalls, restores, every, shares, rho, _log_restart_factor(M, R, restores, shares, rec),
-                    D=out.get("D", 0.0))
+    outs = restore_outcomes(tiers, names, shares, restores, q, R)
+    zero = np.zeros_like(total)
+    restored = [sum((o[0] for o in outs if o[2] == i), zero) for i in range(m)]
+    eps = sum((o[0] for o in outs if o[2] is None), zero)
+    rho = restored[:-1] + [restored[-1] + eps]
+    failed = sum((o[0] * o[3] for o in outs), zero)
+    rows = TierRows(M, W, s, stalls, restores, every, shares, rho, _log_restart_factor(M, outs),
+                    D=out.get("D", 0.0), eps=eps, work=out.get("work"), restored=restored, failed=failed, q=q)
     return tiers, names, out, rows, shape, wrap
 
 
-def _log_restart_factor(M, R, restores, shares, rec):
-    """``y = log(sum_j pi_j exp(R_j/M))``, so ``c = M exp(y)`` (log1p form; log-sum-exp when huge)."""
-    z = [(R + restores[rec[j]]) / M for j in range(len(shares))]
-    top = np.max(z, axis=0)
+def restore_outcomes(tiers, names, shares, restores, q, R) -> list:
+    """Every (class, restore outcome) of a rollback: ``(share, restart, tier index or None, failed attempts)``.
+
+    A class-``j`` failure tries the tiers surviving ``j`` in order (its chain, from :func:`recovery_index`'s tier);
+    attempt ``n`` (tier ``i``) succeeds with ``1 - q_i`` (``q_i = p_i ** copies_i``) after the ``n`` before it failed:
+    share ``pi_j q_(chain 0) .. q_(chain n-1) (1 - q_i)``, restart ``R + restore`` of every tier tried. When all
+    fail (share ``pi_j prod q``) the job goes back to its start (tier None), having paid every attempt. With every
+    ``q = 0`` the first outcome of each class is exactly today's (share ``pi_j``, restart ``R + restore``).
+    """
+    outs = []
+    for j, c in enumerate(names):
+        chain = [i for i, t in enumerate(tiers) if c in t.survives]
+        reach, restart = shares[j], R + restores[chain[0]]
+        for n, i in enumerate(chain):
+            if n:
+                restart = restart + restores[i]
+            outs.append((reach * (1.0 - q[i]), restart, i, float(n)))
+            reach = reach * q[i]
+        outs.append((reach, restart, None, float(len(chain))))
+    return outs
+
+
+def _log_restart_factor(M, outs):
+    """``y = log(sum_o pi_o exp(R_o/M))`` over the restore outcomes (log1p form; log-sum-exp when huge), so
+    ``c = M exp(y)``; an outcome of share 0 adds exactly nothing."""
     with np.errstate(over="ignore", invalid="ignore"):
-        small = np.log1p(sum(p * np.expm1(x) for p, x in zip(shares, z)))
-        big = top + np.log(sum(p * np.exp(x - top) for p, x in zip(shares, z)))
+        z = [r / M for _, r, _, _ in outs]
+        top = np.max([np.where(p > 0, x, -np.inf) for (p, _, _, _), x in zip(outs, z)], axis=0)
+        small = np.log1p(sum(np.where(p > 0, p * np.expm1(x), 0.0) for (p, _, _, _), x in zip(outs, z)))
+        big = top + np.log(sum(np.where(p > 0, p * np.exp(x - top), 0.0) for (p, _, _, _), x in zip(outs, z)))
     return np.where(top < 700.0, small, big)
 
 
@@ -339,7 +411,7 @@ def class_rates_per_tier(M, tiers: Sequence[Any], classes: Mapping[str, Any]) ->
     earlier tier). Per unit of ``M``'s time unit.
     """
     tiers, _, front, rows, shape, wrap = prepare_rows(tiers, classes, [("M", M, "positive")])
-    return {t.name: wrap((r / front["M"]).reshape(shape)) for t, r in zip(tiers, rows.rho)}
+    return {t.name: wrap((r / front["M"]).reshape(shape)) for t, r in zip(tiers, rows.restored)}
 
 
 # ------------------------------------------------------------------------------------ kernel
@@ -498,7 +570,25 @@ def log_wall_per_work(T, rows: TierRows, ratios, force_log: bool = False):
     K = np.prod(ratios, axis=0) if ratios else np.ones_like(T)
     span = _log_span(T, rows, ratios, force_log)
     # the downtime after every failure: the wall time is the exposed time x (M + D) / M (Wald; engine.waste)
-    return np.log(rows.M + rows.D) + rows.y + span - np.log(K) - np.log(T)
+    out = np.log(rows.M + rows.D) + rows.y + span - np.log(K) - np.log(T)
+    eps = np.asarray(rows.eps)
+    if np.any(eps > 0):
+        out = out + _log_start_factor(eps, span, rows.work, K * T)
+    return out
+
+
+def _log_start_factor(eps, log_span, work, pattern):
+    """log of ``((1 + x)^N - 1) / (N x)``, ``x = eps span``, ``N = work / (K T)`` (module notes, fallback to the
+    start); exactly 0 where ``eps = 0``."""
+    if work is None:
+        raise InputError("work", None, "a restore that can fail on every tier sends the job back to its start, so "
+                         "the wall time depends on the job's length: give the useful work")
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        log_x = np.log(eps) + log_span
+        N = work / pattern
+        g = N * np.logaddexp(0.0, log_x)                # N log(1 + x), = log (1 + x)^N
+        corr = g + np.log(-np.expm1(-g)) - log_x - np.log(N)
+    return np.where(eps > 0, corr, 0.0)
 
 
 def raise_overflow(log_value, M, shape, what: str) -> None:
@@ -523,7 +613,7 @@ def job_specs(T, M, R, W, slowdown, work=None, D=0.0):
                    ("slowdown", slowdown, "fraction"), ("D", D, "nonnegative")]
 
 
-def tiered_wall_per_work(T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes, D=0.0):
+def tiered_wall_per_work(T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes, D=0.0, work=None):
     """Expected wall time per unit of useful work, exact for the tiered model (module notes).
 
     ``sum_p A_S(p) / (K T)`` over the pattern of ``K = every_last`` saves; ``>= 1``. Broadcasts over
@@ -533,20 +623,22 @@ def tiered_wall_per_work(T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes, D=
     ``D``: a downtime after every failure, before its restart, in which the job cannot fail (the
     wait for a node): the exposed process is unchanged and each of its ``exposed / M`` failures
     adds ``D``, so the leading ``M`` becomes ``M + D`` (as :func:`engine.waste.expected_wall_time`).
+    ``work``: the job's useful work, needed (and only used) when a restore can fail on every tier a class
+    falls back to (the job's start; module notes): the wall time per unit of work then grows with it.
     """
-    _, _, f, rows, shape, wrap = prepare_rows(tiers, classes, job_specs(T, M, R, W, slowdown, D=D))
+    _, _, f, rows, shape, wrap = prepare_rows(tiers, classes, job_specs(T, M, R, W, slowdown, work, D))
     lw = log_wall_per_work(f["T"], rows, level_ratios(rows.every))
     raise_overflow(lw, f["M"], shape, "wall time per unit of work")
     return wrap(np.exp(lw).reshape(shape))
 
 
-def tiered_waste_fraction(T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes, D=0.0):
+def tiered_waste_fraction(T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes, D=0.0, work=None):
     """Share of the expected wall time not spent on useful work: ``1 - 1 / wall_per_work``.
 
     In ``[0, 1)``; computed from the log of :func:`tiered_wall_per_work`, so it stays finite (near
     1) where the wall time itself would overflow.
     """
-    _, _, f, rows, shape, wrap = prepare_rows(tiers, classes, job_specs(T, M, R, W, slowdown, D=D))
+    _, _, f, rows, shape, wrap = prepare_rows(tiers, classes, job_specs(T, M, R, W, slowdown, work, D))
     return wrap(-np.expm1(-log_wall_per_work(f["T"], rows, level_ratios(rows.every))).reshape(shape))
 
 
@@ -578,7 +670,8 @@ def tiered_breakdown(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes, 
     * ``rollbacks`` = ``exposed / c``: failures outside restarts (:func:`engine.waste.time_breakdown`'s
       ``rollbacks``); ``failures`` = ``exposed / M`` (``= wall / (M + D)``): all failures, restarts
       included [Wald45]; ``failures_<class>`` = ``pi_j failures``; ``recoveries_<tier>`` = rollbacks
-      restored from it.
+      restored from it (fallbacks included), ``rollbacks_to_start`` = ``eps rollbacks`` (every restore
+      failed), ``failed_restores`` = the restore attempts that failed (each one paid its restore time).
     * ``rework`` = ``rollbacks M - useful - save`` = ``wall - useful - save - restart`` (>= 0): lost
       compute, lost saves and the writes re-run after restarts; written as in
       :func:`engine.waste.time_breakdown` (clipped at 0 against rounding).
@@ -599,5 +692,7 @@ def tiered_breakdown(work, T, M, R=0.0, W=0.0, slowdown=0.0, *, tiers, classes, 
            "rollbacks": rollbacks}
     out.update(per_tier)
     out.update({f"failures_{c}": p * failures for c, p in zip(names, rows.shares)})
-    out.update({f"recoveries_{t.name}": r * rollbacks for t, r in zip(tiers, rows.rho)})
+    out.update({f"recoveries_{t.name}": r * rollbacks for t, r in zip(tiers, rows.restored)})
+    out["rollbacks_to_start"] = rows.eps * rollbacks
+    out["failed_restores"] = rows.failed * rollbacks
     return {k: wrap(np.broadcast_to(v, work_.shape).reshape(shape)) for k, v in out.items()}

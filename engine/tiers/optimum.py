@@ -47,6 +47,9 @@ improves, the same cube around its new best. It returns a local optimum on the l
 first-order rounded one, which is always a candidate. Rows are designs: 10^5 rows are searched
 together whatever their everies (the exact model costs the same for every pattern length). The
 objective is assumed unimodal in ``log T`` for fixed everies (true of the single-level model).
+Restores that fail (:mod:`engine.tiers.model`, assumption 6) enter through the exact expectation (and the
+first-order guess through the shares restored from each tier); with a fallback to the job's start the
+objective is the finite job's, so the searches take the job's ``work``.
 
 References
 ----------
@@ -81,6 +84,13 @@ _NEAR_SPAN, _NEAR_ITERS = math.log(4.0), 18
 # rounds of the local search around the best ratios
 _MAX_ROUNDS = 64
 _INVPHI = (math.sqrt(5.0) - 1.0) / 2.0
+
+
+def _front(M, R, W, slowdown, work) -> list:
+    """The job's (name, value, rule) triples of a search; ``work`` (the finite job a fallback to the start needs,
+    :mod:`engine.tiers.model`) when given."""
+    out = [("M", M, "positive"), ("R", R, "nonnegative"), ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction")]
+    return out + ([("work", work, "positive")] if work is not None else [])
 
 
 def _costs(rows: TierRows) -> list:
@@ -303,7 +313,8 @@ def _optimise(rows: TierRows, tiers) -> dict:
     return state
 
 
-def optimal_tier_intervals(M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any], classes: Mapping[str, Any]):
+def optimal_tier_intervals(M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any], classes: Mapping[str, Any],
+                           work=None):
     """The design (``T`` and integer everies) minimising the exact expected wall time (module notes).
 
     Vectorised over rows (every numeric input may be an array or Series of designs; the tiers' own
@@ -311,10 +322,11 @@ def optimal_tier_intervals(M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any
     (``every T``), ``wall_per_work`` and ``waste_fraction`` at the optimum, and ``first_order_T``,
     ``first_order_waste_fraction`` of the first-order rounded design
     (:func:`first_order_tier_intervals`), which the optimum never does worse than. Raises
-    :class:`InputError` on ``M`` when even the optimum's wall time per work overflows.
+    :class:`InputError` on ``M`` when even the optimum's wall time per work overflows. ``work``: the
+    job's useful work, needed when a restore can fail on every tier a class tries (the fallback to the
+    start, :mod:`engine.tiers.model`): the objective is then the finite job's expectation per unit of work.
     """
-    tiers, _, f, rows, shape, wrap = prepare_rows(tiers, classes, [("M", M, "positive"), ("R", R, "nonnegative"),
-                                                              ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction")])
+    tiers, _, f, rows, shape, wrap = prepare_rows(tiers, classes, _front(M, R, W, slowdown, work))
     st = _optimise(rows, tiers)
     raise_overflow(st["f"], f["M"], shape, "wall time per unit of work at the optimum")
     T = st["T"]
@@ -349,7 +361,8 @@ def _polish(rows: TierRows, ratios: list, x, fx):
     return T, fx
 
 
-def best_first_interval(M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any], classes: Mapping[str, Any]):
+def best_first_interval(M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any], classes: Mapping[str, Any],
+                        work=None):
     """The first tier's compute interval ``T`` minimising the exact expected wall time, the tiers' own ``every`` kept.
 
     What a plan whose tiers state their ``every`` uses (:func:`engine.setup.plan_setup`, the tiered batch
@@ -358,9 +371,9 @@ def best_first_interval(M, R=0.0, W=0.0, slowdown=0.0, *, tiers: Sequence[Any], 
     1e-9 bracket; an optimum at the write constraint returned exactly at ``W (1 - slowdown)``).
     Vectorised over rows (every numeric input, the tiers' stalls and restores included). Returns ``T``
     (the caller's kind). Raises :class:`InputError` on ``M`` when even the optimum's wall time overflows.
+    ``work`` as :func:`optimal_tier_intervals` (needed only when a restore can fail on every tier tried).
     """
-    tiers, _, f, rows, shape, wrap = prepare_rows(tiers, classes, [("M", M, "positive"), ("R", R, "nonnegative"),
-                                                              ("W", W, "nonnegative"), ("slowdown", slowdown, "fraction")])
+    tiers, _, f, rows, shape, wrap = prepare_rows(tiers, classes, _front(M, R, W, slowdown, work))
     ratios = level_ratios(rows.every)
     with np.errstate(divide="ignore", invalid="ignore"):
         zero = (_guess(rows, ratios) <= 0) & (rows.W * (1.0 - rows.s) <= 0)

@@ -26,7 +26,10 @@ Output (:func:`tiered_columns`; minutes, hours, GPU-hours, money in the row's cu
 ``useful_h``, ``save_h``, ``rework_h``, ``restart_h``, ``goodput``, ``gpus``, the GPU-hours and
 compute money by category as :func:`engine.evaluate` names them and their sum ``compute_cost`` (the
 job's GPU time; the spares, and so ``total_cost``, are the setup's: :mod:`engine.batch_setup`),
-``mean_restart_min`` (per failure, over the classes), ``storage_cost`` (all tiers) and per tier ``i`` (1-based, in the
+``mean_restart_min`` (per rollback, over the classes and their restore outcomes: failed attempts included),
+``failed_restores`` and ``rollbacks_to_start`` (expected restore attempts that fail, and rollbacks whose every
+attempt failed: back to the job's start; 0 when no tier's ``restore_failure_probability`` is above 0),
+``storage_cost`` (all tiers) and per tier ``i`` (1-based, in the
 design's order) :data:`TIER_COLUMNS`: ``tier{i}_every``, ``tier{i}_interval_min``,
 ``tier{i}_checkpoint_stall_min``, ``tier{i}_restore_min``, ``tier{i}_restart_min``,
 ``tier{i}_storage_cost``. Tier names are in :attr:`TierDesign.names` (and the batch's ``tier{i}_name``).
@@ -48,11 +51,11 @@ import numpy as np
 from ..errors import InputError
 from ..fields import TIER_KEYS
 from ..gate import check_number
-from .model import Tier, check_design, recovery_index, tiered_breakdown, tiered_wall_per_work
+from .model import Tier, check_design, recovery_index, restore_outcomes, tiered_breakdown, tiered_wall_per_work
 from .optimum import best_first_interval
 
-__all__ = ["SINGLE_LEVEL_ONLY", "TIER_COLUMNS", "TIERED_COLUMNS", "TierDesign", "checked_figures", "stall_derived",
-           "tier_columns", "tier_design", "tier_times", "tiered_columns"]
+__all__ = ["SINGLE_LEVEL_ONLY", "TIER_COLUMNS", "TIERED_COLUMNS", "TierDesign", "checked_figures", "mean_restart_min",
+           "stall_derived", "tier_columns", "tier_design", "tier_times", "tiered_columns"]
 
 #: per-tier output columns, ``tier{i}_<name>`` (i = 1, 2, ...)
 TIER_COLUMNS = ("every", "interval_min", "checkpoint_stall_min", "restore_min", "restart_min", "storage_cost")
@@ -60,7 +63,7 @@ TIER_COLUMNS = ("every", "interval_min", "checkpoint_stall_min", "restore_min", 
 TIERED_COLUMNS = ("chosen_interval_min", "waste_fraction", "expected_failures", "wall_h", "useful_h", "save_h",
                   "rework_h", "restart_h", "gpus", "total_gpu_hours", "compute_cost", "useful_gpu_hours", "useful_cost",
                   "save_gpu_hours", "save_cost", "rework_gpu_hours", "rework_cost", "restart_gpu_hours",
-                  "restart_cost", "goodput", "mean_restart_min", "storage_cost")
+                  "restart_cost", "goodput", "mean_restart_min", "storage_cost", "failed_restores", "rollbacks_to_start")
 #: single-level figures a tiered row does not have: they describe a plan its job does not follow
 SINGLE_LEVEL_ONLY = ("effective_stall_min", "young_interval_min", "daly_interval_min", "exact_interval_min",
                      "first_order_waste", "young_min_waste", "waste_fraction_at_optimum", "waste_fraction_at_young",
@@ -122,7 +125,8 @@ def tier_design(tiers: Any, failure_classes: Any) -> TierDesign:
 
     Each tier needs ``name``, ``every`` and ``survives``, and for its save (restore) time either the
     time or a write (read or write) bandwidth to derive it from; bandwidths must be > 0, ``every``
-    and ``retention`` and ``copies`` whole and >= 1, prices >= 0; then the rules of
+    and ``retention`` and ``copies`` whole and >= 1, prices >= 0, ``restore_failure_probability`` in [0, 1)
+    (default 0); then the rules of
     :func:`engine.tiers.check_design` (nested everies, every class survived by some tier, shares
     summing to 1, ...).
     """
@@ -151,6 +155,9 @@ def tier_design(tiers: Any, failure_classes: Any) -> TierDesign:
         d["retention"] = check_number(f"{label}.retention", 1 if d["retention"] is None else d["retention"], "count")
         d["copies"] = check_number(f"{label}.copies", 1 if d["copies"] is None else d["copies"], "count")
         d["price_per_gb_month"] = check_number(f"{label}.price_per_gb_month", d["price_per_gb_month"] or 0.0, "nonnegative")
+        p = d["restore_failure_probability"]
+        d["restore_failure_probability"] = check_number(f"{label}.restore_failure_probability", 0.0 if p is None else p,
+                                                        "fraction")
         if d["checkpoint_stall_min"] is None and d["write_gb_s_per_writer"] is None and d["aggregate_write_gb_s"] is None:
             raise InputError(f"{label}.checkpoint_stall_min", None, "give it, or the tier's write bandwidth "
                              "(write_gb_s_per_writer or aggregate_write_gb_s) with parameters_b")
@@ -168,7 +175,8 @@ def tier_design(tiers: Any, failure_classes: Any) -> TierDesign:
 
 def _structure(d: Mapping[str, Any]) -> dict[str, Any]:
     return {"name": d["name"], "every": d["every"], "survives": d["survives"], "retention": d["retention"],
-            "price_per_gb_month": d["price_per_gb_month"]}
+            "price_per_gb_month": d["price_per_gb_month"], "copies": d["copies"],
+            "restore_failure_probability": d["restore_failure_probability"]}
 
 
 def tier_times(design: TierDesign, size_gb: Any, writers: Any, *, problems: Any = None,
@@ -318,24 +326,27 @@ def _exact_plan(design: TierDesign, stalls: list, restores: list, rows: np.ndarr
 
     def plan(r: np.ndarray) -> tuple:
         ts = [Tier(t["name"], stalls[i][r], restores[i][r], t["every"], t["survives"], t["retention"],
-                   t["price_per_gb_month"]) for i, t in enumerate(design.tiers)]
+                   t["price_per_gb_month"], t["restore_failure_probability"], t["copies"])
+              for i, t in enumerate(design.tiers)]
         T = given_T[r].copy()
         free = np.isnan(T)
+        work = useful[r] * 60.0   # the finite job: a restore failing on every tier sends it back to its start
         if free.any():
             T[free] = best_first_interval(M[r][free], R[r][free], W[r][free], s[r][free], classes=design.classes,
                                           tiers=[Tier(x.name, x.checkpoint_stall_min[free], x.restore_min[free],
-                                                      x.every, x.survives) for x in ts])
-        wpw = np.asarray(tiered_wall_per_work(T, M[r], R[r], W[r], s[r], tiers=ts, classes=design.classes, D=D[r]))
-        split = tiered_breakdown(useful[r] * 60.0, T, M[r], R[r], W[r], s[r], tiers=ts, classes=design.classes,
-                                 D=D[r])
+                                                      x.every, x.survives, restore_failure_probability=x.restore_failure_probability,
+                                                      copies=x.copies) for x in ts], work=work[free])
+        wpw = np.asarray(tiered_wall_per_work(T, M[r], R[r], W[r], s[r], tiers=ts, classes=design.classes, D=D[r],
+                                              work=work))
+        split = tiered_breakdown(work, T, M[r], R[r], W[r], s[r], tiers=ts, classes=design.classes, D=D[r])
         # every failure, restarts included (wall / M, Wald), as engine.evaluate counts them
-        return T, wpw, split["save"], split["rework"], split["restart"], split["failures"]
+        return (T, wpw, split["save"], split["rework"], split["restart"], split["failures"], split["failed_restores"],
+                split["rollbacks_to_start"])
 
-    T, wpw, save, rework, restart, failures = isolate_refusals(_Through(problems, rewrite=_job_mtbf_named), rows,
-                                                               plan, 6)
+    T, wpw, *parts = isolate_refusals(_Through(problems, rewrite=_job_mtbf_named), rows, plan, 8)
     answered = ~np.isnan(wpw)
-    split = {"save": save[answered], "rework": rework[answered], "restart": restart[answered],
-             "failures": failures[answered]}
+    split = {k: v[answered] for k, v in zip(("save", "rework", "restart", "failures", "failed_restores",
+                                              "rollbacks_to_start"), parts)}
     return rows[answered], T[answered], wpw[answered], split
 
 
@@ -349,7 +360,8 @@ def _time_and_money(design: TierDesign, restores: list, rows: np.ndarray, T: np.
     o = {"chosen_interval_min": T, "waste_fraction": 1.0 - 1.0 / wpw, "expected_failures": split["failures"],
          "wall_h": wall_h, "useful_h": useful[rows], "save_h": split["save"] / 60.0,
          "rework_h": split["rework"] / 60.0, "restart_h": split["restart"] / 60.0, "gpus": gpus[rows],
-         "goodput": 1.0 / wpw}
+         "goodput": 1.0 / wpw, "failed_restores": split["failed_restores"],
+         "rollbacks_to_start": split["rollbacks_to_start"]}
     g, p = gpus[rows], price[rows]
     compute = 0.0
     for k in _CATEGORIES:
@@ -358,13 +370,25 @@ def _time_and_money(design: TierDesign, restores: list, rows: np.ndarray, T: np.
         compute = compute + o[f"{k}_cost"]
     o["total_gpu_hours"] = g * wall_h
     o["compute_cost"] = compute
-    rec = recovery_index(check_design([{**_structure(d), "checkpoint_stall_min": 0.0, "restore_min": 0.0}
-                                       for d in design.tiers], design.classes), design.classes)
-    mean_restart = 0.0
-    for j, c in enumerate(design.classes):
-        mean_restart = mean_restart + design.classes[c] * (R[rows] + restores[rec[j]][rows])
-    o["mean_restart_min"] = mean_restart
+    o["mean_restart_min"] = mean_restart_min(design, [r[rows] for r in restores], R[rows])
     return o
+
+
+def mean_restart_min(design: TierDesign, restores: list, R: Any) -> Any:
+    """The mean restart per rollback over the classes and their restore outcomes: ``sum_o pi_o (R + the restores
+    tried)`` (:func:`engine.tiers.model.restore_outcomes`; with no failing restore, ``sum_j pi_j (R + restore of
+    its tier)``)."""
+    tiers = check_design([{**_structure(d), "checkpoint_stall_min": 0.0, "restore_min": 0.0} for d in design.tiers],
+                         design.classes)
+    q = [float(t["restore_failure_probability"]) ** int(t["copies"]) for t in design.tiers]
+    if not any(q):
+        rec = recovery_index(tiers, design.classes)
+        mean_restart = 0.0
+        for j, c in enumerate(design.classes):
+            mean_restart = mean_restart + design.classes[c] * (R + restores[rec[j]])
+        return mean_restart
+    outs = restore_outcomes(tiers, list(design.classes), list(design.classes.values()), restores, q, R)
+    return sum(p * r for p, r, _, _ in outs)
 
 
 def _tier_figures(design: TierDesign, stalls: list, restores: list, rows: np.ndarray, T: np.ndarray, R: np.ndarray,

@@ -347,12 +347,14 @@ _TIERS = ({"name": "host-memory", "every": 1, "write_gb_s_per_writer": 25.0, "su
            "survives": ["process", "node", "correlated"], "retention": 3, "price_per_gb_month": 0.02})
 _CLASSES = {"process": 0.22, "node": 0.76, "correlated": 0.02}
 _TIER_KEYS = ("every", "checkpoint_stall_min", "restore_min", "write_gb_s_per_writer", "aggregate_write_gb_s",
-              "read_gb_s_per_writer", "retention", "copies", "price_per_gb_month", "survives", "name", "bogus")
+              "read_gb_s_per_writer", "retention", "copies", "price_per_gb_month", "restore_failure_probability",
+              "survives", "name", "bogus")
 _ROW_KEYS = ("nodes", "parameters_b", "node_mtbf_h", "restart_min", "interval_min", "async_write_min", "writers",
              "detection_min", "repair_h", "spares", "useful_training_h", "price_per_gpu_hour")
 #: a tiered row's columns that hold a figure whenever the row is ok
 _TIERED_FIGURES = ("chosen_interval_min", "waste_fraction", "wall_h", "save_h", "rework_h", "restart_h",
-                   "compute_cost", "total_cost", "cost_per_useful_gpu_hour", "mean_restart_min", "storage_cost")
+                   "compute_cost", "total_cost", "cost_per_useful_gpu_hour", "mean_restart_min", "storage_cost",
+                   "failed_restores", "rollbacks_to_start")
 
 
 @FUZZ

@@ -55,6 +55,15 @@ PARTS: dict[str, str] = {
     "duplicate tier names": _tier("a", 1) + _tier("a", 2) + CLASSES,
     "unknown tier key": _tier("a", 1, extra="colour = 'blue'\n") + CLASSES,
     "tier name empty": _tier("", 1) + CLASSES,
+    "restore fails always": _tier("a", 1, extra="restore_failure_probability = 1.0\n") + CLASSES,
+    "restore fails nan": _tier("a", 1, extra="restore_failure_probability = nan\n") + CLASSES,
+    "restore fails text": _tier("a", 1, extra="restore_failure_probability = 'often'\n") + CLASSES,
+    "restore fails tiny, copies huge": _tier("a", 1, extra=f"restore_failure_probability = 0.999999\ncopies = {BIG}\n")
+                                       + CLASSES,
+    "restore fails near 1 on every tier": (_tier("memory", 1, '["process"]', extra="restore_failure_probability = 0.99\n")
+                                           + _tier("remote", 8, '["process", "node"]',
+                                                   extra="restore_failure_probability = 0.99\n") + TWO_CLASSES),
+    "restore fails on a single level": "restore_failure_probability = 0.2\n",
     "no classes": _tier("a", 1),
     "8000 classes": _tier("a", 1, "[" + ", ".join(f'"c{i}"' for i in range(8000)) + "]") + "[failure_classes]\n"
                     + "".join(f"c{i} = {1 / 8000!r}\n" for i in range(8000)),

@@ -264,9 +264,9 @@ def workbook_cmd(
         if from_workbook is not None and (template or scenario_file):
             fail("--from takes the inputs from the workbook: leave out --template/--scenario")
         plan, readiness = _workbook_plan(from_workbook, scenario_file or template)
-        from .engine.elastic_table import refuse_elastic
+        from .workbook.build import refuse_off_sheets
 
-        refuse_elastic(plan.scenario, "the workbook")
+        refuse_off_sheets(plan.scenario)
         single = _single_level(plan)
         sc = plan.scenario if single is None else single.scenario
         setup, designs = plan.setup, (plan.designs or None)

@@ -194,6 +194,9 @@ FIELDS: tuple[Field, ...] = (
 #: failure, so its Inputs sheet leaves them out and it refuses an elastic scenario by name
 ELASTIC_FIELD_NAMES = ("nodes_per_replica", "min_replicas", "shrink_keeps_progress", "shrink_pause_min",
                        "regrow_pause_min")
+#: fields the workbook's sheets cannot plan (they plan a job that stops at every failure, at a constant failure
+#: rate): left off the Inputs sheet, and a scenario that uses them is refused by the workbook by name
+NOT_ON_SHEETS = ELASTIC_FIELD_NAMES + ("weibull_shape_from_start",)
 #: what a job does when a node fails (the text field ``on_node_loss``)
 ON_NODE_LOSS = ("restart", "continue")
 #: the output columns of an elastic plan (:mod:`ckptplan.engine.elastic_table`), the same names in a batch row,

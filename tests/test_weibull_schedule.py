@@ -204,9 +204,16 @@ def test_constant_rate_surfaces_refuse_it_by_name(tmp_path):
     path = tmp_path / "burn.toml"
     body = "\n".join(f'{k} = "{v}"' if isinstance(v, str) else f"{k} = {v}" for k, v in BASE.items())
     path.write_text(f"[scenario]\n{body}\nweibull_shape_from_start = 0.7\n")
-    res = CliRunner().invoke(app, ["workbook", "--scenario", str(path), "-o", str(tmp_path / "w.xlsx")])
-    assert res.exit_code != 0 and "weibull_shape_from_start" in res.output and "workbook" in res.output
-    assert not (tmp_path / "w.xlsx").exists()
+    for extra in ([], ["--no-deadline"]):   # refused by the sheets themselves, not only by the deadline simulation
+        res = CliRunner().invoke(app, ["workbook", "--scenario", str(path), "-o", str(tmp_path / "w.xlsx"), *extra])
+        assert res.exit_code != 0 and "weibull_shape_from_start" in res.output and "workbook" in res.output
+        assert not (tmp_path / "w.xlsx").exists()
+
+
+def test_the_inputs_sheet_has_no_cell_for_a_shape_its_sheets_would_ignore():
+    from ckptplan.workbook.formulas import INPUTS
+
+    assert "weibull_shape_from_start" not in INPUTS
 
 
 def test_compare_shows_each_design_on_its_schedule():

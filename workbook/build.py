@@ -43,7 +43,7 @@ from .notes import notes_sheet, readiness_sheet
 from .schedule_sheet import schedule_sheet
 from .spot_sheet import capacity_block, spot_sheet
 
-__all__ = ["CURVE_FACTORS", "KEY_OUTPUTS", "Built", "Check", "build_workbook", "save", "scaling_nodes",
+__all__ = ["CURVE_FACTORS", "KEY_OUTPUTS", "Built", "Check", "build_workbook", "refuse_off_sheets", "save", "scaling_nodes",
            "scenario_inputs", "write_workbook"]
 
 CURVE_FACTORS = tuple(float(x) for x in np.round(np.geomspace(0.2, 5.0, 41), 6))
@@ -565,6 +565,20 @@ def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None, sc: engine.Scen
 
 # --------------------------------------------------------------------------------------- API
 
+def refuse_off_sheets(scenario: Any) -> None:
+    """Raise :class:`InputError` when ``scenario`` uses a field the sheets cannot plan
+    (:data:`ckptplan.engine.fields.NOT_ON_SHEETS`: elastic continuation, a Weibull failure rate from the job's
+    start): refused by name, never planned silently at a constant rate by a job that stops at every failure."""
+    from ..engine.elastic_table import refuse_elastic
+
+    refuse_elastic(scenario, "the workbook")
+    shape = getattr(scenario, "weibull_shape_from_start", None)
+    if shape is not None and shape < 1:
+        raise engine.InputError("weibull_shape_from_start", shape, "the workbook's sheets plan a constant failure "
+                                "rate: plan a Weibull shape from the start with `ckptplan plan` or `ckptplan batch` "
+                                "(an interval schedule)")
+
+
 def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | None = None,
                    scenarios: pd.DataFrame | None = None, deadline: dict[str, Any] | None = None,
                    readiness: dict[str, tuple[Any, Any]] | None = None, designs: tuple | None = None,
@@ -586,9 +600,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     ``capacity``: the spot / on-demand / fallback Monte Carlo (:func:`ckptplan.engine.spot.scenario_capacity`) for
     the Compare sheet's capacity block; the Spot sheet (live) is always there.
     """
-    from ..engine.elastic_table import refuse_elastic
-
-    refuse_elastic(scenario, "the workbook")
+    refuse_off_sheets(scenario)
     given = tuple(designs) if designs is not None else ()
     # the Compare sheet shows the designs that change scenario inputs only; the others (storage, tiers,
     # spares) are on the Storage & recovery sheet, which gets every design given

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from ..engine.fields import DOMAIN_FIELDS, DOMAIN_SLOTS, ELASTIC_FIELD_NAMES, FIELDS, Field, domain_field
+from ..engine.fields import DOMAIN_FIELDS, DOMAIN_SLOTS, FIELDS, NOT_ON_SHEETS, Field, domain_field
 from . import wall_formulas as _wall
 
 __all__ = ["CALCS", "CALC_BY_KEY", "GPU_HOURS", "HOURS", "INPUTS", "INPUT_KEYS", "MAX_EXPONENT", "MINUTES", "MONEY",
@@ -257,7 +257,7 @@ def _inputs() -> dict[str, Field]:
     (:data:`ckptplan.engine.fields.FIELDS`) with the correlated-domain slots after the job MTBF override."""
     out: dict[str, Field] = {}
     for f in FIELDS:
-        if f.name in ELASTIC_FIELD_NAMES:   # the sheets plan a job that stops at every failure (refuse_elastic)
+        if f.name in NOT_ON_SHEETS:   # elastic continuation, a Weibull rate from the start: refused by the workbook
             continue
         out[f.defined_name] = f
         if f.name == "job_mtbf_h":

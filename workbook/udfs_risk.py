@@ -6,7 +6,7 @@ raises, a bad argument answers with one readable ``#CKPT!`` message, at most 250
 argument. A plan here is a whole scenario, so it comes as two ranges side by side: field names (the
 registry's: ``node_mtbf_h``, ``aggregate_write_gb_s`` ...) and their values; a blank value is a field
 not given (a blank stall or restart is derived from the storage and recovery setup, as everywhere).
-Text fields (``name``, ``currency``, ``failure_rate_source``) may be among them. A design is a third
+Text fields (the registry's: ``name``, ``currency``, ``failure_rate_source``, ``on_node_loss`` ...) may be among them. A design is a third
 range beside them, as on the Compare sheet: a value sets that field, a blank keeps the baseline's.
 
 * :func:`CKPT_TORNADO`: each input swung from its low to its high, the others at base, ranked by the
@@ -33,13 +33,14 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.fields import TEXT_FIELDS
 from .cells import ERROR_PREFIX, CallError, as_array, udf
 
 __all__ = ["CKPT_BREAK_EVEN", "CKPT_SCHEDULE", "CKPT_SPOT_PLAN", "CKPT_TARGET", "CKPT_TORNADO"]
 
 _NAMES = "A range of field names (the registry's, e.g. node_mtbf_h), one per value."
 _VALUES = "The fields' values, the same shape as the names (blank = not given)."
-_TEXT_FIELDS = ("name", "description", "source", "currency", "failure_rate_source")
+_TEXT_FIELDS = tuple(TEXT_FIELDS)   # the registry's text fields (name, currency, on_node_loss ...)
 
 
 def _cells(name: str, value: Any) -> list:

@@ -79,6 +79,7 @@ import numpy as np
 
 from .errors import InputError
 from .gate import check_finite_result, prepare
+from .roots import golden_rows
 
 __all__ = ["MAX_REPLICAS_OUT", "elastic_breakdown", "elastic_breakdown_kernel", "elastic_optimal_interval",
            "elastic_optimal_interval_kernel"]
@@ -364,7 +365,6 @@ def elastic_optimal_interval_kernel(C, M, R, D, n, K, keep, Ps, Pg, upper=None):
     young = np.sqrt(2.0 * C * M)
     lo = np.log(young / 30.0)
     hi = np.log(young * 1e4 if upper is None else np.maximum(np.minimum(young * 1e4, upper), young))
-    g = (np.sqrt(5.0) - 1.0) / 2.0
     one = np.ones(C.shape)
     cache: dict = {}
 
@@ -372,20 +372,7 @@ def elastic_optimal_interval_kernel(C, M, R, D, n, K, keep, Ps, Pg, upper=None):
         b = elastic_breakdown_kernel(one, np.exp(log_t), C, M, R, D, n, K, keep, Ps, Pg, cache)
         return np.where(np.isfinite(b["total"]), b["total"], np.inf)
 
-    a, b = lo, hi
-    x1, x2 = b - g * (b - a), a + g * (b - a)
-    f1, f2 = f(x1), f(x2)
-    for _ in range(_STEPS):
-        left = f1 <= f2
-        b = np.where(left, x2, b)
-        a = np.where(left, a, x1)
-        x2n = np.where(left, x1, a + g * (b - a))
-        x1n = np.where(left, b - g * (b - a), x2)
-        both = np.where(left, x1n, x2n)
-        fb = f(both)
-        f1n = np.where(left, fb, f2)
-        f2n = np.where(left, f1, fb)
-        x1, x2, f1, f2 = x1n, x2n, f1n, f2n
+    a, b, *_ = golden_rows(f, lo, hi, _STEPS)
     return np.exp((a + b) / 2.0)
 
 

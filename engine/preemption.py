@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from .roots import golden_rows
 from .waste import exact_optimal_interval_kernel, time_breakdown_kernel
 
 __all__ = ["INTERVAL_RTOL", "STEPS", "preemption_breakdown", "preemption_cycle", "preemption_optimal_interval"]
@@ -134,7 +135,6 @@ def preemption_optimal_interval(C: Any, M: Any, R: Any, P: Any, N: Any, Wc: Any)
     losing = 1.0 / M + np.where(keep | ~np.isfinite(P), 0.0, 1.0 / np.where(np.isfinite(P), P, 1.0))
     young = np.sqrt(2.0 * C / losing)
     lo, hi = np.log(young / 1000.0), np.log(young * 1000.0)
-    g = (np.sqrt(5.0) - 1.0) / 2.0
 
     def f(log_t: Any) -> Any:
         T = np.exp(log_t)
@@ -143,18 +143,7 @@ def preemption_optimal_interval(C: Any, M: Any, R: Any, P: Any, N: Any, Wc: Any)
             v = np.log(cyc["time"]) - np.log(cyc["work"])
         return np.where(np.isfinite(v), v, np.inf)
 
-    a, b = lo, hi
-    x1, x2 = b - g * (b - a), a + g * (b - a)
-    f1, f2 = f(x1), f(x2)
-    for _ in range(STEPS):
-        left = f1 <= f2
-        b = np.where(left, x2, b)
-        a = np.where(left, a, x1)
-        x2n = np.where(left, x1, a + g * (b - a))
-        x1n = np.where(left, b - g * (b - a), x2)
-        f1n = np.where(left, f(x1n), f2)
-        f2n = np.where(left, f1, f(x2n))
-        x1, x2, f1, f2 = x1n, x2n, f1n, f2n
+    a, b, *_ = golden_rows(f, lo, hi, STEPS)
     none = ~np.isfinite(P)   # no preemption: the closed form (Lambert W), exactly the constant-rate optimum
     exact = exact_optimal_interval_kernel(C, M, np.zeros(C.shape), np.zeros(C.shape))
     return np.where(none, exact, np.exp((a + b) / 2.0))

@@ -13,6 +13,10 @@ narrower than ``xtol`` (relative); whole-number inputs are bisected on the integ
 ends are neighbours (the answer is then the end on the far side of the sign change: the first
 whole value where ``g >= 0``, the end of the last bracket on the non-negative side).
 
+:func:`golden_rows` is golden-section search for a minimum (Kiefer, Proc. AMS 4(3), 1953), every row's
+bracket shrunk by ``INVPHI`` per step with one call of the objective for all rows; the optimal intervals
+of the tiered, elastic and preemption plans use it (the workbook writes the same steps as rows).
+
 :func:`first_bracket` finds, on a grid of candidates per row, the pair of neighbours nearest to a
 start value across which the function changes sign (a monotone function has at most one).
 
@@ -27,7 +31,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["first_bracket", "solve_rows"]
+__all__ = ["INVPHI", "first_bracket", "golden_rows", "solve_rows"]
+
+#: the golden-section ratio ``(sqrt 5 - 1) / 2``
+INVPHI = (5.0 ** 0.5 - 1.0) / 2.0
 
 
 def solve_rows(g: Callable[[np.ndarray, np.ndarray], np.ndarray], lo: Any, hi: Any, g_lo: Any, g_hi: Any, *,
@@ -102,3 +109,22 @@ def first_bracket(grid: np.ndarray, values: np.ndarray, start: Any) -> tuple[np.
         better = crosses & (dist < best)
         k[better], best[better] = j, dist[better]
     return k, k >= 0
+
+
+def golden_rows(f: Callable[[np.ndarray], np.ndarray], a: Any, b: Any, steps: int) -> tuple[np.ndarray, ...]:
+    """Golden-section search for the minimum of ``f`` on ``[a, b]``, every row at once (module notes).
+
+    ``f`` maps an array of points (one per row) to their objective values (``inf`` where undefined); ``steps``
+    shrinks each bracket by ``INVPHI ** steps``. Returns the last bracket and its two inner points with their
+    values, ``(a, b, c, d, f(c), f(d))``: the caller takes the middle ``(a + b) / 2`` or the better inner point.
+    Assumes ``f`` unimodal on the bracket (else a local minimum)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    c, d = b - INVPHI * (b - a), a + INVPHI * (b - a)
+    fc, fd = f(c), f(d)
+    for _ in range(steps):
+        left = fc <= fd                       # the minimum is in [a, d]: d <- c, one new point c
+        a, b = np.where(left, a, c), np.where(left, d, b)
+        x = np.where(left, b - INVPHI * (b - a), a + INVPHI * (b - a))
+        fx = f(x)
+        c, d, fc, fd = np.where(left, x, d), np.where(left, c, x), np.where(left, fx, fd), np.where(left, fc, fx)
+    return a, b, c, d, fc, fd

@@ -50,6 +50,7 @@ from typing import Callable, Mapping, Sequence
 
 from openpyxl.utils import get_column_letter as _letter
 
+from ..engine.roots import INVPHI
 from ..engine.storage import HOURS_PER_BILLING_MONTH
 
 __all__ = ["FROM_BLOCK", "GENERIC", "GOLDEN_STEPS", "RESULTS", "SINGLE_LEVEL_ONLY", "block_size", "expm1", "log1p",
@@ -57,7 +58,7 @@ __all__ = ["FROM_BLOCK", "GENERIC", "GOLDEN_STEPS", "RESULTS", "SINGLE_LEVEL_ONL
 
 #: golden-section steps of the optimum (bracket 2 log 16 = 5.5 -> 2e-9 in log T)
 GOLDEN_STEPS = 45
-_INVPHI = (math.sqrt(5.0) - 1.0) / 2.0
+_INVPHI = INVPHI   # the engine's golden-section ratio (engine.roots.golden_rows): the same steps as cells
 _HALF = math.log(16.0)
 _SERIES_BELOW = 1e-3   # below it 1 - e^-p (and e^z - 1) are written as a Taylor series: error < 1e-14 relative
 _NO_FIGURE = '"n/a: see the tiered plan check"'

@@ -69,6 +69,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import InputError
+from ..roots import golden_rows
 from .model import TierRows, level_ratios, log_wall_per_work, prepare_rows, raise_overflow, tier_label
 
 __all__ = ["MAX_EVERY", "best_first_interval", "first_order_tier_intervals", "optimal_tier_intervals"]
@@ -83,7 +84,6 @@ _SPAN, _WIDEN_BY, _WIDEN = math.log(16.0), math.log(256.0), 6
 _NEAR_SPAN, _NEAR_ITERS = math.log(4.0), 18
 # rounds of the local search around the best ratios
 _MAX_ROUNDS = 64
-_INVPHI = (math.sqrt(5.0) - 1.0) / 2.0
 
 
 def _front(M, R, W, slowdown, work) -> list:
@@ -166,15 +166,9 @@ def _objective(rows: TierRows, ratios: list):
 
 
 def _golden(f, a, b, iters):
-    """Vectorised golden-section search for the minimum of ``f`` on ``[a, b]``: (best x, f(best x))."""
-    c, d = b - _INVPHI * (b - a), a + _INVPHI * (b - a)
-    fc, fd = f(c), f(d)
-    for _ in range(iters):
-        left = fc <= fd                       # the minimum is in [a, d]: d <- c, new c
-        a, b = np.where(left, a, c), np.where(left, d, b)
-        x = np.where(left, b - _INVPHI * (b - a), a + _INVPHI * (b - a))
-        fx = f(x)
-        c, d, fc, fd = (np.where(left, x, d), np.where(left, c, x), np.where(left, fx, fd), np.where(left, fc, fx))
+    """Golden-section search for the minimum of ``f`` on ``[a, b]`` (:func:`engine.roots.golden_rows`): (best x,
+    f(best x))."""
+    _, _, c, d, fc, fd = golden_rows(f, a, b, iters)
     pick = fc <= fd
     return np.where(pick, c, d), np.where(pick, fc, fd)
 

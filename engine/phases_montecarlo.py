@@ -13,11 +13,11 @@ share ``w / T`` of its wall time counts.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["simulate_schedule"]
+__all__ = ["simulate_events", "simulate_schedule"]
 
 
 def _hazard_tools(starts: np.ndarray, rates: np.ndarray):
@@ -46,9 +46,22 @@ def simulate_schedule(work: float, intervals: Sequence[float], C: float, M: floa
     """
     rng = np.random.default_rng(seed)
     bounds = np.asarray(starts, dtype=float)
-    rates = np.asarray(factors, dtype=float) / M
+    cumulative, inverse = _hazard_tools(bounds, np.asarray(factors, dtype=float) / M)
+
+    def next_failure(t: np.ndarray) -> np.ndarray:
+        return inverse(cumulative(t) + rng.exponential(size=t.size))
+
+    return simulate_events(work, bounds, intervals, C, R, next_failure, runs)
+
+
+def simulate_events(work: float, starts: Sequence[float], intervals: Sequence[float], C: float, R: float,
+                    next_failure: Callable[[np.ndarray], np.ndarray], runs: int) -> dict[str, np.ndarray]:
+    """The event loop of a schedule (module notes), vectorised over ``runs``: ``next_failure(t)`` draws, per
+    run, the next failure after wall time ``t`` (a Poisson process of any intensity: failure phases here, a
+    Weibull intensity from the job's start in :mod:`engine.weibull_montecarlo`). Returns ``wall`` and
+    ``failures`` (those during restarts included)."""
+    bounds = np.asarray(starts, dtype=float)
     T_by_phase = np.asarray(intervals, dtype=float)
-    cumulative, inverse = _hazard_tools(bounds, rates)
     t = np.zeros(runs)
     left = np.full(runs, float(work))
     final = np.zeros(runs, dtype=bool)
@@ -65,7 +78,7 @@ def simulate_schedule(work: float, intervals: Sequence[float], C: float, M: floa
         last = fresh[left[fresh] <= T_now[fresh]]
         final[last], t0[last], share[last] = True, t[last], left[last] / T_now[last]
         end = t[a] + T_now[a] + C
-        strike = inverse(cumulative(t[a]) + rng.exponential(size=a.size))
+        strike = next_failure(t[a])
         ok = strike >= end
         done = a[ok]
         t[done] = end[ok]
@@ -80,7 +93,7 @@ def simulate_schedule(work: float, intervals: Sequence[float], C: float, M: floa
         in_restart = hit
         while in_restart.size:                      # restarts, each restarted by a failure during it
             back = t[in_restart] + R
-            again = inverse(cumulative(t[in_restart]) + rng.exponential(size=in_restart.size))
+            again = next_failure(t[in_restart])
             through = again >= back
             fails[in_restart[~through]] += 1        # a failure during a restart counts too
             t[in_restart[through]] = back[through]

@@ -63,10 +63,22 @@ def _changed_scenario(changes: dict[str, float]) -> engine.Scenario:
     return SEED.replace(**kw)
 
 
+_SPOT_PLANS: dict[str, object] = {}
+
+
+def _spot_plan(sc: engine.Scenario):
+    """The engine's plan row of a scenario on spot capacity, once per scenario (its deadline answer is a
+    10,000-run simulation; the Spot sheet has dozens of cells)."""
+    key = repr(sc)
+    if key not in _SPOT_PLANS:
+        _SPOT_PLANS[key] = engine.evaluate(sc).iloc[0]
+    return _SPOT_PLANS[key]
+
+
 def expected(context: tuple, key: str, sc: engine.Scenario, alt: tuple, table_rows, st=None) -> float:
     kind = context[0]
     if kind == "spot":   # the Spot sheet: the engine's plan on preemptible capacity; text without preemptions
-        return engine.evaluate(sc).iloc[0][key] if sc.preemptions_per_h else math.nan
+        return _spot_plan(sc)[key] if sc.preemptions_per_h else math.nan
     # every other sheet plans the same inputs on on-demand capacity with a constant rate
     sc = sc.replace(preemptions_per_h=None, failure_phases=())
     if kind == "plan":

@@ -13,10 +13,11 @@ from typing import Any
 
 _EXPORTS: dict[str, str] = {
     "Built": "build", "Check": "build", "build_workbook": "build", "write_workbook": "build",
-    "deadline_report": "deadline_sheet", "read_inputs": "read", "read_plan": "read", "read_readiness": "read",
+    "deadline_report": "deadline_sheet", "read_break_even": "read", "read_inputs": "read", "read_plan": "read",
+    "read_readiness": "read",
 }
 
-__all__ = ["Built", "Check", "build_workbook", "deadline_report", "read_inputs", "read_plan", "read_readiness",
+__all__ = ["Built", "Check", "build_workbook", "deadline_report", "read_break_even", "read_inputs", "read_plan", "read_readiness",
            "write_workbook"]
 
 

@@ -33,7 +33,8 @@ from . import pages
 from . import formulas as F
 from . import design_formulas as D
 from . import tier_formulas
-from .compare_sheet import compare_sheet
+from .break_even_block import break_even_block, default_choice
+from .compare_sheet import SHEET as COMPARE, compare_sheet
 from .sensitivity_sheet import sensitivity_sheet
 from .storage_sheet import storage_sheet
 from .evaluate import cached_values, store_cached_values
@@ -582,7 +583,8 @@ def refuse_off_sheets(scenario: Any) -> None:
 def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | None = None,
                    scenarios: pd.DataFrame | None = None, deadline: dict[str, Any] | None = None,
                    readiness: dict[str, tuple[Any, Any]] | None = None, designs: tuple | None = None,
-                   setup: Any = None, uncertainty: tuple = (), capacity: dict[str, Any] | None = None) -> Built:
+                   setup: Any = None, uncertainty: tuple = (), capacity: dict[str, Any] | None = None,
+                   break_even: tuple | None = None) -> Built:
     """Build the planning workbook in memory (see :func:`write_workbook` to save it).
 
     ``designs``: the Compare sheet's alternatives, each a set of changes on the baseline
@@ -599,6 +601,8 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     ``[uncertainty]`` table) for a Sensitivity sheet (:mod:`workbook.sensitivity_sheet`); none: no sheet.
     ``capacity``: the spot / on-demand / fallback Monte Carlo (:func:`ckptplan.engine.spot.scenario_capacity`) for
     the Compare sheet's capacity block; the Spot sheet (live) is always there.
+    ``break_even``: (input, low, high) the Compare sheet's break-even block solves for (as read back by
+    :func:`read_break_even`); default: node MTBF over its ``uncertainty`` range, else its value / 4 to x 4.
     """
     refuse_off_sheets(scenario)
     given = tuple(designs) if designs is not None else ()
@@ -609,6 +613,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
         designs = (design_from_scenario(scenario, alternative),) + tuple(designs[1:])
     st = setup if setup is not None else RecoverySetup()
     ranked = _ranked(scenario, st, uncertainty)
+    stated = scenario   # as given: what the break-even block's engine call and status use
     scenario, derived = _planned(scenario, st)
     # one evaluation of all (refuses designs the models cannot evaluate); kept for the caller
     results = engine.evaluate([scenario] + [d.apply(scenario) for d in designs])
@@ -623,6 +628,10 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     _scaling_sheet(wb, scenario, built, terms, st)
     compare_sheet(wb, scenario, designs, built, terms)
     capacity_block(wb, capacity, scenario_inputs(scenario), scenario.currency)
+    ws = wb[COMPARE]
+    break_even_block(wb, ws, ws.max_row + 3, stated, st, designs,
+                     break_even or default_choice(stated, st, tuple(uncertainty)), tuple(uncertainty), built,
+                     derived)
     spot_sheet(wb, scenario.currency, built)
     storage_sheet(wb, scenario, setup, given, built, terms)
     if ranked:

@@ -60,7 +60,8 @@ from .notes import READINESS
 from .storage_sheet import SHEET as STORAGE
 from .tier_block import TIER_COLUMNS
 
-__all__ = ["MAX_UNCOMPRESSED_BYTES", "WorkbookInputError", "read_inputs", "read_plan", "read_readiness"]
+__all__ = ["MAX_UNCOMPRESSED_BYTES", "WorkbookInputError", "read_break_even", "read_inputs", "read_plan",
+           "read_readiness"]
 
 
 class WorkbookInputError(InputError):
@@ -571,6 +572,30 @@ def read_inputs(path: str | Path) -> tuple[engine.Scenario, tuple[Design, ...]]:
     if plan.setup.given():
         return plan_setup(plan.scenario, plan.setup.replace(tiers=(), failure_classes={})).scenario, compare
     return plan.scenario, compare
+
+
+def read_break_even(path: str | Path) -> tuple[str, float, float] | None:
+    """The Compare sheet's break-even choice of an edited workbook: (``break_even_input``, ``break_even_low``,
+    ``break_even_high``), or None in a workbook written before the block. An input not among the block's
+    choices, or a range that is not two numbers with low < high, raises :class:`engine.InputError` naming
+    the cell."""
+    from .break_even_block import CHOICES
+
+    wb = _open(Path(path))
+    found = [_cell(wb, f"break_even_{part}") for part in ("input", "low", "high")]
+    if any(f is None for f in found):
+        return None
+    (sheet, ref, field), lo, hi = found
+    if field not in CHOICES:
+        raise InputError(f"{sheet}!{ref} (break_even_input)", field, "must be one of " + ", ".join(CHOICES))
+    ends = []
+    for (sheet, ref, value), part in zip((lo, hi), ("low", "high")):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise InputError(f"{sheet}!{ref} (break_even_{part})", value, "must be a number")
+        ends.append(float(value))
+    if not ends[0] < ends[1]:
+        raise InputError(f"{lo[0]}!{lo[1]} (break_even_low)", ends, "must be below break_even_high")
+    return str(field), ends[0], ends[1]
 
 
 def read_readiness(path: str | Path) -> dict[str, tuple[Any, Any]]:

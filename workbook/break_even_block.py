@@ -20,7 +20,6 @@ import math
 from typing import Any
 
 from openpyxl.styles import Alignment, Font
-from openpyxl.utils import get_column_letter
 
 from ..engine.designs import scenario_values
 from ..engine.errors import InputError

@@ -14,11 +14,11 @@ from typing import Any
 _EXPORTS: dict[str, str] = {
     "Built": "build", "Check": "build", "build_workbook": "build", "write_workbook": "build",
     "deadline_report": "deadline_sheet", "read_break_even": "read", "read_inputs": "read", "read_plan": "read",
-    "read_readiness": "read",
+    "read_readiness": "read", "read_target": "read",
 }
 
-__all__ = ["Built", "Check", "build_workbook", "deadline_report", "read_break_even", "read_inputs", "read_plan", "read_readiness",
-           "write_workbook"]
+__all__ = ["Built", "Check", "build_workbook", "deadline_report", "read_break_even", "read_inputs", "read_plan",
+           "read_readiness", "read_target", "write_workbook"]
 
 
 def __getattr__(name: str) -> Any:

@@ -29,7 +29,7 @@ from . import formulas as F
 from . import style as S
 from .manifest import Built
 
-__all__ = ["CHOICES", "HEADING", "break_even_block", "default_choice"]
+__all__ = ["CHOICES", "HEADING", "break_even_block", "default_choice", "stale_groups", "status_row"]
 
 #: the inputs the block can solve for: the Inputs sheet's scenario fields with a single value (registry names;
 #: not the failure domains' per-domain inputs)
@@ -66,10 +66,11 @@ def _answers(scenario: Any, setup: Any, designs: tuple, choice: tuple[str, float
             for _, r in table.iterrows()]
 
 
-def _stale_pairs(scenario: Any, setup: Any, designs: tuple, choice: tuple,
+def stale_groups(scenario: Any, setup: Any, designs: tuple, choices: list[tuple[str, str, Any]],
                  derived: frozenset) -> list[list[tuple[str, str, Any]]]:
-    """Groups of (name, live reference, value used) the status compares: one helper cell per group (an input the
-    design derives, ``derived``, is a blank Inputs cell)."""
+    """Groups of (name, live reference, value used) a status compares, one helper cell per group: the Inputs sheet
+    (an input the design derives, ``derived``, is a blank cell), the recovery setup, each of ``designs``' change
+    cells on the Compare sheet, and ``choices`` (the block's own cells; a text one compared as text)."""
     values = scenario_values(scenario)
     groups = [[(key, key, None if key in derived else values.get(f.name)) for key, f in F.INPUTS.items()]]
     groups.append([(f.name, f"setup_{f.name}", getattr(setup, f.name)) for f in SETUP_FIELDS
@@ -81,25 +82,27 @@ def _stale_pairs(scenario: Any, setup: Any, designs: tuple, choice: tuple,
             group += [(f"{d.name}: set {key}", f"alt{k}_set_{key}", d.set.get(f.name)),
                       (f"{d.name}: x {key}", f"alt{k}_times_{key}", times)]
         groups.append(group)
-    groups.append([("break_even_low", "break_even_low", choice[1]), ("break_even_high", "break_even_high", choice[2])])
+    groups.append(choices)
     return groups
 
 
 def _same(live: str, used: Any) -> str:
     if used is None:
         return f'{live}=""'
+    if isinstance(used, str):
+        return f'{live}="{used}"'
     return f"AND(ISNUMBER({live}),{live}={float(used)!r})"
 
 
-def _status(ws, row: int, groups: list, choice: tuple, last_col: int) -> None:
-    """The live status in column C of ``row``; its helper cells (one per group) hidden in the row below."""
+def status_row(ws, row: int, groups: list, last_col: int) -> None:
+    """The live status in column C of ``row`` (:func:`stale_groups`); its helper cells, one per group, hidden in
+    the row below."""
     helpers = []
     for i, group in enumerate(groups):
         text = "&".join(f'IF({_same(live, used)},"","{name}, ")' for name, live, used in group)
         cell = ws.cell(row=row + 1, column=3 + i, value="=" + text)
         helpers.append(cell.coordinate)
-    choice_changed = f'IF(break_even_input="{choice[0]}","","break_even_input, ")'
-    h = "&".join(helpers) + "&" + choice_changed
+    h = "&".join(helpers)
     ws.row_dimensions[row + 1].hidden = True
     ws.cell(row=row, column=1, value="Status (the inputs now against those the values used)").font = Font(bold=True)
     c = ws.cell(row=row, column=3, value=f'=IF(({h})="","{flags.UP_TO_DATE}","OUT OF DATE: inputs changed since '
@@ -150,6 +153,8 @@ def break_even_block(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, desi
         ws.merge_cells(start_row=row, start_column=4, end_row=row, end_column=last_col)
         ws.row_dimensions[row].height = 15 * max(1, math.ceil(len(words) / (12 * (last_col - 3))))
         row += 1
-    _status(ws, row, _stale_pairs(scenario, setup, designs, choice, derived), choice, last_col)
+    choices = [(name, name, value) for name, value in zip(("break_even_input", "break_even_low", "break_even_high"),
+                                                           choice)]
+    status_row(ws, row, stale_groups(scenario, setup, designs, choices, derived), last_col)
     S.name(wb, "break_even_status", _SHEET, f"C{row}")
     return row + 2

@@ -35,6 +35,7 @@ from . import design_formulas as D
 from . import tier_formulas
 from .break_even_block import break_even_block, default_choice
 from .compare_sheet import SHEET as COMPARE, compare_sheet
+from .target_block import default_target, target_block
 from .sensitivity_sheet import sensitivity_sheet
 from .storage_sheet import storage_sheet
 from .evaluate import cached_values, store_cached_values
@@ -584,7 +585,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
                    scenarios: pd.DataFrame | None = None, deadline: dict[str, Any] | None = None,
                    readiness: dict[str, tuple[Any, Any]] | None = None, designs: tuple | None = None,
                    setup: Any = None, uncertainty: tuple = (), capacity: dict[str, Any] | None = None,
-                   break_even: tuple | None = None) -> Built:
+                   break_even: tuple | None = None, target: tuple | None = None) -> Built:
     """Build the planning workbook in memory (see :func:`write_workbook` to save it).
 
     ``designs``: the Compare sheet's alternatives, each a set of changes on the baseline
@@ -603,6 +604,8 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     the Compare sheet's capacity block; the Spot sheet (live) is always there.
     ``break_even``: (input, low, high) the Compare sheet's break-even block solves for (as read back by
     :func:`read_break_even`); default: node MTBF over its ``uncertainty`` range, else its value / 4 to x 4.
+    ``target``: (goal, value, lever) of the target block (as read back by :func:`read_target`; default
+    :func:`workbook.target_block.default_target`), on the Sensitivity sheet, else the Compare sheet.
     """
     refuse_off_sheets(scenario)
     given = tuple(designs) if designs is not None else ()
@@ -636,6 +639,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     storage_sheet(wb, scenario, setup, given, built, terms)
     if ranked:
         sensitivity_sheet(wb, ranked, built, terms, scenario.currency)
+    _target(wb, stated, st, target or default_target(stated, st), built, derived)
     if scenarios is not None:
         _scenarios_sheet(wb, scenarios, built, scenario.currency)
     _deadline_sheet(wb, deadline, scenario)
@@ -660,6 +664,16 @@ def _ranked(scenario: engine.Scenario, st: Any, uncertainty: tuple) -> tuple:
 
     order = list(tornado(scenario, st, (), uncertainty, outputs=("total_cost",))["input"])
     return tuple(sorted(uncertainty, key=lambda u: order.index(u.field)))
+
+
+def _target(wb: Workbook, scenario: engine.Scenario, st: Any, choice: tuple, built: Built, derived: frozenset) -> None:
+    """The target block (:mod:`workbook.target_block`) below the Sensitivity sheet's rows (its print area taken
+    to the block's end: the hidden working rows between do not print), else below the Compare sheet's."""
+    ws = wb["Sensitivity"] if "Sensitivity" in wb.sheetnames else wb[COMPARE]
+    end = target_block(wb, ws, ws.max_row + 3, scenario, st, choice, built, derived)
+    if ws.title == "Sensitivity" and ws.print_area:
+        first = ws.print_area[0] if isinstance(ws.print_area, list) else ws.print_area
+        ws.print_area = first.split("!")[-1].rsplit("$", 1)[0].replace("$", "") + str(end)
 
 
 def _planned(scenario: engine.Scenario, st: Any) -> tuple[engine.Scenario, frozenset[str]]:

@@ -61,7 +61,7 @@ from .storage_sheet import SHEET as STORAGE
 from .tier_block import TIER_COLUMNS
 
 __all__ = ["MAX_UNCOMPRESSED_BYTES", "WorkbookInputError", "read_break_even", "read_inputs", "read_plan",
-           "read_readiness"]
+           "read_readiness", "read_target"]
 
 
 class WorkbookInputError(InputError):
@@ -596,6 +596,31 @@ def read_break_even(path: str | Path) -> tuple[str, float, float] | None:
     if not ends[0] < ends[1]:
         raise InputError(f"{lo[0]}!{lo[1]} (break_even_low)", ends, "must be below break_even_high")
     return str(field), ends[0], ends[1]
+
+
+def read_target(path: str | Path) -> tuple[str, float, str] | None:
+    """The target block's choice of an edited workbook: (``target_goal``, ``target_value``, ``target_lever``), or
+    None in a workbook written before the block. A goal or lever not among the block's choices, or a goal value
+    outside its rule, raises :class:`engine.InputError` naming the cell."""
+    from ..engine.targets import GOALS
+    from .target_block import LEVERS
+
+    wb = _open(Path(path))
+    found = [_cell(wb, f"target_{part}") for part in ("goal", "value", "lever")]
+    if any(f is None for f in found):
+        return None
+    goal, value, lever = found
+    if goal[2] not in GOALS:
+        raise InputError(f"{goal[0]}!{goal[1]} (target_goal)", goal[2], "must be one of " + ", ".join(GOALS))
+    if lever[2] not in LEVERS:
+        raise InputError(f"{lever[0]}!{lever[1]} (target_lever)", lever[2], "must be one of " + ", ".join(LEVERS))
+    v = value[2]
+    fraction = goal[2] in ("goodput", "p_finish")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not (
+            0 < v < 1 if fraction else v > 0):
+        raise InputError(f"{value[0]}!{value[1]} (target_value)", v,
+                         "must be a fraction in (0, 1)" if fraction else "must be a number > 0")
+    return str(goal[2]), float(v), str(lever[2])
 
 
 def read_readiness(path: str | Path) -> dict[str, tuple[Any, Any]]:

@@ -45,14 +45,14 @@ def _put(wb, name: str, value) -> None:
 
 
 def _block(ws) -> list[tuple[str, object, str]]:
-    """(alternative, break-even cell, sentence) per row of the block."""
+    """(alternative, break-even cell, sentence) per alternative of the block (its sentence in the row below)."""
     rows = [r for r in range(1, ws.max_row + 1) if ws.cell(row=r, column=1).value == HEADING]
     assert len(rows) == 1
     r = rows[0] + 6   # heading, note, input, low, high, header
     out = []
     while not str(ws.cell(row=r, column=1).value).startswith("Status"):
-        out.append(tuple(ws.cell(row=r, column=c).value for c in (1, 3, 4)))
-        r += 1
+        out.append((ws.cell(row=r, column=1).value, ws.cell(row=r, column=3).value, ws.cell(row=r + 1, column=1).value))
+        r += 2
     return out
 
 

@@ -104,7 +104,8 @@ def status_row(ws, row: int, groups: list, last_col: int) -> None:
         helpers.append(cell.coordinate)
     h = "&".join(helpers)
     ws.row_dimensions[row + 1].hidden = True
-    ws.cell(row=row, column=1, value="Status (the inputs now against those the values used)").font = Font(bold=True)
+    label = ws.cell(row=row, column=1, value="Status (the inputs now against those the values used)")
+    label.font, label.alignment = Font(bold=True), Alignment(vertical="top")
     c = ws.cell(row=row, column=3, value=f'=IF(({h})="","{flags.UP_TO_DATE}","OUT OF DATE: inputs changed since '
                                          f'this was computed: "&LEFT({h},LEN({h})-2)&". Regenerate: ckptplan '
                                          f'workbook --from THIS_FILE")')
@@ -130,7 +131,7 @@ def break_even_block(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, desi
     ws.cell(row=row, column=1).alignment = Alignment(wrap_text=True, vertical="top")
     ws.row_dimensions[row].height = 45
     row += 1
-    for label, name, value in (("Input solved for (a scenario field name: " + ", ".join(CHOICES[:4]) + ", ...)",
+    for label, name, value in (("Input solved for (a scenario field name)",
                                 "break_even_input", choice[0]),
                                ("Range searched: low", "break_even_low", choice[1]),
                                ("Range searched: high", "break_even_high", choice[2])):
@@ -142,17 +143,17 @@ def break_even_block(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, desi
         S.name(wb, name, _SHEET, cell.coordinate)
         built.input_cells[name] = f"{_SHEET}!$C${row}"
         row += 1
-    S.header(ws, row, ["Alternative", "", "Break-even"] + ["Answer in words"])
+    S.header(ws, row, ["Alternative (its answer in words below it)", "", "Break-even"])
     row += 1
     for (value, words), d in zip(_answers(scenario, setup, designs, choice, inputs), designs):
-        ws.cell(row=row, column=1, value=d.name)
+        ws.cell(row=row, column=1, value=d.name).font = Font(bold=True)
         c = ws.cell(row=row, column=3, value="none in range" if value is None else value)
         c.number_format = "#,##0.######"
-        w = ws.cell(row=row, column=4, value=words)
+        w = ws.cell(row=row + 1, column=1, value=words)
         w.alignment = Alignment(wrap_text=True, vertical="top")
-        ws.merge_cells(start_row=row, start_column=4, end_row=row, end_column=last_col)
-        ws.row_dimensions[row].height = 15 * max(1, math.ceil(len(words) / (12 * (last_col - 3))))
-        row += 1
+        ws.merge_cells(start_row=row + 1, start_column=1, end_row=row + 1, end_column=last_col)
+        ws.row_dimensions[row + 1].height = 15 * max(1, math.ceil(len(words) / 100))
+        row += 2
     choices = [(name, name, value) for name, value in zip(("break_even_input", "break_even_low", "break_even_high"),
                                                            choice)]
     status_row(ws, row, stale_groups(scenario, setup, designs, choices, derived), last_col)

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 from openpyxl import Workbook
+from openpyxl.worksheet.pagebreak import Break
 from openpyxl.chart import Reference, ScatterChart, Series
 from openpyxl.chart.marker import Marker
 from openpyxl.styles import Alignment, Font, NamedStyle
@@ -605,7 +606,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     ``break_even``: (input, low, high) the Compare sheet's break-even block solves for (as read back by
     :func:`read_break_even`); default: node MTBF over its ``uncertainty`` range, else its value / 4 to x 4.
     ``target``: (goal, value, lever) of the target block (as read back by :func:`read_target`; default
-    :func:`workbook.target_block.default_target`), on the Sensitivity sheet, else the Compare sheet.
+    :func:`workbook.target_block.default_target`), on the Compare sheet below the break-even block.
     """
     refuse_off_sheets(scenario)
     given = tuple(designs) if designs is not None else ()
@@ -632,6 +633,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     compare_sheet(wb, scenario, designs, built, terms)
     capacity_block(wb, capacity, scenario_inputs(scenario), scenario.currency)
     ws = wb[COMPARE]
+    ws.row_breaks.append(Break(id=ws.max_row + 2))   # the break-even and target blocks start a printed page
     break_even_block(wb, ws, ws.max_row + 3, stated, st, designs,
                      break_even or default_choice(stated, st, tuple(uncertainty)), tuple(uncertainty), built,
                      derived)
@@ -667,13 +669,10 @@ def _ranked(scenario: engine.Scenario, st: Any, uncertainty: tuple) -> tuple:
 
 
 def _target(wb: Workbook, scenario: engine.Scenario, st: Any, choice: tuple, built: Built, derived: frozenset) -> None:
-    """The target block (:mod:`workbook.target_block`) below the Sensitivity sheet's rows (its print area taken
-    to the block's end: the hidden working rows between do not print), else below the Compare sheet's."""
-    ws = wb["Sensitivity"] if "Sensitivity" in wb.sheetnames else wb[COMPARE]
-    end = target_block(wb, ws, ws.max_row + 3, scenario, st, choice, built, derived)
-    if ws.title == "Sensitivity" and ws.print_area:
-        first = ws.print_area[0] if isinstance(ws.print_area, list) else ws.print_area
-        ws.print_area = first.split("!")[-1].rsplit("$", 1)[0].replace("$", "") + str(end)
+    """The target block (:mod:`workbook.target_block`) below the Compare sheet's break-even block (the Sensitivity
+    sheet's rows below its print area are its working rows, which print when a block follows them)."""
+    ws = wb[COMPARE]
+    target_block(wb, ws, ws.max_row + 3, scenario, st, choice, built, derived)
 
 
 def _planned(scenario: engine.Scenario, st: Any) -> tuple[engine.Scenario, frozenset[str]]:

@@ -2,7 +2,8 @@
 
 :func:`ckptplan.engine.targets.target` for the baseline plan, computed when the workbook is built and written as
 values with the engine's own sentence ("not reachable by this lever alone, because ..." when no value works), on
-the Sensitivity sheet (the Compare sheet when there is none). Like the break-even block
+the Compare sheet below the break-even block (the Sensitivity sheet's hidden working rows stand below its print
+area, so a block there would print them). Like the break-even block
 (:mod:`workbook.break_even_block`) it carries a live status naming the inputs changed since.
 
 The goal, its value and the lever are blue cells (``target_goal``, ``target_value``, ``target_lever``), read back

@@ -79,8 +79,8 @@ def stale_groups(scenario: Any, setup: Any, designs: tuple, choices: list[tuple[
         group = []
         for key, f in F.INPUTS.items():
             times = None if f.name in d.set else d.times.get(f.name)
-            group += [(f"{d.name}: set {key}", f"alt{k}_set_{key}", d.set.get(f.name)),
-                      (f"{d.name}: x {key}", f"alt{k}_times_{key}", times)]
+            group += [(f"alt{k}_set_{key}", f"alt{k}_set_{key}", d.set.get(f.name)),   # no user text in a formula
+                      (f"alt{k}_times_{key}", f"alt{k}_times_{key}", times)]
         groups.append(group)
     groups.append(choices)
     return groups
@@ -145,11 +145,11 @@ def break_even_block(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, desi
         row += 1
     S.header(ws, row, ["Alternative (its answer in words below it)", "", "Break-even"])
     row += 1
-    for (value, words), d in zip(_answers(scenario, setup, designs, choice, inputs), designs):
-        ws.cell(row=row, column=1, value=d.name).font = Font(bold=True)
+    for k, ((value, words), d) in enumerate(zip(_answers(scenario, setup, designs, choice, inputs), designs), start=1):
+        ws.cell(row=row, column=1, value=f"alternative {k}: {d.name}").font = Font(bold=True)   # never a formula
         c = ws.cell(row=row, column=3, value="none in range" if value is None else value)
         c.number_format = "#,##0.######"
-        w = ws.cell(row=row + 1, column=1, value=words)
+        w = ws.cell(row=row + 1, column=1, value="Answer: " + words)
         w.alignment = Alignment(wrap_text=True, vertical="top")
         ws.merge_cells(start_row=row + 1, start_column=1, end_row=row + 1, end_column=last_col)
         ws.row_dimensions[row + 1].height = 15 * max(1, math.ceil(len(words) / 100))

@@ -85,7 +85,7 @@ def target_block(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, choice: 
     ws.cell(row=row + 1, column=1, value="The goal's figure there (at the best value searched, when not reachable)")
     a = ws.cell(row=row + 1, column=3, value=achieved)
     a.number_format = "0.000000"
-    w = ws.cell(row=row + 2, column=1, value=words)
+    w = ws.cell(row=row + 2, column=1, value="Answer: " + words)
     w.alignment = Alignment(wrap_text=True, vertical="top")
     ws.merge_cells(start_row=row + 2, start_column=1, end_row=row + 2, end_column=last_col)
     ws.row_dimensions[row + 2].height = 15 * max(1, math.ceil(len(words) / 90))

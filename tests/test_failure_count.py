@@ -20,24 +20,12 @@ from ckptplan import engine
 from ckptplan.engine import montecarlo as mc
 from ckptplan.engine.montecarlo_tiers import simulate_tiers as simulate_tiers_engine
 from ckptplan.engine.tiers import model as tm
+from restart_loop import recover
 
 
 def _mean_se(x: list[float]) -> tuple[float, float]:
     a = np.asarray(x, dtype=float)
     return float(a.mean()), float(a.std(ddof=1) / math.sqrt(a.size))
-
-
-def _recover(rng: random.Random, D: float, restart: float, M: float) -> tuple[float, int]:
-    """(time, failures) from a failure until the job runs again: the downtime ``D`` (waiting for a node, holding
-    none: no failure), then the exposed ``restart``, itself restarted by every failure during it."""
-    t, n = 0.0, 0
-    while True:
-        t += D
-        gap = rng.expovariate(1.0 / M)
-        if gap >= restart:
-            return t + restart, n
-        t += gap
-        n += 1
 
 
 def simulate_single(segments: int, T: float, C: float, M: float, R: float, runs: int, seed: int, D: float = 0.0):
@@ -55,7 +43,7 @@ def simulate_single(segments: int, T: float, C: float, M: float, R: float, runs:
                 continue
             t += gap
             n += 1
-            dt, dn = _recover(rng, D, R, M)
+            dt, dn = recover(rng, D, R, M)
             t, n = t + dt, n + dn
         fails.append(n)
         walls.append(t)
@@ -111,7 +99,7 @@ def simulate_tiers(patterns: int, K: int, T: float, C1: float, C2: float, r1: fl
             n += 1
             node_loss = rng.random() < share_node
             durable = (durable // K) * K if node_loss else durable
-            dt, dn = _recover(rng, D, R + (r2 if node_loss else r1), M)
+            dt, dn = recover(rng, D, R + (r2 if node_loss else r1), M)
             t, n = t + dt, n + dn
         fails.append(n)
         walls.append(t)

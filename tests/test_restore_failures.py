@@ -21,6 +21,7 @@ from ckptplan.engine.errors import InputError
 from ckptplan.engine.montecarlo_tiers import simulate_tiers as simulate_tiers_engine
 from ckptplan.engine.tiers import model as tm
 from ckptplan.engine.tiers import optimum as opt
+from restart_loop import recover
 
 # ------------------------------------------------------------------ p = 0 is today's model, bit for bit
 
@@ -64,19 +65,6 @@ def test_no_failing_restore_is_the_model_before_them_to_the_bit(with_zero):
 # ------------------------------------------------------------------ an independent event-by-event simulation
 
 
-def _recover(rng: random.Random, D: float, restart: float, M: float) -> tuple[float, int]:
-    """(time, failures) from a failure until the job runs again: the downtime, then the exposed restart, started
-    again by every failure during it."""
-    t, n = 0.0, 0
-    while True:
-        t += D
-        gap = rng.expovariate(1.0 / M)
-        if gap >= restart:
-            return t + restart, n
-        t += gap
-        n += 1
-
-
 def simulate(saves: int, T: float, M: float, R: float, D: float, tiers: list, classes: dict, runs: int, seed: int):
     """Per run (wall, failures, rollbacks to the start, failed attempts) of the physical description (module notes).
     tiers: (stall, restore, every, survives, p, copies) tuples."""
@@ -106,7 +94,7 @@ def simulate(saves: int, T: float, M: float, R: float, D: float, tiers: list, cl
             else:
                 s0 += 1                                     # no intact copy: back to the start
             durable = back
-            dt, dn = _recover(rng, D, restart, M)
+            dt, dn = recover(rng, D, restart, M)
             t, n = t + dt, n + dn
         walls.append(t)
         fails.append(n)

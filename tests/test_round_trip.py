@@ -34,6 +34,7 @@ from ckptplan.files.scenarios import load_plan
 from ckptplan.files.scenario_toml import plan_toml, with_measured, write_plan
 from ckptplan.workbook import style as S
 from ckptplan.workbook.read import WorkbookInputError, read_inputs, read_plan
+from same_json import same_json
 
 runner = CliRunner()
 TEMPLATES = ("seed", "llama3-405b-storage", "dense-7b-256-gpus")
@@ -46,22 +47,6 @@ def _cli(*args: str) -> str:
     res = runner.invoke(app, list(args))
     assert res.exit_code == 0, res.output
     return res.stdout
-
-
-def _same(a, b, where="") -> None:
-    """Equal JSON: numbers to 1e-9 relative, everything else exactly."""
-    if isinstance(a, dict):
-        assert a.keys() == b.keys(), where
-        for k in a:
-            _same(a[k], b[k], f"{where}.{k}")
-    elif isinstance(a, list):
-        assert len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b)):
-            _same(x, y, f"{where}[{i}]")
-    elif isinstance(a, (int, float)) and not isinstance(a, bool) and a is not None:
-        assert b == pytest.approx(a, rel=1e-9, abs=1e-12), where
-    else:
-        assert a == b, where
 
 
 def _same_plan(got, want, texts: bool = True) -> None:
@@ -121,12 +106,12 @@ def test_an_unedited_round_trip_reproduces_every_figure(name, built, tmp_path):
     assert back.scenario.deadline_h == template.scenario.deadline_h and back.scenario.currency == "USD"
     assert (back.setup.tiers, back.setup.failure_classes) == (template.setup.tiers, template.setup.failure_classes)
     for command in ("plan", "compare"):
-        _same(json.loads(_cli(command, "-t", str(toml), "--json")), json.loads(_cli(command, "-t", name, "--json")))
+        same_json(json.loads(_cli(command, "-t", str(toml), "--json")), json.loads(_cli(command, "-t", name, "--json")))
     # the regenerated workbook is the first one, cell for cell: formulas, texts and the cached figures
     assert load_workbook(again).sheetnames == load_workbook(built[name]).sheetnames
     assert sorted(load_workbook(again).defined_names) == sorted(load_workbook(built[name]).defined_names)
     assert _cells(again, False) == _cells(built[name], False)
-    _same(list(_cells(again, True).values()), list(_cells(built[name], True).values()))
+    same_json(list(_cells(again, True).values()), list(_cells(built[name], True).values()))
 
 
 def test_llama3_storage_keeps_its_total_and_all_four_designs(built, tmp_path):
@@ -190,7 +175,7 @@ def test_edits_of_setup_design_and_tier_cells_are_read_back(built, tmp_path):
         _same_plan(read_plan(path) if path.suffix == ".xlsx" else load_plan(path), want, texts=False)
     write_plan(tmp_path / "want.toml", want)
     for command in ("plan", "compare"):
-        _same(json.loads(_cli(command, "-t", str(toml), "--json")),
+        same_json(json.loads(_cli(command, "-t", str(toml), "--json")),
               json.loads(_cli(command, "-t", str(tmp_path / "want.toml"), "--json")))
 
 
@@ -282,7 +267,7 @@ def test_bad_edited_cells_are_all_named_with_their_rule(built, tmp_path):
         assert f"{cell} {expected}" in text, (cell, expected, text)
 
 
-def test_a_design_on_both_sheets_must_say_the_same(built, tmp_path):
+def test_a_design_on_both_sheets_must_say_thesame_json(built, tmp_path):
     wb = load_workbook(built[STORAGE])
     assert _named(wb, "alt1_name").value == "2x nodes, same training"
     _named(wb, "alt1_times_nodes").value = 3

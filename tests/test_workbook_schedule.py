@@ -16,6 +16,7 @@ from ckptplan.engine.phases import FailurePhase
 from ckptplan.workbook.flags import UP_TO_DATE
 from ckptplan.workbook.read import WorkbookInputError
 from ckptplan.workbook.recalc import error_cells, recalculate, soffice
+from same_json import same_json
 
 TOML = ('name = "burn-in"\nnodes = 64\nnode_mtbf_h = 2560\ncheckpoint_stall_min = 2\nrestart_min = 10\n'
         'useful_training_h = 60\nprice_per_gpu_hour = 2.5\ndeadline_h = 75\n'
@@ -102,19 +103,6 @@ def test_an_unedited_round_trip_reproduces_plan_json(tmp_path):
          str(back))
     got, want = (json.loads(_cli("plan", "--scenario", str(p), "--json")) for p in (back, src))
     assert len(want["schedule"]) == 2 and want["deadline_method"] == "simulated"
-    _same(got, want)
+    same_json(got, want)
 
 
-def _same(a, b, where="") -> None:
-    if isinstance(a, dict):
-        assert a.keys() == b.keys(), where
-        for k in a:
-            _same(a[k], b[k], f"{where}.{k}")
-    elif isinstance(a, list):
-        assert len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b)):
-            _same(x, y, f"{where}[{i}]")
-    elif isinstance(a, (int, float)) and not isinstance(a, bool):
-        assert b == pytest.approx(a, rel=1e-9, abs=1e-12), where
-    else:
-        assert a == b, where

@@ -19,6 +19,7 @@ from ckptplan.engine.spot import scenario_capacity
 from ckptplan.workbook.build import scenario_inputs
 from ckptplan.workbook.flags import UP_TO_DATE
 from ckptplan.workbook.recalc import error_cells, recalculate, soffice
+from same_json import same_json
 
 SPOT = files.load_scenario("seed").replace(name="spot", preemptions_per_h=0.08, preemption_notice_min=5.0,
                                            capacity_wait_min=25.0, spot_price_per_gpu_hour=0.9)
@@ -136,24 +137,10 @@ def test_an_unedited_round_trip_keeps_the_preemption_fields(tmp_path):
          str(back))
     got, want = (json.loads(_cli("plan", "--scenario", str(p), "--json")) for p in (back, src))
     assert want["deadline_method"] == "simulated" and want["expected_preemptions"] > 0
-    _same(got, want)
+    same_json(got, want)
     sc = workbook.read_inputs(book)[0]
     assert (sc.preemptions_per_h, sc.preemption_notice_min, sc.capacity_wait_min, sc.spot_price_per_gpu_hour) == (
         0.08, 5.0, 25.0, 0.9)
     assert scenario_inputs(sc)["preemptions_per_h"] == 0.08
 
-
-def _same(a, b, where="") -> None:
-    if isinstance(a, dict):
-        assert a.keys() == b.keys(), where
-        for k in a:
-            _same(a[k], b[k], f"{where}.{k}")
-    elif isinstance(a, list):
-        assert len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b)):
-            _same(x, y, f"{where}[{i}]")
-    elif isinstance(a, (int, float)) and not isinstance(a, bool):
-        assert b == pytest.approx(a, rel=1e-9, abs=1e-12), where
-    else:
-        assert a == b, where
 

@@ -1,0 +1,281 @@
+"""Monte Carlo of a finite elastic job: replicas fail and drop out, nodes come back, the job pauses, rolls back
+and stops at its floor, run by run (the model of :mod:`engine.elastic`, made finite).
+
+What one run does (minutes; symbols of :mod:`engine.elastic`):
+
+* The job starts with every replica running (``k = 0`` out) and no work saved. It computes in segments of
+  ``T`` compute wall time, each followed by a save stalling ``C``; while ``k`` replicas are out a minute of
+  compute does ``(n - k) / n`` minutes of full-throughput work. Work is committed when its save completes.
+  The last segment computes only until ``work`` is reached and then saves (a final save: the work is durable
+  when the job ends), so a job of ``work = N T`` that never shrinks is today's job of ``N`` segments.
+* Failures strike the running replicas' nodes at rate ``lambda (n - k) / n``, ``lambda = 1 / M``; each replica
+  out gets its node back after an exponential time of mean ``rho = D`` (rate ``k / rho``). A failure with
+  ``k < K`` shrinks (``k + 1``, pause ``P_s``); a return regrows (``k - 1``, pause ``P_g``). With
+  ``shrink_keeps_progress = 0`` a shrink rolls the job back to its last checkpoint (it continues, from there,
+  on fewer replicas). A node back at once (``D = 0``, ``K >= 1``) is a shrink and a regrow, ``k`` stays 0.
+* A failure at the floor (``k = K``) stops the job: it rolls back to the last checkpoint, waits ``D`` for a
+  node, then restarts for ``R`` exposed to failures at ``lambda_K = lambda (n - K) / n``; a failure of the
+  restart waits ``D`` again and restarts again; it then resumes at ``k = K``. ``K = 0`` is today's job.
+  The wait is fixed (``D``, as :func:`engine.montecarlo.simulate` takes it); returns are exponential (the
+  chain's assumption; fixed returns move the answer by the residual stated in :mod:`engine.elastic`).
+* Pauses and restarts freeze the replicas' chain: no failure and no return during them (what the expectation
+  assumes); the nodes are exposed while the job computes, saves and restarts, not while it waits for a node
+  or pauses.
+
+Every failure is counted once (shrinks, stops and failures of restarts), and each run also records
+``exposure``, the integral of the running nodes' failure rate over its wall time. Wald's identity for the
+Poisson process of node failures thinned to the exposed time says ``E[failures] = E[exposure]`` whatever the
+path (the rate changes with ``k``; the wall time, not only ``wall / M``); :mod:`engine.elastic`'s
+``failures`` is that expectation per unit of work, and with ``K = 0`` and ``D = 0`` it is ``wall / M``.
+
+Against the expectation (:func:`engine.elastic.elastic_breakdown`, a steady-state rate times ``work``) the
+finite job differs by a start effect (it starts with every replica running, not in the chain's stationary
+law: at most about ``rho`` minutes of the shrunk throughput, relatively ``~ rho / wall``) and an end effect
+(its last segment is shorter): both vanish relative to the wall time as the job grows, and are exactly zero
+when ``K = 0`` and ``work`` is a whole number of segments. ``tests/test_elastic_montecarlo.py`` checks the
+mean against the expectation within 3 standard errors on a grid of long jobs, and against an event-by-event
+simulation written in the test.
+
+Sampling: exact for this model (memoryless failures and returns: each round every live run draws the time
+to its next failure or return, ``Exp(lambda_k + k / rho)``, and either reaches its segment's next phase
+first or meets that event, a failure with probability ``lambda_k / (lambda_k + k / rho)``); a stop's
+restart failures are drawn at once (``Geometric(e^{-lambda_K R}) - 1`` failures, each losing a time
+exponential truncated to ``[0, R)``). Runs go in blocks of :data:`ELASTIC_BLOCK`, vectorised over the live
+runs of a block; block ``b`` draws from ``SeedSequence(seed, spawn_key=(b,))``: same seed, same runs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+import numpy as np
+
+from .elastic import check_elastic, elastic_breakdown_kernel
+from .errors import InputError
+from .gate import as_float_array
+from .montecarlo import Simulation, check_simulation_size, seed_entropy
+
+__all__ = ["ELASTIC_BLOCK", "MAX_EVENTS_PER_RUN", "ElasticSimulation", "simulate_elastic"]
+
+#: runs simulated together (one event per round each)
+ELASTIC_BLOCK = 8192
+#: most expected events (segment phases, failures, returns) per run the simulation accepts: beyond it a run
+#: takes too long to simulate event by event, refused by name before anything runs
+MAX_EVENTS_PER_RUN = 2_000_000
+#: a node back within this (minutes) is back at once (as :mod:`engine.elastic` takes it)
+_INSTANT = 1e-300
+#: committed work within this relative distance of the job's work finishes it (rounding of the last segment)
+_DONE_RTOL = 1e-12
+
+
+@dataclass(frozen=True)
+class ElasticSimulation(Simulation):
+    """:class:`engine.montecarlo.Simulation` of an elastic job, plus per run: ``shrinks`` (failures that took a
+    replica out, or bounced one with a node back at once), ``stops`` (failures at the floor: rollbacks and
+    restarts; also ``rollbacks``), ``regrows`` (replicas back), ``shrunk_time`` (time computing or saving with
+    a replica out), ``exposure`` (the integral of the running nodes' failure rate over the run: its expectation
+    equals the expected failures, Wald's identity) and ``pause_time`` (shrink and regrow pauses; with the
+    stops' restarts and waits they make ``restart_time``)."""
+
+    shrinks: np.ndarray
+    stops: np.ndarray
+    regrows: np.ndarray
+    shrunk_time: np.ndarray
+    exposure: np.ndarray
+    pause_time: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Job:
+    work: float
+    T: float
+    C: float
+    lam: float
+    R: float
+    D: float
+    n: float
+    K: int           # replicas that may be out (0 when a node is back at once: every failure bounces)
+    bounce: bool     # D = 0 and K >= 1: a failure is a shrink and an immediate regrow
+    keep: bool
+    Ps: float
+    Pg: float
+
+
+def _check(work, T, C, M, R, D, replicas, min_replicas, keep, Ps, Pg, runs, seed) -> tuple[_Job, int, int]:
+    vals = {}
+    for name, value, rule in (("useful_training_min", work, "positive"), ("T", T, "positive"), ("C", C, "nonnegative"),
+                              ("M", M, "positive"), ("R", R, "nonnegative"), ("D", D, "nonnegative"),
+                              ("replicas", replicas, "count"), ("min_replicas", min_replicas, "count"),
+                              ("shrink_keeps_progress", keep, "flag"), ("shrink_pause_min", Ps, "nonnegative"),
+                              ("regrow_pause_min", Pg, "nonnegative")):
+        arr = as_float_array(name, value, rule)
+        if arr.ndim:
+            raise InputError(name, value, "must be a single number (one job per simulation)")
+        vals[name] = float(arr)
+    if vals["min_replicas"] < 1:
+        raise InputError("min_replicas", vals["min_replicas"], "must be >= 1")
+    check_elastic(np.array([vals["replicas"]]), np.array([vals["min_replicas"]]),
+                  np.array([vals["shrink_keeps_progress"]]))
+    r = as_float_array("runs", runs, "count")
+    if r.ndim or r < 2:
+        raise InputError("runs", runs, "must be a single whole number >= 2")
+    check_simulation_size(r)
+    seed_ = seed_entropy(seed)
+    D_ = 0.0 if vals["D"] < _INSTANT else vals["D"]
+    K = int(vals["replicas"] - vals["min_replicas"])
+    job = _Job(work=vals["useful_training_min"], T=vals["T"], C=vals["C"], lam=1.0 / vals["M"], R=vals["R"], D=D_,
+               n=vals["replicas"], K=K if D_ > 0 else 0, bounce=D_ == 0 and K >= 1,
+               keep=vals["shrink_keeps_progress"] > 0, Ps=vals["shrink_pause_min"], Pg=vals["regrow_pause_min"])
+    _check_events(job, vals["M"], K)
+    return job, int(r), seed_
+
+
+def _check_events(job: _Job, M: float, K: int) -> None:
+    """Refuse a job whose expected events per run exceed :data:`MAX_EVENTS_PER_RUN` (or whose expectation
+    overflows: the job does not finish), by name."""
+    one = np.ones(1)
+    b = elastic_breakdown_kernel(one * job.work, one * job.T, one * job.C, one * M, one * job.R, one * job.D,
+                                 one * job.n, one * K, one * job.keep, one * job.Ps, one * job.Pg)
+    events = 2.0 * float(b["total"][0]) / job.T + 2.0 * float(b["failures"][0])
+    if not events <= MAX_EVENTS_PER_RUN:
+        raise InputError("useful_training_min", job.work, f"gives about {events:.3g} events (segments, failures, "
+                         f"returns) per run: at most {MAX_EVENTS_PER_RUN:,} are simulated event by event (a shorter "
+                         "job, a longer interval or fewer failures)")
+
+
+def simulate_elastic(work, T, C, M, R=0.0, D=0.0, replicas=1, min_replicas=1, shrink_keeps_progress=1,
+                     shrink_pause_min=0.0, regrow_pause_min=0.0, runs=10000, seed=0) -> ElasticSimulation:
+    """Simulate ``runs`` finite elastic jobs (module notes; minutes): wall time, failures, stops, shrinks and the
+    rest per run (:class:`ElasticSimulation`). ``work`` of full-throughput compute, saves every ``T`` of compute
+    wall time stalling ``C``, job MTBF ``M`` with every replica running, a stop's exposed restart ``R`` after a
+    wait ``D`` for a node (also the mean time until a replica out is back), ``replicas`` and ``min_replicas``
+    (the floor; equal: today's job), ``shrink_keeps_progress`` (1: a shrink keeps the work since the last
+    checkpoint), pauses to shrink and regrow. Same seed, same runs."""
+    job, runs_, seed_ = _check(work, T, C, M, R, D, replicas, min_replicas, shrink_keeps_progress, shrink_pause_min,
+                               regrow_pause_min, runs, seed)
+    keys = ("wall", "failures", "stops", "shrinks", "regrows", "restart", "shrunk", "exposure", "pauses")
+    out = {k: np.empty(runs_) for k in keys}
+    for b, lo in enumerate(range(0, runs_, ELASTIC_BLOCK)):
+        rows = min(ELASTIC_BLOCK, runs_ - lo)
+        rng = np.random.default_rng(np.random.SeedSequence(seed_, spawn_key=(b,)))
+        got = _block(job, rows, rng)
+        for k in keys:
+            out[k][lo:lo + rows] = got[k]
+    segments = max(math.ceil(job.work / job.T * (1.0 - _DONE_RTOL)), 1)
+    return ElasticSimulation(wall=out["wall"], failures=out["failures"], rollbacks=out["stops"],
+                             restart_time=out["restart"], failure_free=job.work + segments * job.C,
+                             shrinks=out["shrinks"], stops=out["stops"], regrows=out["regrows"],
+                             shrunk_time=out["shrunk"], exposure=out["exposure"], pause_time=out["pauses"])
+
+
+def _block(job: _Job, rows: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """One block of runs, round by round: every live run advances to its next event (module notes)."""
+    keys = ("wall", "failures", "stops", "shrinks", "regrows", "restart", "shrunk", "exposure", "pauses")
+    res = {k: np.zeros(rows) for k in keys}
+    st = {k: np.zeros(rows) for k in keys}
+    st.update(k=np.zeros(rows), pos=np.zeros(rows), pending=np.zeros(rows), done=np.zeros(rows))
+    ids = np.arange(rows)
+    L = job.T + job.C
+    while ids.size:
+        _round(job, st, rng, L)
+        fin = st["done"] >= job.work * (1.0 - _DONE_RTOL)
+        if fin.any():
+            for k in keys:
+                res[k][ids[fin]] = st[k][fin]
+            keep = ~fin
+            ids = ids[keep]
+            st = {k: v[keep] for k, v in st.items()}
+    return res
+
+
+def _round(job: _Job, st: dict[str, np.ndarray], rng: np.random.Generator, L: float) -> None:
+    """Advance every run of ``st`` (arrays, modified in place) by one event: a phase end, a failure or a return."""
+    k, pos = st["k"], st["pos"]
+    theta = (job.n - k) / job.n
+    fail = job.lam * theta
+    back = k / job.D if job.D > 0 else np.zeros(k.shape)
+    dt = rng.standard_exponential(k.size) / (fail + back)
+    computing = pos < job.T
+    with np.errstate(divide="ignore"):
+        need = (job.work - st["done"] - st["pending"]) / theta
+    to_phase = np.where(computing, np.minimum(job.T - pos, need), L - pos)
+    last = computing & (need <= job.T - pos)        # this compute phase reaches the job's work
+    phase = dt >= to_phase
+    step = np.where(phase, to_phase, dt)
+    st["wall"] += step
+    st["exposure"] += fail * step
+    st["shrunk"] += np.where(k > 0, step, 0.0)
+    st["pending"] += np.where(computing, theta * step, 0.0)
+    pos += step
+    # phase ends: compute done (or the job's work reached) -> save; save done -> commit
+    ends = phase & computing
+    if ends.any():
+        pos[ends] = job.T
+        last &= ends
+        st["pending"][last] = job.work - st["done"][last]       # the job's last segment: exactly the work left
+    commit = phase & ~computing
+    if commit.any():
+        st["done"][commit] += st["pending"][commit]
+        st["pending"][commit] = 0.0
+        pos[commit] = 0.0
+    hit = np.flatnonzero(~phase)
+    if hit.size:
+        u = rng.random(hit.size)
+        is_fail = u * (fail[hit] + back[hit]) < fail[hit]
+        _failures(job, st, rng, hit[is_fail])
+        ret = hit[~is_fail]
+        k[ret] -= 1
+        st["regrows"][ret] += 1
+        st["wall"][ret] += job.Pg
+        st["pauses"][ret] += job.Pg
+        st["restart"][ret] += job.Pg
+
+
+def _failures(job: _Job, st: dict[str, np.ndarray], rng: np.random.Generator, idx: np.ndarray) -> None:
+    """Failures at ``idx``: a shrink (or a bounce), or at the floor a stop and its restart."""
+    if idx.size == 0:
+        return
+    st["failures"][idx] += 1
+    k = st["k"]
+    stop = idx[k[idx] >= job.K] if not job.bounce else idx[:0]
+    shrink = np.setdiff1d(idx, stop, assume_unique=True)
+    if shrink.size:
+        pause = job.Ps + (job.Pg if job.bounce else 0.0)
+        st["shrinks"][shrink] += 1
+        st["wall"][shrink] += pause
+        st["pauses"][shrink] += pause
+        st["restart"][shrink] += pause
+        if not job.bounce:
+            k[shrink] += 1
+        else:
+            st["regrows"][shrink] += 1
+        if not job.keep:
+            st["pending"][shrink] = 0.0
+            st["pos"][shrink] = 0.0
+    if stop.size:
+        st["stops"][stop] += 1
+        st["pending"][stop] = 0.0
+        st["pos"][stop] = 0.0
+        lost, again, exposed = _restarts(job, rng, stop.size)
+        st["failures"][stop] += again
+        st["wall"][stop] += lost
+        st["restart"][stop] += lost
+        st["exposure"][stop] += exposed
+
+
+def _restarts(job: _Job, rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``count`` stops' recoveries: (time, failures of the restart, exposure). Each attempt waits ``D`` and runs
+    ``R`` exposed at ``lambda_K``; a failure loses a time exponential truncated to ``[0, R)`` and tries again."""
+    lam_K = job.lam * (job.n - job.K) / job.n
+    if job.R <= 0 or lam_K <= 0:
+        return np.full(count, job.D + job.R), np.zeros(count), np.full(count, lam_K * job.R)
+    q = -math.expm1(-lam_K * job.R)                  # P(a restart attempt fails)
+    again = rng.geometric(1.0 - q, count) - 1        # q < 1: a job whose restarts never succeed is refused first
+    total = int(again.sum())
+    lost = np.zeros(count)
+    if total:
+        x = -np.log1p(-rng.random(total) * q) / lam_K   # exponential truncated to [0, R)
+        lost = np.bincount(np.repeat(np.arange(count), again), weights=x, minlength=count)
+    exposed = lost + job.R
+    return (again + 1) * job.D + exposed, again.astype(float), lam_K * exposed
+

@@ -56,11 +56,19 @@ def headline(row: "pd.Series") -> dict[str, Any]:
     out.update(schedule_json(row))
     out.update(elastic_json(row))
     if out.get("p_finish_by_deadline") is not None:   # how the deadline answer was reached, as `deadline` says
-        simulated = "schedule" in out or float(row.get("expected_preemptions", 0.0) or 0.0) > 0
+        simulated = "schedule" in out or float(row.get("expected_preemptions", 0.0) or 0.0) > 0 or _shrinks(row)
         out["deadline_method"] = "simulated" if simulated else "analytic"
         if simulated:
             out["deadline_runs"], out["deadline_seed"] = DEFAULT_RUNS, DEFAULT_SEED
     return out
+
+
+def _shrinks(row: "pd.Series") -> bool:
+    """An elastic plan that trains on fewer replicas (its deadline answer is simulated)."""
+    if str(row.get("on_node_loss", "")) != "continue" or "replicas" not in row.index:
+        return False
+    floor = float(row.get("min_replicas", math.nan))
+    return not math.isnan(floor) and floor < float(row["replicas"])
 
 
 #: the analytic deadline figures of evaluate(), when the scenario has a deadline
@@ -150,12 +158,16 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None, simula
 def _deadline_line(row: "pd.Series", phased: bool, simulated: str | None) -> str:
     """The deadline answer, saying how it was reached (analytic, or simulated with its runs and seed)."""
     spot = float(row.get("expected_preemptions", 0.0) or 0.0) > 0
+    elastic = _shrinks(row)
     how = (f"simulated on the schedule ({DEFAULT_RUNS:,} runs, seed {DEFAULT_SEED}; " if phased else
            f"simulated on spot capacity ({DEFAULT_RUNS:,} runs, seed {DEFAULT_SEED}; `ckptplan compare` adds "
-           "on-demand and the fallback; " if spot else "analytic (exponential failures; ")
+           "on-demand and the fallback; " if spot else
+           f"simulated, training on fewer replicas ({DEFAULT_RUNS:,} runs, seed {DEFAULT_SEED}; " if elastic
+           else "analytic (exponential failures; ")
     return (f"deadline {duration(row['deadline_h'] * 60)}: P(finish) {row['p_finish_by_deadline']:.1%} " + how
             + f"wall time P50 / P90 / P99 {' / '.join(duration(row[k] * 60) for k in DEADLINE_KEYS[1:])})"
-            + ("" if phased or spot else "; `ckptplan deadline` simulates" if simulated is None else f"  |  {simulated}"))
+            + ("" if phased or spot or elastic else "; `ckptplan deadline` simulates" if simulated is None
+               else f"  |  {simulated}"))
 
 
 @app.command()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from .common import (console, duration, err_console, fail, field_options, flag, literal, print_rows,
+from .common import (ON_NODE_LOSS_HELP, console, duration, err_console, fail, field_options, flag, literal, print_rows,
                      scenario_from_options)
 from .engine.fields import DEFAULT_RUNS, DEFAULT_SEED
 
@@ -53,11 +53,13 @@ def _outlook(rep: dict[str, Any], analytic: dict[str, Any] | None, seed: int) ->
     if not analytic:  # a failure law or a final save the analytic answer does not model: the simulation alone
         rows = [r[:2] for r in rows]
         head = head[:2]
+        if rep.get("on_node_loss") == "continue":   # an elastic job: its long-run expectation beside the runs
+            rows[2] = ("wall time: long-run expectation (elastic chain)", h("long_run_wall_h"))
     print_rows(f"Deadline outlook saving every {duration(rep['interval_min'])} ({rep['segments']:,} segments)",
                head, rows, wrap=head[1:])
 
 
-def _search_table(res: "dl.DeadlineSearch", seed: int) -> None:
+def _search_table(res: "dl.DeadlineSearch", seed: int, elastic: bool = False) -> None:
     cur = literal(res.currency)
     table = res.candidates
     rows = []
@@ -79,8 +81,9 @@ def _search_table(res: "dl.DeadlineSearch", seed: int) -> None:
         row_for(f"cheapest with P >= {res.target:.0%}", res.cheapest_meeting_target["interval_min"])
     else:
         rows.append((f"cheapest with P >= {res.target:.0%}", "none", "-", "-", "-", "-"))
-    print_rows(f"Interval choice for the {duration(res.deadline_h * 60)} deadline (simulated: the same "
-               f"{res.runs:,} runs, seed {seed}, for every interval)",
+    runs = (f"{res.runs:,} runs per interval, seed {seed}" if elastic else
+            f"the same {res.runs:,} runs, seed {seed}, for every interval")
+    print_rows(f"Interval choice for the {duration(res.deadline_h * 60)} deadline (simulated: {runs})",
                ("interval", "save every", "P(finish)", "mean wall h", "P90 wall h", f"mean cost ({cur})"), rows,
                drop=("P90 wall h", "mean wall h"), first=24)
 
@@ -95,12 +98,15 @@ def deadline(
     weibull_shape: Optional[float] = typer.Option(None, "--weibull-shape", help="Weibull shape k of the time between failures (mean = job MTBF); default: exponential. k < 1: clustered failures"),
     target: float = typer.Option(0.9, "--target", help="Required probability of meeting the deadline"),
     final_save: bool = flag("--final-save", help="Save after the last step too"),
+    on_node_loss: Optional[str] = typer.Option(None, "--on-node-loss", help=ON_NODE_LOSS_HELP),
     as_json: bool = flag("--json", help="Print JSON instead of tables"),
     overrides: Optional[dict] = None,
 ) -> None:
     """Monte Carlo of the finite run: P(finish by the deadline), percentiles, cost, and the interval to choose.
 
     Every scenario field can be set here (--deadline-h, --interval-min, ...); the rest come from the template.
+    A job that trains on fewer replicas (--on-node-loss continue, --min-replicas below its replicas) is
+    simulated as such: replicas out and back, pauses, stops at the floor (exponential failures).
     """
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -111,7 +117,10 @@ def deadline(
         _check_overrides(overrides or {})
         # memory first: the report simulates one interval, the search up to MAX_SEARCH_INTERVALS on the same runs
         mc.check_simulation_size(runs, dl.MAX_SEARCH_INTERVALS)
-        sc = scenario_from_options(str(scenario_file) if scenario_file else template, overrides or {})
+        given = dict(overrides or {})
+        if on_node_loss is not None:
+            given["on_node_loss"] = on_node_loss
+        sc = scenario_from_options(str(scenario_file) if scenario_file else template, given)
         law = mc.FailureLaw.weibull(weibull_shape) if weibull_shape is not None else mc.FailureLaw.exponential()
         # the per-failure sampler: the report is, run by run, the search's row for the chosen interval
         report = dl.deadline_report(sc, runs=runs, seed=seed, failures=law, final_save=final_save,
@@ -136,7 +145,7 @@ def deadline(
     console.print(f"[bold]{literal(str(report['name']))}[/]  job MTBF {duration(report['job_mtbf_h'] * 60)}  |  failures: "
                   f"{literal(report['failure_law'])}  |  {int(report['gpus']):,} GPUs", highlight=False)
     _outlook(report, analytic, seed)
-    _search_table(search, seed)
+    _search_table(search, seed, report.get("on_node_loss") == "continue")
     for note in search.notes:
         console.print(f"- {literal(note)} (simulated)", highlight=False)
 
@@ -187,7 +196,8 @@ def _analytic(sc: Any, report: dict[str, Any]) -> dict[str, Any] | None:
     applies (exponential failures, no final save): the figure ``plan``, the workbook and batch give."""
     from . import engine
 
-    if report.get("failure_law", "").split(" ")[0] != "exponential" or report.get("final_save"):
+    if report.get("failure_law", "").split(" ")[0] != "exponential" or report.get("final_save") \
+            or report.get("on_node_loss") == "continue":     # an elastic job: simulated only, no analytic answer
         return None
     row = engine.evaluate(sc.replace(deadline_h=report["deadline_h"], interval_min=report["interval_min"])).iloc[0]
     keys = ("p_finish_by_deadline", "wall_h_p50", "wall_h_p90", "wall_h_p99", "deadline_approximation_ok")

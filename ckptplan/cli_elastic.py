@@ -37,8 +37,8 @@ def print_elastic(row: Any) -> None:
                   f"running on average, {row['shrunk_h']:,.1f} h shrunk, {row['expected_shrinks']:,.1f} shrinks and "
                   f"{row['expected_stops']:,.2f} stops per run", highlight=False)
     if floor < n:
-        console.print("elastic: no analytic deadline answer (the run's spread is modelled for a job that stops at "
-                      "every failure); rework includes the throughput lost while shrunk, restart every pause",
+        console.print("elastic: rework includes the throughput lost while shrunk, restart every pause; a deadline "
+                      "is answered by simulating the elastic job (`ckptplan deadline` searches the interval)",
                       highlight=False)
 
 

@@ -16,6 +16,12 @@ in minutes, the simulator's unit) and runs the Monte Carlo of :mod:`engine.monte
   where they differ materially from the long-run optimum (judged on paired standard errors over
   the shared runs), where the job is short against its MTBF and where failures cluster.
 
+A job that trains on fewer replicas (``on_node_loss = "continue"`` with ``min_replicas`` below its replicas,
+:mod:`engine.elastic`) is simulated by :func:`engine.elastic_montecarlo.simulate_elastic` instead: exponential
+failures only (the chain's law), its long-run figure the elastic expectation, no exact finite-job expectation
+and no finite-job optimum; the search simulates each interval on its own runs from the same seed (the elastic
+sampler draws per event, not per failure gap, so the intervals share no failure histories).
+
 Results are in hours, GPU-hours and the scenario's currency.
 """
 
@@ -73,6 +79,36 @@ class _Job:
     gpus: float
     price: float
     D: float = 0.0   # downtime after every failure (the part of the restart the job cannot fail in); R is the rest
+    elastic: Optional[tuple] = None   # a job that trains on fewer replicas: (replicas, min_replicas,
+                                      # shrink_keeps_progress, shrink_pause_min, regrow_pause_min); None: today's
+
+
+def _elastic_args(sc: Scenario, row: Any) -> Optional[tuple]:
+    """The elastic plan's replicas, floor, flag and pauses (:mod:`engine.elastic`), or None for a job that stops
+    at every failure (restarting, or its floor at every replica)."""
+    if sc.on_node_loss != "continue" or sc.min_replicas is None or sc.min_replicas >= float(row["replicas"]):
+        return None
+    return (float(row["replicas"]), float(sc.min_replicas), float(sc.shrink_keeps_progress),
+            float(sc.shrink_pause_min), float(sc.regrow_pause_min))
+
+
+def _simulate_job(job: _Job, T: float, runs: int, seed: int, law: FailureLaw, final_save: bool,
+                  method: str = "auto") -> Simulation:
+    """One interval of the job simulated: :func:`engine.montecarlo.simulate`, or for an elastic job
+    :func:`engine.elastic_montecarlo.simulate_elastic` (exponential failures: the chain's law)."""
+    if job.elastic is None:
+        return simulate(job.work, T, job.C, job.M, job.R, job.W, job.s, runs, seed, law, final_save, method, D=job.D)
+    from .elastic_montecarlo import simulate_elastic
+
+    n, floor, keep, Ps, Pg = job.elastic
+    return simulate_elastic(job.work, T, job.C, job.M, job.R, job.D, n, floor, keep, Ps, Pg, runs=runs, seed=seed,
+                            final_save=final_save)
+
+
+def _check_elastic_law(job: _Job, law: FailureLaw) -> None:
+    if job.elastic is not None and not law.is_exponential:
+        raise InputError("failures", law.describe(), "must be exponential for a job that trains on fewer replicas "
+                         "(on_node_loss = continue: the elastic model's replicas fail and return at exponential times)")
 
 
 def _job(scenario: Scenario, deadline_h, interval_min) -> _Job:
@@ -81,9 +117,6 @@ def _job(scenario: Scenario, deadline_h, interval_min) -> _Job:
     from .phases import refuse_phases
 
     refuse_phases(scenario, "the one-interval deadline simulation")
-    if scenario.on_node_loss == "continue":
-        raise InputError("on_node_loss", "continue", "the deadline simulation plans a job that stops at every "
-                         "failure: `ckptplan plan` gives the elastic plan's expectation (no deadline answer yet)")
     changes = {}
     if deadline_h is not None:
         changes["deadline_h"] = _scalar("deadline_h", deadline_h, "positive")
@@ -105,7 +138,8 @@ def _job(scenario: Scenario, deadline_h, interval_min) -> _Job:
                 M=float(row["job_mtbf_h"]) * 60.0, R=sc.restart_min - sc.downtime_min, D=sc.downtime_min,
                 W=sc.async_write_min,
                 s=sc.async_slowdown_fraction, T=float(row["chosen_interval_min"]), deadline=sc.deadline_h * 60.0,
-                exact_T=float(row["exact_interval_min"]), gpus=float(row["gpus"]), price=sc.price_per_gpu_hour)
+                exact_T=float(row["exact_interval_min"]), gpus=float(row["gpus"]), price=sc.price_per_gpu_hour,
+                elastic=_elastic_args(sc, row))
 
 
 def _scalar(name: str, value: Any, rule: str) -> float:
@@ -135,7 +169,7 @@ def _summary(sim: Simulation, job: _Job, T: float, law: FailureLaw, final_save: 
     money = np.asarray(cost.money(gpu_h, job.price))
     q50, q90, q99 = np.quantile(wall_h, [0.5, 0.9, 0.99])
     exact_h = None
-    if law.is_exponential:
+    if law.is_exponential and job.elastic is None:
         exact_h = float(finite_expected_wall_time(job.work, T, job.C, job.M, job.R, job.W, job.s, final_save,
                                                     job.D)) / 60.0
     restart_h = float(sim.restart_time.mean()) / 60.0
@@ -164,6 +198,17 @@ def _summary(sim: Simulation, job: _Job, T: float, law: FailureLaw, final_save: 
         "cost_mean": float(money.mean()),
         "cost_p90": float(np.quantile(money, 0.9)),
     }
+
+
+def _long_run_wall_min(job: _Job) -> float:
+    """The long-run expectation at the job's interval: Daly's (:func:`engine.expected_wall_time`), or the elastic
+    chain's (:func:`engine.elastic.elastic_breakdown`)."""
+    if job.elastic is None:
+        return float(waste.expected_wall_time(job.work, job.T, job.C, job.M, job.R, job.W, job.s, job.D))
+    from .elastic import elastic_breakdown
+
+    n, floor, keep, Ps, Pg = job.elastic
+    return float(elastic_breakdown(job.work, job.T, job.C, job.M, job.R, job.D, n, floor, keep, Ps, Pg)["total"])
 
 
 def deadline_report(scenario: Scenario, deadline_h=None, interval_min=None, runs=10000, seed=0,
@@ -196,13 +241,12 @@ def deadline_report(scenario: Scenario, deadline_h=None, interval_min=None, runs
     runs_ = _check_runs_seed(runs, seed)
     law = as_failure_law(failures)
     final_save = check_final_save(final_save)
-    sim = simulate(job.work, job.T, job.C, job.M, job.R, job.W, job.s, runs_, seed, law, final_save, method,
-                   D=job.D)
+    _check_elastic_law(job, law)
+    sim = _simulate_job(job, job.T, runs_, seed, law, final_save, method)
     out = {"name": job.name, "currency": job.currency, "failure_law": law.describe(), "runs": runs_,
            "deadline_h": job.deadline / 60.0, "job_mtbf_h": job.M / 60.0, "gpus": job.gpus,
-           "exact_optimum_interval_min": job.exact_T,
-           "long_run_wall_h": float(waste.expected_wall_time(job.work, job.T, job.C, job.M, job.R, job.W, job.s,
-                                                             job.D)) / 60.0}
+           "exact_optimum_interval_min": job.exact_T, "long_run_wall_h": _long_run_wall_min(job) / 60.0,
+           "on_node_loss": "continue" if job.elastic is not None else "restart"}
     out.update(_summary(sim, job, job.T, law, final_save))
     return out
 
@@ -298,8 +342,9 @@ def deadline_search(scenario: Scenario, deadline_h=None, target=0.9, intervals_m
     tgt = _scalar("target", target, "fraction")
     if not tgt > 0:
         raise InputError("target", tgt, "must be a probability in (0, 1)")
+    _check_elastic_law(job, law)
     finite_n = finite_T = None
-    if job.W == 0:
+    if job.W == 0 and job.elastic is None:
         finite_n = int(best_segment_count(job.work, job.C, job.M, job.R))
         finite_T = job.work / finite_n
     if intervals_min is None:
@@ -322,8 +367,14 @@ def deadline_search(scenario: Scenario, deadline_h=None, target=0.9, intervals_m
             reported[0] += 1
             progress(reported[0], len(grid))
 
-    sims = simulate_intervals(job.work, grid, job.C, job.M, job.R, job.W, job.s, runs_, seed, law, final_save,
-                              progress=blocks_done, D=job.D)
+    if job.elastic is None:
+        sims = simulate_intervals(job.work, grid, job.C, job.M, job.R, job.W, job.s, runs_, seed, law, final_save,
+                                  progress=blocks_done, D=job.D)
+    else:   # an elastic job: each interval on its own runs from the same seed (no common failure histories)
+        sims = []
+        for i, T in enumerate(grid):
+            sims.append(_simulate_job(job, float(T), runs_, seed, law, final_save))
+            blocks_done(i + 1, len(grid))
     rows = [_summary(sim, job, float(T), law, final_save) for T, sim in zip(grid, sims)]
     walls = [sim.wall for sim in sims]
     table = pd.DataFrame(rows)

@@ -6,8 +6,10 @@ What one run does (minutes; symbols of :mod:`engine.elastic`):
 * The job starts with every replica running (``k = 0`` out) and no work saved. It computes in segments of
   ``T`` compute wall time, each followed by a save stalling ``C``; while ``k`` replicas are out a minute of
   compute does ``(n - k) / n`` minutes of full-throughput work. Work is committed when its save completes.
-  The last segment computes only until ``work`` is reached and then saves (a final save: the work is durable
-  when the job ends), so a job of ``work = N T`` that never shrinks is today's job of ``N`` segments.
+  The last segment computes only until ``work`` is reached and then saves (``final_save``, the default and
+  the expectation's convention: the work is durable when the job ends, so a job of ``work = N T`` that never
+  shrinks is the expectation's job of ``N`` segments), or ends there (``final_save=False``: the convention of
+  the deadline answers, :func:`engine.montecarlo.simulate`'s default).
 * Failures strike the running replicas' nodes at rate ``lambda (n - k) / n``, ``lambda = 1 / M``; each replica
   out gets its node back after an exponential time of mean ``rho = D`` (rate ``k / rho``). A failure with
   ``k < K`` shrinks (``k + 1``, pause ``P_s``); a return regrows (``k - 1``, pause ``P_g``). With
@@ -52,6 +54,7 @@ import numpy as np
 
 from .elastic import check_elastic, elastic_breakdown_kernel
 from .errors import InputError
+from .finite import check_final_save
 from .gate import as_float_array
 from .montecarlo import Simulation, check_simulation_size, seed_entropy
 
@@ -97,11 +100,13 @@ class _Job:
     K: int           # replicas that may be out (0 when a node is back at once: every failure bounces)
     bounce: bool     # D = 0 and K >= 1: a failure is a shrink and an immediate regrow
     keep: bool
+    final_save: bool
     Ps: float
     Pg: float
 
 
-def _check(work, T, C, M, R, D, replicas, min_replicas, keep, Ps, Pg, runs, seed) -> tuple[_Job, int, int]:
+def _check(work, T, C, M, R, D, replicas, min_replicas, keep, Ps, Pg, runs, seed,
+           final_save) -> tuple[_Job, int, int]:
     vals = {}
     for name, value, rule in (("useful_training_min", work, "positive"), ("T", T, "positive"), ("C", C, "nonnegative"),
                               ("M", M, "positive"), ("R", R, "nonnegative"), ("D", D, "nonnegative"),
@@ -125,7 +130,8 @@ def _check(work, T, C, M, R, D, replicas, min_replicas, keep, Ps, Pg, runs, seed
     K = int(vals["replicas"] - vals["min_replicas"])
     job = _Job(work=vals["useful_training_min"], T=vals["T"], C=vals["C"], lam=1.0 / vals["M"], R=vals["R"], D=D_,
                n=vals["replicas"], K=K if D_ > 0 else 0, bounce=D_ == 0 and K >= 1,
-               keep=vals["shrink_keeps_progress"] > 0, Ps=vals["shrink_pause_min"], Pg=vals["regrow_pause_min"])
+               keep=vals["shrink_keeps_progress"] > 0, Ps=vals["shrink_pause_min"], Pg=vals["regrow_pause_min"],
+               final_save=check_final_save(final_save))
     _check_events(job, vals["M"], K)
     return job, int(r), seed_
 
@@ -144,15 +150,16 @@ def _check_events(job: _Job, M: float, K: int) -> None:
 
 
 def simulate_elastic(work, T, C, M, R=0.0, D=0.0, replicas=1, min_replicas=1, shrink_keeps_progress=1,
-                     shrink_pause_min=0.0, regrow_pause_min=0.0, runs=10000, seed=0) -> ElasticSimulation:
+                     shrink_pause_min=0.0, regrow_pause_min=0.0, runs=10000, seed=0,
+                     final_save=True) -> ElasticSimulation:
     """Simulate ``runs`` finite elastic jobs (module notes; minutes): wall time, failures, stops, shrinks and the
     rest per run (:class:`ElasticSimulation`). ``work`` of full-throughput compute, saves every ``T`` of compute
     wall time stalling ``C``, job MTBF ``M`` with every replica running, a stop's exposed restart ``R`` after a
     wait ``D`` for a node (also the mean time until a replica out is back), ``replicas`` and ``min_replicas``
     (the floor; equal: today's job), ``shrink_keeps_progress`` (1: a shrink keeps the work since the last
-    checkpoint), pauses to shrink and regrow. Same seed, same runs."""
+    checkpoint), pauses to shrink and regrow, ``final_save`` (the last segment saved). Same seed, same runs."""
     job, runs_, seed_ = _check(work, T, C, M, R, D, replicas, min_replicas, shrink_keeps_progress, shrink_pause_min,
-                               regrow_pause_min, runs, seed)
+                               regrow_pause_min, runs, seed, final_save)
     keys = ("wall", "failures", "stops", "shrinks", "regrows", "restart", "shrunk", "exposure", "pauses")
     out = {k: np.empty(runs_) for k in keys}
     for b, lo in enumerate(range(0, runs_, ELASTIC_BLOCK)):
@@ -162,8 +169,9 @@ def simulate_elastic(work, T, C, M, R=0.0, D=0.0, replicas=1, min_replicas=1, sh
         for k in keys:
             out[k][lo:lo + rows] = got[k]
     segments = max(math.ceil(job.work / job.T * (1.0 - _DONE_RTOL)), 1)
+    saves = segments if job.final_save else segments - 1
     return ElasticSimulation(wall=out["wall"], failures=out["failures"], rollbacks=out["stops"],
-                             restart_time=out["restart"], failure_free=job.work + segments * job.C,
+                             restart_time=out["restart"], failure_free=job.work + saves * job.C,
                              shrinks=out["shrinks"], stops=out["stops"], regrows=out["regrows"],
                              shrunk_time=out["shrunk"], exposure=out["exposure"], pause_time=out["pauses"])
 
@@ -213,6 +221,8 @@ def _round(job: _Job, st: dict[str, np.ndarray], rng: np.random.Generator, L: fl
         pos[ends] = job.T
         last &= ends
         st["pending"][last] = job.work - st["done"][last]       # the job's last segment: exactly the work left
+        if not job.final_save:                                   # no final save: the job ends with its work
+            st["done"][last] = job.work
     commit = phase & ~computing
     if commit.any():
         st["done"][commit] += st["pending"][commit]

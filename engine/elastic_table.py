@@ -12,8 +12,9 @@ A continuing row with a floor below its replica count gets the elastic plan: its
 while shrunk, ``restart_h`` every pause), its failures, its waste figures, and the columns of
 :data:`ELASTIC_COLUMNS` (:data:`ckptplan.engine.fields.ELASTIC_OUTPUT_FIELDS`). The replica time is the
 wait for a node, ``downtime_min`` (the spare pool's, with a storage and recovery setup). The analytic
-deadline figures hold for a job that stops at every failure: left empty (NaN), ``deadline_approximation_ok``
-False. Every other row, ``restart`` or a floor at all replicas, is today's plan, computed by today's code
+deadline figures hold for a job that stops at every failure: a continuing row with a deadline gets them
+simulated instead (:mod:`ckptplan.engine.elastic_montecarlo` at the chosen interval, the default runs and seed,
+``deadline_approximation_ok`` True: no approximation to check); without a deadline they are empty (NaN). Every other row, ``restart`` or a floor at all replicas, is today's plan, computed by today's code
 (the same numbers); a table with a continuing row carries the columns for every row (a restarting row: its
 replicas all running, no shrink, every failure outside a restart a stop); so does a table where a row gives
 ``nodes_per_replica`` (``ckptplan compare`` prices restarting and continuing side by side).
@@ -28,7 +29,7 @@ import pandas as pd
 
 from .elastic import (MAX_REPLICAS_OUT, elastic_breakdown_kernel, elastic_optimal_interval_kernel)
 from .errors import InputError
-from .fields import ELASTIC_FIELD_NAMES, ELASTIC_OUTPUT_FIELDS, FIELD_BY_NAME, ON_NODE_LOSS
+from .fields import DEFAULT_RUNS, DEFAULT_SEED, ELASTIC_FIELD_NAMES, ELASTIC_OUTPUT_FIELDS, FIELD_BY_NAME, ON_NODE_LOSS
 
 __all__ = ["ELASTIC_COLUMNS", "ElasticPlan", "continuing", "elastic_plan", "elastic_row_problems", "elastic_table",
            "refuse_elastic"]
@@ -147,8 +148,28 @@ class ElasticPlan:
         self.b = b
         return out
 
+    def simulated_deadline(self, chosen: np.ndarray, deadline_h: np.ndarray) -> dict[str, np.ndarray]:
+        """P(finish by the deadline) and the wall time's P50 / P90 / P99 (hours) of the continuing rows with a
+        deadline, simulated at the chosen interval (:func:`ckptplan.engine.elastic_montecarlo.simulate_elastic`, no
+        final save as the analytic answer of the other rows,
+        :data:`~ckptplan.engine.fields.DEFAULT_RUNS` runs, seed :data:`~ckptplan.engine.fields.DEFAULT_SEED`);
+        NaN for the rows without one."""
+        from .elastic_montecarlo import simulate_elastic
+
+        a = self.args
+        out = {key: np.full(chosen.size, np.nan) for key in ("p_finish_by_deadline", "wall_h_p50", "wall_h_p90",
+                                                              "wall_h_p99")}
+        for p in np.flatnonzero(~np.isnan(deadline_h)):
+            sim = simulate_elastic(self.work[self.rows[p]], chosen[p], a["C"][p], a["M"][p], a["R"][p], a["D"][p],
+                                   a["n"][p], a["n"][p] - a["K"][p], a["keep"][p], a["Ps"][p], a["Pg"][p],
+                                   runs=DEFAULT_RUNS, seed=DEFAULT_SEED, final_save=False)
+            out["p_finish_by_deadline"][p] = float(np.mean(sim.wall <= deadline_h[p] * 60.0))
+            for q in (50, 90, 99):
+                out[f"wall_h_p{q}"][p] = float(np.quantile(sim.wall, q / 100.0)) / 60.0
+        return out
+
     def columns(self, new: dict[str, np.ndarray], intervals: dict[str, np.ndarray],
-                parts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+                parts: dict[str, np.ndarray], deadline_h: np.ndarray) -> dict[str, np.ndarray]:
         """The continuing rows' waste and deadline figures and the added columns (every row)."""
         r, b = self.rows, self.b
         out = {k: np.array(new[k], copy=True) for k in new}
@@ -156,9 +177,10 @@ class ElasticPlan:
         for key, T in (("waste_fraction_at_optimum", self.best), ("waste_fraction_at_young",
                        intervals["young_interval_min"][r]), ("waste_fraction_at_daly", intervals["daly_interval_min"][r])):
             out[key][r] = 1.0 - 1.0 / self._model(T)["total"]
-        for key in ("p_finish_by_deadline", "wall_h_p50", "wall_h_p90", "wall_h_p99"):
-            out[key][r] = np.nan             # the analytic deadline answer is for a job that stops at every failure
-        out["deadline_approximation_ok"][r] = False
+        for key, values in self.simulated_deadline(chosen=intervals["chosen_interval_min"][r],
+                                                   deadline_h=deadline_h[r]).items():
+            out[key][r] = values             # no analytic answer for an elastic job: simulated (module notes)
+        out["deadline_approximation_ok"][r] = ~np.isnan(deadline_h[r])   # simulated: no approximation to check
         out["replicas"] = self.replicas.copy()
         out["mean_replicas_running"] = self.replicas.copy()
         out["mean_replicas_running"][r] = b["mean_replicas_running"]

@@ -583,7 +583,7 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
     if schedules is not None:
         new.update(schedules.columns(new, chosen, deadline_min))
     if elastic is not None:
-        new.update(elastic.columns(new, intervals, parts))
+        new.update(elastic.columns(new, intervals, parts, cols["deadline_h"]))
     if preempted is not None:
         new.update(preempted.columns(new, gpus, spot_price(cols), cols["deadline_h"]))
     return _result_frame(table, new)

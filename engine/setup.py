@@ -464,8 +464,8 @@ def _best_spares_elastic(base: Scenario, st: Any, parts: dict[str, float], figur
     S = np.arange(top + 1, dtype=float)
     wait = share * expected_reallocation_min(share / figures["job_mtbf_h"], st.repair_h, S, st.swap_min or 0.0)
     other = sum(v for k, v in parts.items() if k != "reallocation_min")
-    rows = evaluate([base.replace(downtime_min=float(d), restart_min=other + float(d), interval_min=None)
-                     for d in wait])
+    rows = evaluate([base.replace(downtime_min=float(d), restart_min=other + float(d), interval_min=None,
+                                  deadline_h=None) for d in wait])     # the mean cost: no deadline simulation
     storage_per_h = figures["storage_cost"] / figures["wall_h"]
     wall = rows["wall_h"].to_numpy()
     cost = rows["compute_cost"].to_numpy() + S * base.gpus_per_node * wall * base.price_per_gpu_hour \

@@ -161,6 +161,14 @@ def test_floor_at_every_replica_is_todays_monte_carlo_in_distribution():
     assert sim.failure_free == today.failure_free
 
 
+def test_without_a_final_save_it_is_todays_deadline_job():
+    sim = simulate_elastic(6000.0, 60.0, 4.0, 300.0, 15.0, 60.0, 8, 8, runs=20000, seed=8, final_save=False)
+    today = mc.simulate(6000.0, 60.0, 4.0, 300.0, 15.0, runs=20000, seed=8, D=60.0)
+    assert sim.failure_free == today.failure_free
+    for a, b in ((sim.wall, today.wall), (sim.failures, today.failures)):
+        assert abs(a.mean() - b.mean()) < 3 * math.hypot(_se(a), _se(b))
+
+
 def test_same_seed_same_runs():
     args = (6000.0, 60.0, 4.0, 300.0, 15.0, 200.0, 8, 5, 0, 0.5, 0.5)
     a, b = simulate_elastic(*args, runs=9000, seed=3), simulate_elastic(*args, runs=9000, seed=3)

@@ -49,10 +49,26 @@ def print_strategies(table: Any, currency: str) -> None:
     from .common import print_rows
 
     best = table["total_cost"].min()
+    deadline = "p_finish_by_deadline" in table.columns
+    cur = literal(currency)
     cells = [(literal(str(r.strategy)), str(int(r.spares)), duration(r.interval_min), f"{r.waste_fraction:.2%}",
               f"{r.wall_h:,.1f}", f"{r.mean_replicas_running:,.2f}", f"{r.expected_stops:,.1f}",
               f"{r.spare_cost:,.0f}", f"[bold]{r.total_cost:,.0f}[/]", f"{r.total_cost - best:+,.0f}")
+             + ((_pct(r.p_finish_by_deadline), _num(r.total_cost_p50), _num(r.total_cost_p90)) if deadline else ())
              for r in table.sort_values("total_cost").itertuples()]
-    print_rows("Recovery strategies (wait for a node / hot spares / train on fewer replicas), cheapest first",
-               ("strategy", "spares", "interval", "waste", "wall h", "replicas running", "stops", f"spares ({literal(currency)})",
-                f"total cost ({literal(currency)})", "vs cheapest"), cells, box=box.SIMPLE_HEAD)
+    head = ("strategy", "spares", "interval", "waste", "wall h", "replicas running", "stops", f"spares ({cur})",
+            f"total cost ({cur})", "vs cheapest") + (("P(finish)", f"P50 cost ({cur})", f"P90 cost ({cur})")
+                                                      if deadline else ())
+    print_rows("Recovery strategies (wait for a node / hot spares / train on fewer replicas), cheapest first", head,
+               cells, box=box.SIMPLE_HEAD)
+    if deadline:
+        console.print("P(finish) and the cost percentiles: analytic for the strategies that stop at every failure, "
+                      "simulated for the elastic ones (as `ckptplan plan` gives each)", highlight=False)
+
+
+def _pct(x: float) -> str:
+    return "-" if x != x else f"{x:.1%}"
+
+
+def _num(x: float) -> str:
+    return "-" if x != x else f"{x:,.0f}"

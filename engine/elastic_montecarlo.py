@@ -177,68 +177,99 @@ def simulate_elastic(work, T, C, M, R=0.0, D=0.0, replicas=1, min_replicas=1, sh
 
 
 def _block(job: _Job, rows: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """One block of runs, round by round: every live run advances to its next event (module notes)."""
+    """One block of runs, round by round: every live run advances to its next failure or return (or its end)."""
     keys = ("wall", "failures", "stops", "shrinks", "regrows", "restart", "shrunk", "exposure", "pauses")
     res = {k: np.zeros(rows) for k in keys}
-    st = {k: np.zeros(rows) for k in keys}
-    st.update(k=np.zeros(rows), pos=np.zeros(rows), pending=np.zeros(rows), done=np.zeros(rows))
+    st = {k: np.zeros(rows) for k in keys + ("k", "pos", "sleft", "pending", "done")}
+    st.update(saving=np.zeros(rows, dtype=bool), last=np.zeros(rows, dtype=bool))
     ids = np.arange(rows)
-    L = job.T + job.C
     while ids.size:
-        _round(job, st, rng, L)
-        fin = st["done"] >= job.work * (1.0 - _DONE_RTOL)
+        fin = _round(job, st, rng)
         if fin.any():
             for k in keys:
                 res[k][ids[fin]] = st[k][fin]
-            keep = ~fin
-            ids = ids[keep]
-            st = {k: v[keep] for k, v in st.items()}
+            live = ~fin
+            ids = ids[live]
+            st = {k: v[live] for k, v in st.items()}
     return res
 
 
-def _round(job: _Job, st: dict[str, np.ndarray], rng: np.random.Generator, L: float) -> None:
-    """Advance every run of ``st`` (arrays, modified in place) by one event: a phase end, a failure or a return."""
-    k, pos = st["k"], st["pos"]
+def _segment(job: _Job, st: dict[str, np.ndarray], theta: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per run, in its current segment: the compute time left ``c`` (0 while saving), whether the segment is the
+    job's last (its compute reaches the work) and the time ``t1`` until its work is committed (or the job ends)."""
+    saving = st["saving"]
+    with np.errstate(divide="ignore"):
+        need = (job.work - st["done"] - st["pending"]) / theta
+    c = np.where(saving, 0.0, np.minimum(job.T - st["pos"], need))
+    last = np.where(saving, st["last"], need <= job.T - st["pos"])
+    save = np.where(last & (not job.final_save), 0.0, job.C)
+    t1 = np.where(saving, st["sleft"], c + save)
+    return c, last, save, t1
+
+
+def _elapse(st: dict[str, np.ndarray], m: np.ndarray, e: np.ndarray, fail: np.ndarray) -> None:
+    """Rows ``m`` (mask) run for ``e`` with their replicas unchanged: wall time, exposure and shrunk time."""
+    st["wall"][m] += e
+    st["exposure"][m] += fail[m] * e
+    st["shrunk"][m] += np.where(st["k"][m] > 0, e, 0.0)
+
+
+def _within(st: dict[str, np.ndarray], m: np.ndarray, e: np.ndarray, theta, c, last, save) -> None:
+    """Rows ``m`` advance ``e`` inside their segment (``e`` below its ``t1``): compute, then into the save."""
+    comp = np.minimum(e, c[m])
+    st["pending"][m] += theta[m] * comp
+    st["pos"][m] += comp
+    saving = st["saving"][m]
+    st["sleft"][m] = np.where(saving, st["sleft"][m] - e, save[m] - (e - comp))
+    st["last"][m] = last[m]
+    st["saving"][m] = saving | (e > c[m])
+
+
+def _round(job: _Job, st: dict[str, np.ndarray], rng: np.random.Generator) -> np.ndarray:
+    """Advance every run of ``st`` (arrays, modified in place) to its next failure or return, through every save
+    before it (whole failure-free segments at once); the mask of the runs that finished first."""
+    k = st["k"]
     theta = (job.n - k) / job.n
     fail = job.lam * theta
     back = k / job.D if job.D > 0 else np.zeros(k.shape)
     dt = rng.standard_exponential(k.size) / (fail + back)
-    computing = pos < job.T
-    with np.errstate(divide="ignore"):
-        need = (job.work - st["done"] - st["pending"]) / theta
-    to_phase = np.where(computing, np.minimum(job.T - pos, need), L - pos)
-    last = computing & (need <= job.T - pos)        # this compute phase reaches the job's work
-    phase = dt >= to_phase
-    step = np.where(phase, to_phase, dt)
-    st["wall"] += step
-    st["exposure"] += fail * step
-    st["shrunk"] += np.where(k > 0, step, 0.0)
-    st["pending"] += np.where(computing, theta * step, 0.0)
-    pos += step
-    # phase ends: compute done (or the job's work reached) -> save; save done -> commit
-    ends = phase & computing
-    if ends.any():
-        pos[ends] = job.T
-        last &= ends
-        st["pending"][last] = job.work - st["done"][last]       # the job's last segment: exactly the work left
-        if not job.final_save:                                   # no final save: the job ends with its work
-            st["done"][last] = job.work
-    commit = phase & ~computing
-    if commit.any():
-        st["done"][commit] += st["pending"][commit]
-        st["pending"][commit] = 0.0
-        pos[commit] = 0.0
-    hit = np.flatnonzero(~phase)
-    if hit.size:
-        u = rng.random(hit.size)
-        is_fail = u * (fail[hit] + back[hit]) < fail[hit]
-        _failures(job, st, rng, hit[is_fail])
-        ret = hit[~is_fail]
-        k[ret] -= 1
-        st["regrows"][ret] += 1
-        st["wall"][ret] += job.Pg
-        st["pauses"][ret] += job.Pg
-        st["restart"][ret] += job.Pg
+    u = rng.random(k.size)
+    c, last, save, t1 = _segment(job, st, theta)
+    commit = dt >= t1
+    fin = commit & last
+    _elapse(st, commit, t1[commit], fail)
+    st["done"][commit] += st["pending"][commit] + theta[commit] * c[commit]
+    st["done"][fin] = job.work
+    on = commit & ~fin                     # committed a segment: skip the whole ones before the event
+    if on.any():
+        rest = dt[on] - t1[on]
+        st["pending"][on], st["pos"][on], st["sleft"][on] = 0.0, 0.0, 0.0
+        st["saving"][on], st["last"][on] = False, False
+        per = theta[on] * job.T
+        left = np.maximum(np.ceil((job.work - st["done"][on]) / per * (1.0 - _DONE_RTOL)), 1.0)
+        whole = np.minimum(np.floor(rest / (job.T + job.C)), left - 1.0)
+        _elapse(st, on, whole * (job.T + job.C), fail)
+        st["done"][on] += whole * per
+        rest -= whole * (job.T + job.C)
+        c, last, save, t1 = _segment(job, st, theta)
+        ends = np.zeros(k.size, dtype=bool)
+        ends[on] = rest >= t1[on]          # the job's last segment ends before the event
+        dt[on] = rest
+        _elapse(st, ends, t1[ends], fail)
+        st["done"][ends] = job.work
+        fin |= ends
+    inside = ~commit | (on & ~fin)
+    _within(st, inside, dt[inside], theta, c, last, save)
+    _elapse(st, inside, dt[inside], fail)
+    hit = np.flatnonzero(~fin)
+    is_fail = u[hit] * (fail[hit] + back[hit]) < fail[hit]
+    _failures(job, st, rng, hit[is_fail])
+    ret = hit[~is_fail]
+    k[ret] -= 1
+    st["regrows"][ret] += 1
+    for key in ("wall", "pauses", "restart"):
+        st[key][ret] += job.Pg
+    return fin
 
 
 def _failures(job: _Job, st: dict[str, np.ndarray], rng: np.random.Generator, idx: np.ndarray) -> None:
@@ -260,17 +291,23 @@ def _failures(job: _Job, st: dict[str, np.ndarray], rng: np.random.Generator, id
         else:
             st["regrows"][shrink] += 1
         if not job.keep:
-            st["pending"][shrink] = 0.0
-            st["pos"][shrink] = 0.0
+            _rollback(st, shrink)
     if stop.size:
         st["stops"][stop] += 1
-        st["pending"][stop] = 0.0
-        st["pos"][stop] = 0.0
+        _rollback(st, stop)
         lost, again, exposed = _restarts(job, rng, stop.size)
         st["failures"][stop] += again
         st["wall"][stop] += lost
         st["restart"][stop] += lost
         st["exposure"][stop] += exposed
+
+
+def _rollback(st: dict[str, np.ndarray], idx: np.ndarray) -> None:
+    """Runs ``idx`` lose the work since their last checkpoint and start its segment again."""
+    for key in ("pending", "pos", "sleft"):
+        st[key][idx] = 0.0
+    st["saving"][idx] = False
+    st["last"][idx] = False
 
 
 def _restarts(job: _Job, rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

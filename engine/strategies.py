@@ -8,6 +8,13 @@ it trains on fewer replicas while the node comes back) and ``spares`` (0, or the
 setup holds none, the cheapest count for the restarting job). Each is planned by
 :func:`ckptplan.engine.setup.plan_setup` at its own optimum interval (unless the scenario chooses one), so
 the money is what ``ckptplan plan`` says for it.
+
+With a deadline (``deadline_h``) each strategy also gets its deadline answer, as ``ckptplan plan`` gives it:
+``p_finish_by_deadline`` and the wall time's ``wall_h_p50`` / ``wall_h_p90`` (analytic for the strategies that
+stop at every failure, simulated for the elastic ones, :mod:`ckptplan.engine.elastic_montecarlo`), and the
+total cost at those percentiles, ``total_cost_p50`` / ``total_cost_p90``: every part of the total (compute,
+spares, storage by the month) is billed per wall hour, so the total's percentile is the total at the wall
+time's percentile, ``total_cost x wall_h_pXX / wall_h`` (the mean total over the mean wall time).
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import pandas as pd
 from .errors import InputError
 from .scenario import Scenario
 
-__all__ = ["STRATEGIES", "elastic_fields_set", "recovery_strategies"]
+__all__ = ["DEADLINE_COLUMNS", "STRATEGIES", "elastic_fields_set", "recovery_strategies"]
 
 #: the strategies, in the order they are listed: (name, on_node_loss, with spares)
 STRATEGIES = (("wait for a node", "restart", False), ("hot spares", "restart", True),
@@ -39,7 +46,8 @@ def elastic_fields_set(scenario: Scenario) -> bool:
 def recovery_strategies(scenario: Scenario, setup: Any) -> pd.DataFrame:
     """One row per strategy of :data:`STRATEGIES` (module notes): ``strategy``, ``on_node_loss``, ``spares``,
     ``interval_min``, ``waste_fraction``, ``wall_h``, ``expected_failures``, ``mean_replicas_running``,
-    ``expected_stops``, ``compute_cost``, ``spare_cost``, ``total_cost``, ``cost_per_useful_gpu_hour``."""
+    ``expected_stops``, ``compute_cost``, ``spare_cost``, ``total_cost``, ``cost_per_useful_gpu_hour``; with a
+    deadline also :data:`DEADLINE_COLUMNS`."""
     from .setup import RecoverySetup, plan_setup
 
     if not isinstance(scenario, Scenario):
@@ -68,4 +76,18 @@ def recovery_strategies(scenario: Scenario, setup: Any) -> pd.DataFrame:
                      "expected_stops": float(row["expected_stops"]), "compute_cost": f["compute_cost"],
                      "spare_cost": f["spare_cost"], "total_cost": f["total_cost"],
                      "cost_per_useful_gpu_hour": f["cost_per_useful_gpu_hour"]})
+        if scenario.deadline_h is not None:
+            rows[-1].update(_deadline(row, f))
     return pd.DataFrame(rows)
+
+
+#: the deadline columns of :func:`recovery_strategies` (a scenario with ``deadline_h``)
+DEADLINE_COLUMNS = ("p_finish_by_deadline", "wall_h_p50", "wall_h_p90", "total_cost_p50", "total_cost_p90")
+
+
+def _deadline(row: Any, f: dict[str, Any]) -> dict[str, float]:
+    """One strategy's deadline answer (module notes): P(finish), the wall time's and the total cost's P50 / P90."""
+    out = {k: float(row[k]) for k in ("p_finish_by_deadline", "wall_h_p50", "wall_h_p90")}
+    for q in ("p50", "p90"):
+        out[f"total_cost_{q}"] = f["total_cost"] * out[f"wall_h_{q}"] / f["wall_h"]
+    return out

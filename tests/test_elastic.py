@@ -193,7 +193,7 @@ def test_plan_row_is_the_model():
     assert row["expected_shrinks"] == pytest.approx(b["shrinks"], rel=1e-12)
     assert row["shrunk_h"] == pytest.approx(b["shrunk"] / 60, rel=1e-12)
     assert row["useful_h"] + row["save_h"] + row["rework_h"] + row["restart_h"] == pytest.approx(row["wall_h"])
-    assert np.isnan(row["p_finish_by_deadline"]) and not row["deadline_approximation_ok"]
+    assert 0.0 <= row["p_finish_by_deadline"] <= 1.0 and row["deadline_approximation_ok"]   # simulated
 
 
 def test_more_spares_never_raise_the_elastic_plans_cost():

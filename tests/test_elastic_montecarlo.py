@@ -204,3 +204,95 @@ def test_bad_inputs_are_refused_by_name(kw, field):
     with pytest.raises(InputError) as err:
         simulate_elastic(**args)
     assert err.value.field == field
+
+
+# ----------------------------------------------------------------------------------- the deadline answers
+
+from ckptplan.engine import evaluate  # noqa: E402
+from ckptplan.engine.fields import DEFAULT_RUNS, DEFAULT_SEED  # noqa: E402
+from ckptplan.files import load_plan  # noqa: E402
+
+ELASTIC = dict(nodes_per_replica=16, min_replicas=6, on_node_loss="continue", shrink_pause_min=1.0,
+               regrow_pause_min=2.0, shrink_keeps_progress=0, restart_min=70.0, downtime_min=60.0)
+
+
+def _scenario(**changes):
+    return load_plan("seed").scenario.replace(**ELASTIC, **changes)
+
+
+def test_plan_simulates_the_elastic_deadline_answer():
+    sc = _scenario(deadline_h=772.0)
+    row = evaluate(sc).iloc[0]
+    sim = simulate_elastic(sc.useful_training_h * 60, row["chosen_interval_min"], 2.0, row["job_mtbf_h"] * 60, 10.0,
+                           60.0, 8, 6, 0, 1.0, 2.0, runs=DEFAULT_RUNS, seed=DEFAULT_SEED, final_save=False)
+    assert row["p_finish_by_deadline"] == float(np.mean(sim.wall <= 772.0 * 60))
+    assert 0.0 < row["p_finish_by_deadline"] < 1.0
+    for q in (50, 90, 99):
+        assert row[f"wall_h_p{q}"] == pytest.approx(np.quantile(sim.wall, q / 100) / 60, rel=1e-12)
+    assert bool(row["deadline_approximation_ok"])
+    # the simulated mean is the plan's expectation within the simulation's error and the start/end effects
+    assert abs(sim.wall.mean() / 60 - row["wall_h"]) < 3 * _se(sim.wall) / 60 + sc.checkpoint_stall_min / 60
+    no_deadline = evaluate(_scenario(deadline_h=None)).iloc[0]
+    assert np.isnan(no_deadline["p_finish_by_deadline"]) and not bool(no_deadline["deadline_approximation_ok"])
+
+
+def test_plan_json_and_deadline_command_say_the_same_probability():
+    from typer.testing import CliRunner
+
+    from ckptplan.cli import app
+
+    args = ["--nodes-per-replica", "16", "--min-replicas", "6", "--on-node-loss", "continue", "--downtime-min", "60",
+            "--restart-min", "70", "--shrink-pause-min", "1", "--regrow-pause-min", "2", "--deadline-h", "772"]
+    import json
+
+    plan = json.loads(CliRunner().invoke(app, ["plan", *args, "--json"]).output)
+    assert plan["deadline_method"] == "simulated" and plan["deadline_runs"] == DEFAULT_RUNS
+    out = CliRunner().invoke(app, ["deadline", *args, "--json"])
+    assert out.exit_code == 0, out.output
+    report = json.loads(out.output)["report"]
+    assert report["on_node_loss"] == "continue" and report["expected_wall_h_exact"] is None
+    assert report["p_finish"] == plan["p_finish_by_deadline"]
+    assert report["wall_h_p90"] == pytest.approx(plan["wall_h_p90"], rel=1e-12)
+    assert report["long_run_wall_h"] == pytest.approx(plan["wall_h"], rel=1e-12)
+    assert json.loads(out.output)["analytic"] is None
+    text = CliRunner().invoke(app, ["plan", *args])
+    assert "simulated, training on fewer replicas" in text.output
+
+
+def test_deadline_refuses_a_failure_law_the_elastic_model_does_not_hold():
+    from ckptplan.engine.deadline import deadline_report
+    from ckptplan.engine.montecarlo import FailureLaw
+
+    with pytest.raises(InputError) as err:
+        deadline_report(_scenario(deadline_h=760.0), runs=100, failures=FailureLaw.weibull(0.7))
+    assert err.value.field == "failures"
+
+
+def test_deadline_search_covers_the_elastic_job():
+    from ckptplan.engine.deadline import deadline_report, deadline_search
+
+    sc = _scenario(deadline_h=772.0)
+    search = deadline_search(sc, runs=400, seed=3, intervals_min=[600.0, 1200.0])
+    report = deadline_report(sc, runs=400, seed=3)
+    chosen = search.candidates.set_index("interval_min").loc[search.chosen_interval_min]
+    assert chosen["p_finish"] == report["p_finish"] and chosen["wall_h_p90"] == report["wall_h_p90"]
+    assert search.finite_optimum_segments is None
+
+
+def test_compare_gives_each_strategy_its_deadline_answer():
+    from ckptplan.engine.setup import plan_setup
+    from ckptplan.engine.strategies import DEADLINE_COLUMNS, recovery_strategies
+
+    plan = load_plan("llama3-405b-storage")
+    sc = plan.scenario.replace(nodes_per_replica=16, min_replicas=124, shrink_pause_min=1.0, regrow_pause_min=1.0)
+    table = recovery_strategies(sc, plan.setup).set_index("strategy")
+    assert set(DEADLINE_COLUMNS) <= set(table.columns)
+    elastic_row = table.loc["elastic + spares"]
+    planned = plan_setup(sc.replace(on_node_loss="continue"), plan.setup.replace(spares=int(elastic_row["spares"])))
+    assert elastic_row["p_finish_by_deadline"] == planned.row["p_finish_by_deadline"]
+    for q in ("p50", "p90"):
+        assert elastic_row[f"total_cost_{q}"] == pytest.approx(
+            planned.figures["total_cost"] * planned.row[f"wall_h_{q}"] / planned.figures["wall_h"], rel=1e-12)
+    assert table.loc["hot spares", "p_finish_by_deadline"] == plan_setup(sc, plan.setup).row["p_finish_by_deadline"]
+    no_deadline = recovery_strategies(sc.replace(deadline_h=None), plan.setup)
+    assert not set(DEADLINE_COLUMNS) & set(no_deadline.columns)

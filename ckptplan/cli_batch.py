@@ -86,6 +86,8 @@ EXIT_ROW_ERRORS = 3
 EXIT_FILE_ERROR = 2
 #: rows per chunk when the Monte Carlo runs (a progress step every few seconds at 10^4 runs)
 DEADLINE_CHUNK_ROWS = 64
+#: rows per chunk with --strategies (four plans and a spare search per row: the progress moves every few rows)
+STRATEGY_CHUNK_ROWS = 4
 #: show a progress bar from this many rows on (and always with --deadline), on a terminal
 PROGRESS_FROM_ROWS = 100_000
 
@@ -264,6 +266,10 @@ def batch(
     as_json: bool = _cli.flag("--json", help="Print the summary as JSON"),
     risk_draws: int = typer.Option(1000, "--risk-draws", help="Input draws per row with input ranges "
                                    "(<field>_low/_high columns): P10/P50/P90 of total cost and wall hours"),
+    strategies: bool = _cli.flag("--strategies", help="Also price each row's recovery strategies side by side, as "
+                                 "`ckptplan compare` does: wait for a node, hot spares, elastic, elastic + spares "
+                                 "(columns wait_*, spares_*, elastic_*, elastic_spares_* and cheapest_strategy; rows "
+                                 "need nodes_per_replica and repair_h; seconds per row)"),
 ) -> None:
     """Evaluate every scenario of a file; bad rows are reported per row, never dropped.
 
@@ -276,13 +282,18 @@ def batch(
     the header (blank rows count). A warnings column says when an ok row's answer leaves its model's range.
     Columns <field>_low and <field>_high (optional <field>_dist, <field>_mode) give a row's input ranges:
     the row gains P10/P50/P90 of total cost and wall hours and the input that swings its cost most.
+    With --strategies each row also gets its four recovery strategies (wait for a node, hot spares, elastic,
+    elastic + spares), each as `ckptplan compare` prices it: {strategy}_spares, _interval_min, _wall_h,
+    _expected_failures, _expected_stops, _mean_replicas_running, _total_cost, _cost_per_useful_gpu_hour and,
+    with deadline_h, _p_finish_by_deadline, _wall_h_p50/_p90, _total_cost_p50/_p90; cheapest_strategy names the
+    cheapest.
     """
     started = time.perf_counter()
     try:
         with terminate_on_signals():  # SIGTERM/SIGHUP clean up like Ctrl-C: no temporary file is left
             summary = _batch(scenarios, output, template, no_template, force, deadline, runs, seed, weibull_shape,
                              scheduler, dask_address, chunk_rows, keep_extra, sheet, delimiter, decimal, max_rows,
-                             design, risk_draws)
+                             design, risk_draws, strategies)
     except Terminated as exc:
         _stopped(exc, output)
     except (FileExistsError, FileNotFoundError, ValueError, OSError) as exc:
@@ -294,7 +305,7 @@ def _batch(scenarios: Path, output: Path, template: Optional[str], no_template: 
            runs: int, seed: int, weibull_shape: Optional[float], scheduler: str, dask_address: Optional[str],
            chunk_rows: Optional[int], keep_extra: bool, sheet: Optional[str], delimiter: Optional[str],
            decimal: Optional[str], max_rows: int, design: Optional[str] = None,
-           risk_draws: int = 1000) -> "BatchSummary":
+           risk_draws: int = 1000, strategies: bool = False) -> "BatchSummary":
     if scheduler not in ("local", "dask"):
         raise InputError("--scheduler", scheduler, "must be 'local' or 'dask'")
     if no_template and template is not None:
@@ -323,10 +334,13 @@ def _batch(scenarios: Path, output: Path, template: Optional[str], no_template: 
                                          fill_blanks=template is not None)
     _check_output(output, force, rows=len(table))
     options = dict(deadline=deadline, runs=runs, seed=seed, failures=_failure_law(weibull_shape),
-                   extra_columns="keep" if keep_extra else "error")
+                   extra_columns="keep" if keep_extra else "error", strategies=strategies)
     if fill is not None and fill.tiers:
         options.update(tiers=fill.tiers, failure_classes=fill.failure_classes)
     ranged = [c for parts in range_columns(table.columns).values() for c in parts.values()]
+    if ranged and strategies:
+        raise InputError("--strategies", True, f"input range columns ({ranged[0]} ...) draw each row many times: "
+                         "price the strategies of a table without ranges")
     if ranged and scheduler == "dask":
         raise InputError("--scheduler", scheduler, f"input range columns ({ranged[0]} ...) are evaluated in this "
                          "process: drop --scheduler dask")
@@ -338,12 +352,14 @@ def _batch(scenarios: Path, output: Path, template: Optional[str], no_template: 
         if exc.field != "columns":
             raise
         raise FileInputError("scenario file", scenarios, str(exc)) from None  # name the file too
-    step = chunk_rows or (DEADLINE_CHUNK_ROWS if deadline or ranged else DEFAULT_CHUNK_ROWS)
+    step = chunk_rows or (STRATEGY_CHUNK_ROWS if strategies else DEADLINE_CHUNK_ROWS if deadline or ranged
+                          else DEFAULT_CHUNK_ROWS)
     source = (f"ckptplan batch {scenarios}" + (f" --template {fill.template}" if fill else " --no-template")
               + (f" --design {design!r}" if design is not None else "")
               + (f" --deadline --runs {runs} --seed {seed}" if deadline else "")
+              + (" --strategies" if strategies else "")
               + (f" --risk-draws {risk_draws}" + ("" if deadline else f" --seed {seed}") if ranged else ""))
-    with _progress(len(table), "evaluating", deadline or bool(ranged)) as advance:
+    with _progress(len(table), "evaluating", deadline or bool(ranged) or strategies) as advance:
         if scheduler == "dask":
             with _dask_client(dask_address):
                 import dask.dataframe as dd

@@ -261,7 +261,7 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
                   failures: Union[str, "_mc.FailureLaw"] = "exponential", final_save: bool = False,
                   extra_columns: str = "error",
                   cell_errors: Optional[Mapping[tuple[Hashable, str], str]] = None,
-                  tiers: Any = None, failure_classes: Any = None) -> Any:
+                  tiers: Any = None, failure_classes: Any = None, strategies: bool = False) -> Any:
     """Evaluate every row of a scenario table; bad rows become ``status="error"`` rows, never exceptions.
 
     ``table``: a pandas DataFrame (see the module notes for its columns), a :class:`Scenario` or an
@@ -277,6 +277,11 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     conversion hold them) count as numbers; blank, ``None``/NaN and the words ``NA``, ``N/A``,
     ``null``, ``none`` mean "not given" (the field's default, or "is required"); any other
     text, booleans and dates are row errors (``must be a number``, quoting the cell), blank in the output.
+
+    ``strategies``: also price each valid row's recovery strategies side by side (wait for a node, hot spares,
+    elastic, elastic + spares), as ``ckptplan compare`` prices a scenario: the columns of
+    :data:`engine.batch_strategies.STRATEGY_COLUMNS` (:mod:`engine.batch_strategies`; a row without
+    ``nodes_per_replica`` or ``repair_h`` becomes an error row naming the field).
 
     ``extra_columns``: ``"error"`` (default) refuses columns that are no scenario field; ``"keep"``
     carries them through unchanged and unevaluated. ``cell_errors``: ``{(row label, column): message}``
@@ -313,13 +318,14 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     if is_dask(table):
         kwargs = dict(deadline=deadline, runs=runs, seed=seed, failures=failures, final_save=final_save,
                       extra_columns=extra_columns, cell_errors=dict(cell_errors or {}), tiers=tiers,
-                      failure_classes=failure_classes)
+                      failure_classes=failure_classes, strategies=strategies)
         meta = evaluate_rows(table._meta, **kwargs)
         return table.map_partitions(evaluate_rows, meta=meta, **kwargs)
     table = _as_table(table)
     if cell_errors is None:
         cell_errors = table.attrs.get("cell_errors", {})
     setup_info = None
+    given_table = table                              # the rows as given: what the strategies plan from
     if design is not None or any(c in SETUP_FIELD_BY_NAME for c in table.columns):  # the design as the input
         from .batch_setup import fill_from_setup
 
@@ -336,6 +342,11 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     if deadline:
         evaluated = np.flatnonzero(~problems.mask())
         mc = monte_carlo_columns(len(table), eff, res, evaluated, runs, seed, failures, final_save, problems, design)
+    if strategies:
+        from .batch_strategies import strategy_columns
+
+        priced = strategy_columns(given_table, np.flatnonzero(~problems.mask()), problems, tiers, failure_classes)
+        mc = {**(mc or {}), **priced}
     return _results(table, given, eff, res, bad_cells, problems, design, setup_info is not None, mc)
 
 
@@ -411,11 +422,18 @@ def _results(table: pd.DataFrame, given: Mapping[str, np.ndarray], eff: Mapping[
         from .batch_setup import SETUP_RESULT_COLUMNS
 
         setup_out = [c for c in SETUP_RESULT_COLUMNS if c in res]
-    extra = {c: mc[c] for c in MONTE_CARLO_COLUMNS} if mc is not None else {}
+    extra = {c: mc[c] for c in MONTE_CARLO_COLUMNS if c in mc} if mc is not None else {}
+    if mc is not None and "cheapest_strategy" in mc:
+        from .batch_strategies import STRATEGY_COLUMNS
+
+        extra.update({c: mc[c] for c in STRATEGY_COLUMNS[:-1]})
+        extra["cheapest_strategy"] = pd.Series(mc["cheapest_strategy"], index=table.index, dtype=TEXT_DTYPE)
     for c, values in [*((c, res[c]) for c in plan_out + setup_out if c not in out), *extra.items()]:
         out[c] = int_series(values, table.index) if is_integer_column(c) else pd.Series(values, index=table.index,
                                                                                           copy=False)
-    return pd.DataFrame(out, index=table.index, copy=False)
+    frame = pd.DataFrame(out, index=table.index, copy=False)
+    # the strategies' 53 columns as one block each would fragment the frame (pandas warns on any later insert)
+    return frame.copy() if mc is not None and "cheapest_strategy" in mc else frame
 
 
 def _lead_columns(index: pd.Index, eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray],

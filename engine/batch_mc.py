@@ -1,7 +1,8 @@
 """The per-row Monte Carlo of a batch (``evaluate_rows(..., deadline=True)``) and its seeds.
 
 Each row that evaluated is simulated on its own (:func:`engine.deadline.simulate`; with a tier design
-:func:`engine.montecarlo_tiers.simulate_tiers`), ``runs`` runs seeded by :func:`row_seeds`: a hash
+:func:`engine.montecarlo_tiers.simulate_tiers`; a row that trains on fewer replicas,
+:func:`engine.elastic_montecarlo.simulate_elastic`), ``runs`` runs seeded by :func:`row_seeds`: a hash
 of what the row's simulation uses and nothing else, so a row's answer does not depend on the other
 rows, their order, chunking or Dask partitions (see :mod:`engine.batch` for the columns, and
 :func:`engine.batch.scenario_seeds` for every row's seed of a table).
@@ -90,9 +91,26 @@ def row_seeds(sim_inputs: Mapping[str, np.ndarray], positions: np.ndarray, seed:
     return out
 
 
+def _elastic_row(eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray], p: int) -> bool:
+    """Row ``p`` trains on fewer replicas (``on_node_loss = continue``, a floor below its replicas)."""
+    if "on_node_loss" not in eff or not eff["on_node_loss"][p] > 0 or "replicas" not in res:
+        return False
+    return bool(eff["min_replicas"][p] < res["replicas"][p])   # NaN floor: every replica, today's job
+
+
 def _simulate_row(p: int, eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray], runs: int, row_seed: int,
                   failures: Any, final_save: bool, design: Any) -> Any:
-    """The row's Monte Carlo: :func:`engine.deadline.simulate`, or the tiered one for a tier design."""
+    """The row's Monte Carlo: :func:`engine.deadline.simulate`, the tiered one for a tier design, or the elastic
+    one (:func:`engine.elastic_montecarlo.simulate_elastic`) for a row that trains on fewer replicas."""
+    if _elastic_row(eff, res, p):
+        from .elastic_montecarlo import simulate_elastic
+
+        down = eff["downtime_min"][p]
+        return simulate_elastic(eff["useful_training_h"][p] * 60.0, res["chosen_interval_min"][p],
+                                eff["checkpoint_stall_min"][p], res["job_mtbf_h"][p] * 60.0, eff["restart_min"][p] - down,
+                                down, res["replicas"][p], eff["min_replicas"][p], eff["shrink_keeps_progress"][p],
+                                eff["shrink_pause_min"][p], eff["regrow_pause_min"][p], runs=runs, seed=row_seed,
+                                final_save=final_save)
     if design is None:
         down = eff["downtime_min"][p]   # the part of the restart the job cannot fail in (waiting for a node)
         return _mc.simulate(eff["useful_training_h"][p] * 60.0, res["chosen_interval_min"][p],
@@ -141,10 +159,10 @@ def monte_carlo_columns(n: int, eff: Mapping[str, np.ndarray], res: Mapping[str,
                 "deadline_h", float(dl_h), f"must be >= useful_training_h = {useful_h[_p]:g} h: the job needs that "
                 "much compute even with no saves and no failures")))
             continue
-        if "on_node_loss" in eff and eff["on_node_loss"][p] > 0:   # engine.elastic_table: 1.0 = continue
+        if _elastic_row(eff, res, p) and not (failures == "exponential" or failures.is_exponential):
             problems.add([p], lambda _p: str(InputError(
-                "on_node_loss", "continue", "the batch's Monte Carlo simulates a job that stops at every failure: "
-                "leave out the runs for elastic rows (their plan columns are the elastic expectation)")))
+                "on_node_loss", "continue", "an elastic row's Monte Carlo draws exponential failures (the elastic "
+                "model's law): leave out the failure law, or the runs for this row")))
             continue
         scheduled = _schedule_field(eff, p)
         if scheduled:

@@ -212,6 +212,36 @@ ELASTIC_OUTPUT_FIELDS: tuple[Field, ...] = (
 )
 FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
 
+#: the recovery strategies a batch prices side by side (``ckptplan batch --strategies``), as column prefixes, in
+#: the order of :data:`ckptplan.engine.strategies.STRATEGIES`: wait for a node, hot spares, elastic, elastic + spares
+STRATEGY_KEYS = ("wait", "spares", "elastic", "elastic_spares")
+#: each strategy's columns, ``{key}_{name}`` (:func:`strategy_field`); the last three only with a deadline
+STRATEGY_FIELDS: tuple[Field, ...] = (
+    Field("spares", "nodes", "Hot spare nodes held beside the job", "whole"),
+    Field("interval_min", "min", "Interval between saves (compute time)", "positive"),
+    Field("wall_h", "h", "Expected wall hours", "nonnegative"),
+    Field("expected_failures", "failures", "Failures per run, every one counted", "nonnegative"),
+    Field("expected_stops", "stops", "Failures per run that stop the job and roll it back", "nonnegative"),
+    Field("mean_replicas_running", "replicas", "Replicas running on average while the job computes or saves",
+          "nonnegative"),
+    Field("total_cost", "money", "Everything the plan pays: compute + storage + spares", "nonnegative"),
+    Field("cost_per_useful_gpu_hour", "money/GPU-h", "Total cost per useful GPU-hour", "nonnegative"),
+    Field("p_finish_by_deadline", "probability", "P(the job finishes by deadline_h)", "share"),
+    Field("wall_h_p50", "h", "Median wall hours", "nonnegative"),
+    Field("wall_h_p90", "h", "90th percentile of the wall hours", "nonnegative"),
+    Field("total_cost_p50", "money", "Median total cost", "nonnegative"),
+    Field("total_cost_p90", "money", "90th percentile of the total cost", "nonnegative"),
+)
+
+
+def strategy_field(key: str, part: str) -> Field:
+    """The registry entry of batch column ``{key}_{part}`` (``key`` in :data:`STRATEGY_KEYS`, ``part`` a
+    :data:`STRATEGY_FIELDS` name)."""
+    base = next(f for f in STRATEGY_FIELDS if f.name == part)
+    label = {"wait": "Wait for a node", "spares": "Hot spares", "elastic": "Elastic",
+             "elastic_spares": "Elastic + spares"}[key]
+    return Field(f"{key}_{part}", base.unit, f"{label}: {base.label}", base.rule)
+
 #: The storage and recovery setup (all optional; :mod:`ckptplan.engine.setup`): what a checkpoint
 #: holds and what it is written to, the parts of a restart, the spare pool and the price of storage.
 #: A stall or restart the scenario states itself (measured by the probe or fitted from a log)
@@ -382,10 +412,13 @@ def lookup(name: str) -> Field:
         head, _, part = name[len("phase"):].partition("_")
         if head.isdigit() and part in {f.name for f in PHASE_FIELDS}:
             return phase_field(int(head), part)
+    for key in sorted(STRATEGY_KEYS, key=len, reverse=True):   # elastic_spares_ before elastic_
+        if name.startswith(key + "_") and name[len(key) + 1:] in {f.name for f in STRATEGY_FIELDS}:
+            return strategy_field(key, name[len(key) + 1:])
     raise KeyError(name)
 
 
 __all__ = ["COST_FIELDS", "COST_PARTS", "DEFAULT_CHUNK_ROWS", "DEFAULT_RUNS", "DEFAULT_SEED", "DOMAIN_FIELDS",
            "DOMAIN_SLOTS", "ELASTIC_FIELD_NAMES", "ELASTIC_OUTPUT_FIELDS", "EXCEL_MAX_DATA_ROWS", "FIELDS", "FIELD_BY_NAME", "Field", "MAX_RUNS_PER_CELL",
-           "MAX_SWEEP_ROWS", "ON_NODE_LOSS", "PHASE_FIELDS", "QUANTITIES", "RULES", "Rule", "SETUP_FIELDS", "SETUP_FIELD_BY_NAME", "TEXT_FIELDS",
-           "TIER_FIELDS", "TIER_KEYS", "domain_field", "lookup", "phase_field"]
+           "MAX_SWEEP_ROWS", "ON_NODE_LOSS", "PHASE_FIELDS", "QUANTITIES", "RULES", "Rule", "SETUP_FIELDS", "SETUP_FIELD_BY_NAME", "STRATEGY_FIELDS", "STRATEGY_KEYS", "TEXT_FIELDS",
+           "TIER_FIELDS", "TIER_KEYS", "domain_field", "lookup", "phase_field", "strategy_field"]

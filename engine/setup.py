@@ -43,12 +43,28 @@ from .gate import check_number
 from .scenario import Scenario, check_mapping
 from .spoken import duration
 
-__all__ = ["ONE_TIER_ADVICE", "POOL_FIGURES", "RecoverySetup", "SetupPlan", "TIERED_PLAN_UNUSED", "TIER_KEYS",
-           "check_single_level_keys", "plan_setup", "plan_setups", "setup_from_dict", "setup_keys", "split_setup"]
+__all__ = ["ONE_TIER_ADVICE", "PLACEHOLDER_STALL_MIN", "POOL_FIGURES", "RecoverySetup", "SetupPlan", "TIERED_PLAN_UNUSED", "TIER_KEYS",
+           "check_single_level_keys", "plan_setup", "plan_setups", "setup_from_dict", "setup_keys", "split_setup",
+           "with_placeholder_stall"]
 
 #: scenario fields a setup can derive (the scenario's own value wins when it states one); ``downtime_min`` (the
 #: restart's wait for a node, which the job cannot fail in) comes with a derived ``restart_min`` only
 DERIVED = ("checkpoint_stall_min", "async_write_min", "restart_min", "downtime_min")
+
+
+#: the stall a scenario record holds until its setup's derived one replaces it (a record needs one;
+#: no figure is ever computed from it: :func:`plan_setup` derives the stall)
+PLACEHOLDER_STALL_MIN = 1.0
+
+
+def with_placeholder_stall(fields: dict, setup: Any) -> dict:
+    """A scenario file's (or table row's) fields with :data:`PLACEHOLDER_STALL_MIN` where it states no stall and
+    its setup derives one (a checkpoint size and a write bandwidth, or tiers carrying their own stalls)."""
+    if "checkpoint_stall_min" in fields or not (setup.tiers or setup.parameters_b is not None and (
+            setup.write_gb_s_per_writer is not None or setup.aggregate_write_gb_s is not None)):
+        return fields
+    return {**fields, "checkpoint_stall_min": PLACEHOLDER_STALL_MIN}
+
 
 #: the restart parts, in pipeline order (``init_per_1000_nodes_min`` is folded into ``init_min``)
 PARTS = ("detection_min", "reallocation_min", "startup_min", "init_min", "load_min", "warmup_min")

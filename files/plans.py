@@ -28,12 +28,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine.errors import InputError
+from ..engine.setup import PLACEHOLDER_STALL_MIN as _PLACEHOLDER
 
 __all__ = ["PLACEHOLDER_STALL_MIN", "PlanFile", "plan_from_data"]
 
-#: the stall a scenario record holds until its setup's derived one replaces it (a record needs one;
-#: no figure is ever computed from it: :func:`ckptplan.engine.setup.plan_setup` derives the stall)
-PLACEHOLDER_STALL_MIN = 1.0
+#: the stall a scenario record holds until its setup's derived one replaces it
+#: (:data:`ckptplan.engine.setup.PLACEHOLDER_STALL_MIN`: a batch row planned as a file takes it too)
+PLACEHOLDER_STALL_MIN = _PLACEHOLDER
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def plan_from_data(data: dict[str, Any], origin: str = "scenario") -> PlanFile:
     """A :class:`PlanFile` from a parsed TOML document (or a plain dict of the same shape)."""
     from ..engine.designs import design_from_dict
     from ..engine.scenario import scenario_from_dict
-    from ..engine.setup import DERIVED, setup_from_dict, split_setup
+    from ..engine.setup import DERIVED, setup_from_dict, split_setup, with_placeholder_stall
 
     if not isinstance(data, dict):
         raise InputError(origin, type(data).__name__, "must be a table")
@@ -96,11 +97,7 @@ def plan_from_data(data: dict[str, Any], origin: str = "scenario") -> PlanFile:
     setup_data = {k: v for k, v in setup_data.items()}
     stated = [k for k in DERIVED if k in fields]
     setup = setup_from_dict(setup_data, stated=stated, origin=origin)
-    if "checkpoint_stall_min" not in fields and setup.parameters_b is not None and (
-            setup.write_gb_s_per_writer is not None or setup.aggregate_write_gb_s is not None or setup.tiers):
-        fields["checkpoint_stall_min"] = PLACEHOLDER_STALL_MIN  # plan_setup derives it (not stated)
-    elif "checkpoint_stall_min" not in fields and setup.tiers:
-        fields["checkpoint_stall_min"] = PLACEHOLDER_STALL_MIN  # the tiers carry their own stalls
+    fields = with_placeholder_stall(fields, setup)   # plan_setup derives the stall (not stated), or the tiers carry it
     scenario = scenario_from_dict(fields, origin=origin)
     raw_designs = data.get("designs", [])
     if isinstance(raw_designs, dict) or not isinstance(raw_designs, list):

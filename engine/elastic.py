@@ -50,6 +50,10 @@ survives them; every event that rolls back is a killing rate ``kappa``), ``Theta
 symmetric matrix, so one eigendecomposition per row serves every interval; otherwise the blocks are
 exponentiated by scaling and squaring (:func:`_expm`).
 
+Every failure is counted once (``failures``): Wald's identity with the running nodes' time-varying rate,
+``E[failures] = E[int lambda_k(t) dt]`` over the exposed time (:func:`elastic_breakdown`); the finite job's
+Monte Carlo, which also gives the deadline answers, is :mod:`engine.elastic_montecarlo`.
+
 Where it stops being valid: node failures that are not exponential or not independent (a correlated
 domain takes several replicas at once: refused); return times that are not exponential (a fixed repair
 time returns nodes more regularly: the simulation in ``tests/test_elastic.py`` moves the wall time by 0.05 and
@@ -352,6 +356,20 @@ def elastic_breakdown(work, T, C, M, R, D, replicas, min_replicas, shrink_keeps_
     stops and failures of restarts), ``stops``, ``shrinks``, ``shrunk`` (time running with a replica out) and
     ``mean_replicas_running`` (over the time the job computes or saves). ``min_replicas = replicas`` is
     :func:`engine.waste.time_breakdown` with downtime ``D`` (the same numbers to rounding).
+
+    ``failures`` counts every failure once, the count :mod:`engine.elastic_montecarlo` counts. The job's failure
+    rate depends on the replicas running, so ``wall / M`` does not hold; Wald's identity with the time-varying
+    rate does: node failures are a Poisson process on the time the running nodes are exposed, so
+
+        E[failures] = E[ integral over the wall time of lambda_k(t) x 1(exposed at t) dt ]
+                    = sum_k occ_k lambda (n - k) / n  +  stops (e^{lambda_K R} - 1)
+
+    with ``occ_k`` the expected time computing or saving with ``k`` out and ``lambda_K R`` a stop's exposed restart
+    (each failed restart attempt one more failure, Daly's restart term). The nodes are exposed while the job
+    computes, saves and restarts; not while it waits ``D`` for a node (it holds no node to lose) and not during a
+    shrink or regrow pause (the chain's assumption: pauses are short against ``M``). With every replica running
+    and no wait (``K = 0``, ``D = 0``) it is ``wall / M``. Tested against the Monte Carlo's count and its
+    integral of the rate, and against an event-by-event simulation (``tests/test_elastic_montecarlo.py``).
     """
     flat, shape, wrap = _inputs(work, T, C, M, R, D, replicas, min_replicas, shrink_keeps_progress,
                                 shrink_pause_min, regrow_pause_min)

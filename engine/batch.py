@@ -278,10 +278,8 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     ``null``, ``none`` mean "not given" (the field's default, or "is required"); any other
     text, booleans and dates are row errors (``must be a number``, quoting the cell), blank in the output.
 
-    ``strategies``: also price each valid row's recovery strategies side by side (wait for a node, hot spares,
-    elastic, elastic + spares), as ``ckptplan compare`` prices a scenario: the columns of
-    :data:`engine.batch_strategies.STRATEGY_COLUMNS` (:mod:`engine.batch_strategies`; a row without
-    ``nodes_per_replica`` or ``repair_h`` becomes an error row naming the field).
+    ``strategies``: also each valid row's four recovery strategies as ``ckptplan compare`` prices them
+    (:mod:`engine.batch_strategies`).
 
     ``extra_columns``: ``"error"`` (default) refuses columns that are no scenario field; ``"keep"``
     carries them through unchanged and unevaluated. ``cell_errors``: ``{(row label, column): message}``
@@ -305,16 +303,9 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     (missing required columns, unknown columns, half a domain's columns, duplicate header, bad
     ``runs``/``seed``, a bad tier design).
     """
-    design = None
-    if tiers is not None or failure_classes is not None:
-        from .tiers.table import tier_design
-
-        design = tier_design(tiers, failure_classes)
+    design = _tier_design(tiers, failure_classes)
     if deadline:
-        runs, seed, failures = check_mc_options(runs, seed, failures)
-        if design is not None and isinstance(failures, _mc.FailureLaw) and failures.kind != "exponential":
-            raise InputError("failures", getattr(failures, "kind", failures), "the tiered Monte Carlo draws "
-                             "exponential (Poisson) failures only: drop the failure law (--weibull-shape) or the tiers")
+        runs, seed, failures = _checked_mc_options(runs, seed, failures, design)
     if is_dask(table):
         kwargs = dict(deadline=deadline, runs=runs, seed=seed, failures=failures, final_save=final_save,
                       extra_columns=extra_columns, cell_errors=dict(cell_errors or {}), tiers=tiers,
@@ -342,12 +333,34 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     if deadline:
         evaluated = np.flatnonzero(~problems.mask())
         mc = monte_carlo_columns(len(table), eff, res, evaluated, runs, seed, failures, final_save, problems, design)
-    if strategies:
-        from .batch_strategies import strategy_columns
-
-        priced = strategy_columns(given_table, np.flatnonzero(~problems.mask()), problems, tiers, failure_classes)
-        mc = {**(mc or {}), **priced}
+    if strategies:   # engine.batch_strategies: the rows as given, planned as compare plans a file
+        mc = {**(mc or {}), **_strategies(given_table, problems, tiers, failure_classes)}
     return _results(table, given, eff, res, bad_cells, problems, design, setup_info is not None, mc)
+
+
+def _tier_design(tiers: Any, failure_classes: Any) -> Any:
+    """The batch's tier design (:func:`engine.tiers.table.tier_design`), None without one."""
+    if tiers is None and failure_classes is None:
+        return None
+    from .tiers.table import tier_design
+
+    return tier_design(tiers, failure_classes)
+
+
+def _checked_mc_options(runs: Any, seed: Any, failures: Any, design: Any) -> tuple[int, int, Any]:
+    """:func:`check_mc_options`, and a tier design's Monte Carlo refusing a failure law other than exponential."""
+    runs, seed, failures = check_mc_options(runs, seed, failures)
+    if design is not None and isinstance(failures, _mc.FailureLaw) and failures.kind != "exponential":
+        raise InputError("failures", getattr(failures, "kind", failures), "the tiered Monte Carlo draws "
+                         "exponential (Poisson) failures only: drop the failure law (--weibull-shape) or the tiers")
+    return runs, seed, failures
+
+
+def _strategies(table: pd.DataFrame, problems: RowProblems, tiers: Any, failure_classes: Any) -> dict[str, Any]:
+    """The recovery strategies of the rows that evaluated (:func:`engine.batch_strategies.strategy_columns`)."""
+    from .batch_strategies import strategy_columns
+
+    return strategy_columns(table, np.flatnonzero(~problems.mask()), problems, tiers, failure_classes)
 
 
 def _as_table(table: Any) -> pd.DataFrame:

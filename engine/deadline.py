@@ -371,10 +371,7 @@ def deadline_search(scenario: Scenario, deadline_h=None, target=0.9, intervals_m
         sims = simulate_intervals(job.work, grid, job.C, job.M, job.R, job.W, job.s, runs_, seed, law, final_save,
                                   progress=blocks_done, D=job.D)
     else:   # an elastic job: each interval on its own runs from the same seed (no common failure histories)
-        sims = []
-        for i, T in enumerate(grid):
-            sims.append(_simulate_job(job, float(T), runs_, seed, law, final_save))
-            blocks_done(i + 1, len(grid))
+        sims = _each_interval(job, grid, runs_, seed, law, final_save, blocks_done)
     rows = [_summary(sim, job, float(T), law, final_save) for T, sim in zip(grid, sims)]
     walls = [sim.wall for sim in sims]
     table = pd.DataFrame(rows)
@@ -390,6 +387,16 @@ def deadline_search(scenario: Scenario, deadline_h=None, target=0.9, intervals_m
                           best_probability=_jsonable(best), cheapest_meeting_target=_jsonable(cheapest) if cheapest else None,
                           exact_optimum_interval_min=job.exact_T, finite_optimum_segments=finite_n,
                           finite_optimum_interval_min=finite_T, notes=notes, chosen_interval_min=job.T)
+
+
+def _each_interval(job: _Job, grid: np.ndarray, runs: int, seed: int, law: FailureLaw, final_save: bool,
+                   done: Callable[[int, int], None]) -> list[Simulation]:
+    """Every interval of ``grid`` simulated on its own (an elastic job), ``done(i, len(grid))`` after each."""
+    sims = []
+    for i, T in enumerate(grid):
+        sims.append(_simulate_job(job, float(T), runs, seed, law, final_save))
+        done(i + 1, len(grid))
+    return sims
 
 
 def _paired_gain(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:

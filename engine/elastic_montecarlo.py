@@ -38,18 +38,23 @@ when ``K = 0`` and ``work`` is a whole number of segments. ``tests/test_elastic_
 mean against the expectation within 3 standard errors on a grid of long jobs, and against an event-by-event
 simulation written in the test.
 
-Sampling: exact for this model (memoryless failures and returns: each round every live run draws the time
-to its next failure or return, ``Exp(lambda_k + k / rho)``, and either reaches its segment's next phase
-first or meets that event, a failure with probability ``lambda_k / (lambda_k + k / rho)``); a stop's
-restart failures are drawn at once (``Geometric(e^{-lambda_K R}) - 1`` failures, each losing a time
-exponential truncated to ``[0, R)``). Runs go in blocks of :data:`ELASTIC_BLOCK`, vectorised over the live
-runs of a block; block ``b`` draws from ``SeedSequence(seed, spawn_key=(b,))``: same seed, same runs.
+Sampling: exact for this model. Failures and returns are memoryless, so each round every live run draws the
+time to its next failure or return, ``Exp(lambda_k + k / rho)`` (which one: a failure with probability
+``lambda_k / (lambda_k + k / rho)``), and runs deterministically until then: it finishes its segment, commits
+it, skips the whole failure-free segments that fit before the event at once (each commits ``(n - k) / n x T``
+of work), and either ends the job or meets the event inside the next segment. So a round is one failure or
+return per run, however many saves lie between. A stop's restart failures are drawn at once
+(``Geometric(e^{-lambda_K R}) - 1`` failures, each losing a time exponential truncated to ``[0, R)``). Runs go in
+blocks of :data:`ELASTIC_BLOCK`, vectorised over the live runs of a block; block ``b`` draws from
+``SeedSequence(seed, spawn_key=(b,))``: same seed, same runs (a run's numbers depend on its block, not only on
+its seed: a different run count regroups them).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
 import numpy as np
 
 from .elastic import check_elastic, elastic_breakdown_kernel
@@ -62,8 +67,8 @@ __all__ = ["ELASTIC_BLOCK", "MAX_EVENTS_PER_RUN", "ElasticSimulation", "simulate
 
 #: runs simulated together (one event per round each)
 ELASTIC_BLOCK = 8192
-#: most expected events (segment phases, failures, returns) per run the simulation accepts: beyond it a run
-#: takes too long to simulate event by event, refused by name before anything runs
+#: most expected events (failures and returns) per run the simulation accepts: beyond it a run takes too long to
+#: simulate event by event, refused by name before anything runs
 MAX_EVENTS_PER_RUN = 2_000_000
 #: a node back within this (minutes) is back at once (as :mod:`engine.elastic` takes it)
 _INSTANT = 1e-300
@@ -142,11 +147,11 @@ def _check_events(job: _Job, M: float, K: int) -> None:
     one = np.ones(1)
     b = elastic_breakdown_kernel(one * job.work, one * job.T, one * job.C, one * M, one * job.R, one * job.D,
                                  one * job.n, one * K, one * job.keep, one * job.Ps, one * job.Pg)
-    events = 2.0 * float(b["total"][0]) / job.T + 2.0 * float(b["failures"][0])
+    events = 2.0 * float(b["failures"][0])          # a round per failure or return (saves are skipped over)
     if not events <= MAX_EVENTS_PER_RUN:
-        raise InputError("useful_training_min", job.work, f"gives about {events:.3g} events (segments, failures, "
-                         f"returns) per run: at most {MAX_EVENTS_PER_RUN:,} are simulated event by event (a shorter "
-                         "job, a longer interval or fewer failures)")
+        raise InputError("useful_training_min", job.work, f"gives about {events:.3g} events (failures and returns) "
+                         f"per run: at most {MAX_EVENTS_PER_RUN:,} are simulated event by event (a shorter job or "
+                         "fewer failures)")
 
 
 def simulate_elastic(work, T, C, M, R=0.0, D=0.0, replicas=1, min_replicas=1, shrink_keeps_progress=1,

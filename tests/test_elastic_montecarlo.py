@@ -196,7 +196,13 @@ def test_split_adds_up_and_progress_kept_is_cheaper():
     (dict(M=-1.0), "M"),
     (dict(runs=1), "runs"),
     (dict(T=[60.0, 30.0]), "T"),
-    (dict(work=6e9), "useful_training_min"),        # about 2e8 events per run: refused before it runs
+    (dict(work=6e9), "useful_training_min"),        # about 4e7 events per run: refused before it runs
+    (dict(M=float("nan")), "M"),
+    (dict(D="60"), "D"),
+    (dict(shrink_pause_min=float("inf")), "shrink_pause_min"),
+    (dict(seed=-1), "seed"),
+    (dict(final_save="yes"), "final_save"),
+    (dict(M=1e-3, R=30.0, min_replicas=8), "M"),     # restarts that never succeed: the expectation overflows
 ])
 def test_bad_inputs_are_refused_by_name(kw, field):
     args = dict(work=6000.0, T=60.0, C=4.0, M=300.0, R=15.0, D=60.0, replicas=8, min_replicas=6, runs=10)

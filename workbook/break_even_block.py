@@ -5,8 +5,16 @@ when the workbook is built and written as values with the engine's own sentence 
 node_mtbf_h < 4,100"; "... never pays off in ..., because ..."). A bracketed root search over full plans is no
 formula a spreadsheet evaluates reliably (chained bisection steps gave wrong plans in LibreOffice), so, like the
 Storage & recovery sheet's engine values, the block carries a live status: "up to date" while every input the
-values depend on (the Inputs sheet's scenario inputs, the recovery setup, each alternative's change cells and
-the block's own choice cells) equals the value used, else "OUT OF DATE: ..." naming the inputs changed.
+values depend on (the Inputs sheet's scenario inputs, the recovery setup with the baseline's tiers and failure
+classes, each alternative's change cells, each Storage & recovery design's change cells and own tiers, and the
+block's own choice cells) equals the value used, else "OUT OF DATE: ..." naming the inputs changed
+(:mod:`workbook.engine_block`).
+
+The designs: the Compare sheet's alternatives, then the Storage & recovery sheet's designs not among them (faster
+storage, checkpoint tiers, spare counts: what ``ckptplan compare --break-even`` answers for the same file, in its
+words). Solved on the Compare sheet's view of the scenario, on-demand capacity at a constant failure rate
+(:func:`workbook.engine_block.solved_view`; the block says so): a spot or failure-phase scenario's preemptions and
+phases are the Spot and Schedule sheets', not these answers'.
 
 The chosen input and its range are blue cells (``break_even_input``, ``break_even_low``, ``break_even_high``),
 read back by ``ckptplan workbook --from`` (:func:`workbook.read.read_break_even`) so a regenerated workbook
@@ -21,15 +29,13 @@ from typing import Any
 
 from openpyxl.styles import Alignment, Font
 
-from ..engine.designs import scenario_values
 from ..engine.errors import InputError
-from ..engine.fields import SETUP_FIELDS
-from . import flags
 from . import formulas as F
 from . import style as S
+from .engine_block import answer_rows, solved_view, stale_groups, status_row, view_note
 from .manifest import Built
 
-__all__ = ["CHOICES", "HEADING", "break_even_block", "default_choice", "stale_groups", "status_row"]
+__all__ = ["CHOICES", "HEADING", "break_even_block", "default_choice"]
 
 #: the inputs the block can solve for: the Inputs sheet's scenario fields with a single value (registry names;
 #: not the failure domains' per-domain inputs)
@@ -66,70 +72,25 @@ def _answers(scenario: Any, setup: Any, designs: tuple, choice: tuple[str, float
             for _, r in table.iterrows()]
 
 
-def stale_groups(scenario: Any, setup: Any, designs: tuple, choices: list[tuple[str, str, Any]],
-                 derived: frozenset) -> list[list[tuple[str, str, Any]]]:
-    """Groups of (name, live reference, value used) a status compares, one helper cell per group: the Inputs sheet
-    (an input the design derives, ``derived``, is a blank cell), the recovery setup, each of ``designs``' change
-    cells on the Compare sheet, and ``choices`` (the block's own cells; a text one compared as text)."""
-    values = scenario_values(scenario)
-    groups = [[(key, key, None if key in derived else values.get(f.name)) for key, f in F.INPUTS.items()]]
-    groups.append([(f.name, f"setup_{f.name}", getattr(setup, f.name)) for f in SETUP_FIELDS
-                   if isinstance(getattr(setup, f.name), (int, float, type(None)))])
-    for k, d in enumerate(designs, start=1):
-        group = []
-        for key, f in F.INPUTS.items():
-            times = None if f.name in d.set else d.times.get(f.name)
-            group += [(f"alt{k}_set_{key}", f"alt{k}_set_{key}", d.set.get(f.name)),   # no user text in a formula
-                      (f"alt{k}_times_{key}", f"alt{k}_times_{key}", times)]
-        groups.append(group)
-    groups.append(choices)
-    return groups
-
-
-def _same(live: str, used: Any) -> str:
-    if used is None:
-        return f'{live}=""'
-    if isinstance(used, str):
-        return f'{live}="{used}"'
-    return f"AND(ISNUMBER({live}),{live}={float(used)!r})"
-
-
-def status_row(ws, row: int, groups: list, last_col: int) -> None:
-    """The live status in column C of ``row`` (:func:`stale_groups`); its helper cells, one per group, hidden in
-    the row below."""
-    helpers = []
-    for i, group in enumerate(groups):
-        text = "&".join(f'IF({_same(live, used)},"","{name}, ")' for name, live, used in group)
-        cell = ws.cell(row=row + 1, column=3 + i, value="=" + text)
-        helpers.append(cell.coordinate)
-    h = "&".join(helpers)
-    ws.row_dimensions[row + 1].hidden = True
-    label = ws.cell(row=row, column=1, value="Status (the inputs now against those the values used)")
-    label.font, label.alignment = Font(bold=True), Alignment(vertical="top")
-    c = ws.cell(row=row, column=3, value=f'=IF(({h})="","{flags.UP_TO_DATE}","OUT OF DATE: inputs changed since '
-                                         f'this was computed: "&LEFT({h},LEN({h})-2)&". Regenerate: ckptplan '
-                                         f'workbook --from THIS_FILE")')
-    c.alignment = Alignment(wrap_text=True, vertical="top")
-    ws.merge_cells(start_row=row, start_column=3, end_row=row, end_column=last_col)
-    ws.row_dimensions[row].height = 45
-    flags.highlight(ws, f"C{row}", flags.UP_TO_DATE)
-
-
 def break_even_block(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, designs: tuple,
                      choice: tuple[str, float, float], inputs: tuple, built: Built,
-                     derived: frozenset = frozenset()) -> int:
-    """Write the block from ``row`` (module notes; ``scenario`` as given, ``derived``: the inputs its design derives,
-    blank on the Inputs sheet); returns the row after it."""
+                     derived: frozenset = frozenset(), storage: tuple = ()) -> int:
+    """Write the block from ``row`` (module notes): the answers of ``designs`` (the Compare sheet's alternatives)
+    and of ``storage`` ((k, design) pairs: design ``k`` of the Storage & recovery sheet not among them), solved on
+    the Compare sheet's view of ``scenario`` (:func:`workbook.engine_block.solved_view`), the status watching
+    ``scenario`` as given (``derived``: the inputs its design derives, blank on the Inputs sheet). Returns the row
+    after it."""
     last_col = max(3 + 3 * len(designs), 6)
     ws.cell(row=row, column=1, value=HEADING).font = Font(bold=True, size=12)
     row += 1
-    S.note(ws, row, "Each alternative's value of the chosen input at which its money saved per run against the "
-                    "baseline is zero, searched over the range below (the engine's bracketed root search). Values, "
-                    "not formulas: regenerate with ckptplan workbook --from THIS_FILE after an edit (the status "
-                    "says when); in Excel, CKPT_BREAK_EVEN gives it live.")
+    S.note(ws, row, "Each design's value of the chosen input at which its money saved per run against the "
+                    "baseline is zero, searched over the range below (the engine's bracketed root search): the "
+                    "Compare sheet's alternatives, then the Storage & recovery sheet's designs (storage, tiers, "
+                    "spares). " + view_note(scenario) + " Values, not formulas: regenerate with ckptplan workbook "
+                    "--from THIS_FILE after an edit (the status says when); in Excel, CKPT_BREAK_EVEN gives it live.")
     ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=last_col)
     ws.cell(row=row, column=1).alignment = Alignment(wrap_text=True, vertical="top")
-    ws.row_dimensions[row].height = 45
+    ws.row_dimensions[row].height = 15 * max(3, math.ceil(len(ws.cell(row=row, column=1).value) / (16 * last_col)) + 1)
     row += 1
     for label, name, value in (("Input solved for (a scenario field name)",
                                 "break_even_input", choice[0]),
@@ -143,19 +104,14 @@ def break_even_block(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, desi
         S.name(wb, name, _SHEET, cell.coordinate)
         built.input_cells[name] = f"{_SHEET}!$C${row}"
         row += 1
-    S.header(ws, row, ["Alternative (its answer in words below it)", "", "Break-even"])
+    S.header(ws, row, ["Design (its answer in words below it)", "", "Break-even"])
     row += 1
-    for k, ((value, words), d) in enumerate(zip(_answers(scenario, setup, designs, choice, inputs), designs), start=1):
-        ws.cell(row=row, column=1, value=f"alternative {k}: {d.name}").font = Font(bold=True)   # never a formula
-        c = ws.cell(row=row, column=3, value="none in range" if value is None else value)
-        c.number_format = "#,##0.######"
-        w = ws.cell(row=row + 1, column=1, value="Answer: " + words)
-        w.alignment = Alignment(wrap_text=True, vertical="top")
-        ws.merge_cells(start_row=row + 1, start_column=1, end_row=row + 1, end_column=last_col)
-        ws.row_dimensions[row + 1].height = 15 * max(1, math.ceil(len(words) / 100))
-        row += 2
+    labels = [f"alternative {k}: {d.name}" for k, d in enumerate(designs, start=1)]   # never a formula
+    labels += [f"Storage & recovery design {k}: {d.name}" for k, d in storage]
+    answers = _answers(solved_view(scenario), setup, tuple(designs) + tuple(d for _, d in storage), choice, inputs)
+    for label, (value, words) in zip(labels, answers):
+        _, row = answer_rows(ws, row, label, "none in range" if value is None else value, words, last_col, bold=True)
     choices = [(name, name, value) for name, value in zip(("break_even_input", "break_even_low", "break_even_high"),
                                                            choice)]
-    status_row(ws, row, stale_groups(scenario, setup, designs, choices, derived), last_col)
     S.name(wb, "break_even_status", _SHEET, f"C{row}")
-    return row + 2
+    return status_row(ws, row, stale_groups(scenario, setup, designs, choices, derived, storage), last_col)

@@ -634,9 +634,10 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     capacity_block(wb, capacity, scenario_inputs(scenario), scenario.currency)
     ws = wb[COMPARE]
     ws.row_breaks.append(Break(id=ws.max_row + 2))   # the break-even and target blocks start a printed page
+    on_sheet = () if given == tuple(default_designs(scenario)) else given   # the Storage & recovery sheet's designs
     break_even_block(wb, ws, ws.max_row + 3, stated, st, designs,
                      break_even or default_choice(stated, st, tuple(uncertainty)), tuple(uncertainty), built,
-                     derived)
+                     derived, tuple((k, d) for k, d in enumerate(on_sheet, start=1) if d not in designs))
     spot_sheet(wb, scenario.currency, built)
     storage_sheet(wb, scenario, setup, given, built, terms)
     if ranked:

@@ -221,7 +221,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "SUBSTITUTE": lambda text, old, new: _text(text).replace(_text(old), _text(new)) if _text(old) else _text(text),
     "EXP": _exp, "LN": _ln, "SQRT": _sqrt, "INT": lambda x: float(math.floor(_number(x))),
     "ABS": lambda x: abs(_number(x)), "CEILING": _ceiling, "MID": _mid, "LEFT": _left,
-    "LEN": lambda s: float(len(_text(s))), "ISNUMBER": lambda x: isinstance(x, (int, float)) and not isinstance(x, bool),
+    "LEN": lambda s: float(len(_text(s))), "EXACT": lambda a, b: _text(a) == _text(b), "ISNUMBER": lambda x: isinstance(x, (int, float)) and not isinstance(x, bool),
     "NOT": lambda x: not bool(_number(x)), "AND": lambda *a: all(bool(_number(x)) for x in a),
     "OR": lambda *a: any(bool(_number(x)) for x in a),
     "MAX": lambda *a: max(_number(x) for x in a), "MIN": lambda *a: min(_number(x) for x in a),

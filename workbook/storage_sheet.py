@@ -231,6 +231,8 @@ def _inputs(g: _Grid, st, designs) -> None:
                 _put(ws, r, v - 2, d.set.get(dkey), fmt, S.INPUT_FONT, S.INPUT_FILL)
                 _put(ws, r, v - 1, None if dkey in d.set else d.times.get(dkey), S.INPUT_NUMBER, S.INPUT_FONT,
                      S.INPUT_FILL)
+                g.name(f"setup_design{k}_set_{key}", s_)   # what the Compare sheet's break-even status watches
+                g.name(f"setup_design{k}_times_{key}", t_)
                 _validate(ws, s_, rule, f"{key} set to")
                 _validate(ws, t_, "positive", f"{key} x baseline")
                 _fx(ws, r, v, f'IF({s_}<>"",{s_},IF($D${r}="","",IF({t_}<>"",$D${r}*{t_},$D${r})))', fmt)

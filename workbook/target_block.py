@@ -4,7 +4,11 @@
 values with the engine's own sentence ("not reachable by this lever alone, because ..." when no value works), on
 the Compare sheet below the break-even block (the Sensitivity sheet's hidden working rows stand below its print
 area, so a block there would print them). Like the break-even block
-(:mod:`workbook.break_even_block`) it carries a live status naming the inputs changed since.
+(:mod:`workbook.break_even_block`) it carries a live status naming the inputs changed since, and solves the
+Compare sheet's view of the scenario, on-demand capacity at a constant failure rate
+(:func:`workbook.engine_block.solved_view`; the block says so): a failure-phase scenario's lever is not solved on
+its phase schedule here (seconds per candidate; ``ckptplan target`` does that), a spot scenario's not on spot
+capacity.
 
 The goal, its value and the lever are blue cells (``target_goal``, ``target_value``, ``target_lever``), read back
 by ``ckptplan workbook --from`` (:func:`workbook.read.read_target`) so a regenerated workbook solves for them.
@@ -17,13 +21,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from openpyxl.styles import Alignment, Font
+from openpyxl.styles import Font
 
 from ..engine.errors import InputError
 from ..engine.fields import SETUP_FIELDS
 from ..engine.targets import GOALS
 from . import style as S
-from .break_even_block import CHOICES, stale_groups, status_row
+from .break_even_block import CHOICES
+from .engine_block import answer_rows, solved_view, stale_groups, status_row, view_note
 from .manifest import Built
 
 __all__ = ["HEADING", "LEVERS", "default_target", "target_block"]
@@ -58,14 +63,15 @@ def _answer(scenario: Any, setup: Any, choice: tuple[str, float, str]) -> tuple[
 
 def target_block(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, choice: tuple[str, float, str],
                  built: Built, derived: frozenset = frozenset()) -> int:
-    """Write the block on ``ws`` from ``row`` (module notes; ``scenario`` as given, ``derived``: the inputs its
-    design derives, blank on the Inputs sheet); returns the row after it."""
+    """Write the block on ``ws`` from ``row`` (module notes): solved on the Compare sheet's view of ``scenario``
+    (:func:`workbook.engine_block.solved_view`), the status watching ``scenario`` as given (``derived``: the inputs
+    its design derives, blank on the Inputs sheet); returns the row after it."""
     last_col = 6
     ws.cell(row=row, column=1, value=HEADING).font = Font(bold=True, size=12)
-    S.note(ws, row + 1, "The engine's bracketed root search over the lever, every other input as on the Inputs "
-                        "sheet. Values, not formulas: regenerate with ckptplan workbook --from THIS_FILE after an "
-                        "edit (the status says when); in Excel, CKPT_TARGET gives it live. Goals: "
-                        + ", ".join(GOALS) + ".", last_col)
+    note = ("The engine's bracketed root search over the lever, every other input as on the Inputs sheet. "
+            + view_note(scenario) + " Values, not formulas: regenerate with ckptplan workbook --from THIS_FILE after "
+            "an edit (the status says when); in Excel, CKPT_TARGET gives it live. Goals: " + ", ".join(GOALS) + ".")
+    S.note(ws, row + 1, note, last_col)
     row += 2
     sheet = ws.title
     for label, name, value in (("Goal (goodput, p_finish or cost_per_useful_gpu_hour)", "target_goal", choice[0]),
@@ -77,20 +83,10 @@ def target_block(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, choice: 
         S.name(wb, name, sheet, cell.coordinate)
         built.input_cells[name] = f"{sheet}!$C${row}"
         row += 1
-    solved, achieved, words = _answer(scenario, setup, choice)
-    ws.cell(row=row, column=1, value="Lever's value that reaches the goal")
-    c = ws.cell(row=row, column=3, value=solved)
-    c.number_format = "#,##0.######"
-    S.name(wb, "target_solved", sheet, c.coordinate)
-    ws.cell(row=row + 1, column=1, value="The goal's figure there (at the best value searched, when not reachable)")
-    a = ws.cell(row=row + 1, column=3, value=achieved)
-    a.number_format = "0.000000"
-    w = ws.cell(row=row + 2, column=1, value="Answer: " + words)
-    w.alignment = Alignment(wrap_text=True, vertical="top")
-    ws.merge_cells(start_row=row + 2, start_column=1, end_row=row + 2, end_column=last_col)
-    ws.row_dimensions[row + 2].height = 15 * max(1, math.ceil(len(words) / 90))
-    row += 3
+    solved, achieved, words = _answer(solved_view(scenario), setup, choice)
+    cell, row = answer_rows(ws, row, "Lever's value that reaches the goal", solved, words, last_col, extra=(
+        ("The goal's figure there (at the best value searched, when not reachable)", achieved, "0.000000"),))
+    S.name(wb, "target_solved", sheet, cell.coordinate)
     choices = [(name, name, value) for name, value in zip(("target_goal", "target_value", "target_lever"), choice)]
-    status_row(ws, row, stale_groups(scenario, setup, (), choices, derived), last_col)
     S.name(wb, "target_status", sheet, f"C{row}")
-    return row + 2
+    return status_row(ws, row, stale_groups(scenario, setup, (), choices, derived), last_col)

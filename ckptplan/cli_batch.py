@@ -193,6 +193,9 @@ def _print_summary(summary: "BatchSummary", output: Path, elapsed: float, as_jso
             _say(f"  not taken from it: {column} ({why})")
         for column, cells in summary.template.get("blank_cells", {}).items():
             _say(f"  blank cells filled from it: {column}={_value(cells['value'])} ({cells['rows']:,} row(s))")
+        for name, r in summary.template.get("ranges", {}).items():
+            _say(f"  input range {name}: {r['from']} on {r['rows']:,} row(s), the row's own {name}_low/_high cells "
+                 f"on {r['own']:,}")
         if summary.template.get("tiers"):
             _say("Every row follows the template's checkpoint tiers: " + ", ".join(summary.template["tiers"])
                  + " (each tier's interval, times and storage bill in the tier{i}_ columns; total_cost is "
@@ -317,7 +320,7 @@ def _batch(scenarios: Path, output: Path, template: Optional[str], no_template: 
     delimiter = {"tab": "\t", "\\t": "\t"}.get(delimiter, delimiter) if delimiter is not None else None
     _check_output(output, force)
     from .engine.batch import evaluate_rows
-    from .engine.batch_risk import evaluate_ranges, range_columns
+    from .engine.batch_risk import RANGES_FROM, evaluate_ranges, range_columns
     from .engine.sweep import fill_from_template, iter_results
     from .files import load_plan
     from .files.tables import read_scenarios
@@ -333,6 +336,7 @@ def _batch(scenarios: Path, output: Path, template: Optional[str], no_template: 
         table, fill = fill_from_template(table, base.scenario, template or _cli.DEFAULT_TEMPLATE, setup=base.setup,
                                          fill_blanks=template is not None)
     _check_output(output, force, rows=len(table))
+    table, fill = _default_ranges(table, scenarios, base, fill)
     options = dict(deadline=deadline, runs=runs, seed=seed, failures=_failure_law(weibull_shape),
                    extra_columns="keep" if keep_extra else "error", strategies=strategies)
     if fill is not None and fill.tiers:
@@ -345,7 +349,8 @@ def _batch(scenarios: Path, output: Path, template: Optional[str], no_template: 
         raise InputError("--scheduler", scheduler, f"input range columns ({ranged[0]} ...) are evaluated in this "
                          "process: drop --scheduler dask")
     try:
-        evaluate_rows(table.iloc[:0].drop(columns=ranged), **options)  # file-level problems, before any work
+        evaluate_rows(table.iloc[:0].drop(columns=ranged + [c for c in (RANGES_FROM,) if c in table.columns]),
+                      **options)  # file-level problems, before any work
         if ranged:
             evaluate_ranges(table.iloc[:0], risk_draws=risk_draws, **options)
     except InputError as exc:
@@ -354,7 +359,7 @@ def _batch(scenarios: Path, output: Path, template: Optional[str], no_template: 
         raise FileInputError("scenario file", scenarios, str(exc)) from None  # name the file too
     step = chunk_rows or (STRATEGY_CHUNK_ROWS if strategies else DEADLINE_CHUNK_ROWS if deadline or ranged
                           else DEFAULT_CHUNK_ROWS)
-    source = (f"ckptplan batch {scenarios}" + (f" --template {fill.template}" if fill else " --no-template")
+    source = (f"ckptplan batch {scenarios}" + (f" --template {fill.template}" if base is not None else " --no-template")
               + (f" --design {design!r}" if design is not None else "")
               + (f" --deadline --runs {runs} --seed {seed}" if deadline else "")
               + (" --strategies" if strategies else "")
@@ -375,6 +380,33 @@ def _batch(scenarios: Path, output: Path, template: Optional[str], no_template: 
             summary = write_results(chunks, output, force=force, describe=("name",), source=source,
                                     progress=advance, expected_rows=len(table), template=fill)
     return summary
+
+
+def _default_ranges(table: Any, scenarios: Path, base: Any, fill: Any) -> tuple[Any, Any]:
+    """Every row's default input ranges: the batch file's own ``[uncertainty]`` table (a .toml file), then the
+    template's; a row's own range cells win (:func:`ckptplan.engine.batch_risk.default_ranges`). The fill report
+    gains, per field, whose ranges the rows took (``ranges``)."""
+    from dataclasses import replace
+
+    from .engine.batch_risk import default_ranges
+    from .engine.template_fill import TemplateFill
+
+    sources = [(table.attrs.pop("uncertainty", None) or {}, f"{scenarios.name}'s [uncertainty]")]
+    if base is not None:
+        sources.append(({u.field: u for u in base.uncertainty}, f"template {fill.template}'s [uncertainty]"))
+    report: dict[str, dict] = {}
+    for entries, origin in sources:
+        if not entries:
+            continue
+        table, filled = default_ranges(table, entries, origin)
+        for name, rows in filled.items():
+            report.setdefault(name, {"from": origin, "rows": rows})
+    if not report:
+        return table, fill
+    for name, r in report.items():
+        r["own"] = len(table) - r["rows"]
+    fill = fill if fill is not None else TemplateFill("none (--no-template)")
+    return table, replace(fill, ranges=report)
 
 
 def _sweep_axes(overrides: dict[str, Optional[str]], axis: list[str]) -> dict[str, Any]:

@@ -43,9 +43,10 @@ from .batch import STATUS_ERROR, STATUS_OK, evaluate_rows
 from .errors import InputError
 from .fields import DEFAULT_SEED, Field
 from .risk import draw_inputs, run_figures
-from .uncertainty import range_column, range_from_cells, uncertain_field
+from .uncertainty import RANGE_PARTS, blank_cell, entry_cells, range_column, range_from_cells, uncertain_field
 
-__all__ = ["DEFAULT_BATCH_DRAWS", "RANGE_RESULT_COLUMNS", "ROWS_PER_PASS", "evaluate_ranges", "range_columns"]
+__all__ = ["DEFAULT_BATCH_DRAWS", "RANGES_FROM", "RANGE_RESULT_COLUMNS", "ROWS_PER_PASS", "default_ranges",
+           "evaluate_ranges", "range_columns"]
 
 #: input draws per row when none is given (P10 and P90 to about one percentage point of probability)
 DEFAULT_BATCH_DRAWS = 1000
@@ -62,8 +63,12 @@ RANGE_RESULT_COLUMNS: tuple[Field, ...] = (
     Field("risk_p_finish_by_deadline", "fraction", "Share of the drawn runs that finish within deadline_h", "any"),
     Field("top_swing_input", "", "The input whose low-to-high swing moves total cost most", "any"),
     Field("top_swing_total_cost", "money", "That input's total-cost swing: at its low minus at its high", "any"),
+    Field("ranges_from", "", "The row's ranges that are defaults, and whose ('node_mtbf_h: template seed.toml's "
+          "[uncertainty]'); blank: every range is the row's own cells", "any"),
 )
-_NUMBERS = tuple(c.name for c in RANGE_RESULT_COLUMNS if c.name != "top_swing_input")
+#: the text column :func:`default_ranges` writes and the results carry (:data:`RANGE_RESULT_COLUMNS`)
+RANGES_FROM = "ranges_from"
+_NUMBERS = tuple(c.name for c in RANGE_RESULT_COLUMNS if c.name not in ("top_swing_input", RANGES_FROM))
 
 
 def range_columns(columns: Any) -> dict[str, dict[str, Any]]:
@@ -74,6 +79,45 @@ def range_columns(columns: Any) -> dict[str, dict[str, Any]]:
         if found is not None:
             out.setdefault(found[0], {})[found[1]] = c
     return out
+
+
+def default_ranges(table: pd.DataFrame, entries: Mapping[str, Any], origin: str) -> tuple[pd.DataFrame, dict]:
+    """``table`` with the ``[uncertainty]`` ``entries`` (field -> ``[low, high]``, a distribution table or an
+    :class:`engine.uncertainty.UncertainInput`) as the default range of every row: a row whose range cells for a
+    field are all blank (or absent) takes the entry's cells, one that gives any keeps its own (the table wins, and a
+    half-given range is refused as without a default). Filled rows are named in :data:`RANGES_FROM` (``field:
+    origin``; an error of that range names it too). Call once per source, the first source winning. Returns the
+    table and ``{field: rows filled}``; :class:`InputError` for an entry that is no range of a numeric field."""
+    cells = {name: entry_cells(name, raw, origin) for name, raw in entries.items()}
+    out = table.copy(deep=False)
+    n = len(out)
+    note = out[RANGES_FROM].to_numpy(dtype=object).copy() if RANGES_FROM in out.columns else np.full(n, "", object)
+    refused = {c for _, c in out.attrs.get("cell_errors", {})}
+    filled: dict[str, int] = {}
+    for field, parts in cells.items():
+        cols = [f"{field}_{p}" for p in RANGE_PARTS]
+        given = np.zeros(n, dtype=bool)
+        for c in cols:
+            if c in out.columns:
+                given |= ~np.fromiter((blank_cell(v) for v in out[c].to_numpy(dtype=object)), bool, n)
+                given |= np.array([(label, c) in out.attrs.get("cell_errors", {}) for label in out.index], bool) \
+                    if c in refused else False
+        take = ~given
+        if not take.any():
+            continue
+        for p, c in zip(RANGE_PARTS, cols):
+            if parts[p] is None and c not in out.columns:
+                continue
+            old = out[c].to_numpy(dtype=object) if c in out.columns else np.full(n, None, object)
+            new = np.where(take, parts[p], old)
+            out[c] = pd.Series(new, index=out.index, dtype=object) if p == "dist" or any(
+                isinstance(v, str) for v in new) else pd.to_numeric(pd.Series(new, index=out.index), errors="coerce")
+        note = np.where(take, np.where(note == "", "", note + "; ") + f"{field}: {origin}", note)
+        filled[field] = int(take.sum())
+    if filled:
+        out[RANGES_FROM] = pd.Series(note, index=out.index, dtype=object)
+    out.attrs = dict(table.attrs)
+    return out, filled
 
 
 def _row_range(field: str, parts: Mapping[str, Any], row: Mapping[str, Any], base: Any) -> tuple[Any, str | None]:
@@ -128,18 +172,23 @@ def evaluate_ranges(table: Any, *, risk_draws: int = DEFAULT_BATCH_DRAWS, **opti
     if isinstance(risk_draws, bool) or not isinstance(risk_draws, (int, np.integer)) or risk_draws < 2:
         raise InputError("risk_draws", risk_draws, "must be a whole number >= 2")
     cols = [c for parts in ranges.values() for c in parts.values()]
-    plans_table = table.drop(columns=cols)
+    sources = table[RANGES_FROM].to_numpy(dtype=object) if RANGES_FROM in table.columns else np.full(len(table), "")
+    plans_table = table.drop(columns=cols + [c for c in (RANGES_FROM,) if c in table.columns])
     plans_table.attrs = dict(table.attrs)
     refused = _drop_cell_errors(plans_table, cols)
     res = evaluate_rows(plans_table, **options)
-    inputs, problems = _row_inputs(table, plans_table, res, ranges, refused)
+    inputs, problems = _row_inputs(table, plans_table, res, ranges, refused, sources)
     figures = _range_figures(plans_table, res, inputs, risk_draws, options)
-    return _joined(table, res, cols, problems, figures)
+    out = _joined(table, res, cols, problems, figures)
+    out[RANGES_FROM] = pd.Series(["" if blank_cell(v) else str(v) for v in sources], index=out.index,
+                                 dtype=res["error"].dtype)
+    return out
 
 
-def _row_inputs(table: pd.DataFrame, plans_table: pd.DataFrame, res: pd.DataFrame, ranges: dict, refused: dict
-                ) -> tuple[list[tuple], list[list[str]]]:
-    """Each row's checked ranges and the problems of its range cells."""
+def _row_inputs(table: pd.DataFrame, plans_table: pd.DataFrame, res: pd.DataFrame, ranges: dict, refused: dict,
+                sources: np.ndarray) -> tuple[list[tuple], list[list[str]]]:
+    """Each row's checked ranges and the problems of its range cells (a default range's problem says whose it is,
+    from the row's :data:`RANGES_FROM` cell)."""
     inputs: list[tuple] = []
     problems: list[list[str]] = []
     labels = list(table.index)
@@ -151,7 +200,8 @@ def _row_inputs(table: pd.DataFrame, plans_table: pd.DataFrame, res: pd.DataFram
                 continue
             u, problem = _row_range(field, parts, row, _base(field, p, plans_table, res))
             if problem:
-                msgs.append(problem)
+                whose = [s.partition(": ")[2] for s in str(sources[p] or "").split("; ") if s.startswith(field + ": ")]
+                msgs.append(problem + (f" (the default range of {whose[0]})" if whose else ""))
             elif u is not None:
                 found.append(u)
         ok = res["status"].iloc[p] == STATUS_OK
@@ -248,6 +298,8 @@ def _joined(table: pd.DataFrame, res: pd.DataFrame, cols: list, problems: list, 
     for i, c in enumerate(cols):
         out.insert(last + 1 + i, c, table[c].to_numpy())
     for f in RANGE_RESULT_COLUMNS:
+        if f.name == RANGES_FROM:   # evaluate_ranges writes it
+            continue
         if f.name == "top_swing_input":
             out[f.name] = pd.Series(top, index=out.index, dtype=res["error"].dtype)
         elif f.name == "risk_draws":

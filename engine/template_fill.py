@@ -66,11 +66,14 @@ class TemplateFill:
     tiers: tuple = ()                                   # the base's checkpoint tiers (every row follows them)
     failure_classes: dict = field(default_factory=dict)
     blank_cells: dict = field(default_factory=dict)     # {column: (value, rows filled)}: required cells left blank
+    ranges: dict = field(default_factory=dict)          # {field: {"from": whose, "rows": n, "own": m}}: default ranges
 
     def to_dict(self) -> dict:
         out = {"template": self.template, "filled": dict(self.filled), "not_taken": dict(self.not_taken)}
         if self.blank_cells:
             out["blank_cells"] = {c: {"value": v, "rows": n} for c, (v, n) in self.blank_cells.items()}
+        if self.ranges:
+            out["ranges"] = {f: dict(r) for f, r in self.ranges.items()}
         if self.tiers:
             out["tiers"] = [f"{t['name']} (every {t['every']})" for t in self.tiers]
         return out

@@ -55,8 +55,8 @@ import numpy as np
 from .errors import InputError
 from .fields import FIELD_BY_NAME, RULES, SETUP_FIELD_BY_NAME, Field
 
-__all__ = ["DISTRIBUTIONS", "Distribution", "RANGE_PARTS", "UncertainInput", "base_values", "range_column",
-           "range_from_cells", "uncertain_field", "uncertainty_from_dict", "uncertainty_to_dict"]
+__all__ = ["DISTRIBUTIONS", "Distribution", "RANGE_PARTS", "UncertainInput", "base_values", "blank_cell", "entry_cells",
+           "range_column", "range_from_cells", "uncertain_field", "uncertainty_from_dict", "uncertainty_to_dict"]
 
 #: the suffixes of a table's range columns: ``<field>_low``, ``<field>_high``, ``<field>_mode``, ``<field>_dist``
 RANGE_PARTS = ("low", "high", "mode", "dist")
@@ -232,6 +232,33 @@ def _cell_number(value: Any) -> tuple[float | None, str | None]:
     except (TypeError, ValueError):
         return None, "must be a number"
     return (x, None) if math.isfinite(x) else (None, "must be a finite number")
+
+
+def blank_cell(value: Any) -> bool:
+    """Whether a range cell is blank (empty, NaN or a word for "not given": na, n/a, null, none, nan)."""
+    return _cell_number(value) == (None, None) and not isinstance(value, (bool, np.bool_))
+
+
+def entry_cells(name: str, raw: Any, origin: str = "scenario") -> dict[str, Any]:
+    """An ``[uncertainty]`` entry (``[low, high]``, a distribution table, or an :class:`UncertainInput`) as the
+    cells of a table's range columns (:data:`RANGE_PARTS`; a ``dist`` of None is the three-point range), without
+    the checks against a base value (each row's own, :func:`range_from_cells`). :class:`InputError` naming the
+    entry when it is no numeric field's or its shape is wrong."""
+    if isinstance(raw, UncertainInput):
+        return {"low": raw.low, "high": raw.high, "mode": raw.mode, "dist": None if raw.dist == "range" else raw.dist}
+    where = f"{origin}: uncertainty.{name}"
+    try:
+        uncertain_field(name)
+    except InputError as exc:
+        raise InputError(f"{origin}: {exc.field}", exc.value, exc.rule) from None
+    if isinstance(raw, (list, tuple)) and len(raw) == 2:
+        return {"low": raw[0], "high": raw[1], "mode": None, "dist": None}
+    if not isinstance(raw, Mapping):
+        raise InputError(where, raw, "must be [low, high] or a table with dist, low and high")
+    unknown = sorted(set(raw) - {"dist", "low", "high", "mode"})
+    if unknown:
+        raise InputError(f"{where}.{unknown[0]}", raw[unknown[0]], "unknown key; an entry takes dist, low, high, mode")
+    return {part: raw.get(part) for part in RANGE_PARTS}
 
 
 def range_from_cells(field: str, cells: Mapping[str, Any], base: Any, origin: str = "row"

@@ -1,7 +1,8 @@
 """Scenario tables in files: read ``.toml``, ``.csv``, ``.xlsx`` and ``.parquet`` tables, write them back.
 
 Inputs: ``.toml`` (several ``[[scenario]]`` tables or one ``[scenario]``, each with optional
-``[[scenario.domains]]``), ``.csv``, ``.xlsx``, ``.parquet`` (a header row of field names: the
+``[[scenario.domains]]``, and an optional ``[uncertainty]`` table: every row's default input ranges, kept in
+``attrs["uncertainty"]``), ``.csv``, ``.xlsx``, ``.parquet`` (a header row of field names: the
 names of :data:`ckptplan.engine.fields.FIELDS`, the text columns ``name``, ``description``,
 ``source``, ``currency``, and ``domain{i}_name``/``domain{i}_mtbf_h``/``domain{i}_nodes_per_domain``).
 :func:`read_scenarios` returns the table :func:`ckptplan.engine.batch.evaluate_rows` takes, with the
@@ -453,9 +454,13 @@ def _read_toml(path: Path, max_rows: int) -> tuple[pd.DataFrame, dict]:
     data = read_toml(path, _FIELD)
     if "scenario" not in data:
         raise FileInputError(_FIELD, path, "needs [[scenario]] tables (several) or one [scenario] table")
-    other = sorted(set(data) - {"scenario"})
+    other = sorted(set(data) - {"scenario", "uncertainty"})
     if other:
-        raise FileInputError(_FIELD, path, f"unknown top-level key {other[0]!r}: only [scenario] / [[scenario]]")
+        raise FileInputError(_FIELD, path, f"unknown top-level key {other[0]!r}: only [scenario] / [[scenario]] and "
+                             "[uncertainty]")
+    ranges = data.get("uncertainty")
+    if ranges is not None and not isinstance(ranges, dict):
+        raise FileInputError(_FIELD, path, "[uncertainty] must be a table of field = [low, high] or a distribution")
     items = data["scenario"]
     items = [items] if isinstance(items, dict) else items
     if not isinstance(items, list) or not all(isinstance(it, dict) for it in items):
@@ -494,7 +499,10 @@ def _read_toml(path: Path, max_rows: int) -> tuple[pd.DataFrame, dict]:
     columns = list(dict.fromkeys(key for row in rows for key in row))
     _check_header(columns, path)
     table = pd.DataFrame(rows, index=pd.RangeIndex(1, 1 + len(rows)), dtype=object) if rows else pd.DataFrame()
-    return _tidy(table, parse_text=False), cell_errors
+    table = _tidy(table, parse_text=False)
+    if ranges is not None:   # every row's default input ranges (ckptplan batch: engine.batch_risk.default_ranges)
+        table.attrs["uncertainty"] = ranges
+    return table, cell_errors
 
 
 # ----------------------------------------------------------------------------------------- .xlsx

@@ -126,3 +126,111 @@ def test_hostile_range_cells_are_error_rows_not_crashes():
     assert "node_mtbf_h_low=10000000000000000000... (401 characters): must be a finite number" in out["error"].iloc[0]
     assert "node_mtbf_h_low=inf: must be a finite number" in out["error"].iloc[1]
     assert "node_mtbf_h_low=True: must be a number" in out["error"].iloc[2]
+
+
+# ---------------------------------------------------- a template's or a .toml batch file's [uncertainty] table
+
+TEMPLATE_RANGES = """
+[uncertainty]
+node_mtbf_h = [3000, 12000]
+aggregate_write_gb_s = {dist = "lognormal", low = 1000, high = 3000}
+spares = [0, 32]
+"""
+DEFAULTED_ROWS = """name,nodes,node_mtbf_h,node_mtbf_h_low,node_mtbf_h_high
+own,2048,6000,5000,7000
+template,1024,6000,,
+outside,2048,20000,,
+"""
+
+
+def _row_risk(tmp_path, template, name: str, nodes: int, mtbf: float, ranges: dict, draws: int) -> dict:
+    """`ckptplan risk --json` of one row's scenario (the template with the row's values) and ranges (an
+    [uncertainty] table in the batch's order of range columns: the draws follow the inputs' order)."""
+    import json
+    from dataclasses import replace
+
+    import tomli_w
+
+    from ckptplan.files.scenario_toml import plan_toml
+
+    sc = template.scenario.replace(name=name, nodes=nodes, node_mtbf_h=mtbf, failure_rate_source=None)
+    path = tmp_path / f"row-{name}.toml"
+    inline = {k: tomli_w.dumps({"x": v}).strip().removeprefix("x = ") if isinstance(v, list) else
+              "{" + ", ".join(f"{a} = {b!r}".replace("'", '"') for a, b in v.items()) + "}" for k, v in ranges.items()}
+    path.write_text(plan_toml(replace(template, scenario=sc, designs=(), uncertainty=())) + "[uncertainty]\n"
+                    + "".join(f"{k} = {v}\n" for k, v in inline.items()), encoding="utf-8")
+    res = runner.invoke(app, ["risk", "--scenario", str(path), "--draws", str(draws), "--json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)["plans"][0]
+
+
+def test_a_templates_uncertainty_is_every_rows_default_range(tmp_path):
+    """A template's [uncertainty] gives every row its ranges; a row's own cells win (field by field); the output
+    says which ranges are defaults and whose (summary and the ranges_from column); each ok row equals
+    `ckptplan risk` of its own scenario with those ranges to 1e-9; a default that misses a row's value is that
+    row's error, naming the template."""
+    import json
+
+    from ckptplan.files.scenarios import template_path
+
+    template = tmp_path / "ranged.toml"
+    template.write_text(template_path("llama3-405b-storage.toml").read_text(encoding="utf-8") + TEMPLATE_RANGES,
+                        encoding="utf-8")
+    (tmp_path / "rows.csv").write_text(DEFAULTED_ROWS, encoding="utf-8")
+    res = runner.invoke(app, ["batch", str(tmp_path / "rows.csv"), "-o", str(tmp_path / "out.csv"), "-t", str(template),
+                              "--risk-draws", "300", "--json"])
+    assert res.exit_code == 3, res.output   # one row fails
+    summary = json.loads(res.output)["template"]["ranges"]
+    whose = "template " + str(template) + "'s [uncertainty]"
+    assert summary == {"node_mtbf_h": {"from": whose, "rows": 2, "own": 1},
+                       "aggregate_write_gb_s": {"from": whose, "rows": 3, "own": 0},
+                       "spares": {"from": whose, "rows": 3, "own": 0}}
+    out = pd.read_csv(tmp_path / "out.csv", keep_default_na=False).set_index("name")
+    assert out.loc["own", "ranges_from"] == f"aggregate_write_gb_s: {whose}; spares: {whose}"
+    assert out.loc["template", "ranges_from"].startswith(f"node_mtbf_h: {whose}; ")
+    assert out.loc["outside", "status"] == "error" and (
+        f"must hold the row's value node_mtbf_h = 20000 (low <= base <= high) (the default range of {whose})"
+        in out.loc["outside", "error"])
+    plan = load_plan(template)
+    later = {"aggregate_write_gb_s": {"dist": "lognormal", "low": 1000, "high": 3000}, "spares": [0, 32]}
+    for name, nodes, node_range in (("own", 2048, [5000, 7000]), ("template", 1024, [3000, 12000])):
+        want = _row_risk(tmp_path, plan, name, nodes, 6000.0, {"node_mtbf_h": node_range, **later}, 300)
+        row = out.loc[name]
+        assert row["status"] == "ok" and int(row["risk_draws"]) == 300
+        for fig in ("total_cost", "wall_h"):
+            for q in (10, 50, 90):
+                assert float(row[f"risk_{fig}_p{q}"]) == pytest.approx(want[f"{fig}_p{q}"], rel=1e-9)
+
+
+def test_a_toml_batch_files_uncertainty_wins_over_the_templates(tmp_path):
+    """A .toml batch file may carry its own [uncertainty] table: every row's default, before the template's."""
+    import json
+
+    from ckptplan.files.scenarios import template_path
+
+    template = tmp_path / "ranged.toml"
+    template.write_text(template_path("llama3-405b-storage.toml").read_text(encoding="utf-8") + TEMPLATE_RANGES,
+                        encoding="utf-8")
+    rows = tmp_path / "rows.toml"
+    rows.write_text('[[scenario]]\nname = "a"\nnodes = 2048\nnode_mtbf_h = 6000\n'
+                    '[[scenario]]\nname = "b"\nnodes = 1024\nnode_mtbf_h = 6000\nnode_mtbf_h_low = 5500\n'
+                    'node_mtbf_h_high = 6500\n[uncertainty]\nnode_mtbf_h = [4000, 8000]\n', encoding="utf-8")
+    res = runner.invoke(app, ["batch", str(rows), "-o", str(tmp_path / "out.csv"), "-t", str(template),
+                              "--risk-draws", "200", "--json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output)["template"]["ranges"]
+    assert summary["node_mtbf_h"] == {"from": "rows.toml's [uncertainty]", "rows": 1, "own": 1}
+    assert summary["spares"]["from"] == "template " + str(template) + "'s [uncertainty]"
+    out = pd.read_csv(tmp_path / "out.csv", keep_default_na=False).set_index("name")
+    assert (out.loc["a", "node_mtbf_h_low"], out.loc["a", "node_mtbf_h_high"]) == (4000, 8000)
+    assert (out.loc["b", "node_mtbf_h_low"], out.loc["b", "node_mtbf_h_high"]) == (5500, 6500)
+    plan = load_plan(template)
+    want = _row_risk(tmp_path, plan, "a", 2048, 6000.0, {
+        "node_mtbf_h": [4000, 8000], "aggregate_write_gb_s": {"dist": "lognormal", "low": 1000, "high": 3000},
+        "spares": [0, 32]}, 200)
+    assert float(out.loc["a", "risk_total_cost_p50"]) == pytest.approx(want["total_cost_p50"], rel=1e-9)
+    bad = tmp_path / "bad.toml"
+    bad.write_text(rows.read_text(encoding="utf-8").replace("node_mtbf_h = [4000, 8000]", "bogus_field = [1, 2]"),
+                   encoding="utf-8")
+    res = runner.invoke(app, ["batch", str(bad), "-o", str(tmp_path / "bad.csv"), "-t", str(template)])
+    assert res.exit_code == 2 and "bogus_field" in res.output and "Traceback" not in res.output

@@ -302,6 +302,9 @@ def _summary_counts(ws: Any, cells: _SummaryCells, s: BatchSummary, source: Opti
         for k, cells in s.template.get("blank_cells", {}).items():
             ws.append([text(f"blank cells filled from the template: {k}"),
                        text(f"{k}={_show(cells['value'])} ({cells['rows']:,} row(s))")])
+        for k, r in s.template.get("ranges", {}).items():
+            ws.append([text(f"input range {k}"), text(f"{r['from']} on {r['rows']:,} row(s), the row's own "
+                                                      f"{k}_low/_high cells on {r['own']:,}")])
         if s.template.get("tiers"):
             ws.append([text("checkpoint tiers (every row)"), text(", ".join(s.template["tiers"]))])
     ws.append([])

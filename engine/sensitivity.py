@@ -246,6 +246,10 @@ def _tiered_p_finish(v: Variant, inputs: Sequence[UncertainInput]) -> np.ndarray
             sc, st = v.scenario, v.setup
             if u.field in SETUP_FIELD_BY_NAME:
                 st = st.replace(**{u.field: value})
+            elif u.field.startswith("domain"):   # a failure domain's number: the domain changed, named as before
+                from .designs import Design
+
+                sc = Design(sc.name, set={u.field: value}).apply(sc).replace(name=sc.name)
             else:
                 sc = sc.replace(**{u.field: value}, **({"job_mtbf_h": None, "failure_rate_source": None}
                                                       if u.field == "node_mtbf_h" else {}))

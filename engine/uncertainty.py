@@ -28,8 +28,9 @@ draws each input independently from its distribution (:mod:`engine.risk`). The d
   ``(log high - log low)/(2 z_0.95)``. Unbounded above: the only one whose draws leave ``[low, high]``.
 
 Rules, checked where the file is read (:func:`uncertainty_from_dict`, :class:`InputError` naming
-the field, the value and the rule): the key is a numeric scenario or setup field that has a base
-value; ``low``, ``high`` (and ``mode``) are finite numbers meeting the field's own rule;
+the field, the value and the rule): the key is a numeric scenario or setup field, or a failure domain's
+number (``domain1_mtbf_h``, ``domain1_nodes_per_domain``: the scenario's first ``[[scenario.domains]]``
+entry), that has a base value; ``low``, ``high`` (and ``mode``) are finite numbers meeting the field's own rule;
 ``low <= base <= high`` with ``low < high``; ``low <= mode <= high``; whole-number fields (nodes,
 spares) take whole ends and their draws are rounded to whole numbers; a lognormal needs a field
 whose rule admits every positive number (not a fraction or share).
@@ -53,7 +54,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .errors import InputError
-from .fields import FIELD_BY_NAME, RULES, SETUP_FIELD_BY_NAME, Field
+from .fields import DOMAIN_FIELDS, FIELD_BY_NAME, RULES, SETUP_FIELD_BY_NAME, Field, domain_field
 
 __all__ = ["DISTRIBUTIONS", "Distribution", "RANGE_PARTS", "UncertainInput", "base_values", "blank_cell", "entry_cells",
            "range_column", "range_from_cells", "uncertain_field", "uncertainty_from_dict", "uncertainty_to_dict"]
@@ -85,9 +86,23 @@ DISTRIBUTIONS: dict[str, Distribution] = {d.name: d for d in (
 )}
 
 
-def uncertain_field(name: str) -> Field:
-    """The registry entry of a field an ``[uncertainty]`` table may name; :class:`InputError` otherwise."""
+def _numeric_field(name: Any) -> Field | None:
+    """The registry entry of a numeric scenario or setup field, or of a failure domain's number
+    (``domain{i}_mtbf_h``, ``domain{i}_nodes_per_domain``; :data:`ckptplan.engine.fields.DOMAIN_FIELDS`)."""
+    if not isinstance(name, str):
+        return None
     spec = FIELD_BY_NAME.get(name) or SETUP_FIELD_BY_NAME.get(name)
+    if spec is None and name.startswith("domain"):
+        head, _, part = name[len("domain"):].partition("_")
+        if head.isdigit() and int(head) >= 1 and not head.startswith("0") and part in {f.name for f in DOMAIN_FIELDS}:
+            spec = domain_field(int(head), part)
+    return spec
+
+
+def uncertain_field(name: str) -> Field:
+    """The registry entry of a field an ``[uncertainty]`` table may name (a numeric scenario or setup field, or a
+    failure domain's ``domain{i}_mtbf_h`` / ``domain{i}_nodes_per_domain``); :class:`InputError` otherwise."""
+    spec = _numeric_field(name)
     if spec is None:
         raise InputError(f"uncertainty: {name}", name, "is not a numeric scenario or setup field")
     return spec
@@ -96,10 +111,10 @@ def uncertain_field(name: str) -> Field:
 def range_column(name: Any) -> tuple[str, str] | None:
     """``(field, part)`` of a table column that gives a range (``node_mtbf_h_low`` -> ``("node_mtbf_h", "low")``;
     :data:`RANGE_PARTS`), None for any other column."""
-    if not isinstance(name, str) or name in FIELD_BY_NAME or name in SETUP_FIELD_BY_NAME:
+    if not isinstance(name, str) or _numeric_field(name) is not None:
         return None
     field, _, part = name.rpartition("_")
-    if part in RANGE_PARTS and (field in FIELD_BY_NAME or field in SETUP_FIELD_BY_NAME):
+    if part in RANGE_PARTS and _numeric_field(field) is not None:
         return field, part
     return None
 

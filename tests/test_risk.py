@@ -10,12 +10,14 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from ckptplan import engine
 from ckptplan.cli import app
 from ckptplan.engine.designs import compare_designs
 from ckptplan.engine.errors import InputError
 from ckptplan.engine.sensitivity import break_even, tornado
 from ckptplan.engine.setup import plan_setup
 from ckptplan.engine.targets import target
+from ckptplan.engine.uncertainty import uncertainty_from_dict
 from ckptplan.files import load_plan
 from ckptplan.files.scenario_toml import plan_toml
 from ckptplan.files.scenarios import template_path
@@ -572,3 +574,133 @@ def test_tiered_design_gets_a_p_finish_swing_from_its_simulation(storage_file):
         assert not np.isnan(row["swing"])
     # more nodes' MTBF finishes more often: the low end cannot beat the high end
     assert rows.loc["node_mtbf_h", "swing"] < 0
+
+
+# ------------------------------------------------------------------ failure domains' numbers as input ranges
+
+DOMAIN_FILE = """
+[scenario]
+name = "power-domains"
+checkpoint_stall_min = 2.0
+restart_min = 15.0
+node_mtbf_h = 2560.0
+nodes = 256
+gpus_per_node = 8
+useful_training_h = 360.0
+price_per_gpu_hour = 2.50
+deadline_h = 420.0
+
+[[scenario.domains]]
+name = "power domain"
+mtbf_h = 20000.0
+nodes_per_domain = 16
+
+[uncertainty]
+domain1_mtbf_h = [5000, 80000]
+domain1_nodes_per_domain = {dist = "pert", low = 8, high = 32}
+node_mtbf_h = [1500, 4000]
+"""
+
+
+@pytest.fixture
+def domain_file(tmp_path: Path) -> Path:
+    path = tmp_path / "domains.toml"
+    path.write_text(DOMAIN_FILE, encoding="utf-8")
+    return path
+
+
+def _with_domain(sc, **changes):
+    """The scenario with its first failure domain's numbers changed (a new FailureDomain, not the engine's path)."""
+    from dataclasses import replace
+
+    return sc.replace(domains=(replace(sc.domains[0], **changes),) + tuple(sc.domains[1:]))
+
+
+def test_domain_ranges_swing_the_plan_with_the_domain_changed(domain_file):
+    """A failure domain's MTBF and size take ranges in a scenario file; their tornado swing is the plan with the
+    domain itself changed (engine.evaluate of a scenario holding the new domain) at low minus at high."""
+    plan = load_plan(domain_file)
+    assert [u.field for u in plan.uncertainty] == ["domain1_mtbf_h", "domain1_nodes_per_domain", "node_mtbf_h"]
+    t = tornado(plan.scenario, plan.setup, (), plan.uncertainty, outputs=("total_cost",)).set_index("input")
+    for field, part, (lo, hi) in (("domain1_mtbf_h", "mtbf_h", (5000.0, 80000.0)),
+                                  ("domain1_nodes_per_domain", "nodes_per_domain", (8, 32))):
+        at = [engine.evaluate(_with_domain(plan.scenario, **{part: x})).iloc[0]["total_cost"] for x in (lo, hi)]
+        assert t.loc[field, "at_low"] == pytest.approx(at[0], rel=1e-9)
+        assert t.loc[field, "swing"] == pytest.approx(at[0] - at[1], rel=1e-9)
+    assert t.loc["domain1_mtbf_h", "swing"] > 0   # more frequent domain outages cost more
+    bad = domain_file.read_text(encoding="utf-8").replace("domain1_mtbf_h = [5000, 80000]", "domain2_mtbf_h = [1, 2]")
+    domain_file.write_text(bad, encoding="utf-8")
+    with pytest.raises(InputError, match="domain2_mtbf_h has no value in the scenario"):
+        load_plan(domain_file)
+
+
+def test_domain_ranges_in_batch_columns_equal_the_engine(domain_file, tmp_path):
+    """domain1_mtbf_h_low / _high batch columns: the row's percentiles are engine.risk of its scenario with that
+    range (1e-9)."""
+    from ckptplan.engine.risk import risk_percentiles
+
+    plan = load_plan(domain_file)
+    rows = tmp_path / "rows.csv"
+    rows.write_text("name,domain1_name,domain1_mtbf_h,domain1_nodes_per_domain,domain1_mtbf_h_low,domain1_mtbf_h_high\n"
+                    "a,power domain,20000,16,5000,80000\nb,power domain,10000,16,4000,20000\n", encoding="utf-8")
+    plain = tmp_path / "base.toml"
+    plain.write_text(DOMAIN_FILE.split("[uncertainty]")[0], encoding="utf-8")
+    res = runner.invoke(app, ["batch", str(rows), "-o", str(tmp_path / "out.csv"), "-t", str(plain),
+                              "--risk-draws", "300"])
+    assert res.exit_code == 0, res.output
+    import pandas as pd
+
+    out = pd.read_csv(tmp_path / "out.csv").set_index("name")
+    for name, mtbf, lo, hi in (("a", 20000.0, 5000, 80000), ("b", 10000.0, 4000, 20000)):
+        sc = _with_domain(plan.scenario, mtbf_h=mtbf).replace(name=name)
+        inputs = uncertainty_from_dict({"domain1_mtbf_h": [lo, hi]}, sc, plan.setup)
+        want = risk_percentiles(sc, plan.setup, (), inputs, draws=300).iloc[0]
+        for q in (10, 50, 90):
+            assert out.loc[name, f"risk_total_cost_p{q}"] == pytest.approx(want[f"total_cost_p{q}"], rel=1e-9)
+        assert out.loc[name, "top_swing_input"] == "domain1_mtbf_h"
+
+
+def test_domain_ranges_on_the_inputs_sheet_are_live_and_read_back(domain_file, tmp_path):
+    """The Inputs sheet gives the domain's numbers Low / High / Shape / Mode cells; after an edit of the domain's
+    MTBF and of its low, the Sensitivity sheet's swings equal the engine's tornado in LibreOffice (1e-9), and
+    `workbook --from` reads the edited range back."""
+    from dataclasses import replace
+
+    from openpyxl import load_workbook
+
+    from ckptplan.workbook.read import read_plan
+    from ckptplan.workbook.recalc import error_cells, recalculate, soffice
+
+    out = tmp_path / "plan.xlsx"
+    res = runner.invoke(app, ["workbook", "--scenario", str(domain_file), "-o", str(out), "--no-deadline"])
+    assert res.exit_code == 0, res.output
+    plan = load_plan(domain_file)
+    assert _ranges(read_plan(out)) == _ranges(plan)
+    wb = load_workbook(out)
+
+    def put(name: str, value) -> None:
+        sheet, cell = list(wb.defined_names[name].destinations)[0]
+        assert sheet == "Inputs", name
+        wb[sheet][cell.replace("$", "")] = value
+
+    put("domain1_mtbf_h", 30000.0)
+    put("domain1_mtbf_h_low", 10000.0)
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+    inputs = tuple(replace(u, low=10000.0, base=30000.0) if u.field == "domain1_mtbf_h" else u
+                   for u in plan.uncertainty)
+    assert _ranges(read_plan(edited)) == {**_ranges(plan), "domain1_mtbf_h": ("range", 10000.0, 80000.0, None)}
+    if soffice() is None:
+        pytest.skip("LibreOffice not installed (scripts/test.sh installs it)")
+    (got,) = recalculate([edited], tmp_path / "recalc")
+    assert error_cells(got) == []
+    values = load_workbook(got, data_only=True)["Sensitivity"]
+    want = tornado(_with_domain(plan.scenario, mtbf_h=30000.0), plan.setup, (), inputs).set_index(["input", "output"])
+    rows = {values.cell(row=r, column=1).value: r for r in range(5, 5 + len(inputs))}
+    assert set(rows) == {u.field for u in inputs}
+    for field, r in rows.items():
+        for j, output in enumerate(("total_cost", "wall_h", "goodput", "p_finish_by_deadline")):
+            w = want.loc[(field, output)]
+            for d, key in enumerate(("at_low", "at_high", "swing")):
+                assert values.cell(row=r, column=4 + 3 * j + d).value == pytest.approx(
+                    w[key], rel=1e-9, abs=1e-9 if output != "total_cost" else 1e-3), (field, output, key)

@@ -488,10 +488,10 @@ def _read_ranges(wb, sc: engine.Scenario, setup: Any, problems: list) -> tuple:
     """The input ranges: each scenario input's Low / High / Shape / Mode cells (Inputs sheet, ``<name>_low`` ...)
     and each setup input's (Sensitivity sheet, ``<field>_low`` ...), read as a table's range columns are
     (:func:`ckptplan.engine.uncertainty.range_from_cells`) around the plan's own values."""
-    from ..engine.uncertainty import RANGE_PARTS, base_values, range_from_cells
+    from ..engine.uncertainty import RANGE_PARTS, base_values, range_column, range_from_cells
 
-    fields = [(f.defined_name, f.name) for f in F.INPUTS.values() if f.name in FIELD_BY_NAME] + [
-        (f.name, f.name) for f in SETUP_FIELDS]
+    fields = [(f.defined_name, f.name) for f in F.INPUTS.values() if range_column(f"{f.name}_low")] + [
+        (f.name, f.name) for f in SETUP_FIELDS]   # the domains' numbers included
     found = {}
     for key, field in fields:
         cells = {part: _cell(wb, f"{key}_{part}") for part in RANGE_PARTS}

@@ -29,7 +29,8 @@ from openpyxl.styles import Alignment
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
-from ..engine.fields import FIELD_BY_NAME, SETUP_FIELD_BY_NAME
+from ..engine.fields import SETUP_FIELD_BY_NAME
+from ..engine.uncertainty import uncertain_field
 from . import design_formulas as D
 from . import style as S
 from .manifest import Built, Check
@@ -78,7 +79,7 @@ def _ends(wb: Any, ws, r: int, u: Any, shape_col: int) -> None:
     read live); a setup input's are blue inputs here, named ``<field>_low`` ... with its Shape and Mode."""
     from ..engine.uncertainty import DISTRIBUTIONS
 
-    spec = FIELD_BY_NAME.get(u.field) or SETUP_FIELD_BY_NAME[u.field]
+    spec = uncertain_field(u.field)
     fmt = S.INPUT_WHOLE if spec.integer else S.INPUT_NUMBER
     if u.field not in SETUP_FIELD_BY_NAME:
         key = spec.defined_name
@@ -185,7 +186,7 @@ def _base_value(field: str) -> str:
     """The value the plan uses for ``field``: a derived stall or restart as used, a blank setup cell's default."""
     if field in SETUP_FIELD_BY_NAME:
         return f'IF(setup_{field}="",{SETUP_FIELD_BY_NAME[field].default or 0!r},setup_{field})'
-    key = FIELD_BY_NAME[field].defined_name
+    key = uncertain_field(field).defined_name
     return f"used_{key}" if field in D.DERIVED else key
 
 
@@ -199,7 +200,7 @@ def _spider(ws, inputs: Sequence[Any], first: int, head: int, chain_row: int, te
              + [f"% of base at {p}" for p in SPIDER_POINTS] + [f"total cost at {p} ({currency})" for p in SPIDER_POINTS])
     for i, u in enumerate(inputs):
         r, top = head + 1 + i, first + i
-        whole = (FIELD_BY_NAME.get(u.field) or SETUP_FIELD_BY_NAME[u.field]).integer
+        whole = uncertain_field(u.field).integer
         ws.cell(row=r, column=1, value=u.field)
         base = _base_value(u.field)
         # the halfway values are computed on their plan rows, from the top table and the base (never from this

@@ -90,7 +90,7 @@ def break_even_block(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, desi
                     "--from THIS_FILE after an edit (the status says when); in Excel, CKPT_BREAK_EVEN gives it live.")
     ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=last_col)
     ws.cell(row=row, column=1).alignment = Alignment(wrap_text=True, vertical="top")
-    ws.row_dimensions[row].height = 15 * max(3, math.ceil(len(ws.cell(row=row, column=1).value) / (16 * last_col)) + 1)
+    ws.row_dimensions[row].height = 15 * max(3, math.ceil(len(ws.cell(row=row, column=1).value) / 100))
     row += 1
     for label, name, value in (("Input solved for (a scenario field name)",
                                 "break_even_input", choice[0]),

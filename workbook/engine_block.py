@@ -74,7 +74,7 @@ def answer_rows(ws: Any, row: int, label: str, value: Any, words: str, last_col:
     w = ws.cell(row=at, column=1, value="Answer: " + words)
     w.alignment = Alignment(wrap_text=True, vertical="top")
     ws.merge_cells(start_row=at, start_column=1, end_row=at, end_column=last_col)
-    per_line = 16 * last_col if last_col > 6 else 90   # characters a row of that width holds
+    per_line = 105 if last_col <= 6 else 17 * last_col   # characters a merged row of that width holds (Compare A:F)
     ws.row_dimensions[at].height = 15 * max(1, math.ceil(len("Answer: " + words) / per_line))
     return cell, at + 1
 

@@ -363,3 +363,19 @@ def _setup():
     from ckptplan.engine.setup import RecoverySetup
 
     return RecoverySetup()
+
+
+def test_a_hostile_tier_name_stays_text_in_the_status(tmp_path: Path):
+    """A tier or class name a status compares is copied into a hidden text cell and compared with EXACT: no formula
+    holds it, and the block reads up to date (the evaluator's cached value)."""
+    plan = load_plan(template_path(STORAGE_TEMPLATE))
+    evil = '=HYPERLINK("http://evil.example","x")'
+    designs = tuple(replace(d, tiers=tuple({**t, "name": evil} if i == 0 else t for i, t in enumerate(d.tiers)))
+                    if d.tiers else d for d in plan.designs)
+    out = tmp_path / "plan.xlsx"
+    workbook.write_workbook(out, plan.scenario, designs=designs, setup=plan.setup)
+    wb = load_workbook(out)
+    assert not [c.coordinate for ws in wb for row in ws.iter_rows() for c in row
+                if c.data_type == "f" and "evil" in str(c.value)]
+    assert evil in [c.value for row in wb["Compare"].iter_rows() for c in row if c.data_type == "s"]
+    assert _named(load_workbook(out, data_only=True), "break_even_status") == UP_TO_DATE

@@ -379,3 +379,21 @@ def test_a_hostile_tier_name_stays_text_in_the_status(tmp_path: Path):
                 if c.data_type == "f" and "evil" in str(c.value)]
     assert evil in [c.value for row in wb["Compare"].iter_rows() for c in row if c.data_type == "s"]
     assert _named(load_workbook(out, data_only=True), "break_even_status") == UP_TO_DATE
+
+
+def test_a_setup_input_is_a_break_even_choice(tmp_path: Path):
+    """The block solves for a setup input too (the spare count a Storage & recovery design changes): `workbook
+    --from` keeps the choice and the block holds the engine's answer for every design, as `compare --break-even`."""
+    plan = load_plan(template_path(STORAGE_TEMPLATE))
+    src = tmp_path / "plan.xlsx"
+    workbook.write_workbook(src, plan.scenario, designs=plan.designs, setup=plan.setup)
+    wb = load_workbook(src)
+    for key, value in {"break_even_input": "spares", "break_even_low": 0, "break_even_high": 64}.items():
+        _put(wb, key, value)
+    wb.save(tmp_path / "edited.xlsx")
+    res = runner.invoke(app, ["workbook", "--from", str(tmp_path / "edited.xlsx"), "-o", str(tmp_path / "again.xlsx"),
+                              "--no-deadline"])
+    assert res.exit_code == 0, res.output
+    again = load_workbook(tmp_path / "again.xlsx", data_only=True)
+    assert _same(_block(again["Compare"]), _want(plan, ("spares", 0.0, 64.0)))
+    assert _named(again, "break_even_status") == UP_TO_DATE

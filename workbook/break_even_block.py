@@ -30,6 +30,7 @@ from typing import Any
 from openpyxl.styles import Alignment, Font
 
 from ..engine.errors import InputError
+from ..engine.fields import SETUP_FIELDS
 from . import formulas as F
 from . import style as S
 from .engine_block import answer_rows, solved_view, stale_groups, status_row, view_note
@@ -37,9 +38,11 @@ from .manifest import Built
 
 __all__ = ["CHOICES", "HEADING", "break_even_block", "default_choice"]
 
-#: the inputs the block can solve for: the Inputs sheet's scenario fields with a single value (registry names;
-#: not the failure domains' per-domain inputs)
-CHOICES = tuple(f.name for f in F.INPUTS.values() if not f.name.startswith("domain"))
+#: the inputs the block can solve for (registry names): the Inputs sheet's scenario fields with a single value (not
+#: the failure domains' per-domain inputs), then the storage and recovery setup's (a spare count, a bandwidth: what a
+#: Storage & recovery design changes)
+CHOICES = tuple(f.name for f in F.INPUTS.values() if not f.name.startswith("domain")) + tuple(
+    f.name for f in SETUP_FIELDS)
 HEADING = "Break-even against the baseline (the engine's, computed when this workbook was built)"
 _SHEET = "Compare"
 
@@ -92,7 +95,7 @@ def break_even_block(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, desi
     ws.cell(row=row, column=1).alignment = Alignment(wrap_text=True, vertical="top")
     ws.row_dimensions[row].height = 15 * max(3, math.ceil(len(ws.cell(row=row, column=1).value) / 100))
     row += 1
-    for label, name, value in (("Input solved for (a scenario field name)",
+    for label, name, value in (("Input solved for (a scenario or setup field name)",
                                 "break_even_input", choice[0]),
                                ("Range searched: low", "break_even_low", choice[1]),
                                ("Range searched: high", "break_even_high", choice[2])):

@@ -181,11 +181,13 @@ def risk(
     seed: int = typer.Option(0, "--seed", help="Seed of the draws (same seed, same answer)"),
     start: Optional[str] = typer.Option(None, "--start", help="Start date of the run (YYYY-MM-DD): finish dates "
                                         "instead of days from the start"),
+    percentiles: Optional[list[float]] = typer.Option(None, "--percentile", help="A percentile P to give, 0 < P < "
+                                                      "100 (repeatable; default 10, 50 and 90)"),
     as_json: bool = _cli.flag("--json", help="Print JSON instead of a table"),
 ) -> None:
-    """P10 / P50 / P90 of total cost, wall hours and finish date, combining the file's uncertainty table's input
-    ranges with failure randomness, for the baseline and each design; and P(the design costs less than the
-    baseline)."""
+    """P10 / P50 / P90 (or any --percentile) of total cost, wall hours and finish date, combining the file's
+    uncertainty table's input ranges with failure randomness, for the baseline and each design; and P(the design
+    costs less than the baseline)."""
     import datetime as dt
 
     from .engine.risk import risk_percentiles
@@ -194,32 +196,43 @@ def risk(
         begin = None if start is None else dt.datetime.fromisoformat(start)
     except ValueError:
         _cli.fail(f"--start={start!r}: must be a date, YYYY-MM-DD")
+    given = list(percentiles or (10.0, 50.0, 90.0))
+    bad = [p for p in given if not 0 < p < 100]
+    if bad:
+        _cli.fail(f"--percentile={bad[0]:g}: must be above 0 and below 100")
+    names = [f"p{p:g}" for p in given]
     try:
         plan = _plan(template, scenario_file, ranges)
         if not plan.uncertainty:
             _cli.fail(f"{plan.origin} has no input ranges: add an [uncertainty] table (field = [low, high]) or "
                       "give --range FIELD=LOW:HIGH")
-        table = risk_percentiles(plan.scenario, plan.setup, plan.designs, plan.uncertainty, draws=draws, seed=seed)
+        table = risk_percentiles(plan.scenario, plan.setup, plan.designs, plan.uncertainty, draws=draws, seed=seed,
+                                 probabilities=[p / 100 for p in given])
     except ValueError as exc:
         _cli.fail(str(exc))
-    for q in ("p10", "p50", "p90"):
+    for q in names:
         table[f"finish_{q}"] = [_finish(h, begin) for h in table[f"wall_h_{q}"]]
     if as_json:
         _cli.echo_json({"baseline": plan.scenario.name, "currency": plan.scenario.currency, "draws": draws,
                         "seed": seed, "start": start, "plans": table.to_dict("records")})
         return
+    _print_risk(table, plan, names, draws, seed)
+
+
+def _print_risk(table: Any, plan: Any, names: list[str], draws: int, seed: int) -> None:
+    """The risk table: per plan, total cost, wall hours and finish at each percentile, and its odds."""
     cur = literal(plan.scenario.currency)
     rows = []
-    for r in table.itertuples():
-        odds = ("" if r.p_finish_by_deadline != r.p_finish_by_deadline else f"P(on time) {r.p_finish_by_deadline:.1%}")
-        if r.p_beats_baseline == r.p_beats_baseline:
-            odds += f"{'; ' if odds else ''}P(cheaper than baseline) {r.p_beats_baseline:.1%}"
-        rows.append((literal(r.plan), f"total cost ({cur})", *(f"{getattr(r, f'total_cost_{q}'):,.0f}" for q in
-                                                               ("p10", "p50", "p90")), odds))
-        rows.append(("", "wall h", *(f"{getattr(r, f'wall_h_{q}'):,.0f}" for q in ("p10", "p50", "p90")), ""))
-        rows.append(("", "finish", *(getattr(r, f"finish_{q}") for q in ("p10", "p50", "p90")), ""))
+    for r in table.to_dict("records"):
+        odds = ("" if r["p_finish_by_deadline"] != r["p_finish_by_deadline"] else
+                f"P(on time) {r['p_finish_by_deadline']:.1%}")
+        if r["p_beats_baseline"] == r["p_beats_baseline"]:
+            odds += f"{'; ' if odds else ''}P(cheaper than baseline) {r['p_beats_baseline']:.1%}"
+        rows.append((literal(r["plan"]), f"total cost ({cur})", *(f"{r[f'total_cost_{q}']:,.0f}" for q in names), odds))
+        rows.append(("", "wall h", *(f"{r[f'wall_h_{q}']:,.0f}" for q in names), ""))
+        rows.append(("", "finish", *(r[f"finish_{q}"] for q in names), ""))
     _cli.print_rows(f"{literal(plan.scenario.name)}: {draws:,} input draws, each with one run of the job (seed {seed})",
-                    ("plan", "figure", "P10", "P50", "P90", "odds"), rows, left=("figure", "odds"))
+                    ("plan", "figure", *(q.upper() for q in names), "odds"), rows, left=("figure", "odds"))
     for r in table.itertuples():
         if not r.failure_randomness:
             _cli.console.print(f"  {literal(r.plan)}: tiered plan, input uncertainty only (its failure randomness is "

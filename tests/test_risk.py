@@ -704,3 +704,24 @@ def test_domain_ranges_on_the_inputs_sheet_are_live_and_read_back(domain_file, t
             for d, key in enumerate(("at_low", "at_high", "swing")):
                 assert values.cell(row=r, column=4 + 3 * j + d).value == pytest.approx(
                     w[key], rel=1e-9, abs=1e-9 if output != "total_cost" else 1e-3), (field, output, key)
+
+
+def test_risk_cli_gives_any_percentile(seed_file):
+    """`ckptplan risk --percentile P` (repeatable): the engine's percentiles at those probabilities, in the JSON and
+    as the table's columns; a percentile outside (0, 100) is refused by name."""
+    from ckptplan.engine.risk import risk_percentiles
+
+    res = runner.invoke(app, ["risk", "--scenario", str(seed_file), "--draws", "500", "--percentile", "5",
+                              "--percentile", "97.5", "--json"])
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.output)["plans"][0]
+    plan = load_plan(seed_file)
+    want = risk_percentiles(plan.scenario, plan.setup, plan.designs, plan.uncertainty, draws=500,
+                            probabilities=(0.05, 0.975)).iloc[0]
+    for key in ("total_cost_p5", "total_cost_p97.5", "wall_h_p5", "wall_h_p97.5"):
+        assert got[key] == pytest.approx(want[key], rel=1e-12)
+    assert "finish_p97.5" in got and "total_cost_p50" not in got
+    table = runner.invoke(app, ["risk", "--scenario", str(seed_file), "--draws", "500", "--percentile", "97.5"])
+    assert table.exit_code == 0 and "P97.5" in table.output
+    bad = runner.invoke(app, ["risk", "--scenario", str(seed_file), "--percentile", "100"])
+    assert bad.exit_code != 0 and "--percentile=100" in bad.output and "Traceback" not in bad.output

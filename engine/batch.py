@@ -2,7 +2,7 @@
 
 :func:`engine.evaluate` is vectorised and strict: the first invalid row raises. A planner with a
 spreadsheet of 5,000 scenarios, three of them mistyped, needs the other 4,997 answered and the three
-named. This module gives that. Sweeps, streaming, the summary of a batch and tables completed
+named. This module gives that, on the plan pipeline every surface calls (:func:`.pipeline.plan_table`). Sweeps, streaming, the summary of a batch and tables completed
 from a base scenario: :mod:`.sweep`. The engine reads and writes no file: scenario tables are read by
 :mod:`ckptplan.files.tables`, results written by :mod:`ckptplan.files.results` (CSV, Parquet) and
 :mod:`ckptplan.workbook.results` (any kind, .xlsx included).
@@ -67,10 +67,6 @@ Large tables on Dask
 
 from __future__ import annotations
 
-import collections
-import difflib
-import re
-import sys
 from pathlib import Path
 from typing import Any, Hashable, Iterable, Mapping, Optional, Union
 
@@ -79,18 +75,12 @@ import pandas as pd
 
 from . import montecarlo as _mc
 from .batch_mc import MONTE_CARLO_COLUMNS, check_mc_options, monte_carlo_columns, row_seeds
-from .columns import (TEXT_DTYPE, coerce_numeric_text, column_kind, in_float_range, int_series, integer_typed, is_dask,
-                      is_integer_column, real_numbers, text_series)
+from .columns import TEXT_DTYPE, column_kind, int_series, integer_typed, is_dask, is_integer_column, real_numbers, text_series
 from .errors import InputError
+from .fields import DEFAULT_RUNS, DEFAULT_SEED, SETUP_FIELD_BY_NAME
+from .pipeline import (SETUP_RESULT_COLUMNS, fill_from_setup, is_extra_column, plan_table, validate_cells)
+from .scenario import RowProblems, Scenario, derived_columns, to_table
 from .uncertainty import range_column
-from .fields import DEFAULT_RUNS, DEFAULT_SEED, FIELDS, SETUP_FIELD_BY_NAME, TEXT_FIELDS
-from .scenario import RowProblems, Scenario, check_columns
-from .scenario import is_absent as _is_absent
-from .scenario import is_number as _is_number
-from .phases_table import is_schedule_column
-from .elastic_table import ELASTIC_COLUMNS
-from .preemption_table import PREEMPTION_COLUMNS
-from .scenario import derived_columns, evaluate_each, table_problems, to_table
 from .validity import CHECKS
 
 __all__ = ["MONTE_CARLO_COLUMNS", "RANKING_METRIC", "STATUS_ERROR", "STATUS_OK", "evaluate_rows", "scenario_seeds"]
@@ -99,125 +89,11 @@ STATUS_OK = "ok"
 STATUS_ERROR = "error"
 #: the figure the summary ranks scenarios by: total cost / useful GPU-hours (money per useful GPU-hour)
 RANKING_METRIC = "cost_per_useful_gpu_hour"
-_LEAD = ("status", "error", "warnings")
 
 
 # ===================================================================================== the table
 
-def _output_names() -> set[str]:
-    return {*_LEAD, *derived_columns(), *MONTE_CARLO_COLUMNS} - {"job_mtbf_h"}
-
-
-def _extra(name: str) -> bool:
-    """A plan column only some tables have: a failure-phase schedule's, preemptible capacity's or elastic continuation's."""
-    return is_schedule_column(name) or name in PREEMPTION_COLUMNS or name in ELASTIC_COLUMNS
-
-
-def _check_columns(table: pd.DataFrame, extra_columns: str) -> list[str]:
-    """File-level checks, every problem of a kind named at once; returns the extra columns to carry."""
-    if extra_columns not in ("error", "keep"):
-        raise InputError("extra_columns", extra_columns, "must be 'error' or 'keep'")
-    cols = list(table.columns)
-    dup = [c for c, k in collections.Counter(cols).items() if k > 1]
-    if dup:
-        raise InputError("columns", ", ".join(map(str, dup)), "appear" + ("" if len(dup) > 1 else "s")
-                         + " more than once in the header")
-    missing = [f.name for f in FIELDS if f.required and f.name not in cols]
-    if missing:
-        raise InputError("columns", ", ".join(missing), f"missing required column{'s' if len(missing) > 1 else ''}: "
-                         "add them to the table, or complete it from a base scenario (ckptplan batch --template; "
-                         "engine.sweep.fill_from_template)")
-    check_columns(table)
-    extras = [c for c in cols if column_kind(c) is None]
-    reserved = [c for c in extras if c in _output_names()]
-    if reserved:
-        raise InputError("columns", reserved[0], "is an output column: give the scenario table, not a results file")
-    ranged = [c for c in extras if range_column(c) is not None]
-    if ranged and extra_columns == "error":
-        raise InputError("columns", ", ".join(map(str, ranged)), "input range columns are read by "
-                         "engine.batch_risk.evaluate_ranges (ckptplan batch), not by evaluate_rows")
-    if extras and extra_columns == "error":
-        known = [f.name for f in FIELDS] + list(TEXT_FIELDS)
-        hints = []
-        for c in extras:
-            close = difflib.get_close_matches(str(c), known, n=1)
-            hints.append(f"{c} (did you mean {close[0]}?)" if close else str(c))
-        if len(extras) == 1:
-            what = "is not a scenario field" + hints[0][len(str(extras[0])):]
-        else:
-            what = "are not scenario fields: " + "; ".join(hints)
-        raise InputError("columns", ", ".join(map(str, extras)), f"{what}; fields: {', '.join(known)}, "
-                         "domain{i}_name/_mtbf_h/_nodes_per_domain. Pass extra_columns='keep' (--keep-extra) to "
-                         "carry them through")
-    return extras
-
-
-# ==================================================================================== validation
-
-def _out_of_range_cells(name: str, values: pd.Series, problems: RowProblems, flags: np.ndarray) -> pd.Series:
-    """Cells holding a number beyond the float64 range (a huge Python int): each a row problem, flagged,
-    and blank in the returned column (the table checks then skip them; the output keeps the original)."""
-    if values.dtype.kind != "O":
-        return values
-    obj = values.to_numpy(dtype=object)
-    huge = np.fromiter((_is_number(v) and not in_float_range(v) for v in obj), dtype=bool, count=len(obj))
-    if not huge.any():
-        return values
-    for p in np.flatnonzero(huge):
-        digits = len(str(abs(int(obj[p]))))
-        problems.add([p], lambda _p, d=digits: str(InputError(
-            name, f"~1e{d - 1}", f"must be within the float64 range (|x| <= {sys.float_info.max:.6g})")))
-    flags |= huge
-    out = obj.copy()
-    out[huge] = np.nan
-    return pd.Series(out, index=values.index, name=values.name, dtype=object)
-
-
-def _validate(table: pd.DataFrame, cell_errors: Mapping[tuple[Hashable, str], str]):
-    """(given, effective, problems, bad cells) of :func:`engine.scenario.table_problems`, all problems kept.
-
-    Numbers written as text (CSV, Excel text cells) count as numbers here; cells the reader
-    already refused (``cell_errors``: a formula, a quoted TOML number) are reported first and then
-    treated as blank. ``bad cells``: per number column of a non-numeric dtype, the cells that hold
-    no number (text, a refused cell, a boolean): blank in the output, their text in the row's error.
-    """
-    n = len(table)
-    problems = RowProblems(n)
-    flagged: dict[str, np.ndarray] = {}
-    if cell_errors:
-        index = table.index
-        for (label, col), message in cell_errors.items():
-            pos = index.get_indexer([label]) if index.is_unique else np.flatnonzero(index == label)
-            for p in np.atleast_1d(pos):
-                if p >= 0:
-                    flagged.setdefault(col, np.zeros(n, dtype=bool))[p] = True
-                    problems.add([p], lambda _p, m=message: m)
-    numeric = table.copy(deep=False)
-    bad_cells: dict[str, np.ndarray] = {}
-    for c in numeric.columns:
-        if column_kind(c) == "number":
-            numeric[c] = coerce_numeric_text(table[c])
-            if numeric[c].dtype.kind == "O":
-                flags = flagged.setdefault(c, np.zeros(n, dtype=bool))
-                numeric[c] = _out_of_range_cells(c, numeric[c], problems, flags)
-            if table[c].dtype.kind not in "iuf":
-                obj = numeric[c].to_numpy(dtype=object)
-                bad = np.fromiter((not (_is_number(v) or _is_absent(v)) for v in obj), dtype=bool, count=n)
-                bad_cells[c] = bad | flagged.get(c, np.zeros(n, dtype=bool))
-    given, eff, problems = table_problems(numeric, flagged, problems)
-    return given, eff, problems, bad_cells
-
-
 # ==================================================================================== evaluation
-
-_ROW_PREFIX = re.compile(r"^row [^:]*: ")
-_POSITION = re.compile(r"^([A-Za-z_][\w ]*)\[0\]=")
-
-
-def _refusal_message(exc: ValueError) -> str:
-    """The engine's message for a one-row table, without its "row 0: " and "[0]" (the output row is the row)."""
-    return _POSITION.sub(r"\1=", _ROW_PREFIX.sub("", str(exc)), count=1)
-
 
 def _row_warnings(n: int, eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray],
                   positions: np.ndarray) -> np.ndarray:
@@ -313,29 +189,18 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
         meta = evaluate_rows(table._meta, **kwargs)
         return table.map_partitions(evaluate_rows, meta=meta, **kwargs)
     table = _as_table(table)
-    if cell_errors is None:
-        cell_errors = table.attrs.get("cell_errors", {})
-    setup_info = None
     given_table = table                              # the rows as given: what the strategies plan from
-    if design is not None or any(c in SETUP_FIELD_BY_NAME for c in table.columns):  # the design as the input
-        from .batch_setup import fill_from_setup
-
-        table, setup_problems, setup_info = fill_from_setup(table, design)
-    _check_columns(table, extra_columns)
-    given, eff, problems, bad_cells = _validate(table, cell_errors)
-    if setup_info is not None:
-        for p, errs in setup_problems.by_row.items():
-            problems.add([p], lambda _p, e=errs[0]: e)
-    res = _evaluate_valid_rows(table, given, problems)
-    if setup_info is not None:
-        _setup_pass(table, design, eff, res, setup_info, problems)
+    planned = plan_table(table, designs=() if design is None else (design,), extra_columns=extra_columns,
+                         ranged=range_column,
+                         cell_errors=table.attrs.get("cell_errors", {}) if cell_errors is None else cell_errors)
+    table, given, eff, res, problems = planned.table, planned.given, planned.eff, planned.res, planned.problems
     mc = None
     if deadline:
         evaluated = np.flatnonzero(~problems.mask())
         mc = monte_carlo_columns(len(table), eff, res, evaluated, runs, seed, failures, final_save, problems, design)
     if strategies:   # engine.batch_strategies: the rows as given, planned as compare plans a file
         mc = {**(mc or {}), **_strategies(given_table, problems, tiers, failure_classes)}
-    return _results(table, given, eff, res, bad_cells, problems, design, setup_info is not None, mc)
+    return _results(table, given, eff, res, planned.bad_cells, problems, design, planned.setup is not None, mc)
 
 
 def _tier_design(tiers: Any, failure_classes: Any) -> Any:
@@ -375,52 +240,13 @@ def _as_table(table: Any) -> pd.DataFrame:
     return to_table(table)
 
 
-def _evaluate_valid_rows(table: pd.DataFrame, given: Mapping[str, np.ndarray], problems: RowProblems
-                         ) -> dict[str, np.ndarray]:
-    """:func:`engine.evaluate`'s columns of every row that passed the masks (NaN elsewhere), in one engine
-    call; only if the engine refuses rows are they isolated by bisection and become the rows' problems."""
-    n = len(table)
-    candidates = np.flatnonzero(~problems.mask())
-    number_cols = [c for c in table.columns if column_kind(c) == "number" and c in given]
-    derived = derived_columns()
-    res = {c: np.full(n, np.nan) for c in derived}
-    if len(candidates):
-        sub = pd.DataFrame({c: given[c][candidates] for c in number_cols}, index=pd.RangeIndex(len(candidates)), copy=False)
-        if "on_node_loss" in table.columns:   # the one text input a plan reads (engine.elastic_table)
-            sub["on_node_loss"] = table["on_node_loss"].to_numpy(dtype=object)[candidates]
-        parts, refused = evaluate_each(sub)
-        for k, exc in refused.items():
-            problems.add([candidates[k]], lambda _p, m=_refusal_message(exc): m)
-        for c in sorted({c for part in parts for c in part.columns if _extra(c)}):
-            res[c] = np.full(n, np.nan)  # a failure-phase schedule, preemptible capacity (engine.*_table)
-        for part in parts:
-            pos = candidates[part.index.to_numpy()]
-            for c in [*derived, *(c for c in part.columns if _extra(c))]:
-                res[c][pos] = part[c].to_numpy(dtype=float)
-    return res
-
-
-def _setup_pass(table: pd.DataFrame, design: Any, eff: Mapping[str, np.ndarray], res: dict[str, np.ndarray],
-                setup_info: Mapping[str, np.ndarray], problems: RowProblems) -> None:
-    """What the rows' setup columns and tier design add to the evaluated figures, in place: whether each
-    stall was derived, the tiered plan (:func:`.batch_setup.tiered_pass`), then the setup's figures at each
-    row's wall hours and its whole bill (:func:`.batch_setup.setup_figures`)."""
-    from .batch_setup import setup_figures, tiered_pass
-
-    # a stall derived from the real size was not measured on a small model
-    res["stall_derived"] = setup_info["stall_derived"].astype(np.float64)
-    if design is not None:
-        tiered_pass(design, eff, res, setup_info, problems)
-    res.update(setup_figures(table, res, problems, tiered=design is not None))
-
-
 def _results(table: pd.DataFrame, given: Mapping[str, np.ndarray], eff: Mapping[str, np.ndarray],
              res: Mapping[str, np.ndarray], bad_cells: Mapping[str, np.ndarray], problems: RowProblems, design: Any,
              with_setup: bool, mc: Optional[Mapping[str, np.ndarray]]) -> pd.DataFrame:
     """The output table (module notes): status, error and warnings, the input columns, the plan's columns
     (with a tier design each tier's name and columns), the setup's and the Monte Carlo's."""
     out = {**_lead_columns(table.index, eff, res, problems), **_input_columns(table, given, res, bad_cells)}
-    plan_out = list(derived_columns()) + [c for c in res if _extra(c)]
+    plan_out = list(derived_columns()) + [c for c in res if is_extra_column(c)]
     if design is not None:
         from .tiers.table import SINGLE_LEVEL_ONLY, TIER_COLUMNS
 
@@ -432,8 +258,6 @@ def _results(table: pd.DataFrame, given: Mapping[str, np.ndarray], eff: Mapping[
             plan_out += [f"tier{i + 1}_{c}" for c in TIER_COLUMNS]
     setup_out: list[str] = []
     if with_setup:
-        from .batch_setup import SETUP_RESULT_COLUMNS
-
         setup_out = [c for c in SETUP_RESULT_COLUMNS if c in res]
     extra = {c: mc[c] for c in MONTE_CARLO_COLUMNS if c in mc} if mc is not None else {}
     if mc is not None and "cheapest_strategy" in mc:
@@ -511,10 +335,8 @@ def scenario_seeds(table: Any, seed: int = DEFAULT_SEED, failures: Union[str, "_
     cell_errors = table.attrs.get("cell_errors", {})
     info = None
     if design is not None or any(c in SETUP_FIELD_BY_NAME for c in table.columns):
-        from .batch_setup import fill_from_setup
-
-        table, _, info = fill_from_setup(table, design)
-    _, eff, _, _ = _validate(table, cell_errors)
+        table, _, info = fill_from_setup(table, () if design is None else (design,))
+    _, eff, _, _ = validate_cells(table, cell_errors)
     taken = ("job_mtbf_h", "chosen_interval_min") + (tuple(
         f"tier{i + 1}_{k}" for i in range(len(design.tiers)) for k in ("checkpoint_stall_min", "restore_min"))
         if design is not None else ())

@@ -34,8 +34,8 @@ from .reliability import FailureDomain
 
 __all__ = ["DOMAIN_COL", "RowProblems", "Scenario", "check_columns", "check_mapping", "check_scenario", "derived_columns", "domain_indices", "evaluate",
            "evaluate_each", "is_absent", "is_number", "number_column", "scenario_from_dict", "scenario_job_mtbf_h",
-           "scenario_to_dict",
-           "table_problems", "to_table", "validate_table"]
+           "scenario_to_dict", "scenarios_job_mtbf_h",
+           "table_problems", "to_table", "validate_table", "validated_copy"]
 
 
 def _post_init(self) -> None:
@@ -66,6 +66,18 @@ def _post_init(self) -> None:
     if problems.by_row:  # one scenario: name the field, not a table row
         err = problems.by_row[0][0]
         raise InputError(err.field, err.value, err.rule)
+
+
+def validated_copy(scenario: Any, **changes: Any) -> Any:
+    """A copy of ``scenario`` with fields changed to numbers a table pass has already validated (the plan
+    pipeline, :func:`engine.pipeline.plan_table`, checks every row once at its boundary): not checked again.
+    Any other change goes through ``scenario.replace``, which validates."""
+    import copy
+
+    out = copy.copy(scenario)
+    for name, value in changes.items():
+        object.__setattr__(out, name, value)
+    return out
 
 
 def _replace(self, **changes: Any) -> "Scenario":
@@ -601,7 +613,12 @@ def scenario_job_mtbf_h(scenario: Scenario) -> float:
     MTBF, non-fatal share and failure domains), without planning the rest: what a setup's spare pool needs
     before the stall and restart it derives are known (:func:`engine.setup.plan_setup`)."""
     check_scenario(scenario, "scenario")
-    return float(_job_mtbf_h(pd.RangeIndex(1), _scenario_columns([scenario]))[0])
+    return float(scenarios_job_mtbf_h([scenario])[0])
+
+
+def scenarios_job_mtbf_h(scenarios: list[Scenario]) -> np.ndarray:
+    """:func:`scenario_job_mtbf_h` of valid scenarios, one vectorised pass (the plan pipeline's spare pools)."""
+    return _job_mtbf_h(pd.RangeIndex(len(scenarios)), _scenario_columns(list(scenarios)))
 
 
 def _job_mtbf_h(index: pd.Index, cols: dict[str, np.ndarray]) -> np.ndarray:
@@ -710,19 +727,27 @@ def derived_columns() -> tuple[str, ...]:
     return tuple(c for c in evaluate(probe).columns if c not in probe.columns)
 
 
-def evaluate_each(table: pd.DataFrame) -> tuple[list[pd.DataFrame], dict[Any, ValueError]]:
+def evaluate_each(table: pd.DataFrame, validated: dict[str, np.ndarray] | None = None
+                  ) -> tuple[list[pd.DataFrame], dict[Any, ValueError]]:
     """:func:`evaluate` on every row it accepts: (results in row order, {label: why a row was refused}).
 
     One call when every row is valid; otherwise the refused rows are isolated by bisection (about
     ``2 k log2(n)`` calls for k refused rows). For callers that must answer every good row even
-    when some rows break a rule or overflow the model (batches, spreadsheet ranges).
+    when some rows break a rule or overflow the model (batches, spreadsheet ranges). ``validated``: the
+    table's effective columns as :func:`table_problems` gave them for these rows, which had no problem
+    (the plan pipeline validates once, :func:`engine.pipeline.plan_table`): the models run on them without
+    a second validation; only what the models themselves refuse (an overflow) is isolated.
     """
     try:
-        return [evaluate(table)], {}
+        return [evaluate(table) if validated is None else _evaluate_valid(table, validated)], {}
     except ValueError as exc:
         if len(table) == 1:
             return [], {table.index[0]: exc}
     mid = len(table) // 2
-    left, e1 = evaluate_each(table.iloc[:mid])
-    right, e2 = evaluate_each(table.iloc[mid:])
+
+    def half(part: slice) -> dict[str, np.ndarray] | None:
+        return None if validated is None else {k: v[part] for k, v in validated.items()}
+
+    left, e1 = evaluate_each(table.iloc[:mid], half(slice(None, mid)))
+    right, e2 = evaluate_each(table.iloc[mid:], half(slice(mid, None)))
     return left + right, {**e1, **e2}

@@ -39,6 +39,7 @@ import numpy as np
 
 from .errors import InputError
 from .fields import COST_FIELDS, COST_PARTS, SETUP_FIELDS, TIER_KEYS
+
 from .gate import check_number
 from .scenario import Scenario, check_mapping
 from .spoken import duration
@@ -74,6 +75,9 @@ PARTS = ("detection_min", "reallocation_min", "startup_min", "init_min", "load_m
 #: time-average nodes in repair and the share of the pool's time the job waits for a node
 POOL_FIGURES = ("spare_free_probability", "pool_reallocation_min", "reallocation_sd_min", "mean_nodes_in_repair",
                 "pool_waiting_share")
+
+#: the setup's fields (table columns of the pipeline, not columns of a plan's row)
+SETUP_FIELD_NAMES = frozenset(f.name for f in SETUP_FIELDS)
 
 #: runs of the tiered Monte Carlo behind a tiered plan's P(finish by deadline)
 DEADLINE_RUNS = 2000
@@ -207,39 +211,6 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
-def _derived(sc: Scenario, st: Any, job_mtbf_h: float | None) -> dict[str, Any]:
-    """What the setup derives for this scenario, through :mod:`engine.setup_table` (one row): the
-    single-level derivation is written once, on columns. None for a figure the setup does not give.
-
-    A bad setup value raises the first problem, naming the field (not a table row).
-    """
-    import pandas as pd
-
-    from .scenario import RowProblems
-    from .setup_table import setup_columns
-
-    row = {"nodes": sc.nodes, "gpus_per_node": sc.gpus_per_node}
-    row.update({f.name: getattr(st, f.name) for f in SETUP_FIELDS if getattr(st, f.name) is not None})
-    problems = RowProblems(1)
-    cols = setup_columns(pd.DataFrame([row]), job_mtbf_h, problems=problems)
-    if problems.by_row:
-        raise problems.by_row[0][0]
-    return {k: (None if np.isnan(v[0]) else float(v[0])) for k, v in cols.items()}
-
-
-def _restart_parts(st: Any, derived: dict[str, Any], notes: list[str]) -> tuple[dict[str, float], dict[str, Any]]:
-    """The restart pipeline's parts (minutes) and the spare pool's figures; empty if no part is given."""
-    spare: dict[str, Any] = {"spares": st.spares or 0, **{k: derived[k] for k in POOL_FIGURES}}
-    if derived["restart_pipeline_min"] is None:
-        return {}, spare
-    parts = {p: derived[f"part_{p}"] or 0.0 for p in PARTS}
-    if st.reallocation_min is not None and derived["pool_reallocation_min"] is not None:
-        share = st.replacement_share if st.replacement_share is not None else 1.0
-        notes.append(f"reallocation_min = {st.reallocation_min:g} is stated: it overrides the spare pool's "
-                     f"expected {duration(share * derived['pool_reallocation_min'])}")
-    return parts, spare
-
-
 def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
     """Plan ``scenario`` with its storage and recovery ``setup`` (see the module notes).
 
@@ -262,18 +233,31 @@ def plan_setup(scenario: Scenario, setup: Any = None) -> SetupPlan:
 def plan_setups(pairs: Any) -> list[SetupPlan]:
     """:func:`plan_setup` of several ``(scenario, setup)`` pairs (a baseline and its designs) in one pass.
 
-    Each pair's derived scenario is settled first; then the scenarios are evaluated together, one
-    :func:`engine.evaluate` over a table of them (scenarios of the same shape: failure domains, failure
-    phases, preemptions), and each plan is finished from its row. The figures are :func:`plan_setup`'s,
-    pair by pair; the first pair the engine refuses raises, naming the field.
+    The pairs are one table (:func:`engine.to_table` and the setups' fields as columns), planned by
+    :func:`engine.pipeline.plan_table`, the pipeline every surface calls (a batch row and a plan of the same
+    scenario are the same code): the setup derived for every row at once, one :func:`engine.evaluate`, the
+    tiered rows of designs of one structure planned and their optima searched together, the money once.
+    Tables are per shape of scenario (failure domains, failure phases, preemptions). Each plan is then
+    finished from its row (notes, tiers, the best spare count, a tiered plan's Monte Carlo deadline). The
+    first pair the engine refuses raises, naming the field.
     """
-    prepared = [_prepared(scenario, setup) for scenario, setup in pairs]
-    rows = _evaluated([p[1] for p in prepared])
-    return [_finished(*p, row) for p, row in zip(prepared, rows)]
+    checked = [_checked(scenario, setup) for scenario, setup in pairs]
+    groups: dict[tuple, list[int]] = {}
+    for i, (sc, _) in enumerate(checked):
+        groups.setdefault((len(sc.domains), len(sc.failure_phases), bool(sc.preemptions_per_h)), []).append(i)
+    plans: list[Any] = [None] * len(checked)
+    for members in groups.values():
+        for i, plan in zip(members, _planned_group([checked[i] for i in members])):
+            plans[i] = plan
+    for plan in plans:
+        if isinstance(plan, Exception):
+            raise plan
+    return plans
 
 
-def _prepared(scenario: Scenario, setup: Any) -> tuple:
-    """A pair checked and its derived scenario settled: ``(setup, scenario, sizes, parts, spare, notes)``."""
+def _checked(scenario: Scenario, setup: Any) -> tuple[Scenario, Any]:
+    """A pair checked at the boundary: a :class:`Scenario`, a :class:`RecoverySetup` (None: none), and what the
+    tiered model cannot plan refused by name."""
     st = setup if setup is not None else RecoverySetup()
     if not isinstance(scenario, Scenario):
         raise InputError("scenario", type(scenario).__name__, "must be a Scenario")
@@ -286,149 +270,286 @@ def _prepared(scenario: Scenario, setup: Any) -> tuple:
         if scenario.on_node_loss == "continue":
             raise InputError("on_node_loss", "continue", "the multi-level (tiers) model plans a job that stops at "
                              "every failure: plan elastic continuation single-level (leave out the tiers)")
-    notes: list[str] = []
-    base, sizes, parts, spare = _derived_scenario(scenario, st, notes)
-    return st, base, sizes, parts, spare, notes
+    return scenario, st
 
 
-def _evaluated(scenarios: list[Scenario]) -> list[Any]:
-    """:func:`engine.evaluate`'s row of each scenario: one table pass per group of scenarios whose tables have
-    the same columns (failure domains, failure phases, preemptions); a group the engine refuses is evaluated
-    scenario by scenario, so the error names the field of the first one refused, as a single plan does."""
+def _pairs_table(checked: list[tuple[Scenario, Any]]) -> tuple[Any, dict[str, np.ndarray]]:
+    """The pairs as one scenario table with the setups' fields as columns, and the mask of the derivable
+    cells each scenario states (:data:`DERIVED`: a stated value wins over the setup's)."""
+    from .scenario import to_table
+
+    table = to_table([sc for sc, _ in checked])
+    for f in SETUP_FIELDS:
+        values = [getattr(st, f.name) for _, st in checked]
+        if any(v is not None for v in values):
+            table[f.name] = np.array([np.nan if v is None else float(v) for v in values], dtype=np.float64)
+    stated = {name: np.array([name in st.stated for _, st in checked], dtype=bool) for name in DERIVED}
+    return table, stated
+
+
+def _stacked_designs(checked: list[tuple[Scenario, Any]]) -> tuple[list, np.ndarray, list]:
+    """The tier designs of the pairs: (designs of one structure stacked, :func:`engine.tiers.table.stack_designs`;
+    each pair's stacked design, -1 without tiers; each pair's own validated design, None without tiers)."""
+    from .tiers.table import design_structure, stack_designs, tier_design
+
+    own = [tier_design(st.tiers, st.failure_classes) if st.tiers else None for _, st in checked]
+    shapes: dict[tuple, list[int]] = {}
+    for i, d in enumerate(own):
+        if d is not None:
+            shapes.setdefault(design_structure(d), []).append(i)
+    rows = np.full(len(checked), -1)
+    stacked = []
+    for k, members in enumerate(shapes.values()):
+        stacked.append(stack_designs([own[i] for i in members]))
+        rows[members] = k
+    return stacked, rows, own
+
+
+def _planned_group(checked: list[tuple[Scenario, Any]]) -> list[Any]:
+    """The plans of pairs of one shape (an exception in place of a pair the engine refuses)."""
+    from .pipeline import plan_table
+    from .scenario import scenarios_job_mtbf_h
+    from .validity import model_warnings
+
+    table, stated = _pairs_table(checked)
+    try:
+        designs, design_rows, own = _stacked_designs(checked)
+    except InputError:
+        return [_alone(pair) for pair in checked]
+    pools = [st.repair_h is not None for _, st in checked]   # the spare pool needs the job's failure rate
+    mtbf = np.where(pools, scenarios_job_mtbf_h([sc for sc, _ in checked]), np.nan) if any(pools) else None
+    planned = plan_table(table, designs=designs, design_rows=design_rows, stated=stated, extra_columns="keep",
+                         setup=True, job_mtbf_h=mtbf)
+    # what the model checks read: the validated inputs and the plan (a tiered row's checks its own figures)
+    warned = model_warnings({**planned.eff, **planned.res})
+    rows = _Rows(planned)
+    out: list[Any] = []
+    for i, (sc, st) in enumerate(checked):
+        errs = planned.problems.by_row.get(i)
+        if errs:
+            out.append(_refusal(errs[0], sc, planned.table, i))
+            continue
+        try:
+            out.append(_finished(sc, st, own[i], planned, i, rows, tuple(warned[i])))
+        except InputError as exc:
+            out.append(exc)
+    return out
+
+
+def _alone(pair: tuple[Scenario, Any]) -> Any:
+    """A pair's design refused: the pair's own error (each pair's design validated on its own)."""
+    from .tiers.table import tier_design
+
+    try:
+        if pair[1].tiers:
+            tier_design(pair[1].tiers, pair[1].failure_classes)
+    except InputError as exc:
+        return exc
+    return _planned_group([pair])[0]
+
+
+def _refusal(err: Any, sc: Scenario, table: Any, i: int) -> Exception:
+    """A refused pair's error as the engine raises it: the recorded :class:`InputError`, else (a refusal the
+    batch records as text) the engine's own, raised again by :func:`engine.evaluate` on the scenario."""
+    if isinstance(err, Exception):
+        return err
     from .scenario import evaluate
 
-    groups: dict[tuple, list[int]] = {}
-    for i, sc in enumerate(scenarios):
-        key = (len(sc.domains), len(sc.failure_phases), bool(sc.preemptions_per_h))
-        groups.setdefault(key, []).append(i)
-    rows: list[Any] = [None] * len(scenarios)
-    for members in groups.values():
-        try:
-            table = evaluate([scenarios[i] for i in members])
-        except ValueError:
-            table = None
-        for j, i in enumerate(members):
-            rows[i] = evaluate(scenarios[i]).iloc[0] if table is None else table.iloc[j]
-    return rows
+    try:
+        evaluate(_derived_scenario(sc, table, i))
+    except (ValueError, InputError) as exc:
+        return exc
+    return InputError("scenario", sc.name, str(err))
 
 
-def _finished(st: Any, base: Scenario, sizes: dict[str, Any], parts: dict[str, float], spare: dict[str, Any],
-              notes: list[str], row: Any) -> SetupPlan:
-    """The plan of a settled pair from its evaluated row: single-level or tiered, then the money."""
-    if st.tiers:
-        figures, tiers, checked = _tiered(base, st, row, parts, sizes, notes)
-    else:
-        figures, tiers = _single(base, st, row, sizes, parts)
-        checked = {}
-        _single_level_bills(tiers, sizes, figures["wall_h"])   # a tiered plan's bills come with its tiers
-    figures.update(_money(base, st, figures, tiers, sizes, spare))
-    figures.update(_best_spares(base, st, parts, figures, notes, tiered=bool(st.tiers)))
-    from .tiers.table import stall_derived
+def _derived_scenario(sc: Scenario, table: Any, i: int, checked: bool = False) -> Scenario:
+    """The scenario with the stall, write, restart and downtime the pipeline filled in (row ``i`` of ``table``, a
+    DataFrame or the row's values); ``checked``: the pipeline validated the row (not checked again,
+    :func:`engine.scenario.validated_copy`)."""
+    from .scenario import validated_copy
 
-    row = row.copy()   # the plan's money (one meaning per name: total_cost is everything the plan pays)
-    for f in COST_FIELDS:
-        row[f.name] = figures[f.name]
-    # a stall derived from the real checkpoint size was not measured on a small model
-    size, derived = (math.nan if sizes[k] is None else sizes[k] for k in ("checkpoint_size_gb",
-                                                                          "derived_checkpoint_stall_min"))
-    row["stall_derived"] = float(stall_derived(size, derived, "checkpoint_stall_min" in st.stated, st.tiers))
-    return SetupPlan(base, row, figures, tuple(tiers), parts, tuple(notes), _warnings(row, checked))
+    changes = {}
+    for name in DERIVED:
+        if isinstance(table, Mapping):
+            v = table.get(name)
+        else:
+            v = table[name].iloc[i] if name in table.columns else None
+        if v is not None and v == v and float(v) != getattr(sc, name):
+            changes[name] = float(v)
+    if not changes:
+        return sc
+    return validated_copy(sc, **changes) if checked else sc.replace(**changes)
 
 
-def _derived_scenario(scenario: Scenario, st: Any, notes: list[str]) -> tuple[Scenario, dict[str, Any],
-                                                                              dict[str, float], dict[str, Any]]:
-    """The scenario with the stall, background write and restart its setup derives (one the scenario states
-    wins, and a note says so): (that scenario, what the setup derives, the restart pipeline's parts, the spare
-    pool's figures).
+def _value(cols: Mapping[str, Any], key: str, i: int) -> float | None:
+    v = float(cols[key][i])
+    return None if math.isnan(v) else v
 
-    Every derived field is settled first, then the scenario is changed (and checked) once; it is evaluated
-    with the others of its pass (:func:`plan_setups`)."""
-    from .scenario import scenario_job_mtbf_h
 
-    # the spare pool needs the job's failure rate (the stall and restart do not change it)
-    job_mtbf_h = scenario_job_mtbf_h(scenario) if st.repair_h is not None else None
-    sizes = _derived(scenario, st, job_mtbf_h)
-    changes: dict[str, Any] = {}
+def _notes(sc: Scenario, st: Any, sizes: dict[str, Any], parts: dict[str, float], spare: dict[str, Any]) -> list[str]:
+    """What the plan says about a stated value that overrides a derived one."""
+    notes = []
     for name, key in (("checkpoint_stall_min", "derived_checkpoint_stall_min"),
                       ("async_write_min", "derived_async_write_min")):
-        derived = sizes[key]
-        if derived is None:
-            continue
-        if name in st.stated:
-            notes.append(f"{name} = {getattr(scenario, name):g} is stated: it overrides the {duration(derived)} "
+        if sizes[key] is not None and name in st.stated:
+            notes.append(f"{name} = {getattr(sc, name):g} is stated: it overrides the {duration(sizes[key])} "
                          "derived from the checkpoint size and bandwidth")
-        else:
-            changes[name] = derived
-    parts, spare = _restart_parts(st, sizes, notes)
-    if parts:
-        pipeline = sum(parts.values())
-        if "restart_min" in st.stated:
-            notes.append(f"restart_min = {scenario.restart_min:g} is stated: it overrides the pipeline's "
-                         f"{duration(pipeline)}")
-        else:
-            # the wait for a node is downtime: the job holds no full set of nodes, so it cannot fail then
-            restart = {"restart_min": pipeline}
-            if "downtime_min" not in st.stated:
-                restart["downtime_min"] = parts["reallocation_min"]
-            changes.update({k: v for k, v in restart.items() if v != getattr(scenario, k)})
-    base = scenario.replace(**changes) if changes else scenario
-    return base, sizes, parts, spare
+    if parts and st.reallocation_min is not None and spare["pool_reallocation_min"] is not None:
+        share = st.replacement_share if st.replacement_share is not None else 1.0
+        notes.append(f"reallocation_min = {st.reallocation_min:g} is stated: it overrides the spare pool's "
+                     f"expected {duration(share * spare['pool_reallocation_min'])}")
+    if parts and "restart_min" in st.stated:
+        notes.append(f"restart_min = {sc.restart_min:g} is stated: it overrides the pipeline's "
+                     f"{duration(sum(parts.values()))}")
+    if st.tiers and not parts:
+        notes.append(f"restart_min = {sc.restart_min:g} is taken as the restart without the checkpoint load; "
+                     "each tier adds its own restore time")
+    return notes
 
 
-def _single_level_bills(tiers: list[dict], sizes: dict[str, Any], wall_h: float) -> None:
-    """Each tier's ``storage_cost`` over the plan's months (0 without a checkpoint size), in place; a storage
-    price without a checkpoint size is refused."""
-    from .storage import months_from_hours, storage_cost
+def _finished(sc: Scenario, st: Any, design: Any, planned: Any, i: int, rows: Any,
+              warnings: tuple[str, ...]) -> SetupPlan:
+    """The plan of pair ``i`` from its row of the planned table (``rows``: the rows as :func:`engine.evaluate`
+    lays them out; ``warnings``: its model checks): single-level or tiered, then the money."""
+    cols, res = planned.setup["setup"], planned.res
+    sizes = {k: _value(cols, k, i) for k in ("checkpoint_size_gb", "derived_checkpoint_stall_min",
+                                             "derived_async_write_min", "derived_restore_min")}
+    parts = {p: _value(cols, f"part_{p}", i) or 0.0 for p in PARTS} \
+        if not math.isnan(cols["restart_pipeline_min"][i]) else {}
+    spare = {"spares": st.spares or 0, **{k: _value(cols, k, i) for k in POOL_FIGURES}}
+    row = rows.values(i, tiered=design is not None)
+    base = _derived_scenario(sc, row, i, checked=True)
+    notes = _notes(base, st, sizes, parts, spare)
+    if design is not None:
+        figures, tiers = _tiered(base, design, res, i)
+    else:
+        figures, tiers = _single(base, st, row, sizes, parts)
+        tiers[0]["storage_cost"] = float(res["storage_cost"][i])
+    figures.update(_money(base, st, figures, res, i, sizes, spare))
+    figures.update(_best_spares(base, st, parts, figures, notes, tiered=design is not None))
+    row.update({f.name: figures[f.name] for f in COST_FIELDS})   # the plan's money: total_cost is everything it pays
+    row["stall_derived"] = float(res["stall_derived"][i])
+    return SetupPlan(base, rows.series(row, i), figures, tuple(tiers), parts, tuple(notes), warnings)
 
-    months = float(months_from_hours(wall_h))
-    for t in tiers:
-        size = sizes["checkpoint_size_gb"]
-        if t["price_per_gb_month"] and size is None:
-            raise InputError(f"tiers ({t['name']}).price_per_gb_month", t["price_per_gb_month"],
-                             "needs the checkpoint size: give parameters_b")
-        t["storage_cost"] = (float(storage_cost(size, t["retention"], t["price_per_gb_month"], months, t["copies"]))
-                             if size is not None else 0.0)
+
+class _Rows:
+    """The planned table's rows as :func:`engine.evaluate` gives them: the scenario's columns (the setup's stall,
+    write and restart filled in) and the single-level plan's (a tiered plan's row keeps them: its own figures
+    are the plan's), then the plan's money and ``stall_derived``; the layout is settled once per table."""
+
+    def __init__(self, planned: Any):
+        import pandas as pd
+
+        from .pipeline import is_extra_column
+        from .scenario import derived_columns
+
+        self.planned = planned
+        table = planned.table
+        self.inputs = [c for c in table.columns if c not in SETUP_FIELD_NAMES]
+        self.cells = table[self.inputs].to_numpy(dtype=object)
+        self.derived = [c for c in derived_columns() if c not in self.inputs] + [
+            c for c in planned.res if is_extra_column(c)]
+        self.overlap = [c for c in derived_columns() if c in self.inputs]   # job_mtbf_h: the one each row used
+        keys = self.inputs + self.derived + [f.name for f in COST_FIELDS] + ["stall_derived"]
+        self.index = pd.Index(list(dict.fromkeys(keys)))
+
+    def values(self, i: int, tiered: bool) -> dict[str, Any]:
+        src = self.planned.single if tiered else self.planned.res
+        out = dict(zip(self.inputs, self.cells[i]))
+        out.update({c: src[c][i] for c in self.overlap})
+        out.update({c: src[c][i] for c in self.derived if c in src})
+        flag = out.get("deadline_approximation_ok")   # evaluate's one yes/no column: a table pass holds it as a number
+        if flag is not None and flag == flag:
+            out["deadline_approximation_ok"] = bool(flag)
+        return out
+
+    def series(self, values: dict[str, Any], i: int) -> Any:
+        import pandas as pd
+
+        return pd.Series([values.get(k) for k in self.index], index=self.index, name=i, dtype=object)
 
 
-def _money(base: Scenario, st: Any, figures: dict[str, Any], tiers: list[dict], sizes: dict[str, Any],
+def _money(base: Scenario, st: Any, figures: dict[str, Any], res: Mapping[str, Any], i: int, sizes: dict[str, Any],
            spare: dict[str, Any]) -> dict[str, Any]:
-    """The plan's figures besides the model's: what the setup derives, the restart used, the spares, the
-    GPU-hours of job and spares, the money (compute by category, storage, spares, :data:`engine.fields.COST_PARTS`'
-    sums) and the cost per useful GPU-hour."""
-    spares = spare["spares"]
-    wall_h = figures["wall_h"] - figures.get("capacity_wait_h", 0.0)  # no GPUs held while waiting for capacity
-    price = base.price_per_gpu_hour
-    if base.preemptions_per_h and base.spot_price_per_gpu_hour is not None:  # engine.preemption_table's rule
-        price = base.spot_price_per_gpu_hour
-    job_gpu_h = figures["gpus"] * wall_h
-    spare_gpu_h = spares * base.gpus_per_node * wall_h
-    money = {f"{k}_cost": figures[f"{k}_h"] * figures["gpus"] * price for k in ("useful", "save", "rework", "restart")}
-    money["storage_cost"] = sum(t["storage_cost"] for t in tiers)
-    money["spare_cost"] = spare_gpu_h * price
-    for key in ("compute_cost", "total_cost"):   # useful + save + rework + restart; compute + storage + spares
-        money[key] = sum(money[k] for k in COST_PARTS[key])
-    useful_gpu_h = figures["gpus"] * base.useful_training_h
+    """The plan's figures besides the model's, read from its row: what the setup derives, the restart used, the
+    spares, the GPU-hours of job and spares, and the money the pipeline summed (:func:`engine.pipeline.setup_figures`:
+    compute by category, storage, spares, ``total_cost``, the cost per useful GPU-hour)."""
+    held_h = figures["wall_h"] - figures.get("capacity_wait_h", 0.0)  # no GPUs held while waiting for capacity
+    job_gpu_h = figures["gpus"] * held_h
+    spare_gpu_h = float(res["spare_gpu_hours"][i])
+    money = {k: float(res[k][i]) for k in (*COST_PARTS["compute_cost"], "compute_cost", "storage_cost", "total_cost",
+                                           "cost_per_useful_gpu_hour")}
+    money["spare_cost"] = float(res["spare_cost"][i])
     return {
-        "checkpoint_size_gb": sizes["checkpoint_size_gb"],
-        "derived_checkpoint_stall_min": sizes["derived_checkpoint_stall_min"],
-        "derived_async_write_min": sizes["derived_async_write_min"],
-        "derived_restore_min": sizes["derived_restore_min"],
-        "restart_min": float(base.restart_min) if not st.tiers else figures["restart_min"],
-        "spares": spares, **{k: spare[k] for k in POOL_FIGURES},
+        **sizes, "restart_min": float(base.restart_min) if not st.tiers else figures["restart_min"],
+        "spares": spare["spares"], **{k: spare[k] for k in POOL_FIGURES},
         "job_gpu_hours": job_gpu_h, "spare_gpu_hours": spare_gpu_h, "total_gpu_hours": job_gpu_h + spare_gpu_h,
-        **money, "cost_per_useful_gpu_hour": money["total_cost"] / useful_gpu_h, "currency": base.currency,
+        **money, "currency": base.currency,
     }
 
 
-def _warnings(row: Any, checked: dict[str, Any]) -> tuple[str, ...]:
-    """:func:`engine.validity.model_warnings` of the plan; ``checked``: what a tiered plan's checks read instead
-    of the single-level row (:func:`engine.tiers.table.checked_figures`), as a tiered batch row's do."""
-    from .validity import model_warnings
+def _single(base: Scenario, st: Any, row: Any, sizes: dict[str, Any],
+            parts: dict[str, float]) -> tuple[dict[str, Any], list[dict]]:
+    """A plan without tiers: engine.evaluate's numbers, one implicit tier for the storage bill."""
+    keys = ("job_mtbf_h", "waste_fraction", "wall_h", "useful_h", "save_h", "rework_h", "restart_h", "gpus",
+            "goodput", "expected_failures")
+    figures = {k: float(row[k]) for k in keys}
+    figures.update(name=base.name, checkpoint_stall_min=float(base.checkpoint_stall_min),
+                   async_write_min=float(base.async_write_min), interval_min=float(row["chosen_interval_min"]),
+                   p_finish_by_deadline=float(row["p_finish_by_deadline"]))
+    from .elastic_table import ELASTIC_COLUMNS
 
-    check = row.copy()
-    for c, v in checked.items():
-        check[c] = float(np.asarray(v).reshape(-1)[0])
-    return tuple(model_warnings(check.to_frame().T)[0])
+    for key in ("expected_preemptions", "capacity_wait_h", *ELASTIC_COLUMNS):   # engine.preemption_table, elastic_table
+        if key in row:
+            figures[key] = float(row[key])
+    restore = parts.get("load_min") if parts else sizes["derived_restore_min"]
+    tier = {"name": "checkpoint", "every": 1, "interval_min": float(row["chosen_interval_min"]),
+            "checkpoint_stall_min": float(base.checkpoint_stall_min), "restore_min": restore,
+            "restart_min": float(base.restart_min), "retention": st.retention or 1, "copies": 1,
+            "price_per_gb_month": st.price_per_gb_month or 0.0}
+    return figures, [tier]
+
+
+TIERED_PLAN_UNUSED: dict[str, str] = {
+    "checkpoint_stall_min": "each tier has its own stall",
+}
+"""Scenario fields a tiered plan (a setup with ``tiers``) does not read, and why: a design that changes one
+changes nothing there, and says so (:func:`ckptplan.engine.designs.compare_designs`)."""
+
+
+def _tiered(base: Scenario, design: Any, res: Mapping[str, Any], i: int) -> tuple[dict[str, Any], list[dict]]:
+    """A multi-level plan, read from row ``i`` of the pipeline's tiered pass (:func:`engine.pipeline.tiered_pass`:
+    the tiers' exact expectation at the numeric optimum), and its P(finish by the deadline) by the tiered Monte Carlo."""
+    from .tiers import Tier
+
+    v = {k: float(a[i]) for k, a in res.items() if k.startswith("tier") or k in (
+        "chosen_interval_min", "waste_fraction", "wall_h", "useful_h", "save_h", "rework_h", "restart_h", "gpus",
+        "goodput", "expected_failures", "mean_restart_min", "failed_restores", "rollbacks_to_start", "job_mtbf_h",
+        "restart_other_min")}
+    T, W, s = v["chosen_interval_min"], float(base.async_write_min), float(base.async_slowdown_fraction)
+    figures = {
+        "name": base.name, "job_mtbf_h": v["job_mtbf_h"], "checkpoint_stall_min": v["tier1_checkpoint_stall_min"],
+        "async_write_min": W, "interval_min": T, "waste_fraction": v["waste_fraction"], "wall_h": v["wall_h"],
+        "useful_h": v["useful_h"], "save_h": v["save_h"], "rework_h": v["rework_h"], "restart_h": v["restart_h"],
+        "gpus": v["gpus"], "goodput": v["goodput"], "expected_failures": v["expected_failures"],
+        "restart_min": v["mean_restart_min"], "failed_restores": v["failed_restores"],
+        "rollbacks_to_start": v["rollbacks_to_start"],
+    }
+    tiers = []
+    for k, t in enumerate(design.tiers):
+        p = f"tier{k + 1}_"
+        tiers.append({"name": t["name"], "checkpoint_stall_min": v[p + "checkpoint_stall_min"],
+                      "restore_min": v[p + "restore_min"], "every": int(t["every"]), "survives": list(t["survives"]),
+                      "retention": t["retention"], "price_per_gb_month": t["price_per_gb_month"], "copies": t["copies"],
+                      "restore_failure_probability": t["restore_failure_probability"],
+                      "interval_min": v[p + "interval_min"], "restart_min": v[p + "restart_min"],
+                      "storage_cost": v[p + "storage_cost"]})
+    tier_objs = [Tier(t["name"], t["checkpoint_stall_min"], t["restore_min"], t["every"], tuple(t["survives"]),
+                      restore_failure_probability=t["restore_failure_probability"], copies=t["copies"]) for t in tiers]
+    figures["p_finish_by_deadline"] = _tiered_deadline(base, T, v["job_mtbf_h"] * 60.0, v["restart_other_min"], W, s,
+                                                       tier_objs, design.classes, float(base.downtime_min))
+    return figures, tiers
+
 
 
 def _best_spares(base: Scenario, st: Any, parts: dict[str, float], figures: dict[str, Any],
@@ -491,84 +612,6 @@ def _best_spares_elastic(base: Scenario, st: Any, parts: dict[str, float], figur
     if n == top:
         notes.append(f"the cheapest spare count is at the top of the range searched ({top}): it may be higher")
     return {"best_spares": n, "best_spares_cost_per_useful_gpu_hour": float(per_useful[n])}
-
-
-def _single(base: Scenario, st: Any, row: Any, sizes: dict[str, Any],
-            parts: dict[str, float]) -> tuple[dict[str, Any], list[dict]]:
-    """A plan without tiers: engine.evaluate's numbers, one implicit tier for the storage bill."""
-    keys = ("job_mtbf_h", "waste_fraction", "wall_h", "useful_h", "save_h", "rework_h", "restart_h", "gpus",
-            "goodput", "expected_failures")
-    figures = {k: float(row[k]) for k in keys}
-    figures.update(name=base.name, checkpoint_stall_min=float(base.checkpoint_stall_min),
-                   async_write_min=float(base.async_write_min), interval_min=float(row["chosen_interval_min"]),
-                   p_finish_by_deadline=float(row["p_finish_by_deadline"]))
-    from .elastic_table import ELASTIC_COLUMNS
-
-    for key in ("expected_preemptions", "capacity_wait_h", *ELASTIC_COLUMNS):   # engine.preemption_table, elastic_table
-        if key in row.index:
-            figures[key] = float(row[key])
-    restore = parts.get("load_min") if parts else sizes["derived_restore_min"]
-    tier = {"name": "checkpoint", "every": 1, "interval_min": float(row["chosen_interval_min"]),
-            "checkpoint_stall_min": float(base.checkpoint_stall_min), "restore_min": restore,
-            "restart_min": float(base.restart_min), "retention": st.retention or 1, "copies": 1,
-            "price_per_gb_month": st.price_per_gb_month or 0.0}
-    return figures, [tier]
-
-
-TIERED_PLAN_UNUSED: dict[str, str] = {
-    "checkpoint_stall_min": "each tier has its own stall",
-}
-"""Scenario fields a tiered plan (a setup with ``tiers``) does not read, and why: a design that changes one
-changes nothing there, and says so (:func:`ckptplan.engine.designs.compare_designs`)."""
-
-
-def _tiered(base: Scenario, st: Any, row: Any, parts: dict[str, float], sizes: dict[str, Any],
-            notes: list[str]) -> tuple[dict[str, Any], list[dict], dict[str, Any]]:
-    """A multi-level plan: the tiers' exact expectation at the numeric optimum, through
-    :func:`engine.tiers.table.tiered_columns` on one row (the batch's tiered columns are the same code)."""
-    from .tiers import Tier
-    from .tiers.table import checked_figures, tier_design, tiered_columns
-
-    design = tier_design(st.tiers, st.failure_classes)
-    size = sizes["checkpoint_size_gb"]
-    # the restart without its load: each class adds the load from the tier it restores from
-    other = (sum(v for k, v in parts.items() if k != "load_min") if parts else float(base.restart_min))
-    if not parts:
-        notes.append(f"restart_min = {base.restart_min:g} is taken as the restart without the checkpoint load; "
-                     "each tier adds its own restore time")
-    if "restart_min" in st.stated and parts:
-        other = float(base.restart_min)
-    W, s = float(base.async_write_min), float(base.async_slowdown_fraction)
-    cols = tiered_columns(design, size_gb=math.nan if size is None else size, writers=st.writers or base.nodes,
-                          job_mtbf_h=float(row["job_mtbf_h"]), restart_other_min=other, async_write_min=W,
-                          async_slowdown_fraction=s,
-                          interval_min=math.nan if base.interval_min is None else float(base.interval_min),
-                          useful_training_h=float(base.useful_training_h), gpus=float(row["gpus"]),
-                          price_per_gpu_hour=float(base.price_per_gpu_hour), downtime_min=float(base.downtime_min))
-    v = {k: float(a[0]) for k, a in cols.items()}
-    T = v["chosen_interval_min"]
-    figures = {
-        "name": base.name, "job_mtbf_h": float(row["job_mtbf_h"]), "checkpoint_stall_min": v["tier1_checkpoint_stall_min"],
-        "async_write_min": W, "interval_min": T, "waste_fraction": v["waste_fraction"], "wall_h": v["wall_h"],
-        "useful_h": v["useful_h"], "save_h": v["save_h"], "rework_h": v["rework_h"], "restart_h": v["restart_h"],
-        "gpus": v["gpus"], "goodput": v["goodput"], "expected_failures": v["expected_failures"],
-        "restart_min": v["mean_restart_min"], "failed_restores": v["failed_restores"],
-        "rollbacks_to_start": v["rollbacks_to_start"],
-    }
-    tiers = []
-    for i, t in enumerate(design.tiers):
-        k = f"tier{i + 1}_"
-        tiers.append({"name": t["name"], "checkpoint_stall_min": v[k + "checkpoint_stall_min"],
-                      "restore_min": v[k + "restore_min"], "every": int(t["every"]), "survives": list(t["survives"]),
-                      "retention": t["retention"], "price_per_gb_month": t["price_per_gb_month"], "copies": t["copies"],
-                      "restore_failure_probability": t["restore_failure_probability"],
-                      "interval_min": v[k + "interval_min"], "restart_min": v[k + "restart_min"],
-                      "storage_cost": v[k + "storage_cost"]})
-    tier_objs = [Tier(t["name"], t["checkpoint_stall_min"], t["restore_min"], t["every"], tuple(t["survives"]),
-                      restore_failure_probability=t["restore_failure_probability"], copies=t["copies"]) for t in tiers]
-    figures["p_finish_by_deadline"] = _tiered_deadline(base, T, float(row["job_mtbf_h"]) * 60.0, other, W, s, tier_objs,
-                                                       design.classes, float(base.downtime_min))
-    return figures, tiers, checked_figures(cols)
 
 
 def _tiered_deadline(base: Scenario, T: float, M: float, R: float, W: float, s: float, tier_objs: Any,

@@ -1,4 +1,4 @@
-"""The storage and recovery setup as table columns: :func:`engine.setup.plan_setup` for many rows at once.
+"""The storage and recovery setup as table columns: the setup steps of the plan pipeline (:func:`engine.pipeline.plan_table`).
 
 A scenario table (one scenario per row, :func:`engine.to_table`) may also hold setup columns, named as
 :data:`engine.fields.SETUP_FIELDS` (``parameters_b``, ``write_gb_s_per_writer``, ``repair_h`` ...;
@@ -9,12 +9,12 @@ setup without tiers (tiers are not table columns):
 * :func:`setup_columns`: the checkpoint size, the derived stall, background write and restore,
   each part of the restart pipeline and their sum, the spare pool's figures, and (given the wall
   hours) the storage and spare money (:data:`SETUP_COLUMNS`);
-* :func:`fill_scenario_columns`: the table with ``checkpoint_stall_min``, ``async_write_min`` and
-  ``restart_min`` filled in where a row leaves them empty and its setup derives them (a value the
-  row states wins, as in ``plan_setup``);
-* :func:`plan_columns`: the whole single-level plan, :func:`engine.evaluate` at the filled-in
-  stall and restart plus the setup's money: ``total_cost`` (compute + storage + spares),
-  ``total_gpu_hours`` (job + spares) and ``cost_per_useful_gpu_hour`` as ``plan_setup`` gives them.
+* :func:`filled_table`: the table with ``checkpoint_stall_min``, ``async_write_min``, ``restart_min``
+  and ``downtime_min`` filled in where a row does not state them and its setup derives them (a value the
+  row states wins, as in ``plan_setup``).
+
+The pipeline (:func:`engine.pipeline.plan_table`) runs them for ``plan``, ``compare``, ``batch``, ``sweep``, the
+workbook and the ``CKPT_`` functions; the money is summed there (:func:`engine.pipeline.setup_figures`).
 
 Same rules, same numbers: every cell is checked against its registry rule, then the rules
 ``plan_setup`` applies across fields (a bandwidth or a storage price needs ``parameters_b``;
@@ -48,12 +48,11 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from .errors import BLANK, InputError
-from .fields import COST_PARTS, FIELD_BY_NAME, RULES, SETUP_FIELDS
+from .errors import InputError
+from .fields import FIELD_BY_NAME, RULES, SETUP_FIELD_BY_NAME, SETUP_FIELDS
 
-__all__ = ["FILLED", "MONEY_COLUMNS", "SETUP_COLUMNS", "bandwidth_columns", "blank_cells", "fill_scenario_columns",
-           "filled_table", "isolate_refusals", "plan_columns", "restore_column", "save_columns", "setup_columns",
-           "table_job_mtbf_h"]
+__all__ = ["FILLED", "SETUP_COLUMNS", "bandwidth_columns", "blank_cells", "filled_table", "isolate_refusals",
+           "money_columns", "restore_column", "save_columns", "setup_columns", "table_job_mtbf_h"]
 
 #: the restart phases in pipeline order (engine.recovery.RESTART_PHASES)
 _PHASES = ("detection_min", "reallocation_min", "startup_min", "init_min", "load_min", "warmup_min")
@@ -63,9 +62,6 @@ SETUP_COLUMNS = ("checkpoint_size_gb", "derived_checkpoint_stall_min", "derived_
                  "part_init_min", "part_load_min", "part_warmup_min", "restart_pipeline_min", "spare_free_probability",
                  "pool_reallocation_min", "reallocation_sd_min", "mean_nodes_in_repair", "pool_waiting_share",
                  "storage_cost", "spare_gpu_hours", "spare_cost")
-#: the money columns :func:`plan_columns` sets as ``plan_setup``'s figures
-MONEY_COLUMNS = ("job_gpu_hours", "spare_gpu_hours", "total_gpu_hours", "compute_cost", "storage_cost", "spare_cost",
-                 "total_cost", "cost_per_useful_gpu_hour")
 #: scenario column -> the setup figure that fills it when the row leaves it empty (``downtime_min``, the restart's
 #: wait for a node, only where ``restart_min`` is filled too: a stated restart keeps the downtime stated with it)
 FILLED = {"checkpoint_stall_min": "derived_checkpoint_stall_min", "async_write_min": "derived_async_write_min",
@@ -202,7 +198,7 @@ def _rows(mask: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------------ the setup's figures
 
 def setup_columns(table: pd.DataFrame, job_mtbf_h: Any, wall_h: Any = None, *, problems: Any = None,
-                  quiet_mtbf: bool = False) -> dict[str, np.ndarray]:
+                  quiet_mtbf: bool = False, held_h: Any = None) -> dict[str, np.ndarray]:
     """Every figure the setup derives, per row of ``table`` (see the module notes): name -> float array.
 
     ``table``: scenario columns (``nodes`` required: the default writers and the communicator's
@@ -213,10 +209,12 @@ def setup_columns(table: pd.DataFrame, job_mtbf_h: Any, wall_h: Any = None, *, p
     ``spare_gpu_hours`` and ``spare_cost`` are added (money in the row's currency).
     ``problems``: see the module notes. ``quiet_mtbf``: a row whose ``job_mtbf_h`` is missing or breaks its rule
     gets no spare pool and no problem here (the scenario's own checks report it, as a batch's do).
+    ``held_h``: the hours the job holds its nodes, which the spares are billed for (default ``wall_h``; less
+    by the wait for capacity of a preemptible plan, :mod:`engine.preemption_table`).
     """
     own = problems is None
     problems = _row_problems(len(table)) if own else problems
-    out = _compute(table, job_mtbf_h, wall_h, problems, quiet_mtbf=quiet_mtbf)
+    out = _compute(table, job_mtbf_h, wall_h, problems, quiet_mtbf=quiet_mtbf, held_h=held_h)
     if own:
         _raise_first(table, problems)
     return out
@@ -228,7 +226,8 @@ def _row_problems(n: int) -> Any:
     return RowProblems(n)
 
 
-def _compute(table: pd.DataFrame, job_mtbf_h: Any, wall_h: Any, problems: Any, quiet_mtbf: bool) -> dict[str, np.ndarray]:
+def _compute(table: pd.DataFrame, job_mtbf_h: Any, wall_h: Any, problems: Any, quiet_mtbf: bool,
+             held_h: Any = None) -> dict[str, np.ndarray]:
     from . import storage
 
     n = len(table)
@@ -279,7 +278,7 @@ def _compute(table: pd.DataFrame, job_mtbf_h: Any, wall_h: Any, problems: Any, q
         size[r], writers[r], read[r], read_agg[r]),), 1)
     _restart(out, c, problems, ok, pool, M, bad_m if quiet_mtbf else np.zeros(n, dtype=bool))
     if W is not None:
-        _money(out, c, problems, ok, W)
+        _money(out, c, problems, ok, W, W if held_h is None else np.broadcast_to(np.asarray(held_h, float), (n,)))
     else:
         for k in ("storage_cost", "spare_gpu_hours", "spare_cost"):
             del out[k]
@@ -359,8 +358,32 @@ def _restart(out: dict, c: _Cols, problems: Any, ok: Callable[[], np.ndarray], p
     out["restart_pipeline_min"][rows] = total
 
 
-def _money(out: dict, c: _Cols, problems: Any, ok: Callable[[], np.ndarray], W: np.ndarray) -> None:
-    """Storage and spare money at the wall hours (``plan_setup``'s single-level bill)."""
+def money_columns(table: pd.DataFrame, size_gb: Any, wall_h: Any, held_h: Any = None, *,
+                  problems: Any) -> dict[str, np.ndarray]:
+    """The setup's money per row once the plan's hours are known, from what :func:`setup_columns` derived:
+    ``storage_cost`` (``size_gb`` x retention x months of ``wall_h`` x price per GB-month; 0 without a size),
+    ``spare_gpu_hours`` and ``spare_cost`` (spares x GPUs per node x ``held_h``, default ``wall_h``, x the price
+    per GPU-hour of ``table``). The money pass of the plan pipeline (:func:`engine.pipeline.setup_figures`):
+    the setup is not derived again. A bill beyond the float64 range is the row's problem (``problems``)."""
+    n = len(table)
+    c = _Cols(table, problems)
+    for name in ("retention", "price_per_gb_month", "spares"):
+        f = SETUP_FIELD_BY_NAME[name]
+        c.read(name, f.rule, False, f.default)
+    for name in ("gpus_per_node", "price_per_gpu_hour"):
+        f = FIELD_BY_NAME[name]
+        c.read(name, f.rule, f.required, f.default)
+    W = np.broadcast_to(np.asarray(wall_h, dtype=np.float64), (n,))
+    out = {"checkpoint_size_gb": np.broadcast_to(np.asarray(size_gb, dtype=np.float64), (n,)),
+           **{k: np.full(n, np.nan) for k in ("storage_cost", "spare_gpu_hours", "spare_cost")}}
+    _money(out, c, problems, lambda: ~problems.mask(), W,
+           W if held_h is None else np.broadcast_to(np.asarray(held_h, dtype=np.float64), (n,)))
+    del out["checkpoint_size_gb"]
+    return out
+
+
+def _money(out: dict, c: _Cols, problems: Any, ok: Callable[[], np.ndarray], W: np.ndarray, held: np.ndarray) -> None:
+    """Storage money over the wall hours ``W`` (the single-level bill) and the spares' over the hours ``held``."""
     from . import storage
 
     e, g = c.eff, c.given
@@ -373,7 +396,7 @@ def _money(out: dict, c: _Cols, problems: Any, ok: Callable[[], np.ndarray], W: 
     out["storage_cost"][rows] = cost
     spares = np.nan_to_num(g["spares"], nan=0.0)
     with np.errstate(over="ignore", invalid="ignore"):
-        spare_h = spares * e["gpus_per_node"] * W
+        spare_h = spares * e["gpus_per_node"] * held
         spare_cost = spare_h * e["price_per_gpu_hour"]
     broken = ok() & ~(np.isfinite(spare_h) & np.isfinite(spare_cost))
     _problem(problems, broken, lambda p: InputError("spares", float(spares[p]), "spare GPU-hours x price overflows "
@@ -426,38 +449,22 @@ def table_job_mtbf_h(table: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def fill_scenario_columns(table: pd.DataFrame, job_mtbf_h: Any = None, *, problems: Any = None) -> pd.DataFrame:
-    """A copy of ``table`` with the stall, background write and restart its setup derives filled in.
-
-    ``checkpoint_stall_min`` (derived stall), ``async_write_min`` (derived background write: 0 for a
-    synchronous save), ``restart_min`` (the restart pipeline) and, with a restart filled in,
-    ``downtime_min`` (its reallocation part: the wait for a node) are written where the row leaves
-    the cell empty and the setup derives the figure; a value the row states is kept (it overrides
-    the derived one, as in :func:`engine.setup.plan_setup`). A column the table lacks is added
-    (NaN where nothing is derived). ``job_mtbf_h``: as :func:`setup_columns` (only the spare pool
-    uses it); None: each row's own, as :func:`engine.evaluate` derives it. ``problems``: see the
-    module notes (a row with a bad setup cell is left as it is).
-    """
-    own = problems is None
-    problems = _row_problems(len(table)) if own else problems
-    quiet = job_mtbf_h is None
-    if quiet:
-        job_mtbf_h = table_job_mtbf_h(table) if "repair_h" in table.columns else None
-    cols = _compute(table, job_mtbf_h, None, problems, quiet_mtbf=quiet)
-    if own:
-        _raise_first(table, problems)
-    return filled_table(table, cols)
-
-
-def filled_table(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.DataFrame:
+def filled_table(table: pd.DataFrame, cols: dict[str, np.ndarray], stated: Any = None) -> pd.DataFrame:
     """A copy of ``table`` with :data:`FILLED`'s columns taken from the setup's figures ``cols`` (of
-    :func:`setup_columns`) where the row states nothing (a column the table lacks is added)."""
+    :func:`setup_columns`) where the row states nothing (a column the table lacks is added).
+
+    ``stated``: column -> per-row mask of the cells the row states (they win over the derived figure);
+    by default a cell states its value when it is not blank. A cell not stated keeps its value where the
+    setup derives nothing (a scenario's own value, :func:`engine.setup.plan_setups`)."""
     out = table.copy()
     filled_restart = None
     for name, key in FILLED.items():
         derived = cols[key]
-        stated = ~blank_cells(table[name]) if name in table.columns else np.zeros(len(table), dtype=bool)
-        fill = ~stated & ~np.isnan(derived)
+        if stated is not None and name in stated:
+            given = np.asarray(stated[name], dtype=bool)
+        else:
+            given = ~blank_cells(table[name]) if name in table.columns else np.zeros(len(table), dtype=bool)
+        fill = ~given & ~np.isnan(derived)
         if name == "restart_min":
             filled_restart = fill
         elif name == "downtime_min":
@@ -473,87 +480,3 @@ def filled_table(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.DataFra
             cells[fill] = derived[fill]
             out[name] = pd.Series(cells, index=out.index, dtype=object)
     return out
-
-
-# ------------------------------------------------------------------------------ the whole single-level plan
-
-def plan_columns(table: pd.DataFrame, *, problems: Any = None) -> pd.DataFrame:
-    """:func:`engine.setup.plan_setup` (single level) of every row: the evaluated table with the setup's figures.
-
-    The table with the stall, write and restart filled in (:func:`fill_scenario_columns`), then
-    :func:`engine.evaluate`'s columns at them, :data:`SETUP_COLUMNS` and the money as
-    ``plan_setup`` states it (:data:`MONEY_COLUMNS`): ``job_gpu_hours`` (evaluate's
-    ``total_gpu_hours``), ``spare_gpu_hours``, ``total_gpu_hours`` (job + spares), ``compute_cost`` (the
-    job's GPU time, counted by category), ``storage_cost``, ``spare_cost``, ``total_cost`` (compute +
-    storage + spares) and ``cost_per_useful_gpu_hour``. A row left without a stall (none stated, none
-    derivable) is a problem of ``checkpoint_stall_min``. ``problems``: see the module notes;
-    refused rows hold their inputs and NaN figures.
-    """
-    from .scenario import derived_columns, evaluate_each, table_problems
-
-    own = problems is None
-    n = len(table)
-    problems = _row_problems(n) if own else problems
-    filled = fill_scenario_columns(table.reset_index(drop=True), problems=problems)
-    stall_missing = blank_cells(filled["checkpoint_stall_min"]) & ~problems.mask()
-    _problem(problems, stall_missing, lambda p: InputError(
-        "checkpoint_stall_min", BLANK, "is required: give it, or parameters_b with a write bandwidth to derive it"))
-    _, _, found = table_problems(filled)
-    already = problems.mask()
-    for p, errs in found.by_row.items():
-        if not already[p]:
-            problems.add([p], lambda _p, err=errs[0]: err)
-    good = ~problems.mask()
-    parts, refused = evaluate_each(filled[good]) if good.any() else ([], {})
-    for label, exc in refused.items():
-        problems.add([int(label)], lambda _p, exc=exc: exc)
-    derived = list(derived_columns())
-    evaluated = (pd.concat(parts) if parts else filled.iloc[:0].reindex(columns=derived))[derived]
-    figures = evaluated.reindex(filled.index)
-    done = filled.index.isin(evaluated.index)
-    for col in (c for c in derived if c in filled.columns):   # an input evaluate replaces (job_mtbf_h): kept if refused
-        figures[col] = figures[col].where(done, filled[col])
-    result = pd.concat([filled.drop(columns=[c for c in derived if c in filled.columns]), figures], axis=1)
-    result = _with_money(result, problems)
-    late = problems.mask() & ~np.isnan(result["wall_h"].to_numpy(dtype=np.float64))
-    if late.any():   # refused by the money stage: no figures either
-        for col in derived:
-            result[col] = result[col].where(~late)
-    if own:
-        _raise_first(table, problems)
-    result.index = table.index
-    return result
-
-
-def _with_money(result: pd.DataFrame, problems: Any) -> pd.DataFrame:
-    """``result`` (evaluated rows) with the setup's columns and ``plan_setup``'s money columns."""
-    n = len(result)
-    good = ~problems.mask() & ~np.isnan(result["wall_h"].to_numpy(dtype=np.float64))
-    cols = {k: np.full(n, np.nan) for k in SETUP_COLUMNS}
-    at = np.flatnonzero(good)
-    if at.size:
-        part = result.iloc[at]
-        found = _row_problems(at.size)
-        got = setup_columns(part, part["job_mtbf_h"].to_numpy(dtype=np.float64),
-                            part["wall_h"].to_numpy(dtype=np.float64), problems=found)
-        for p, errs in found.by_row.items():   # an overflow of the money: the row's problem
-            problems.add([int(at[p])], lambda _p, err=errs[0]: err)
-        for k, v in got.items():
-            cols[k][at] = v
-    job_h = result["total_gpu_hours"].to_numpy(dtype=np.float64, copy=True)
-    parts = {k: result[k].to_numpy(dtype=np.float64) for k in COST_PARTS["compute_cost"]}
-    parts.update(storage_cost=cols["storage_cost"], spare_cost=cols["spare_cost"])
-    with np.errstate(invalid="ignore", over="ignore"):
-        for key in ("compute_cost", "total_cost"):   # as plan_setup sums them
-            parts[key] = sum((parts[k] for k in COST_PARTS[key]), np.zeros(n))
-        useful_gpu_h = result["gpus"].to_numpy(dtype=np.float64) * result["useful_training_h"].to_numpy(dtype=np.float64)
-        money = {"job_gpu_hours": job_h, "spare_gpu_hours": cols["spare_gpu_hours"],
-                 "total_gpu_hours": job_h + cols["spare_gpu_hours"],
-                 **{k: parts[k] for k in ("compute_cost", "storage_cost", "spare_cost", "total_cost")},
-                 "cost_per_useful_gpu_hour": parts["total_cost"] / useful_gpu_h}
-    bad = problems.mask()
-    for v in money.values():
-        v[bad] = np.nan
-    extra = {k: v for k, v in cols.items() if k not in money}
-    out = result.drop(columns=[c for c in list(extra) + list(money) if c in result.columns])
-    return pd.concat([out, pd.DataFrame({**extra, **money}, index=result.index)], axis=1)

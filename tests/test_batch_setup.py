@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from ckptplan.cli import app
 from ckptplan.engine.batch import evaluate_rows
 from ckptplan.engine.setup import plan_setup
-from ckptplan.engine.batch_setup import SETUP_RESULT_COLUMNS
+from ckptplan.engine.pipeline import SETUP_RESULT_COLUMNS
 from ckptplan.files.plans import plan_from_data
 
 BASE = {"nodes": 2048, "gpus_per_node": 8, "node_mtbf_h": 6334.0, "useful_training_h": 1166.4,

@@ -19,6 +19,7 @@ import pytest
 from ckptplan import engine
 from ckptplan.engine import recovery
 from ckptplan.engine import setup_table as T
+from ckptplan.engine.pipeline import fill_from_setup, plan_table
 from ckptplan.engine.errors import InputError
 from ckptplan.engine.fields import FIELD_BY_NAME, SETUP_FIELDS
 from ckptplan.engine.scenario import RowProblems, Scenario
@@ -93,6 +94,11 @@ def planned(row: dict):
     return plan_setup(Scenario(name=row["name"], **sc), setup)
 
 
+def fill(table: pd.DataFrame) -> pd.DataFrame:
+    """The table with the stall, write and restart its setup derives (the pipeline's first pass)."""
+    return fill_from_setup(table)[0]
+
+
 def close(a, b) -> bool:
     if b is None or (isinstance(b, float) and math.isnan(b)):
         return bool(np.isnan(a))
@@ -108,11 +114,15 @@ def case():
 
 def test_every_row_equals_plan_setup(case):
     rows, table, plans = case
-    filled = T.fill_scenario_columns(table)
+    filled = fill(table)
     evaluated = engine.evaluate(filled)
     cols = T.setup_columns(filled, evaluated["job_mtbf_h"], evaluated["wall_h"])
     assert list(cols) == list(T.SETUP_COLUMNS)
-    plan_cols = T.plan_columns(table)
+    planned = plan_table(table, extra_columns="keep")   # the pipeline every surface calls
+    assert not planned.problems.by_row
+    plan_cols = pd.DataFrame(planned.res)
+    plan_cols["job_gpu_hours"] = plan_cols["total_gpu_hours"]   # a table's total_gpu_hours: the job's (no spares)
+    plan_cols["total_gpu_hours"] = plan_cols["job_gpu_hours"] + plan_cols["spare_gpu_hours"]
     kinds = {"derived stall": 0, "async": 0, "pool": 0, "pipeline": 0, "stated stall": 0}
     for i, (row, plan) in enumerate(zip(rows, plans)):
         f = plan.figures
@@ -120,7 +130,7 @@ def test_every_row_equals_plan_setup(case):
             value = filled[key].iloc[i]
             value = FIELD_BY_NAME[key].default if np.isnan(value) else value
             assert close(value, getattr(plan.scenario, key)), (i, key)
-            assert plan_cols[key].iloc[i] == filled[key].iloc[i] or np.isnan(filled[key].iloc[i]), (i, key)
+            assert planned.table[key].iloc[i] == filled[key].iloc[i] or np.isnan(filled[key].iloc[i]), (i, key)
         for key in ("checkpoint_size_gb", "derived_checkpoint_stall_min", "derived_async_write_min",
                     "derived_restore_min", "spare_free_probability", "storage_cost", "spare_gpu_hours", "spare_cost"):
             assert close(cols[key][i], f[key]), (i, key, cols[key][i], f[key])
@@ -151,8 +161,8 @@ def test_a_stated_value_wins_and_the_table_keeps_its_columns_as_given():
     table = pd.DataFrame({"checkpoint_stall_min": [3.0, None, "2"], "nodes": [16, 16, 16], "useful_training_h": [10] * 3,
                           "price_per_gpu_hour": [1.0] * 3, "node_mtbf_h": [1000.0] * 3, "parameters_b": [7.0] * 3,
                           "aggregate_write_gb_s": [10.0] * 3, "restart_min": [None, 4.0, None], "detection_min": [1.0] * 3})
-    filled = T.fill_scenario_columns(table)
-    assert filled["checkpoint_stall_min"].tolist()[0] == 3.0 and filled["checkpoint_stall_min"].tolist()[2] == "2"
+    filled = fill(table)
+    assert filled["checkpoint_stall_min"].tolist()[0] == 3.0 and filled["checkpoint_stall_min"].tolist()[2] == 2.0
     assert filled["checkpoint_stall_min"].iloc[1] == pytest.approx(7 * 14 / 10 / 60, rel=REL)
     assert filled["async_write_min"].tolist() == [0.0, 0.0, 0.0]        # a synchronous save writes nothing after
     restore = 7 * 14 / 10 / 60
@@ -185,17 +195,16 @@ def test_bad_cells_are_reported_with_row_and_field_and_the_others_computed():
     assert 0 < cols["spare_free_probability"][0] < 1 and np.isnan(cols["spare_free_probability"][1:]).all()
 
 
-def test_plan_columns_reports_scenario_problems_and_a_missing_stall():
+def test_the_pipeline_reports_scenario_problems_and_a_missing_stall():
     table = pd.DataFrame({"checkpoint_stall_min": [2.0, None, 2.0, -1.0], "nodes": [8] * 4, "useful_training_h": [10.0] * 4,
                           "price_per_gpu_hour": [1.0] * 4, "job_mtbf_h": [20.0, 20.0, None, 20.0]})
-    problems = RowProblems(4)
-    out = T.plan_columns(table, problems=problems)
-    found = {p: errs[0].field for p, errs in problems.by_row.items()}
+    planned = plan_table(table, setup=True)
+    found = {p: errs[0].field for p, errs in planned.problems.by_row.items()}
     assert found == {1: "checkpoint_stall_min", 2: "node_mtbf_h", 3: "checkpoint_stall_min"}
-    assert np.isfinite(out["total_cost"].iloc[0]) and out["total_cost"].iloc[1:].isna().all()
-    assert out["total_cost"].iloc[0] == pytest.approx(engine.evaluate(table.iloc[:1])["total_cost"].iloc[0], rel=REL)
-    with pytest.raises(InputError, match="row 1: checkpoint_stall_min"):
-        T.plan_columns(table)
+    assert "parameters_b with a write bandwidth" in str(planned.problems.by_row[1][0])   # how the setup would derive it
+    total = planned.res["total_cost"]
+    assert np.isfinite(total[0]) and np.isnan(total[1:]).all()
+    assert total[0] == pytest.approx(engine.evaluate(table.iloc[:1])["total_cost"].iloc[0], rel=REL)
 
 
 @pytest.mark.parametrize("per", [None, 2.0])
@@ -216,7 +225,7 @@ def test_a_table_of_100000_rows_runs_on_whole_columns():
     big = pd.concat([table] * 200, ignore_index=True)
     assert len(big) == 100_000
     start = time.perf_counter()
-    filled = T.fill_scenario_columns(big)
+    filled = fill(big)
     evaluated = engine.evaluate(filled)
     cols = T.setup_columns(filled, evaluated["job_mtbf_h"], evaluated["wall_h"])
     seconds = time.perf_counter() - start
@@ -238,7 +247,7 @@ def test_the_pool_uses_each_rows_job_mtbf_with_domains_and_skips_a_row_without_o
     table["restart_min"] = np.nan          # not stated (to_table writes the default 0): the pipeline's
     for k, v in setup.items():
         table[k] = v
-    filled = T.fill_scenario_columns(table)
+    filled = fill(table)
     assert filled["restart_min"].iloc[0] == approx_(plan.scenario.restart_min)
     assert np.isnan(filled["restart_min"].iloc[1])   # left as it was: no pool without a job MTBF
     with pytest.raises(InputError, match="row 1: node_mtbf_h"):

@@ -30,7 +30,6 @@ import numpy as np
 
 from ..engine import setup_table as _table
 from ..engine.fields import lookup
-from ..engine.scenario import RowProblems
 from ..engine.storage import BYTES_PER_PARAMETER
 from .cells import (ERROR_PREFIX, arg, describe, elementwise, error_text, show,
                     udf)
@@ -346,8 +345,8 @@ def CKPT_TOTAL_COST(useful_training_h, nodes, job_mtbf_h, price_per_gpu_hour, ch
                     retention=1, downtime_min=None):
     """Total cost of a single-level plan, everything it pays: compute (useful, save, rework, restart) + storage + spares.
 
-    Calls :func:`engine.setup_table.plan_columns`, ``plan_setup`` of each cell (``ckptplan plan``
-    with the setup's fields): a blank stall, write or restart is derived from the setup (size and
+    Calls :func:`engine.pipeline.plan_table`, the plan pipeline of ``ckptplan plan`` and ``batch`` (``plan_setup``
+    of each cell, with the setup's fields): a blank stall, write or restart is derived from the setup (size and
     bandwidths; the restart parts and the spare pool), a given one wins; the exact optimum interval
     unless ``interval_min``; exponential failures at ``job_mtbf_h``; spares billed for the whole
     run. Money in the currency of the prices. Arguments: the scenario's, then the setup's (blank =
@@ -367,12 +366,12 @@ def CKPT_TOTAL_COST(useful_training_h, nodes, job_mtbf_h, price_per_gpu_hour, ch
     def compute(*columns):
         import pandas as pd
 
-        table = pd.DataFrame(dict(zip(names, columns)))
-        problems = RowProblems(len(table))
-        plan = _table.plan_columns(table, problems=problems)
-        refused = np.full(len(table), None, dtype=object)
-        for p, errs in problems.by_row.items():
+        from ..engine.pipeline import plan_table
+
+        planned = plan_table(pd.DataFrame(dict(zip(names, columns))), setup=True)
+        refused = np.full(len(columns[0]), None, dtype=object)
+        for p, errs in planned.problems.by_row.items():
             refused[p] = _total_cost_message(errs[0])
-        return plan["total_cost"].to_numpy(dtype=np.float64), refused
+        return planned.res["total_cost"], refused
 
     return elementwise(specs, compute, {})

@@ -25,7 +25,7 @@ Output (:func:`tiered_columns`; minutes, hours, GPU-hours, money in the row's cu
 ``chosen_interval_min`` (= ``T``), ``waste_fraction``, ``expected_failures``, ``wall_h``,
 ``useful_h``, ``save_h``, ``rework_h``, ``restart_h``, ``goodput``, ``gpus``, the GPU-hours and
 compute money by category as :func:`engine.evaluate` names them and their sum ``compute_cost`` (the
-job's GPU time; the spares, and so ``total_cost``, are the setup's: :mod:`engine.batch_setup`),
+job's GPU time; the spares, and so ``total_cost``, are the setup's: :func:`engine.pipeline.setup_figures`),
 ``mean_restart_min`` (per rollback, over the classes and their restore outcomes: failed attempts included),
 ``failed_restores`` and ``rollbacks_to_start`` (expected restore attempts that fail, and rollbacks whose every
 attempt failed: back to the job's start; 0 when no tier's ``restore_failure_probability`` is above 0),
@@ -54,8 +54,9 @@ from ..gate import check_number
 from .model import Tier, check_design, recovery_index, restore_outcomes, tiered_breakdown, tiered_wall_per_work
 from .optimum import best_first_interval
 
-__all__ = ["SINGLE_LEVEL_ONLY", "TIER_COLUMNS", "TIERED_COLUMNS", "TierDesign", "checked_figures", "mean_restart_min",
-           "stall_derived", "tier_columns", "tier_design", "tier_times", "tiered_columns"]
+__all__ = ["SINGLE_LEVEL_ONLY", "TIER_COLUMNS", "TIERED_COLUMNS", "TierDesign", "checked_figures", "design_at",
+           "design_structure", "mean_restart_min", "stack_designs", "stall_derived", "tier_columns", "tier_design",
+           "tier_times", "tiered_columns"]
 
 #: per-tier output columns, ``tier{i}_<name>`` (i = 1, 2, ...)
 TIER_COLUMNS = ("every", "interval_min", "checkpoint_stall_min", "restore_min", "restart_min", "storage_cost")
@@ -88,6 +89,56 @@ class TierDesign:
 
     def label(self, i: int) -> str:
         return f"tiers ({self.tiers[i]['name']})"
+
+
+#: a tier's numbers: a stacked design (:func:`stack_designs`) holds each as one value or one per row
+_NUMBERS = ("every", "checkpoint_stall_min", "restore_min", "retention", "copies", "price_per_gb_month",
+            "restore_failure_probability") + _BANDWIDTHS
+
+
+def design_structure(design: TierDesign) -> tuple:
+    """What designs must share to be planned in one pass (:func:`stack_designs`): the tiers' names, the classes
+    each survives, which times and bandwidths each tier states, and the class names (numbers may differ)."""
+    return (tuple((t["name"], tuple(t["survives"]), tuple(t[k] is None for k in _NUMBERS)) for t in design.tiers),
+            tuple(design.classes))
+
+
+def stack_designs(designs: Any) -> TierDesign:
+    """Designs of one :func:`design_structure` as one design over rows (row ``k`` follows ``designs[k]``): each
+    number the designs share stays one value, one that differs becomes an array with one value per row.
+
+    Every design was validated on its own (:func:`tier_design`); the tiered plan (:func:`tiered_columns`) and
+    the model take per-row numbers (:mod:`engine.tiers.model` broadcasts over rows), so the rows of many designs
+    are planned, their optima searched, in one vectorised pass."""
+    designs = list(designs)
+    first = designs[0]
+    if len(designs) == 1:
+        return first
+
+    def merged(values: list) -> Any:
+        if values[0] is None:
+            return None
+        arr = np.asarray(values, dtype=np.float64)
+        return values[0] if np.all(arr == arr[0]) else arr
+
+    tiers = []
+    for i, t in enumerate(first.tiers):
+        tier = dict(t)
+        tier.update({k: merged([d.tiers[i][k] for d in designs]) for k in _NUMBERS})
+        tiers.append(tier)
+    classes = {c: merged([d.classes[c] for d in designs]) for c in first.classes}
+    return TierDesign(tuple(tiers), classes)
+
+
+def _at(value: Any, rows: Any) -> Any:
+    """A design's number at the rows ``rows``: one value as it is, a per-row array cut to those rows."""
+    return value[rows] if isinstance(value, np.ndarray) else value
+
+
+def design_at(design: TierDesign, rows: Any) -> TierDesign:
+    """The design cut to the rows ``rows`` (a stacked design's per-row numbers; one value stays as it is)."""
+    return TierDesign(tuple({k: (_at(v, rows) if k in _NUMBERS else v) for k, v in t.items()} for t in design.tiers),
+                      {c: _at(v, rows) for c, v in design.classes.items()})
 
 
 def checked_figures(cols: Mapping[str, Any]) -> dict[str, np.ndarray]:
@@ -201,7 +252,7 @@ def tier_times(design: TierDesign, size_gb: Any, writers: Any, *, problems: Any 
         label = design.label(i)
         for key, out in (("checkpoint_stall_min", stalls), ("restore_min", restores)):
             if t[key] is not None:
-                out.append(np.full(n, float(t[key])))
+                out.append(np.broadcast_to(np.asarray(t[key], dtype=np.float64), (n,)).copy())
                 continue
             if key == "checkpoint_stall_min":
                 per, agg = t["write_gb_s_per_writer"], t["aggregate_write_gb_s"]
@@ -220,10 +271,10 @@ def tier_times(design: TierDesign, size_gb: Any, writers: Any, *, problems: Any 
             if sized.size:
                 if key == "checkpoint_stall_min":
                     def compute(r: np.ndarray, per_=per_, agg_=agg_) -> tuple:
-                        return (save_columns(size[r], n_writers[r], per_, agg_, np.nan)[0],)
+                        return (save_columns(size[r], n_writers[r], _at(per_, r), _at(agg_, r), np.nan)[0],)
                 else:
                     def compute(r: np.ndarray, per_=per_, agg_=agg_) -> tuple:
-                        return (restore_column(size[r], n_writers[r], per_, agg_),)
+                        return (restore_column(size[r], n_writers[r], _at(per_, r), _at(agg_, r)),)
                 sink = problems if problems is not None else _Sink()
                 (got,) = isolate_refusals(_Through(sink, at), sized, compute, 1)
                 values[sized] = got
@@ -309,11 +360,11 @@ def _check_priced_tiers(design: TierDesign, size: np.ndarray, problems: Any) -> 
     """A tier with a storage price needs the checkpoint size (as plan_setup says): each row without one is a
     problem of that tier's price."""
     for i, t in enumerate(design.tiers):
-        if t["price_per_gb_month"]:
-            lonely = np.flatnonzero(np.isnan(size))
-            if lonely.size:
-                problems.add(lonely, lambda _p, lab=design.label(i), v=t["price_per_gb_month"]: InputError(
-                    f"{lab}.price_per_gb_month", v, "needs the checkpoint size: give parameters_b"))
+        price = np.broadcast_to(np.asarray(t["price_per_gb_month"], dtype=np.float64), size.shape)
+        lonely = np.flatnonzero(np.isnan(size) & (price > 0))
+        if lonely.size:
+            problems.add(lonely, lambda _p, lab=design.label(i), v=t["price_per_gb_month"]: InputError(
+                f"{lab}.price_per_gb_month", float(_at(v, _p)), "needs the checkpoint size: give parameters_b"))
 
 
 def _exact_plan(design: TierDesign, stalls: list, restores: list, rows: np.ndarray, M: np.ndarray, R: np.ndarray,
@@ -324,21 +375,24 @@ def _exact_plan(design: TierDesign, stalls: list, restores: list, rows: np.ndarr
     minutes). Rows the model refuses become problems (``M`` named as the table's ``job_mtbf_h``)."""
     from ..setup_table import isolate_refusals
 
+    def tiers_at(d: TierDesign, r: np.ndarray) -> list:
+        return [Tier(t["name"], stalls[i][r], restores[i][r], t["every"], t["survives"], t["retention"],
+                     t["price_per_gb_month"], t["restore_failure_probability"], t["copies"])
+                for i, t in enumerate(d.tiers)]
+
     def plan(r: np.ndarray) -> tuple:
-        ts = [Tier(t["name"], stalls[i][r], restores[i][r], t["every"], t["survives"], t["retention"],
-                   t["price_per_gb_month"], t["restore_failure_probability"], t["copies"])
-              for i, t in enumerate(design.tiers)]
+        here = design_at(design, r)   # a stacked design's numbers at these rows (one value stays one)
+        ts = tiers_at(here, r)
         T = given_T[r].copy()
         free = np.isnan(T)
         work = useful[r] * 60.0   # the finite job: a restore failing on every tier sends it back to its start
-        if free.any():
-            T[free] = best_first_interval(M[r][free], R[r][free], W[r][free], s[r][free], classes=design.classes,
-                                          tiers=[Tier(x.name, x.checkpoint_stall_min[free], x.restore_min[free],
-                                                      x.every, x.survives, restore_failure_probability=x.restore_failure_probability,
-                                                      copies=x.copies) for x in ts], work=work[free])
-        wpw = np.asarray(tiered_wall_per_work(T, M[r], R[r], W[r], s[r], tiers=ts, classes=design.classes, D=D[r],
+        if free.any():   # every free row's optimum in one vectorised search, whatever design it follows
+            T[free] = best_first_interval(M[r][free], R[r][free], W[r][free], s[r][free],
+                                          classes=design_at(here, free).classes,
+                                          tiers=tiers_at(design_at(here, free), r[free]), work=work[free])
+        wpw = np.asarray(tiered_wall_per_work(T, M[r], R[r], W[r], s[r], tiers=ts, classes=here.classes, D=D[r],
                                               work=work))
-        split = tiered_breakdown(work, T, M[r], R[r], W[r], s[r], tiers=ts, classes=design.classes, D=D[r])
+        split = tiered_breakdown(work, T, M[r], R[r], W[r], s[r], tiers=ts, classes=here.classes, D=D[r])
         # every failure, restarts included (wall / M, Wald), as engine.evaluate counts them
         return (T, wpw, split["save"], split["rework"], split["restart"], split["failures"], split["failed_restores"],
                 split["rollbacks_to_start"])
@@ -370,7 +424,7 @@ def _time_and_money(design: TierDesign, restores: list, rows: np.ndarray, T: np.
         compute = compute + o[f"{k}_cost"]
     o["total_gpu_hours"] = g * wall_h
     o["compute_cost"] = compute
-    o["mean_restart_min"] = mean_restart_min(design, [r[rows] for r in restores], R[rows])
+    o["mean_restart_min"] = mean_restart_min(design_at(design, rows), [r[rows] for r in restores], R[rows])
     return o
 
 
@@ -380,8 +434,10 @@ def mean_restart_min(design: TierDesign, restores: list, R: Any) -> Any:
     its tier)``)."""
     tiers = check_design([{**_structure(d), "checkpoint_stall_min": 0.0, "restore_min": 0.0} for d in design.tiers],
                          design.classes)
-    q = [float(t["restore_failure_probability"]) ** int(t["copies"]) for t in design.tiers]
-    if not any(q):
+    with np.errstate(under="ignore"):
+        q = [np.asarray(t["restore_failure_probability"], dtype=np.float64) ** np.asarray(t["copies"], dtype=np.float64)
+             for t in design.tiers]
+    if not any(np.any(x) for x in q):
         rec = recovery_index(tiers, design.classes)
         mean_restart = 0.0
         for j, c in enumerate(design.classes):
@@ -401,16 +457,17 @@ def _tier_figures(design: TierDesign, stalls: list, restores: list, rows: np.nda
     months = np.asarray(storage.months_from_hours(wall_h), dtype=np.float64)
     sized = ~np.isnan(size[rows])
     storage_total = 0.0
-    for i, t in enumerate(design.tiers):
-        every = float(t["every"])
-        o[f"tier{i + 1}_every"] = np.full(rows.size, every)
-        o[f"tier{i + 1}_interval_min"] = T * int(t["every"])
+    here = design_at(design, rows)
+    for i, t in enumerate(here.tiers):
+        every = np.broadcast_to(np.asarray(t["every"], dtype=np.float64), (rows.size,))
+        o[f"tier{i + 1}_every"] = every.copy()
+        o[f"tier{i + 1}_interval_min"] = T * every
         o[f"tier{i + 1}_checkpoint_stall_min"] = stalls[i][rows]
         o[f"tier{i + 1}_restore_min"] = restores[i][rows]
         o[f"tier{i + 1}_restart_min"] = R[rows] + restores[i][rows]
         bill = np.zeros(rows.size)
         if sized.any():
-            bill[sized] = _bill(design, i, size[rows], months, np.flatnonzero(sized), _Through(problems, rows))
+            bill[sized] = _bill(here, i, size[rows], months, np.flatnonzero(sized), _Through(problems, rows))
         o[f"tier{i + 1}_storage_cost"] = bill
         storage_total = storage_total + bill
     o["storage_cost"] = np.broadcast_to(np.asarray(storage_total, dtype=np.float64), (rows.size,))
@@ -425,13 +482,15 @@ def _bill(design: TierDesign, i: int, size: np.ndarray, months: np.ndarray, at: 
 
     t = design.tiers[i]
     factors = {k: t[k] for k in ("retention", "copies", "price_per_gb_month")}
-    culprit = max(factors, key=lambda k: abs(float(factors[k])))
-    shown = factors[culprit] if abs(float(factors[culprit])) < 2.0**53 else float(factors[culprit])
+    culprit = max(factors, key=lambda k: float(np.max(np.abs(factors[k]))))
+    top = float(np.max(np.abs(factors[culprit])))
+    shown = factors[culprit] if np.ndim(factors[culprit]) == 0 and top < 2.0**53 else top
     err = InputError(f"{design.label(i)}.{culprit}", shown, "the tier's storage bill (size x retention x "
                      "copies x months x price per GB-month) overflows the float64 range")
 
     def compute(r: np.ndarray) -> tuple:
-        return (storage.storage_cost(size[r], t["retention"], t["price_per_gb_month"], months[r], t["copies"]),)
+        return (storage.storage_cost(size[r], _at(t["retention"], r), _at(t["price_per_gb_month"], r), months[r],
+                                     _at(t["copies"], r)),)
 
     (got,) = isolate_refusals(_Through(problems, rewrite=lambda _engine_err: err), at, compute, 1)
     return got

@@ -1,0 +1,139 @@
+"""Failure phases together with preemptions and a downtime: the schedule's expectation
+(engine.schedule_interruptions) against its limits (the failure-phase model, the spot model) and against an
+event-by-event simulation written here (not the engine's Monte Carlo)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from ckptplan.engine.phases import schedule_expectation
+from ckptplan.engine.preemption import preemption_breakdown
+from ckptplan.engine.schedule_interruptions import (exposure, interruption_optimal_schedule,
+                                                    interruption_schedule_expectation)
+
+
+def _expect(work, T, C, M, R, starts, factors, P, N, Wc, D=0.0):
+    e = exposure(starts, factors, M, P, C, R, D, Wc, N >= C, starts[-1] + 1.0)
+    return interruption_schedule_expectation(work, T, e)
+
+
+def test_no_preemption_no_downtime_is_the_failure_phase_model():
+    args = (24_000.0, [33.0, 58.0], 3.0, 600.0, 10.0, [0.0, 4320.0], [3.0, 1.0])
+    ref = schedule_expectation(*args)
+    got = _expect(*args, math.inf, 0.0, 0.0)
+    for key in ("total", "save", "restart", "rework", "failures"):
+        assert got[key] == pytest.approx(ref[key], rel=1e-6)
+    assert got["wait"] == 0 and got["preemptions"] == 0
+
+
+def test_preemption_that_loses_its_work_without_a_wait_is_one_more_failure_rate():
+    M, P = 600.0, 300.0
+    got = _expect(20_000.0, [40.0, 60.0], 3.0, M, 10.0, [0.0, 4320.0], [3.0, 1.0], P, 1.0, 0.0)
+    ref = schedule_expectation(20_000.0, [40.0, 60.0], 3.0, M, 10.0, [0.0, 4320.0], [3.0 + M / P, 1.0 + M / P])
+    assert got["total"] == pytest.approx(ref["total"], rel=1e-6)
+    assert got["failures"] + got["preemptions"] == pytest.approx(ref["failures"], rel=1e-6)
+
+
+@pytest.mark.parametrize("N", [0.0, 5.0])
+def test_one_phase_is_the_spot_model(N):
+    got = _expect(20_000.0, [50.0], 3.0, 600.0, 10.0, [0.0], [1.0], 300.0, N, 15.0)
+    ref = preemption_breakdown(20_000.0, 50.0, 3.0, 600.0, 10.0, 300.0, N, 15.0)
+    for key in ("total", "restart", "wait"):
+        assert got[key] == pytest.approx(float(ref[key]), rel=1e-12)
+
+
+def test_a_boundary_where_nothing_changes_changes_nothing():
+    one = _expect(20_000.0, [50.0], 3.0, 600.0, 10.0, [0.0], [1.0], 300.0, 5.0, 15.0, 4.0)
+    two = _expect(20_000.0, [50.0, 50.0], 3.0, 600.0, 10.0, [0.0, 2000.0], [1.0, 1.0], 300.0, 5.0, 15.0, 4.0)
+    for key in ("total", "save", "restart", "wait", "failures", "preemptions"):
+        assert two[key] == pytest.approx(one[key], rel=2e-6)
+
+
+class _Job:
+    """What physically happens (module notes of engine.schedule_interruptions), one run at a time."""
+
+    def __init__(self, starts, factors, M, P, C, R, D, N, Wc, T, rng):
+        self.s, self.lam = np.asarray(starts, float), np.asarray(factors, float) / M
+        self.pi, self.C, self.R, self.D, self.Wc, self.T = 1.0 / P, C, R, D, Wc, list(T)
+        self.keep, self.rng = N >= C, rng
+
+    def _ph(self, t):
+        return int(np.searchsorted(self.s, t, side="right") - 1)
+
+    def next_failure(self, t):
+        """Walk phase by phase, spending one unit exponential of cumulative rate."""
+        need = self.rng.exponential()
+        j = self._ph(t)
+        while True:
+            end = self.s[j + 1] if j + 1 < len(self.s) else math.inf
+            if need <= self.lam[j] * (end - t):
+                return t + need / self.lam[j]
+            need -= self.lam[j] * (end - t)
+            t, j = end, j + 1
+
+    def restart(self, t, tally):
+        while True:
+            f, p = self.next_failure(t), t + self.rng.exponential(1.0 / self.pi)
+            if min(f, p) >= t + self.R:
+                return t + self.R
+            if f < p:
+                tally["failures"] += 1
+                t = f + self.D
+            else:
+                tally["preemptions"] += 1
+                t = p + self.Wc
+
+    def run(self, work, rho_last):
+        """Wall time, failures, preemptions; the end counted as the constant-rate model does (the work's share
+        of its last cycle: the regeneration that credits it, less rho of the last phase times the excess)."""
+        t, credit = 0.0, 0.0
+        tally = {"failures": 0, "preemptions": 0}
+        while True:
+            T = self.T[self._ph(t)]
+            t0, end = t, t + T + self.C
+            f, p = self.next_failure(t), t + self.rng.exponential(1.0 / self.pi)
+            if min(f, p) >= end:
+                t, credit = end, credit + T
+            elif f < p:
+                tally["failures"] += 1
+                t = self.restart(f + self.D, tally)
+                continue
+            else:
+                tally["preemptions"] += 1
+                if self.keep:
+                    credit += min(p - t0, T)
+                    t = self.restart(p + self.C + self.Wc, tally)
+                else:
+                    t = self.restart(p + self.Wc, tally)
+                    continue
+            if credit >= work:
+                return t - rho_last * (credit - work), tally["failures"], tally["preemptions"]
+
+
+# (work, T per phase, C, M, R, starts, factors, P, N, Wc, D): a burn-in on spot capacity with a notice that fits the
+# save; one whose notice does not; a rate that rises mid-run with a downtime after every failure
+MC_CASES = [
+    (6_000.0, [30.0, 50.0], 3.0, 500.0, 10.0, [0.0, 1500.0], [3.0, 1.0], 400.0, 5.0, 20.0, 0.0),
+    (6_000.0, [30.0, 50.0], 3.0, 500.0, 10.0, [0.0, 1500.0], [3.0, 1.0], 400.0, 1.0, 20.0, 0.0),
+    (6_000.0, [60.0, 35.0], 3.0, 700.0, 8.0, [0.0, 2500.0], [1.0, 2.5], 500.0, 5.0, 10.0, 6.0),
+]
+
+
+@pytest.mark.parametrize("case", MC_CASES)
+def test_expectation_agrees_with_an_event_by_event_simulation(case):
+    work, T, C, M, R, starts, factors, P, N, Wc, D = case
+    got = _expect(work, T, C, M, R, starts, factors, P, N, Wc, D)
+    last = M / factors[-1]
+    rho_last = _expect(1.0, [T[-1]], C, last, R, [0.0], [1.0], P, N, Wc, D)["total"]
+    job = _Job(starts, factors, M, P, C, R, D, N, Wc, T, np.random.default_rng(7))
+    runs = np.array([job.run(work, rho_last) for _ in range(3000)])
+    for col, key in ((0, "total"), (1, "failures"), (2, "preemptions")):
+        mean, se = runs[:, col].mean(), runs[:, col].std(ddof=1) / math.sqrt(len(runs))
+        assert abs(got[key] - mean) < 3 * se, (key, got[key], mean, se)
+
+
+def test_optimal_schedule_never_costs_more_than_one_interval():
+    best = interruption_optimal_schedule(20_000.0, 3.0, 600.0, 10.0, [0.0, 4320.0], [3.0, 1.0], 300.0, 5.0, 15.0)
+    assert best["schedule"]["total"] <= best["single"]["total"] * (1 + 1e-9)
+    assert best["intervals"][0] < best["intervals"][1]   # shorter intervals in the burn-in

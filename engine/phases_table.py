@@ -222,7 +222,8 @@ def _refuse_too_many_saves(label: Any, wr: float, C: float, M_peak: float, chose
                          f"{MAX_SCHEDULE_SAVES:,} per run (a longer interval, or plan a constant rate)")
 
 
-def _refuse_unmodelled(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, what: str) -> None:
+def _refuse_unmodelled(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, what: str,
+                       downtime: bool = True) -> None:
     """A background write or a wait for a node on a row with a schedule: refused by name, with the reason."""
     W = float(cols["async_write_min"][r])
     if W > 0:
@@ -230,19 +231,16 @@ def _refuse_unmodelled(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int,
                          "expectation carries the job's state across the rate's changes for synchronous saves; a "
                          "background write still running at a change is a state it does not carry)")
     D = float(cols["downtime_min"][r]) if "downtime_min" in cols else 0.0
-    if D > 0:
-        raise InputError(f"row {table.index[r]}: downtime_min", D, f"must be 0 with {what} (the schedule's "
-                         "expectation takes the whole restart as time the job can fail in; a wait for a node, as a "
-                         "spare pool gives, is a state it does not carry across the rate's changes: state "
-                         "restart_min without it)")
+    if downtime and D > 0:
+        raise InputError(f"row {table.index[r]}: downtime_min", D, f"must be 0 with {what} (the Weibull "
+                         "schedule's expectation takes the whole restart as time the job can fail in; a wait for a "
+                         "node, as a spare pool gives, is planned with failure phases, not with a Weibull shape: "
+                         "state restart_min without it, or give the rate as failure phases)")
 
 
 def phase_schedules(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndarray, work: np.ndarray
                     ) -> PhaseSchedules | None:
     """The schedule of every row with failure phases or a Weibull intensity (None when there is none)."""
-    from .phases_montecarlo import simulate_schedule
-    from .weibull_montecarlo import simulate_weibull_schedule
-
     indices = phase_indices(table.columns)
     weib = weibull_rows(cols)
     if not indices and not weib.any():
@@ -259,37 +257,114 @@ def phase_schedules(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndar
     rows = np.flatnonzero(phased | weib)
     plans, slots = [], 1
     for r in rows:
-        C, R = float(cols["checkpoint_stall_min"][r]), float(cols["restart_min"][r])
-        Mr, wr, chosen = float(M[r]), float(work[r]), float(cols["interval_min"][r])
-        peak = 1.0 if weib[r] else max(1.0, float(np.nanmax(factors[r])))
-        _refuse_too_many_saves(table.index[r], wr, C, Mr / peak, chosen)
-        if "on_node_loss" in cols and cols["on_node_loss"][r] > 0:   # engine.elastic_table: 1.0 = continue
-            raise InputError(f"row {table.index[r]}: on_node_loss", "continue", "a job that trains on through failures "
-                             "is planned at a constant failure rate: give failure phases or a Weibull shape from the "
-                             "start to a job that restarts, not both")
-        if weib[r]:
-            _refuse_unmodelled(table, cols, r, "a Weibull shape from the start")
-            plan = _weibull_plan_checked(table.index[r], wr, C, Mr, R, float(cols["weibull_shape_from_start"][r]),
-                                         chosen)
-        else:
-            _refuse_unmodelled(table, cols, r, "failure phases")
-            given = ~np.isnan(starts_h[r])
-            s, f = list(starts_h[r][given] * 60.0), list(factors[r][given])
-            if s[0] > 0:
-                s, f = [0.0] + s, [1.0] + f
-            plan = _phase_plan(wr, C, Mr, R, s, f, chosen)
-        if not plan["expectation"]["failures"] <= MAX_INTERRUPTIONS:   # the simulation below would not end
-            name = "weibull_shape_from_start" if weib[r] else "failure_phases"
-            raise InputError(f"row {table.index[r]}: {name}", f"{len(plan['factors'])} window(s)",
-                             f"{NEVER_FINISHES} (about {plan['expectation']['failures']:.3g} failures expected in "
-                             f"one run, more than {MAX_INTERRUPTIONS:,})")
-        if weib[r]:
-            sim = simulate_weibull_schedule(wr, plan["starts_min"], plan["intervals"], C, Mr, R, plan["weibull_shape"],
-                                            runs=DEFAULT_RUNS, seed=DEFAULT_SEED)
-        else:
-            sim = simulate_schedule(wr, plan["intervals"], C, Mr, R, plan["starts_min"], plan["factors"],
-                                    runs=DEFAULT_RUNS, seed=DEFAULT_SEED)
-        plan["simulated_wall"] = sim["wall"]
+        plan = _row_plan(table, cols, r, float(M[r]), float(work[r]), starts_h[r], factors[r], bool(weib[r]))
         plans.append(plan)
         slots = max(slots, len(plan["starts_min"]))
     return PhaseSchedules(rows, plans, n, slots)
+
+
+def _interruptions(cols: dict[str, np.ndarray], r: int) -> tuple[float, float, float, float]:
+    """A row's (mean time between preemptions ``P``, notice ``N``, capacity wait ``Wc``, downtime ``D``), minutes;
+    ``P = inf`` without preemptions."""
+    def cell(name: str) -> float:
+        v = float(cols[name][r]) if name in cols else 0.0
+        return 0.0 if v != v else v
+
+    rate = cell("preemptions_per_h")
+    with np.errstate(over="ignore", divide="ignore"):
+        P = 60.0 / rate if rate > 0 else np.inf
+    return float(P), cell("preemption_notice_min"), cell("capacity_wait_min"), cell("downtime_min")
+
+
+def _row_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, Mr: float, wr: float, starts_h: np.ndarray,
+              factors: np.ndarray, weib: bool) -> dict[str, Any]:
+    """One row's schedule (failure phases or a Weibull intensity; with preemptions or a downtime, the model of
+    :mod:`ckptplan.engine.schedule_interruptions`) and its simulated wall times."""
+    from .phases_montecarlo import simulate_schedule
+    from .schedule_interruptions_montecarlo import simulate_interrupted_schedule
+    from .weibull_montecarlo import simulate_weibull_schedule
+
+    C, chosen = float(cols["checkpoint_stall_min"][r]), float(cols["interval_min"][r])
+    P, N, Wc, D = _interruptions(cols, r)
+    R = float(cols["restart_min"][r]) - D           # the exposed restart (engine.scenario's split)
+    peak = 1.0 if weib else max(1.0, float(np.nanmax(factors)))
+    _refuse_too_many_saves(table.index[r], wr, C, Mr / peak, chosen)
+    if "on_node_loss" in cols and cols["on_node_loss"][r] > 0:   # engine.elastic_table: 1.0 = continue
+        raise InputError(f"row {table.index[r]}: on_node_loss", "continue", "a job that trains on through failures "
+                         "is planned at a constant failure rate: give failure phases or a Weibull shape from the "
+                         "start to a job that restarts, not both")
+    interrupted = np.isfinite(P) or D > 0
+    if weib:
+        _refuse_unmodelled(table, cols, r, "a Weibull shape from the start")
+        plan = _weibull_plan_checked(table.index[r], wr, C, Mr, R, float(cols["weibull_shape_from_start"][r]),
+                                     chosen)
+    else:
+        _refuse_unmodelled(table, cols, r, "failure phases", downtime=False)
+        given = ~np.isnan(starts_h)
+        s, f = list(starts_h[given] * 60.0), list(factors[given])
+        if s[0] > 0:
+            s, f = [0.0] + s, [1.0] + f
+        plan = _interrupted_plan(wr, C, Mr, R, s, f, chosen, P, N, Wc, D) if interrupted else \
+            _phase_plan(wr, C, Mr, R, s, f, chosen)
+    e = plan["expectation"]
+    if not e["failures"] + e.get("preemptions", 0.0) <= MAX_INTERRUPTIONS:   # the simulation would not end
+        name = "weibull_shape_from_start" if weib else "failure_phases"
+        raise InputError(f"row {table.index[r]}: {name}", f"{len(plan['factors'])} window(s)",
+                         f"{NEVER_FINISHES} (about {e['failures'] + e.get('preemptions', 0.0):.3g} failures and "
+                         f"preemptions expected in one run, more than {MAX_INTERRUPTIONS:,})")
+    if weib:
+        sim = simulate_weibull_schedule(wr, plan["starts_min"], plan["intervals"], C, Mr, R, plan["weibull_shape"],
+                                        runs=DEFAULT_RUNS, seed=DEFAULT_SEED)
+    elif interrupted:
+        sim = simulate_interrupted_schedule(wr, plan["starts_min"], plan["factors"], plan["intervals"], C, Mr, R, P,
+                                            N, Wc, D, runs=DEFAULT_RUNS, seed=DEFAULT_SEED)
+    else:
+        sim = simulate_schedule(wr, plan["intervals"], C, Mr, R, plan["starts_min"], plan["factors"],
+                                runs=DEFAULT_RUNS, seed=DEFAULT_SEED)
+    plan["simulated_wall"] = sim["wall"]
+    return plan
+
+
+def _interrupted_plan(wr: float, C: float, Mr: float, R: float, s: list[float], f: list[float], chosen: float,
+                      P: float, N: float, Wc: float, D: float) -> dict[str, Any]:
+    """One row's failure-phase schedule with preemptions or a downtime (its own interval in every phase when it
+    chooses one); refused by name when a figure is not finite."""
+    from .schedule_interruptions import interruption_optimal_schedule, interruption_schedule_expectation
+
+    if len(s) == 1 and D == 0:
+        return _one_phase_spot_plan(wr, C, Mr / f[0], R, chosen, P, N, Wc, s, f)
+    with np.errstate(all="ignore"):
+        best = interruption_optimal_schedule(wr, C, Mr, R, s, f, P, N, Wc, D)
+        if chosen == chosen:
+            T = np.full(len(s), float(chosen))
+            plan = {"intervals": T, "expectation": interruption_schedule_expectation(wr, T, best["exposure"])}
+        else:
+            plan = {"intervals": best["intervals"], "expectation": best["schedule"]}
+    e = plan["expectation"]
+    if not (np.isfinite(e["total"]) and np.all(np.isfinite(plan["intervals"]))):
+        raise InputError("failure_phases", f"{len(s)} phase(s)", f"{NEVER_FINISHES} (failures and preemptions come "
+                         "faster than a save and a restart: the expected wall time overflows)")
+    plan.update(single_interval=best["single_interval"], single_total=best["single"]["total"], starts_min=s,
+                factors=f, per_phase=best["per_phase"], wait=e["wait"], preemptions=e["preemptions"])
+    return plan
+
+
+def _one_phase_spot_plan(wr: float, C: float, Mj: float, R: float, chosen: float, P: float, N: float, Wc: float,
+                         s: list[float], f: list[float]) -> dict[str, Any]:
+    """A single phase on spot capacity: today's spot plan (:mod:`ckptplan.engine.preemption`) at the phase's rate,
+    exactly. At the constant rate (factor 1) the row's spot figures (its deadline simulation, its one interval) are
+    :class:`ckptplan.engine.preemption_table.PreemptionPlan`'s: the plan leaves them to it (no ``wait`` key)."""
+    from .preemption import preemption_breakdown, preemption_optimal_interval
+
+    best = float(preemption_optimal_interval(C, Mj, R, P, N, Wc))
+    T = float(chosen) if chosen == chosen else best
+
+    def at(interval: float) -> dict[str, float]:
+        return {k: float(v) for k, v in preemption_breakdown(wr, interval, C, Mj, R, P, N, Wc).items()}
+
+    e, single = at(T), at(best)
+    plan = {"intervals": np.array([T]), "expectation": e, "single_interval": best, "single_total": single["total"],
+            "starts_min": s, "factors": f, "per_phase": np.array([best])}
+    if f[0] != 1.0:
+        plan.update(wait=e["wait"], preemptions=e["preemptions"])
+    return plan

@@ -13,7 +13,9 @@ spot capacity at the chosen interval (:func:`ckptplan.engine.spot_montecarlo.sim
 ``deadline_approximation_ok`` is True for the simulated rows (no approximation to check), False without a deadline. ``ckptplan compare`` adds on-demand and
 the fallback policy. Columns added for every row of a
 table with such a row: ``expected_preemptions`` and ``capacity_wait_h`` (0 without preemptions).
-Preemptions with failure phases or asynchronous saves are refused (not modelled together).
+A row with failure phases as well is planned by its schedule (:mod:`ckptplan.engine.schedule_interruptions`:
+the schedule's figures, its simulated deadline answer, its wait and preemptions; the money here). Preemptions with
+a Weibull shape from the start or asynchronous saves are refused (not modelled together).
 """
 
 from __future__ import annotations
@@ -46,6 +48,17 @@ class PreemptionPlan:
         self.rows, self.n, self.args, self.labels = rows, n, args, labels
         self.wait = np.zeros(n)
         self.preemptions = np.zeros(n)
+        self.scheduled = np.zeros(rows.size, dtype=bool)
+
+    def take_schedules(self, schedules: Any) -> None:
+        """The rows that also have failure phases take their wait and preemptions from their schedule
+        (:mod:`ckptplan.engine.schedule_interruptions`); their deadline figures and one-interval wall time are the
+        schedule's (:class:`ckptplan.engine.phases_table.PhaseSchedules`), left as they are by :meth:`columns`."""
+        pos = {int(r): i for i, r in enumerate(self.rows)}
+        for r, plan in zip(schedules.rows, schedules.plans):
+            if int(r) in pos and "wait" in plan:
+                self.wait[r], self.preemptions[r] = plan["wait"], plan["preemptions"]
+                self.scheduled[pos[int(r)]] = True
 
     def intervals(self, intervals: dict[str, np.ndarray], chosen_given: np.ndarray) -> dict[str, np.ndarray]:
         """The exact (and, unless given, chosen) interval of the preempted rows: the model's optimum."""
@@ -99,11 +112,12 @@ class PreemptionPlan:
         out["cost_per_useful_gpu_hour"][r] = out["total_cost"][r] / out["useful_gpu_hours"][r]
         out["waste_fraction"][r] = 1.0 - out["useful_h"][r] / out["wall_h"][r]
         out["waste_fraction_at_optimum"][r] = self.waste_at_best
+        own = ~self.scheduled                 # rows with failure phases keep their schedule's figures
         if "single_interval_wall_h" in out:   # a table with failure phases elsewhere: this row's one interval
-            out["single_interval_wall_h"][r] = self.wall_at_best_h
+            out["single_interval_wall_h"][r[own]] = self.wall_at_best_h[own]
         for key, values in self.simulated_deadline(out, gpus, price, deadline_h).items():
-            out[key][r] = values             # no analytic answer with preemptions: simulated (module notes)
-        out["deadline_approximation_ok"][r] = ~np.isnan(deadline_h[r])   # simulated: no approximation to check
+            out[key][r[own]] = values[own]    # no analytic answer with preemptions: simulated (module notes)
+        out["deadline_approximation_ok"][r[own]] = ~np.isnan(deadline_h[r[own]])   # simulated: nothing to check
         out["expected_preemptions"] = self.preemptions
         out["capacity_wait_h"] = wait_h
         return out
@@ -117,7 +131,7 @@ class PreemptionPlan:
 
         a, r = self.args, self.rows
         out = {key: np.full(r.size, np.nan) for key in ("p_finish_by_deadline", "wall_h_p50", "wall_h_p90", "wall_h_p99")}
-        for p in np.flatnonzero(~np.isnan(deadline_h[r])):
+        for p in np.flatnonzero(~np.isnan(deadline_h[r]) & ~self.scheduled):
             row = r[p]
             job = capacity_job(float(new["useful_h"][row]) * 60.0, float(a["C"][p]), float(a["M"][p]), float(a["R"][p]),
                                float(a["P"][p]), float(a["N"][p]), float(a["Wc"][p]), float(deadline_h[row]) * 60.0,
@@ -141,10 +155,10 @@ def preemption_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndar
     for name, bad, rule in (
             ("async_write_min", cols["async_write_min"][rows] > 0, "must be 0 with preemptions (checkpoint on "
              "notice is modelled for synchronous saves)"),
-            ("preemptions_per_h", _has_phases(cols, rows), "preemptions with failure phases or a Weibull shape from "
-             "the start are not modelled together (the schedule's expectation carries the job's state across the "
-             "rate's changes when every interruption loses the work since the last save; a save on notice and a "
-             "wait for capacity are states it does not carry): plan one or the other"),
+            ("preemptions_per_h", weibull_rows(cols)[rows], "preemptions with a Weibull shape from the start are not "
+             "modelled together (the Weibull schedule's expectation carries the job's state across the rate's changes "
+             "when every interruption loses the work since the last save; a save on notice and a wait for capacity "
+             "are states it does not carry): give the rate as failure phases, which are planned with preemptions"),
             ("downtime_min", np.nan_to_num(cols["downtime_min"][rows], nan=0.0) > 0 if "downtime_min" in cols
              else np.zeros(rows.size, dtype=bool), "must be 0 with preemptions (the preemption model takes the whole "
              "restart as time the job can fail in; a wait for a node, as a spare pool gives, is not modelled with "
@@ -158,15 +172,6 @@ def preemption_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndar
             "rate": rate[rows], "P": P, "N": np.nan_to_num(cols["preemption_notice_min"][rows], nan=0.0),
             "Wc": np.nan_to_num(cols["capacity_wait_min"][rows], nan=0.0)}
     return PreemptionPlan(rows, len(table), args, table.index)
-
-
-def _has_phases(cols: dict[str, Any], rows: np.ndarray) -> np.ndarray:
-    found = np.zeros(rows.size, dtype=bool)
-    i = 1
-    while f"phase{i}_start_h" in cols:
-        found |= ~np.isnan(cols[f"phase{i}_start_h"][rows])
-        i += 1
-    return found | weibull_rows(cols)[rows]
 
 
 def spot_price(cols: dict[str, np.ndarray]) -> np.ndarray:

@@ -580,6 +580,8 @@ def _evaluate_valid(table: pd.DataFrame, cols: dict[str, np.ndarray]) -> pd.Data
     schedules = phase_schedules(table, cols, M, work)  # None without failure phases: the constant-rate plan
     if schedules is not None:
         parts = schedules.parts(parts)
+        if preempted is not None:   # failure phases on spot capacity: the schedule's wait and preemptions
+            preempted.take_schedules(schedules)
     gpus = _gpus(cols)
     new = {"job_mtbf_h": job_mtbf_h, **intervals, **_wastes(cols, M, intervals),
            "expected_failures": parts["failures"], "wall_h": parts["total"] / 60.0}

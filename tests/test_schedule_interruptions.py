@@ -137,3 +137,45 @@ def test_optimal_schedule_never_costs_more_than_one_interval():
     best = interruption_optimal_schedule(20_000.0, 3.0, 600.0, 10.0, [0.0, 4320.0], [3.0, 1.0], 300.0, 5.0, 15.0)
     assert best["schedule"]["total"] <= best["single"]["total"] * (1 + 1e-9)
     assert best["intervals"][0] < best["intervals"][1]   # shorter intervals in the burn-in
+
+
+# --- the scenario table: the limits reproduce today's plans exactly, and the combination goes through ---
+
+from ckptplan import engine  # noqa: E402
+
+BASE = dict(name="t", checkpoint_stall_min=3.0, restart_min=10.0, node_mtbf_h=2560.0, nodes=256,
+            useful_training_h=300.0, price_per_gpu_hour=2.0, deadline_h=400.0)
+PHASES = [{"start_h": 0, "rate_factor": 3}, {"start_h": 72, "rate_factor": 1}]
+SPOT = dict(preemptions_per_h=0.1, preemption_notice_min=4.0, capacity_wait_min=20.0, spot_price_per_gpu_hour=0.8)
+FIGURES = ("wall_h", "expected_failures", "save_h", "restart_h", "rework_h", "total_cost", "waste_fraction",
+           "chosen_interval_min", "p_finish_by_deadline", "wall_h_p50", "wall_h_p90")
+
+
+def _row(**kw):
+    return engine.evaluate(engine.Scenario(**BASE, **kw)).iloc[0]
+
+
+def test_zero_preemption_rate_is_todays_phase_plan_exactly():
+    today, zero = _row(failure_phases=PHASES), _row(failure_phases=PHASES, **{**SPOT, "preemptions_per_h": 0.0})
+    for key in FIGURES + ("schedule1_interval_min", "schedule2_interval_min", "single_interval_wall_h"):
+        assert zero[key] == today[key], key
+
+
+def test_a_single_phase_is_todays_spot_plan_exactly():
+    today, one = _row(**SPOT), _row(failure_phases=[{"start_h": 0, "rate_factor": 1}], **SPOT)
+    for key in FIGURES + ("expected_preemptions", "capacity_wait_h"):
+        assert one[key] == today[key], key
+    assert one["schedule1_interval_min"] == today["chosen_interval_min"]
+
+
+def test_phases_on_spot_capacity_through_the_table():
+    row = _row(failure_phases=PHASES, **SPOT)
+    spot, phased = _row(**SPOT), _row(failure_phases=PHASES)
+    assert row["schedule1_interval_min"] < row["schedule2_interval_min"]
+    assert row["wall_h"] > max(spot["wall_h"], phased["wall_h"])       # both kinds of interruption
+    assert row["wall_h"] <= row["single_interval_wall_h"] * (1 + 1e-9)
+    billed_h = row["wall_h"] - row["capacity_wait_h"]
+    assert row["capacity_wait_h"] > 0 and row["expected_preemptions"] > 0
+    assert row["total_cost"] == pytest.approx(billed_h * row["gpus"] * 0.8, rel=1e-9)
+    # the deadline answer is the schedule's simulation: its median near the expectation
+    assert row["wall_h_p50"] == pytest.approx(row["wall_h"], rel=0.02)

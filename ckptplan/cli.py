@@ -123,7 +123,8 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None, simula
 
     c = Table(title=("Expected run, on the schedule " if phased else
                      f"Expected run, saving every {duration(row['chosen_interval_min'])} ") +
-                    f"({row['expected_failures']:,.1f} failures expected)", title_justify="left")
+                    f"({row['expected_failures']:,.1f} failures{_preemptions_expected(row, phased)} expected)",
+              title_justify="left")
     for col, just in (("where the time goes", "left"), ("wall h", "right"), ("GPU-hours", "right"),
                       (f"cost ({cur})", "right"), ("share", "right")):
         c.add_column(col, justify=just)
@@ -155,11 +156,18 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None, simula
         console.print(f"[bold yellow]warning:[/] {literal(warning)}", highlight=False)
 
 
+def _preemptions_expected(row: "pd.Series", phased: bool) -> str:
+    """`` and N preemptions`` for a schedule on spot capacity (its failures and preemptions both count restarts')."""
+    n = float(row.get("expected_preemptions", 0.0) or 0.0)
+    return f" and {n:,.1f} preemptions" if phased and n > 0 else ""
+
+
 def _deadline_line(row: "pd.Series", phased: bool, simulated: str | None) -> str:
     """The deadline answer, saying how it was reached (analytic, or simulated with its runs and seed)."""
     spot = float(row.get("expected_preemptions", 0.0) or 0.0) > 0
     elastic = _shrinks(row)
-    how = (f"simulated on the schedule ({DEFAULT_RUNS:,} runs, seed {DEFAULT_SEED}; " if phased else
+    how = (f"simulated on the schedule{' on spot capacity' if spot else ''} ({DEFAULT_RUNS:,} runs, seed "
+           f"{DEFAULT_SEED}; " if phased else
            f"simulated on spot capacity ({DEFAULT_RUNS:,} runs, seed {DEFAULT_SEED}; `ckptplan compare` adds "
            "on-demand and the fallback; " if spot else
            f"simulated, training on fewer replicas ({DEFAULT_RUNS:,} runs, seed {DEFAULT_SEED}; " if elastic

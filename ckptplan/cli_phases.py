@@ -45,6 +45,9 @@ def print_schedule(row: Any) -> bool:
     if shape < 1:
         title = (f"Checkpoint schedule: a Weibull failure intensity from the job's start (shape {shape:g}; "
                  "the rate shown is each window's mean)")
+    elif float(row.get("expected_preemptions", 0.0) or 0.0) > 0:
+        title = ("Checkpoint schedule: the failure rate changes over the run, on spot capacity (exact expectation: "
+                 "failures per phase, preemptions at a constant rate)")
     else:
         title = "Checkpoint schedule: the failure rate changes over the run (exact expectation, Daly's model per phase)"
     t = Table(title=title, title_justify="left")

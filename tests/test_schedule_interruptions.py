@@ -179,3 +179,46 @@ def test_phases_on_spot_capacity_through_the_table():
     assert row["total_cost"] == pytest.approx(billed_h * row["gpus"] * 0.8, rel=1e-9)
     # the deadline answer is the schedule's simulation: its median near the expectation
     assert row["wall_h_p50"] == pytest.approx(row["wall_h"], rel=0.02)
+
+
+def test_surfaces_carry_the_combination_or_refuse_it_by_name(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from ckptplan.cli import app
+
+    toml = tmp_path / "s.toml"
+    toml.write_text("\n".join([f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v}" for k, v in
+                               {**BASE, **SPOT}.items()]) + "\n" + "".join(
+        f"[[failure_phases]]\nstart_h = {p['start_h']}\nrate_factor = {p['rate_factor']}\n" for p in PHASES))
+    row = _row(failure_phases=PHASES, **SPOT)
+    res = CliRunner().invoke(app, ["plan", "--scenario", str(toml), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert [s["interval_min"] for s in out["schedule"]] == [row["schedule1_interval_min"], row["schedule2_interval_min"]]
+    for key in ("wall_h", "expected_preemptions", "capacity_wait_h", "total_cost", "p_finish_by_deadline"):
+        assert out[key] == pytest.approx(float(row[key]), rel=1e-12), key
+    text = CliRunner().invoke(app, ["plan", "--scenario", str(toml)]).output
+    assert "on spot capacity" in text and "preemptions expected" in text
+    # the workbook cannot show it: refused by name, nothing written
+    res = CliRunner().invoke(app, ["workbook", "--scenario", str(toml), "-o", str(tmp_path / "w.xlsx"), "--no-deadline"])
+    assert res.exit_code == 2 and "preemptions_per_h" in res.output and "not together" in res.output
+    assert not (tmp_path / "w.xlsx").exists()
+    down = tmp_path / "d.toml"
+    down.write_text(toml.read_text().replace("preemptions_per_h = 0.1", "downtime_min = 4.0"))
+    res = CliRunner().invoke(app, ["workbook", "--scenario", str(down), "-o", str(tmp_path / "w.xlsx"), "--no-deadline"])
+    assert res.exit_code == 2 and "downtime_min" in res.output
+    # a batch row is the same plan
+    table = engine.to_table([engine.Scenario(**BASE, **SPOT, failure_phases=PHASES)])
+    batch = engine.evaluate(table).iloc[0]
+    for key in ("wall_h", "total_cost", "expected_preemptions", "schedule2_interval_min"):
+        assert batch[key] == pytest.approx(float(row[key]), rel=1e-12)
+    # the UDF of the schedule takes the spot fields among its names
+    from ckptplan.workbook.udfs_risk import CKPT_SCHEDULE
+
+    names = [[k] for k in BASE if k not in ("name",)] + [[k] for k in SPOT]
+    values = [[v] for k, v in BASE.items() if k != "name"] + [[v] for v in SPOT.values()]
+    spilled = CKPT_SCHEDULE(names, values, [[0], [72]], [[3], [1]])
+    assert spilled[2][2] == pytest.approx(row["schedule2_interval_min"], rel=1e-12)
+    assert spilled[3] == ["wall_h", None, pytest.approx(row["wall_h"], rel=1e-12)]

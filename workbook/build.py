@@ -46,7 +46,7 @@ from .notes import notes_sheet, readiness_sheet
 from .schedule_sheet import schedule_sheet
 from .spot_sheet import capacity_block, spot_sheet
 
-__all__ = ["CURVE_FACTORS", "KEY_OUTPUTS", "Built", "Check", "build_workbook", "refuse_off_sheets", "save", "scaling_nodes",
+__all__ = ["CURVE_FACTORS", "KEY_OUTPUTS", "Built", "Check", "build_workbook", "refuse_combined", "refuse_off_sheets", "save", "scaling_nodes",
            "scenario_inputs", "write_workbook"]
 
 CURVE_FACTORS = tuple(float(x) for x in np.round(np.geomspace(0.2, 5.0, 41), 6))
@@ -580,6 +580,24 @@ def refuse_off_sheets(scenario: Any) -> None:
         raise engine.InputError("weibull_shape_from_start", shape, "the workbook's sheets plan a constant failure "
                                 "rate: plan a Weibull shape from the start with `ckptplan plan` or `ckptplan batch` "
                                 "(an interval schedule)")
+    refuse_combined(scenario)
+
+
+def refuse_combined(scenario: Any) -> None:
+    """Raise :class:`InputError` when ``scenario`` combines failure phases with preemptions or a downtime: the
+    engine plans them together (:mod:`ckptplan.engine.schedule_interruptions`), the Schedule sheet's formulas plan
+    phases alone and the Spot sheet's a constant rate, so neither can show the combination (refused by name)."""
+    if not getattr(scenario, "failure_phases", ()):
+        return
+    if getattr(scenario, "preemptions_per_h", None):
+        raise engine.InputError("preemptions_per_h", scenario.preemptions_per_h, "the workbook plans failure phases "
+                                "(Schedule sheet) and spot capacity (Spot sheet) apart, not together: plan failure "
+                                "phases on spot capacity with `ckptplan plan` or `ckptplan batch`, or drop one of them")
+    if getattr(scenario, "downtime_min", None):
+        raise engine.InputError("downtime_min", scenario.downtime_min, "the workbook's Schedule sheet plans failure "
+                                "phases for a job that holds its nodes through the whole restart: plan failure phases "
+                                "with a downtime with `ckptplan plan` or `ckptplan batch`, or state restart_min "
+                                "without it")
 
 
 def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | None = None,
@@ -619,6 +637,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     ranked = _ranked(scenario, st, uncertainty)
     stated = scenario   # as given: what the break-even block's engine call and status use
     scenario, derived = _planned(scenario, st)
+    refuse_combined(scenario)   # a setup's spare pool may derive a downtime
     # one evaluation of all (refuses designs the models cannot evaluate); kept for the caller
     results = engine.evaluate([scenario] + [d.apply(scenario) for d in designs])
     terms = D.pool_terms(max([st.spares or 0] + [d.apply_setup(st).spares or 0 for d in given]))

@@ -77,16 +77,16 @@ def test_spot_price_bills_the_gpu_hours_held():
 
 def test_preemptions_refused_where_not_modelled():
     seed = files.load_scenario("seed")
-    with pytest.raises(engine.InputError, match="failure phases"):
-        engine.evaluate(seed.replace(preemptions_per_h=0.2, failure_phases=[{"start_h": 0, "rate_factor": 2}]))
+    # failure phases on spot capacity are planned together (tests/test_schedule_interruptions.py); a Weibull shape
+    # from the start with preemptions is not
+    with pytest.raises(engine.InputError, match="Weibull"):
+        engine.evaluate(seed.replace(preemptions_per_h=0.2, weibull_shape_from_start=0.7))
     with pytest.raises(engine.InputError, match="async_write_min"):
         engine.evaluate(seed.replace(preemptions_per_h=0.2, async_write_min=1.0))
-    # a wait for a node (downtime, as a spare pool gives) is not in the preemption or the phase model: refused,
-    # never planned as if the whole restart were exposed
+    # a wait for a node (downtime, as a spare pool gives) is not in the preemption model: refused, never planned as
+    # if the whole restart were exposed
     with pytest.raises(engine.InputError, match="downtime_min"):
         engine.evaluate(seed.replace(preemptions_per_h=0.2, downtime_min=3.0))
-    with pytest.raises(engine.InputError, match="downtime_min"):
-        engine.evaluate(seed.replace(downtime_min=3.0, failure_phases=[{"start_h": 0, "rate_factor": 2}]))
     with pytest.raises(engine.InputError, match="preemptions_per_h"):
         engine.deadline_report(seed.replace(preemptions_per_h=0.2), runs=100)
 

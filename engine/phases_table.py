@@ -286,7 +286,7 @@ def _row_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, Mr: floa
 
     C, chosen = float(cols["checkpoint_stall_min"][r]), float(cols["interval_min"][r])
     P, N, Wc, D = _interruptions(cols, r)
-    R = float(cols["restart_min"][r]) - D           # the exposed restart (engine.scenario's split)
+    R = max(float(cols["restart_min"][r]) - D, 0.0)   # the exposed restart (engine.scenario's split)
     peak = 1.0 if weib else max(1.0, float(np.nanmax(factors)))
     _refuse_too_many_saves(table.index[r], wr, C, Mr / peak, chosen)
     if "on_node_loss" in cols and cols["on_node_loss"][r] > 0:   # engine.elastic_table: 1.0 = continue

@@ -10,7 +10,9 @@ its GPUs (computing, saving, restarting). A failure loses the work since the las
 a restart. A preemption with a notice at least the save stall (``N >= C``) is met by a checkpoint on
 notice: the work done so far is kept, the save takes ``C`` (its few minutes are not exposed to
 failures), then the job waits ``Wc`` for capacity and restarts; with a shorter notice it rolls back
-like a failure and then waits ``Wc``. After a restart the job starts a fresh interval from its last
+like a failure and then waits ``Wc``. A failure (a restart's too) is followed by a downtime ``D`` before the
+restart (waiting for a node without a full set of them: the job cannot fail or be preempted in it,
+Bougeret et al., SC'11; ``D = 0`` the whole restart exposed). After a restart the job starts a fresh interval from its last
 checkpoint (periodic or on notice). AWS announces a spot interruption two minutes ahead, GCP spot VMs
 30 s (their documentation), so whether a save fits the notice decides which case applies.
 
@@ -18,15 +20,16 @@ Exact expectation (renewal-reward over *cycles*, from one checkpoint to the next
 model's convention of counting work in fractions of a cycle, as :func:`ckptplan.engine.waste.expected_wall_time`):
 with ``theta = lambda + pi``, ``S = T + C``, ``q = exp(-theta S)``, ``k = [N >= C]``, an attempt ends by
 a failure with probability ``(lambda/theta)(1 - q)``, by a preemption ``(pi/theta)(1 - q)``; a restart,
-itself restarted by a failure and by a preemption (after a wait), takes
-``R' = (exp(theta R) - 1)(1/theta + (pi/theta) Wc)``. A cycle ends with probability
+itself restarted by a failure (after a downtime) and by a preemption (after a wait), takes
+``R' = (exp(theta R) - 1)(1/theta + (lambda/theta) D + (pi/theta) Wc)``. A cycle ends with probability
 ``e = q + k (pi/theta)(1 - q)`` per attempt, so per cycle::
 
-    time = [(1 - q)/theta + (lambda/theta)(1 - q) R' + (pi/theta)(1 - q)(k C + Wc + R')] / e
+    time = [(1 - q)/theta + (lambda/theta)(1 - q)(D + R') + (pi/theta)(1 - q)(k C + Wc + R')] / e
     work = [q T + k pi I] / e,   I = int_0^S min(y, T) exp(-theta y) dy
 
 and the expected wall time of ``work`` is ``work * time / work_per_cycle``. With ``pi = 0`` this is Daly's
-model (FGCS 22(3), 2006) exactly, and :func:`preemption_breakdown` returns its numbers unchanged.
+model (FGCS 22(3), 2006) exactly (with ``D``, Bougeret et al.'s ``(M + D)`` form), and
+:func:`preemption_breakdown` returns :func:`ckptplan.engine.waste.time_breakdown`'s numbers unchanged.
 The interval minimising it (:func:`preemption_optimal_interval`) is found by a golden-section search on
 ``log T`` (vectorised; with checkpoints on notice and rare failures it grows long: preemptions cost no
 rework, so saves are needed against failures only).
@@ -61,11 +64,11 @@ def _partial_save(theta: Any, T: Any, C: Any) -> Any:
     return np.exp(-theta * T) * (-np.expm1(-theta * C) - theta * C * np.exp(-theta * C)) / theta ** 2
 
 
-def preemption_cycle(T: Any, C: Any, M: Any, R: Any, P: Any, N: Any, Wc: Any) -> dict[str, Any]:
+def preemption_cycle(T: Any, C: Any, M: Any, R: Any, P: Any, N: Any, Wc: Any, D: Any = 0.0) -> dict[str, Any]:
     """Expectations per cycle (module notes): ``time``, ``work``, ``failures`` and ``preemptions`` (in
-    attempts), ``save`` (periodic, on notice, and a periodic save a kept preemption cut short), ``restart``,
-    ``wait``. Arrays broadcast; ``P > 0``."""
-    T, C, M, R, P, N, Wc = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (T, C, M, R, P, N, Wc)))
+    attempts), ``save`` (periodic, on notice, and a periodic save a kept preemption cut short), ``restart``
+    (the downtime after every failure included), ``wait``. Arrays broadcast; ``P > 0``."""
+    T, C, M, R, P, N, Wc, D = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (T, C, M, R, P, N, Wc, D)))
     lam, pi = 1.0 / M, 1.0 / P
     theta = lam + pi
     S = T + C
@@ -76,34 +79,36 @@ def preemption_cycle(T: Any, C: Any, M: Any, R: Any, P: Any, N: Any, Wc: Any) ->
     grow = np.expm1(theta * R)
     restart_one = grow / theta                      # restart time of one restart sequence
     wait_one = grow * (pi / theta) * Wc             # capacity waits inside it (preemptions during restarts)
-    R_all = restart_one + wait_one
+    down_one = grow * (lam / theta) * D             # downtimes inside it (failures during restarts)
+    R_all = restart_one + wait_one + down_one
     e = q + keep * pp
     out = {
-        "time": (miss / theta + pf * R_all + pp * (keep * C + Wc + R_all)) / e,
+        "time": (miss / theta + pf * (D + R_all) + pp * (keep * C + Wc + R_all)) / e,
         "work": (q * T + keep * pi * _integral_min(theta, T, S)) / e,
         "failures": pf / e,
         "preemptions": pp / e,
         "save": (q * C + keep * (pp * C + pi * _partial_save(theta, T, C))) / e,
-        "restart": (pf + pp) * restart_one / e,
+        "restart": ((pf + pp) * (restart_one + down_one) + pf * D) / e,
         "wait": (pp * Wc + (pf + pp) * wait_one) / e,
     }
     return out
 
 
-def preemption_breakdown(work: Any, T: Any, C: Any, M: Any, R: Any, P: Any, N: Any, Wc: Any) -> dict[str, Any]:
+def preemption_breakdown(work: Any, T: Any, C: Any, M: Any, R: Any, P: Any, N: Any, Wc: Any, D: Any = 0.0
+                         ) -> dict[str, Any]:
     """Expected wall time of ``work`` and where it goes, failures and preemptions (module notes).
 
     Returns ``total``, ``useful``, ``save``, ``rework``, ``restart``, ``wait`` (for capacity, no GPUs
     held), ``failures``, ``preemptions``. ``P = inf`` (no preemption) gives
     :func:`ckptplan.engine.waste.time_breakdown`'s numbers exactly (``wait`` and ``preemptions`` 0).
     """
-    work, T, C, M, R, P, N, Wc = np.broadcast_arrays(*(np.asarray(x, dtype=float)
-                                                       for x in (work, T, C, M, R, P, N, Wc)))
+    work, T, C, M, R, P, N, Wc, D = np.broadcast_arrays(*(np.asarray(x, dtype=float)
+                                                          for x in (work, T, C, M, R, P, N, Wc, D)))
     zeros = np.zeros(work.shape)
-    base = time_breakdown_kernel(work, T, C, M, R, zeros, zeros)
+    base = time_breakdown_kernel(work, T, C, M, R, zeros, zeros, D)
     none = ~np.isfinite(P)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        cyc = preemption_cycle(T, C, M, R, np.where(none, 1.0, P), N, Wc)
+        cyc = preemption_cycle(T, C, M, R, np.where(none, 1.0, P), N, Wc, D)
         k = work / cyc["work"]
         out = {key: k * cyc[key] for key in ("failures", "preemptions", "save", "restart", "wait")}
         out["total"] = k * cyc["time"]
@@ -126,11 +131,11 @@ STEPS = 80
 INTERVAL_RTOL = 1e-6
 
 
-def preemption_optimal_interval(C: Any, M: Any, R: Any, P: Any, N: Any, Wc: Any) -> Any:
+def preemption_optimal_interval(C: Any, M: Any, R: Any, P: Any, N: Any, Wc: Any, D: Any = 0.0) -> Any:
     """The interval minimising the expected wall time per unit of work (golden-section search on ``log T``
     between ``sqrt(2 C / rate) / 1000`` and ``x 1000``, ``rate`` the rate of events that cost rework:
     failures, and preemptions unless they are met on notice). Arrays broadcast."""
-    C, M, R, P, N, Wc = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (C, M, R, P, N, Wc)))
+    C, M, R, P, N, Wc, D = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (C, M, R, P, N, Wc, D)))
     keep = N >= C
     losing = 1.0 / M + np.where(keep | ~np.isfinite(P), 0.0, 1.0 / np.where(np.isfinite(P), P, 1.0))
     young = np.sqrt(2.0 * C / losing)
@@ -139,7 +144,7 @@ def preemption_optimal_interval(C: Any, M: Any, R: Any, P: Any, N: Any, Wc: Any)
     def f(log_t: Any) -> Any:
         T = np.exp(log_t)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            cyc = preemption_cycle(T, C, M, R, P, N, Wc)
+            cyc = preemption_cycle(T, C, M, R, P, N, Wc, D)
             v = np.log(cyc["time"]) - np.log(cyc["work"])
         return np.where(np.isfinite(v), v, np.inf)
 

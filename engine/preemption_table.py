@@ -63,7 +63,7 @@ class PreemptionPlan:
     def intervals(self, intervals: dict[str, np.ndarray], chosen_given: np.ndarray) -> dict[str, np.ndarray]:
         """The exact (and, unless given, chosen) interval of the preempted rows: the model's optimum."""
         a = self.args
-        best = preemption_optimal_interval(a["C"], a["M"], a["R"], a["P"], a["N"], a["Wc"])
+        best = preemption_optimal_interval(a["C"], a["M"], a["R"], a["P"], a["N"], a["Wc"], a["D"])
         out = dict(intervals)
         for key in ("exact_interval_min", "chosen_interval_min"):
             out[key] = np.array(out[key], dtype=float, copy=True)
@@ -76,7 +76,7 @@ class PreemptionPlan:
     def parts(self, parts: dict[str, np.ndarray], work: np.ndarray, chosen: np.ndarray) -> dict[str, np.ndarray]:
         """The time breakdown with the model's figures in the preempted rows."""
         a, r = self.args, self.rows
-        b = preemption_breakdown(work[r], chosen[r], a["C"], a["M"], a["R"], a["P"], a["N"], a["Wc"])
+        b = preemption_breakdown(work[r], chosen[r], a["C"], a["M"], a["R"], a["P"], a["N"], a["Wc"], a["D"])
         many = b["failures"] + b["preemptions"] > MAX_INTERRUPTIONS
         if many.any():
             p = int(np.flatnonzero(many)[0])
@@ -93,7 +93,7 @@ class PreemptionPlan:
         for key in ("useful", "save", "rework", "restart", "total", "failures"):
             out[key][r] = b[key]
         self.wait[r], self.preemptions[r] = b["wait"], b["preemptions"]
-        at_best = preemption_breakdown(work[r], self.best, a["C"], a["M"], a["R"], a["P"], a["N"], a["Wc"])
+        at_best = preemption_breakdown(work[r], self.best, a["C"], a["M"], a["R"], a["P"], a["N"], a["Wc"], a["D"])
         self.waste_at_best = 1.0 - at_best["useful"] / at_best["total"]
         self.wall_at_best_h = at_best["total"] / 60.0
         return out
@@ -135,7 +135,7 @@ class PreemptionPlan:
             row = r[p]
             job = capacity_job(float(new["useful_h"][row]) * 60.0, float(a["C"][p]), float(a["M"][p]), float(a["R"][p]),
                                float(a["P"][p]), float(a["N"][p]), float(a["Wc"][p]), float(deadline_h[row]) * 60.0,
-                               float(price[row]), float(price[row]), float(gpus[row]))
+                               float(price[row]), float(price[row]), float(gpus[row]), float(a["D"][p]))
             job["T_spot"] = float(new["chosen_interval_min"][row])
             sim = simulate_capacity(job, "spot", runs=DEFAULT_RUNS, seed=DEFAULT_SEED)
             wall = np.where(sim["finished"], sim["wall"], np.inf)   # a run given up never finishes
@@ -158,19 +158,16 @@ def preemption_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndar
             ("preemptions_per_h", weibull_rows(cols)[rows], "preemptions with a Weibull shape from the start are not "
              "modelled together (the Weibull schedule's expectation carries the job's state across the rate's changes "
              "when every interruption loses the work since the last save; a save on notice and a wait for capacity "
-             "are states it does not carry): give the rate as failure phases, which are planned with preemptions"),
-            ("downtime_min", np.nan_to_num(cols["downtime_min"][rows], nan=0.0) > 0 if "downtime_min" in cols
-             else np.zeros(rows.size, dtype=bool), "must be 0 with preemptions (the preemption model takes the whole "
-             "restart as time the job can fail in; a wait for a node, as a spare pool gives, is not modelled with "
-             "preemptions yet)")):
+             "are states it does not carry): give the rate as failure phases, which are planned with preemptions")):
         if np.any(bad):
             p = rows[int(np.flatnonzero(bad)[0])]
             raise InputError(f"row {table.index[p]}: {name}", float(cols[name][p]), rule)
     with np.errstate(over="ignore"):   # a subnormal rate: a mean time between preemptions beyond any float,
         P = 60.0 / rate[rows]          # inf, which the model reads as no preemption (what such a rate means)
-    args = {"C": cols["checkpoint_stall_min"][rows], "M": M[rows], "R": cols["restart_min"][rows],
+    D = np.nan_to_num(cols["downtime_min"][rows], nan=0.0) if "downtime_min" in cols else np.zeros(rows.size)
+    args = {"C": cols["checkpoint_stall_min"][rows], "M": M[rows], "R": np.maximum(cols["restart_min"][rows] - D, 0.0),
             "rate": rate[rows], "P": P, "N": np.nan_to_num(cols["preemption_notice_min"][rows], nan=0.0),
-            "Wc": np.nan_to_num(cols["capacity_wait_min"][rows], nan=0.0)}
+            "Wc": np.nan_to_num(cols["capacity_wait_min"][rows], nan=0.0), "D": D}
     return PreemptionPlan(rows, len(table), args, table.index)
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import InputError
 from .spot_montecarlo import capacity_job, simulate_capacity
 
 __all__ = ["capacity_job", "capacity_policies", "scenario_capacity", "simulate_capacity"]
@@ -43,13 +44,13 @@ def _summary(sim: dict[str, np.ndarray], deadline: float) -> dict[str, float]:
 
 
 def capacity_policies(work: float, C: float, M: float, R: float, P: float, N: float, Wc: float, deadline: float,
-                      price: float, spot_price: float, gpus: float, runs: int = 4000, seed: int = 0
+                      price: float, spot_price: float, gpus: float, runs: int = 4000, seed: int = 0, D: float = 0.0
                       ) -> dict[str, dict[str, float]]:
     """The three policies' deadline and cost figures (module notes); times in minutes, prices per GPU-hour.
 
     ``fallback`` also reports its ``threshold_min``; the threshold is searched on seed ``seed`` and reported
     figures come from the same runs."""
-    job = capacity_job(work, C, M, R, P, N, Wc, deadline, price, spot_price, gpus)
+    job = capacity_job(work, C, M, R, P, N, Wc, deadline, price, spot_price, gpus, D)
     out = {name: _summary(simulate_capacity(job, name, runs=runs, seed=seed), deadline)
            for name in ("on-demand", "spot")}
     target = out["on-demand"]["p_finish_by_deadline"]
@@ -75,12 +76,18 @@ def scenario_capacity(scenario: Any, runs: int = 4000, seed: int = 0) -> dict[st
 
     if not scenario.preemptions_per_h or scenario.deadline_h is None:
         return None
+    if scenario.failure_phases:
+        raise InputError("failure_phases", f"{len(scenario.failure_phases)} phase(s)", "the spot / on-demand / "
+                         "fallback comparison simulates a constant failure rate: plan failure phases on spot capacity "
+                         "with `ckptplan plan` or `ckptplan batch` (their deadline answer is simulated on the "
+                         "schedule), or compare the capacities without the phases")
     row = evaluate(scenario).iloc[0]
     spot_price = scenario.spot_price_per_gpu_hour
+    D = float(scenario.downtime_min or 0.0)    # the exposed restart and the downtime, as engine.scenario splits them
     out = capacity_policies(scenario.useful_training_h * 60.0, float(scenario.checkpoint_stall_min),
-                            float(row["job_mtbf_h"]) * 60.0, float(scenario.restart_min),
+                            float(row["job_mtbf_h"]) * 60.0, max(float(scenario.restart_min) - D, 0.0),
                             60.0 / scenario.preemptions_per_h, float(scenario.preemption_notice_min or 0.0),
                             float(scenario.capacity_wait_min or 0.0), scenario.deadline_h * 60.0,
                             scenario.price_per_gpu_hour, scenario.price_per_gpu_hour if spot_price is None else spot_price,
-                            float(row["gpus"]), runs=runs, seed=seed)
+                            float(row["gpus"]), runs=runs, seed=seed, D=D)
     return {"runs": runs, "seed": seed, "deadline_h": scenario.deadline_h, "policies": out}

@@ -31,6 +31,9 @@ def _restart(rng, idx, t, bill, spot, job, deadline_cap):
         bill[idx] += step * np.where(spot[idx], job["spot_price"], job["price"])
         waited = ~done & (pre < fail)
         t[idx[waited]] += job["Wc"]
+        down = idx[~done & ~waited]                           # a failure: the downtime before the next restart,
+        t[down] += job.get("D", 0.0)                          # billed as the plan bills it (part of restart_h)
+        bill[down] += job.get("D", 0.0) * np.where(spot[down], job["spot_price"], job["price"])
         idx = idx[~done & (t[idx] < deadline_cap)]
 
 
@@ -38,7 +41,8 @@ def simulate_capacity(job: dict[str, float], policy: str, threshold: float = 0.0
                       seed: int = 0) -> dict[str, np.ndarray]:
     """Wall time and cost of ``runs`` jobs under ``policy`` (``spot``, ``on-demand``, ``fallback`` with
     ``threshold`` minutes of slack). ``job``: ``work``, ``C``, ``M``, ``R``, ``P``, ``N``, ``Wc``, ``T_spot``,
-    ``T_od``, ``rho_od``, ``deadline``, ``price``, ``spot_price`` (per GPU-minute x GPUs), minutes."""
+    ``T_od``, ``rho_od``, ``deadline``, ``price``, ``spot_price`` (per GPU-minute x GPUs), minutes; ``D`` (the
+    downtime after every failure, billed as the plan's restart time, 0 when absent)."""
     rng = np.random.default_rng(seed)
     t, bill = np.zeros(runs), np.zeros(runs)
     left = np.full(runs, float(job["work"]))
@@ -71,16 +75,19 @@ def simulate_capacity(job: dict[str, float], policy: str, threshold: float = 0.0
             t[p] += job["C"]
             bill[p] += job["C"] * job["spot_price"]
         t[a[by_pre]] += job["Wc"]
+        down = a[~ok & ~by_pre]                               # a failure: the downtime before the restart (billed)
+        t[down] += job.get("D", 0.0)
+        bill[down] += job.get("D", 0.0) * price[~ok & ~by_pre]
         hit = a[~ok]
         _restart(rng, hit[left[hit] > 0], t, bill, spot, job, cap)
         active = (left > 1e-9) & (t < cap)
     return {"wall": t, "cost": bill, "finished": left <= 1e-9}
 
 
-def capacity_job(work, C, M, R, P, N, Wc, deadline, price, spot_price, gpus) -> dict[str, float]:
+def capacity_job(work, C, M, R, P, N, Wc, deadline, price, spot_price, gpus, D=0.0) -> dict[str, float]:
     """The job :func:`simulate_capacity` runs (minutes; prices per GPU-hour, GPUs): intervals and on-demand rho."""
     T_od = float(exact_optimal_interval_kernel(np.float64(C), np.float64(M), np.float64(0.0), np.float64(0.0)))
-    return {"work": work, "C": C, "M": M, "R": R, "P": P, "N": N, "Wc": Wc, "deadline": deadline,
-            "T_od": T_od, "T_spot": float(preemption_optimal_interval(C, M, R, P, N, Wc)),
-            "rho_od": float(expected_wall_time(1.0, T_od, C, M, R)),
+    return {"work": work, "C": C, "M": M, "R": R, "P": P, "N": N, "Wc": Wc, "D": D, "deadline": deadline,
+            "T_od": T_od, "T_spot": float(preemption_optimal_interval(C, M, R, P, N, Wc, D)),
+            "rho_od": float(expected_wall_time(1.0, T_od, C, M, R, D=D)),
             "price": price * gpus / 60.0, "spot_price": spot_price * gpus / 60.0}

@@ -83,10 +83,6 @@ def test_preemptions_refused_where_not_modelled():
         engine.evaluate(seed.replace(preemptions_per_h=0.2, weibull_shape_from_start=0.7))
     with pytest.raises(engine.InputError, match="async_write_min"):
         engine.evaluate(seed.replace(preemptions_per_h=0.2, async_write_min=1.0))
-    # a wait for a node (downtime, as a spare pool gives) is not in the preemption model: refused, never planned as
-    # if the whole restart were exposed
-    with pytest.raises(engine.InputError, match="downtime_min"):
-        engine.evaluate(seed.replace(preemptions_per_h=0.2, downtime_min=3.0))
     with pytest.raises(engine.InputError, match="preemptions_per_h"):
         engine.deadline_report(seed.replace(preemptions_per_h=0.2), runs=100)
 

@@ -222,3 +222,44 @@ def test_surfaces_carry_the_combination_or_refuse_it_by_name(tmp_path):
     spilled = CKPT_SCHEDULE(names, values, [[0], [72]], [[3], [1]])
     assert spilled[2][2] == pytest.approx(row["schedule2_interval_min"], rel=1e-12)
     assert spilled[3] == ["wall_h", None, pytest.approx(row["wall_h"], rel=1e-12)]
+
+
+# --- a downtime on spot capacity (the constant-rate spot model with D) ---
+
+@pytest.mark.parametrize("N", [0.0, 5.0])
+def test_spot_model_with_a_downtime_is_the_one_phase_schedule(N):
+    got = _expect(20_000.0, [50.0], 3.0, 600.0, 6.0, [0.0], [1.0], 300.0, N, 15.0, 4.0)
+    ref = preemption_breakdown(20_000.0, 50.0, 3.0, 600.0, 6.0, 300.0, N, 15.0, 4.0)
+    for key in ("total", "restart", "wait"):
+        assert got[key] == pytest.approx(float(ref[key]), rel=1e-12)
+    # zero downtime is today's spot model, bit for bit
+    plain = preemption_breakdown(20_000.0, 50.0, 3.0, 600.0, 6.0, 300.0, N, 15.0)
+    zero = preemption_breakdown(20_000.0, 50.0, 3.0, 600.0, 6.0, 300.0, N, 15.0, 0.0)
+    assert all(float(plain[k]) == float(zero[k]) for k in plain)
+
+
+@pytest.mark.parametrize("N", [0.5, 5.0])
+def test_spot_with_a_downtime_agrees_with_an_event_by_event_simulation(N):
+    work, T, C, M, R, P, Wc, D = 6_000.0, 45.0, 3.0, 400.0, 6.0, 300.0, 15.0, 8.0
+    ref = preemption_breakdown(work, T, C, M, R, P, N, Wc, D)
+    rho = float(preemption_breakdown(1.0, T, C, M, R, P, N, Wc, D)["total"])
+    job = _Job([0.0], [1.0], M, P, C, R, D, N, Wc, [T], np.random.default_rng(11))
+    runs = np.array([job.run(work, rho)[0] for _ in range(3000)])
+    se = runs.std(ddof=1) / math.sqrt(len(runs))
+    assert abs(float(ref["total"]) - runs.mean()) < 3 * se, (float(ref["total"]), runs.mean(), se)
+
+
+def test_spot_with_a_downtime_through_the_table():
+    plain = _row(**SPOT)
+    down = _row(**SPOT, downtime_min=4.0)           # 4 of the 10 restart minutes without nodes
+    assert down["wall_h"] < plain["wall_h"]          # fewer failures strike the shorter exposed restart
+    assert down["restart_h"] > 0 and down["capacity_wait_h"] > 0
+    e = preemption_breakdown(300 * 60.0, down["chosen_interval_min"], 3.0, down["job_mtbf_h"] * 60, 6.0, 600.0, 4.0,
+                             20.0, 4.0)
+    assert down["wall_h"] == pytest.approx(float(e["total"]) / 60, rel=1e-12)
+    assert down["wall_h_p50"] == pytest.approx(down["wall_h"], rel=0.02)   # the deadline simulation has it too
+    zero = _row(**SPOT, downtime_min=0.0)
+    for key in FIGURES + ("expected_preemptions", "capacity_wait_h"):
+        assert zero[key] == plain[key], key
+    phased = _row(**SPOT, downtime_min=4.0, failure_phases=PHASES)    # all three together
+    assert phased["wall_h"] > down["wall_h"] and phased["schedule1_interval_min"] < phased["schedule2_interval_min"]

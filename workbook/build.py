@@ -584,9 +584,14 @@ def refuse_off_sheets(scenario: Any) -> None:
 
 
 def refuse_combined(scenario: Any) -> None:
-    """Raise :class:`InputError` when ``scenario`` combines failure phases with preemptions or a downtime: the
-    engine plans them together (:mod:`ckptplan.engine.schedule_interruptions`), the Schedule sheet's formulas plan
-    phases alone and the Spot sheet's a constant rate, so neither can show the combination (refused by name)."""
+    """Raise :class:`InputError` when ``scenario`` combines failure phases, preemptions or a downtime: the engine
+    plans them together (:mod:`ckptplan.engine.schedule_interruptions`, :mod:`ckptplan.engine.preemption`), the
+    Schedule sheet's formulas plan phases alone and the Spot sheet's preemptions without a downtime, so neither can
+    show the combination (refused by name)."""
+    if getattr(scenario, "preemptions_per_h", None) and getattr(scenario, "downtime_min", None):
+        raise engine.InputError("downtime_min", scenario.downtime_min, "the workbook's Spot sheet plans preemptions "
+                                "for a job that holds its nodes through the whole restart: plan a downtime on spot "
+                                "capacity with `ckptplan plan` or `ckptplan batch`, or state restart_min without it")
     if not getattr(scenario, "failure_phases", ()):
         return
     if getattr(scenario, "preemptions_per_h", None):

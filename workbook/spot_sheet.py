@@ -99,7 +99,8 @@ def _status() -> str:
     return ('IF(NOT(preemptions_per_h>0),"no preemptions given (preemptions_per_h empty or 0): the Plan sheet\'s '
             'on-demand plan is the plan",IF(used_async_write_min>0,"refused: async_write_min must be 0 with '
             'preemptions (checkpoint on notice is modelled for synchronous saves)",IF(used_downtime_min>0,'
-            '"refused: downtime_min must be 0 with preemptions (a wait for a node is not modelled with preemptions)",'
+            '"refused: downtime_min must be 0 on this sheet (its formulas plan preemptions for a job that holds its nodes '
+            'through the whole restart; ckptplan plan plans a downtime with preemptions)",'
             '"spot capacity: planned below (Plan sheet: the same inputs on on-demand capacity)")))')
 
 

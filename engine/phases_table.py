@@ -16,7 +16,12 @@ A row with ``weibull_shape_from_start`` below 1 (a failure intensity that falls 
 :mod:`ckptplan.engine.weibull_schedule`) gets the same columns: its windows as ``schedule{i}_*`` (the rate
 factor of a window is its mean failure rate over the constant one), its deadline figures from
 :func:`ckptplan.engine.weibull_montecarlo.simulate_weibull_schedule`. A row may not have both. A background
-write or a downtime on a row with a schedule is refused with the reason (module notes of each model).
+write on a row with a schedule is refused with the reason. A row with preemptions or a downtime
+(``downtime_min``: the part of ``restart_min`` spent waiting for a node, no failure in it) is planned by
+:mod:`ckptplan.engine.schedule_interruptions` (failure phases; a Weibull intensity with a downtime on its grid) and
+simulated by :mod:`ckptplan.engine.schedule_interruptions_montecarlo` (the last segment ends the job without a save,
+as the spot simulation); a single phase on spot capacity is today's spot plan exactly; preemptions with a Weibull
+intensity are refused (:mod:`ckptplan.engine.preemption_table`).
 The deadline figures of a row with phases come from :func:`ckptplan.engine.phases_montecarlo.simulate_schedule`
 (``DEFAULT_RUNS`` runs, ``DEFAULT_SEED``): the analytic answer holds for a constant rate only.
 """
@@ -166,15 +171,15 @@ def _phase_plan(wr: float, C: float, Mr: float, R: float, s: list[float], f: lis
     return plan
 
 
-def _weibull_plan(wr: float, C: float, Mr: float, R: float, k: float, chosen: float) -> dict[str, Any]:
+def _weibull_plan(wr: float, C: float, Mr: float, R: float, k: float, chosen: float, D: float = 0.0) -> dict[str, Any]:
     """One row's Weibull schedule (:mod:`ckptplan.engine.weibull_schedule`; its own interval for the whole run
     when it chooses one); ``factors``: each window's mean failure rate over the constant rate ``1/M``."""
     from .weibull_schedule import cumulative_hazard, optimal_weibull_schedule, weibull_expectation
 
-    best = optimal_weibull_schedule(wr, C, Mr, R, k)
+    best = optimal_weibull_schedule(wr, C, Mr, R, k, D)
     if chosen == chosen:
         s, T = np.array([0.0]), np.array([float(chosen)])
-        e = weibull_expectation(wr, s, T, C, Mr, R, k)
+        e = weibull_expectation(wr, s, T, C, Mr, R, k, D=D)
     else:
         s, T, e = best["starts"], best["intervals"], best["schedule"]
     ends = np.append(s[1:], max(e["total"], s[-1] * 1.5))
@@ -183,8 +188,8 @@ def _weibull_plan(wr: float, C: float, Mr: float, R: float, k: float, chosen: fl
             "single_total": best["single"]["total"], "starts_min": list(s), "factors": list(f), "weibull_shape": k}
 
 
-def _weibull_plan_checked(label: Any, wr: float, C: float, Mr: float, R: float, k: float, chosen: float
-                          ) -> dict[str, Any]:
+def _weibull_plan_checked(label: Any, wr: float, C: float, Mr: float, R: float, k: float, chosen: float,
+                          D: float = 0.0) -> dict[str, Any]:
     """:func:`_weibull_plan`, refused by name when the job would not finish in any sense a plan means (judged first
     on the constant-rate plan's failures, then on the schedule's) or a figure is not finite."""
     from .waste import exact_optimal_interval_kernel, time_breakdown_kernel
@@ -193,10 +198,10 @@ def _weibull_plan_checked(label: Any, wr: float, C: float, Mr: float, R: float, 
            "are expected in one run)"
     with np.errstate(all="ignore"):
         T0 = exact_optimal_interval_kernel(C, Mr, 0.0, 0.0)
-        flat = time_breakdown_kernel(wr, T0, C, Mr, R, 0.0, 0.0) if np.isfinite(T0) and T0 > 0 else None
+        flat = time_breakdown_kernel(wr, T0, C, Mr, R, 0.0, 0.0, D) if np.isfinite(T0) and T0 > 0 else None
         if flat is None or not (np.isfinite(flat["total"]) and flat["failures"] <= MAX_INTERRUPTIONS):
             raise InputError(f"row {label}: weibull_shape_from_start", k, rule)
-        plan = _weibull_plan(wr, C, Mr, R, k, chosen)
+        plan = _weibull_plan(wr, C, Mr, R, k, chosen, D)
     e = plan["expectation"]
     if not (np.isfinite(e["total"]) and np.all(np.isfinite(plan["intervals"])) and e["failures"] <= MAX_INTERRUPTIONS):
         raise InputError(f"row {label}: weibull_shape_from_start", k, rule)
@@ -222,20 +227,13 @@ def _refuse_too_many_saves(label: Any, wr: float, C: float, M_peak: float, chose
                          f"{MAX_SCHEDULE_SAVES:,} per run (a longer interval, or plan a constant rate)")
 
 
-def _refuse_unmodelled(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, what: str,
-                       downtime: bool = True) -> None:
-    """A background write or a wait for a node on a row with a schedule: refused by name, with the reason."""
+def _refuse_unmodelled(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, what: str) -> None:
+    """A background write on a row with a schedule: refused by name, with the reason."""
     W = float(cols["async_write_min"][r])
     if W > 0:
         raise InputError(f"row {table.index[r]}: async_write_min", W, f"must be 0 with {what} (the schedule's "
                          "expectation carries the job's state across the rate's changes for synchronous saves; a "
                          "background write still running at a change is a state it does not carry)")
-    D = float(cols["downtime_min"][r]) if "downtime_min" in cols else 0.0
-    if downtime and D > 0:
-        raise InputError(f"row {table.index[r]}: downtime_min", D, f"must be 0 with {what} (the Weibull "
-                         "schedule's expectation takes the whole restart as time the job can fail in; a wait for a "
-                         "node, as a spare pool gives, is planned with failure phases, not with a Weibull shape: "
-                         "state restart_min without it, or give the rate as failure phases)")
 
 
 def phase_schedules(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndarray, work: np.ndarray
@@ -282,7 +280,7 @@ def _row_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, Mr: floa
     :mod:`ckptplan.engine.schedule_interruptions`) and its simulated wall times."""
     from .phases_montecarlo import simulate_schedule
     from .schedule_interruptions_montecarlo import simulate_interrupted_schedule
-    from .weibull_montecarlo import simulate_weibull_schedule
+    from .weibull_montecarlo import simulate_weibull_schedule, weibull_failure_draw
 
     C, chosen = float(cols["checkpoint_stall_min"][r]), float(cols["interval_min"][r])
     P, N, Wc, D = _interruptions(cols, r)
@@ -297,9 +295,9 @@ def _row_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, Mr: floa
     if weib:
         _refuse_unmodelled(table, cols, r, "a Weibull shape from the start")
         plan = _weibull_plan_checked(table.index[r], wr, C, Mr, R, float(cols["weibull_shape_from_start"][r]),
-                                     chosen)
+                                     chosen, D)
     else:
-        _refuse_unmodelled(table, cols, r, "failure phases", downtime=False)
+        _refuse_unmodelled(table, cols, r, "failure phases")
         given = ~np.isnan(starts_h)
         s, f = list(starts_h[given] * 60.0), list(factors[given])
         if s[0] > 0:
@@ -312,7 +310,11 @@ def _row_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, Mr: floa
         raise InputError(f"row {table.index[r]}: {name}", f"{len(plan['factors'])} window(s)",
                          f"{NEVER_FINISHES} (about {e['failures'] + e.get('preemptions', 0.0):.3g} failures and "
                          f"preemptions expected in one run, more than {MAX_INTERRUPTIONS:,})")
-    if weib:
+    if weib and D > 0:
+        sim = simulate_interrupted_schedule(wr, plan["starts_min"], plan["factors"], plan["intervals"], C, Mr, R, P,
+                                            N, Wc, D, runs=DEFAULT_RUNS, seed=DEFAULT_SEED,
+                                            failure_draw=weibull_failure_draw(Mr, plan["weibull_shape"]))
+    elif weib:
         sim = simulate_weibull_schedule(wr, plan["starts_min"], plan["intervals"], C, Mr, R, plan["weibull_shape"],
                                         runs=DEFAULT_RUNS, seed=DEFAULT_SEED)
     elif interrupted:

@@ -12,7 +12,7 @@ a new restart. Runs past ``50 x`` the failure-free wall time plus 50 restarts' w
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -21,8 +21,14 @@ __all__ = ["simulate_interrupted_schedule"]
 
 def simulate_interrupted_schedule(work: float, starts: Sequence[float], factors: Sequence[float],
                                   intervals: Sequence[float], C: float, M: float, R: float, P: float, N: float,
-                                  Wc: float, D: float = 0.0, runs: int = 4000, seed: int = 0) -> dict[str, np.ndarray]:
-    """Per run: ``wall`` (``inf`` when given up), ``failures``, ``preemptions`` and ``wait`` (capacity)."""
+                                  Wc: float, D: float = 0.0, runs: int = 4000, seed: int = 0,
+                                  failure_draw: Callable[[Any], Callable[[np.ndarray], np.ndarray]] | None = None
+                                  ) -> dict[str, np.ndarray]:
+    """Per run: ``wall`` (``inf`` when given up), ``failures``, ``preemptions`` and ``wait`` (capacity).
+
+    ``failure_draw(rng)``, when given, returns the draw of the next failure after ``t`` of another intensity (a
+    Weibull intensity from the job's start: :func:`ckptplan.engine.weibull_montecarlo.weibull_failure_draw`); the
+    phases' ``starts`` then only choose the intervals (``factors`` unused)."""
     rng = np.random.default_rng(seed)
     bounds = np.asarray(starts, dtype=float)
     rates = np.asarray(factors, dtype=float) / M
@@ -36,6 +42,9 @@ def simulate_interrupted_schedule(work: float, starts: Sequence[float], factors:
         h = cum[i] + rates[i] * (t - bounds[i]) + rng.exponential(size=t.size)
         k = np.searchsorted(cum, h, side="right") - 1
         return bounds[k] + (h - cum[k]) / rates[k]
+
+    if failure_draw is not None:
+        next_failure = failure_draw(rng)  # noqa: F811 (another intensity replaces the phases')
 
     def next_preemption(t: np.ndarray) -> np.ndarray:
         return t + (rng.exponential(1.0 / pi, t.size) if pi > 0 else np.inf)

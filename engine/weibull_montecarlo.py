@@ -15,13 +15,24 @@ wall time counts.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .phases_montecarlo import simulate_events
 
-__all__ = ["simulate_weibull_schedule"]
+__all__ = ["simulate_weibull_schedule", "weibull_failure_draw"]
+
+
+def weibull_failure_draw(M: float, k: float) -> Callable[[Any], Callable[[np.ndarray], np.ndarray]]:
+    """The draw of the next failure after ``t`` (this intensity, module notes), bound to a generator: what
+    :func:`ckptplan.engine.schedule_interruptions_montecarlo.simulate_interrupted_schedule` takes for a downtime."""
+    eta = M / math.gamma(1.0 + 1.0 / k)
+
+    def bind(rng: Any) -> Callable[[np.ndarray], np.ndarray]:
+        return lambda t: eta * ((t / eta) ** k + rng.exponential(size=t.size)) ** (1.0 / k)
+
+    return bind
 
 
 def simulate_weibull_schedule(work: float, starts: Sequence[float], intervals: Sequence[float], C: float, M: float,

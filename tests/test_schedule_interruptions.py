@@ -72,9 +72,12 @@ class _Job:
             need -= self.lam[j] * (end - t)
             t, j = end, j + 1
 
+    def next_preemption(self, t):
+        return t + self.rng.exponential(1.0 / self.pi) if self.pi > 0 else math.inf
+
     def restart(self, t, tally):
         while True:
-            f, p = self.next_failure(t), t + self.rng.exponential(1.0 / self.pi)
+            f, p = self.next_failure(t), self.next_preemption(t)
             if min(f, p) >= t + self.R:
                 return t + self.R
             if f < p:
@@ -92,7 +95,7 @@ class _Job:
         while True:
             T = self.T[self._ph(t)]
             t0, end = t, t + T + self.C
-            f, p = self.next_failure(t), t + self.rng.exponential(1.0 / self.pi)
+            f, p = self.next_failure(t), self.next_preemption(t)
             if min(f, p) >= end:
                 t, credit = end, credit + T
             elif f < p:
@@ -263,3 +266,48 @@ def test_spot_with_a_downtime_through_the_table():
         assert zero[key] == plain[key], key
     phased = _row(**SPOT, downtime_min=4.0, failure_phases=PHASES)    # all three together
     assert phased["wall_h"] > down["wall_h"] and phased["schedule1_interval_min"] < phased["schedule2_interval_min"]
+
+
+# --- a downtime with a Weibull intensity from the job's start ---
+
+class _WeibullJob(_Job):
+    """The same job, failures of cumulative intensity (t / eta)^k from its start (never reset)."""
+
+    def __init__(self, k, M, *args, **kw):
+        super().__init__(*args, **kw)
+        self.k, self.eta = k, M / math.gamma(1.0 + 1.0 / k)
+
+    def next_failure(self, t):
+        return self.eta * ((t / self.eta) ** self.k + self.rng.exponential()) ** (1.0 / self.k)
+
+
+def test_weibull_with_a_downtime_agrees_with_an_event_by_event_simulation():
+    from ckptplan.engine.waste import expected_wall_time
+    from ckptplan.engine.weibull_schedule import weibull_expectation
+
+    work, C, M, R, D, k = 6_000.0, 3.0, 500.0, 6.0, 8.0, 0.6
+    starts, T = [0.0, 300.0, 2000.0], [25.0, 40.0, 60.0]
+    got = weibull_expectation(work, starts, T, C, M, R, k, D=D)
+    eta = M / math.gamma(1.0 + 1.0 / k)
+    local = 1.0 / ((k / eta) * (got["total"] / eta) ** (k - 1))       # the mean gap at the job's end
+    rho = float(expected_wall_time(1.0, T[-1], C, local, R, D=D))
+    job = _WeibullJob(k, M, starts, [1.0, 1.0, 1.0], M, math.inf, C, R, D, 0.0, 0.0, T, np.random.default_rng(5))
+    runs = np.array([job.run(work, rho) for _ in range(3000)])
+    for col, key in ((0, "total"), (1, "failures")):
+        mean, se = runs[:, col].mean(), runs[:, col].std(ddof=1) / math.sqrt(len(runs))
+        assert abs(got[key] - mean) < 3 * se, (key, got[key], mean, se)
+
+
+def test_weibull_with_a_downtime_through_the_table():
+    plain = _row(weibull_shape_from_start=0.7)
+    zero = _row(weibull_shape_from_start=0.7, downtime_min=0.0)
+    for key in FIGURES + ("schedule1_interval_min", "schedule2_interval_min"):
+        assert zero[key] == plain[key], key
+    down = _row(weibull_shape_from_start=0.7, downtime_min=4.0)
+    assert down["schedule1_interval_min"] < down["schedule2_interval_min"]
+    assert down["wall_h"] <= down["single_interval_wall_h"] * (1 + 1e-9)
+    assert down["wall_h_p50"] == pytest.approx(down["wall_h"], rel=0.02)
+    flat = _row(weibull_shape_from_start=1.0, downtime_min=4.0)      # shape 1: today's constant rate with D
+    today = _row(downtime_min=4.0)
+    for key in FIGURES:
+        assert flat[key] == today[key], key

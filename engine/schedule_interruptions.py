@@ -197,7 +197,7 @@ def _state(e: Exposure, T: np.ndarray, b: float, nodes: int) -> dict[str, np.nda
     S = T + e.C
     Tb = e.Theta(b)
     # the interruption-free path: segments back to back from 0
-    t, p = 0.0, int(e.phase(0.0))
+    t = 0.0
     while True:
         nxt = t + S[int(e.phase(t))]
         if nxt > b:

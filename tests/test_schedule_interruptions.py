@@ -311,3 +311,75 @@ def test_weibull_with_a_downtime_through_the_table():
     today = _row(downtime_min=4.0)
     for key in FIGURES:
         assert flat[key] == today[key], key
+
+
+# --- asynchronous saves under failure phases (engine.schedule_async) ---
+
+def test_async_one_phase_is_the_single_level_async_model_and_a_flat_boundary_changes_nothing():
+    from ckptplan.engine.schedule_async import async_schedule_expectation
+    from ckptplan.engine.waste import time_breakdown
+
+    one = async_schedule_expectation(20_000.0, [45.0], 1.0, 600.0, 10.0, 8.0, 0.2, [0.0], [1.0])
+    two = async_schedule_expectation(20_000.0, [45.0, 45.0], 1.0, 600.0, 10.0, 8.0, 0.2, [0.0, 3000.0], [1.0, 1.0])
+    ref = time_breakdown(20_000.0, 45.0, 1.0, 600.0, 10.0, 8.0, 0.2)
+    for key in ("total", "save", "rework", "restart", "failures"):
+        assert one[key] == pytest.approx(float(ref[key]), rel=1e-12)
+        assert two[key] == pytest.approx(float(ref[key]), rel=1e-9)
+
+
+def _async_run(rng, work, starts, factors, M, T_by, C, R, W, sd, rho_last):
+    """One job with asynchronous saves, event by event: from a durable checkpoint in steady state the next one is
+    durable after the rest of the interval, the blocking save and the write (training on, slowed, during the write:
+    T + C + W sd in all); after a restore no write is pending (T + C + W). A failure before the write is durable
+    falls back to the previous checkpoint. The job starts as the steady state does; its end is counted as the
+    constant-rate model counts it (the work's share of its last cycle)."""
+    s, lam = np.asarray(starts), np.asarray(factors) / M
+
+    def ph(t):
+        return int(np.searchsorted(s, t, side="right") - 1)
+
+    def next_failure(t):
+        need, j = rng.exponential(), ph(t)
+        while True:
+            end = s[j + 1] if j + 1 < len(s) else math.inf
+            if need <= lam[j] * (end - t):
+                return t + need / lam[j]
+            need -= lam[j] * (end - t)
+            t, j = end, j + 1
+
+    t, credit, steady, fails = 0.0, 0.0, True, 0
+    while True:
+        T = T_by[ph(t)]
+        end = t + T + C + W * (sd if steady else 1.0)
+        f = next_failure(t)
+        if f >= end:
+            t, credit, steady = end, credit + T, True
+            if credit >= work:
+                return t - rho_last * (credit - work), fails
+            continue
+        fails += 1
+        t = f
+        while True:                                    # the restart, restarted by a failure
+            g = next_failure(t)
+            if g >= t + R:
+                t += R
+                break
+            fails += 1
+            t = g
+        steady = False
+
+
+@pytest.mark.parametrize("starts,factors,T", [([0.0, 1500.0], [3.0, 1.0], [30.0, 50.0]),
+                                              ([0.0, 2000.0], [1.0, 2.5], [60.0, 35.0])])
+def test_async_expectation_agrees_with_an_event_by_event_simulation(starts, factors, T):
+    from ckptplan.engine.schedule_async import async_schedule_expectation
+    from ckptplan.engine.waste import expected_wall_time
+
+    work, C, M, R, W, sd = 6_000.0, 1.0, 500.0, 8.0, 12.0, 0.25
+    got = async_schedule_expectation(work, T, C, M, R, W, sd, starts, factors)
+    rho = float(expected_wall_time(1.0, T[-1], C, M / factors[-1], R, W, sd))
+    rng = np.random.default_rng(3)
+    runs = np.array([_async_run(rng, work, starts, factors, M, T, C, R, W, sd, rho) for _ in range(3000)])
+    for col, key in ((0, "total"), (1, "failures")):
+        mean, se = runs[:, col].mean(), runs[:, col].std(ddof=1) / math.sqrt(len(runs))
+        assert abs(got[key] - mean) < 3 * se, (key, got[key], mean, se)

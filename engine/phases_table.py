@@ -171,15 +171,16 @@ def _phase_plan(wr: float, C: float, Mr: float, R: float, s: list[float], f: lis
     return plan
 
 
-def _weibull_plan(wr: float, C: float, Mr: float, R: float, k: float, chosen: float, D: float = 0.0) -> dict[str, Any]:
+def _weibull_plan(wr: float, C: float, Mr: float, R: float, k: float, chosen: float, D: float = 0.0, W: float = 0.0,
+                  sd: float = 0.0) -> dict[str, Any]:
     """One row's Weibull schedule (:mod:`ckptplan.engine.weibull_schedule`; its own interval for the whole run
     when it chooses one); ``factors``: each window's mean failure rate over the constant rate ``1/M``."""
     from .weibull_schedule import cumulative_hazard, optimal_weibull_schedule, weibull_expectation
 
-    best = optimal_weibull_schedule(wr, C, Mr, R, k, D)
+    best = optimal_weibull_schedule(wr, C, Mr, R, k, D, W, sd)
     if chosen == chosen:
         s, T = np.array([0.0]), np.array([float(chosen)])
-        e = weibull_expectation(wr, s, T, C, Mr, R, k, D=D)
+        e = weibull_expectation(wr, s, T, C, Mr, R, k, D=D, W=W, slowdown=sd)
     else:
         s, T, e = best["starts"], best["intervals"], best["schedule"]
     ends = np.append(s[1:], max(e["total"], s[-1] * 1.5))
@@ -189,7 +190,7 @@ def _weibull_plan(wr: float, C: float, Mr: float, R: float, k: float, chosen: fl
 
 
 def _weibull_plan_checked(label: Any, wr: float, C: float, Mr: float, R: float, k: float, chosen: float,
-                          D: float = 0.0) -> dict[str, Any]:
+                          D: float = 0.0, W: float = 0.0, sd: float = 0.0) -> dict[str, Any]:
     """:func:`_weibull_plan`, refused by name when the job would not finish in any sense a plan means (judged first
     on the constant-rate plan's failures, then on the schedule's) or a figure is not finite."""
     from .waste import exact_optimal_interval_kernel, time_breakdown_kernel
@@ -197,11 +198,11 @@ def _weibull_plan_checked(label: Any, wr: float, C: float, Mr: float, R: float, 
     rule = f"{NEVER_FINISHES} (failures come faster than a save and a restart, or more than {MAX_INTERRUPTIONS:,} " \
            "are expected in one run)"
     with np.errstate(all="ignore"):
-        T0 = exact_optimal_interval_kernel(C, Mr, 0.0, 0.0)
-        flat = time_breakdown_kernel(wr, T0, C, Mr, R, 0.0, 0.0, D) if np.isfinite(T0) and T0 > 0 else None
+        T0 = exact_optimal_interval_kernel(C, Mr, W, sd)
+        flat = time_breakdown_kernel(wr, T0, C, Mr, R, W, sd, D) if np.isfinite(T0) and T0 > 0 else None
         if flat is None or not (np.isfinite(flat["total"]) and flat["failures"] <= MAX_INTERRUPTIONS):
             raise InputError(f"row {label}: weibull_shape_from_start", k, rule)
-        plan = _weibull_plan(wr, C, Mr, R, k, chosen, D)
+        plan = _weibull_plan(wr, C, Mr, R, k, chosen, D, W, sd)
     e = plan["expectation"]
     if not (np.isfinite(e["total"]) and np.all(np.isfinite(plan["intervals"])) and e["failures"] <= MAX_INTERRUPTIONS):
         raise InputError(f"row {label}: weibull_shape_from_start", k, rule)
@@ -228,12 +229,13 @@ def _refuse_too_many_saves(label: Any, wr: float, C: float, M_peak: float, chose
 
 
 def _refuse_unmodelled(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, what: str) -> None:
-    """A background write on a row with a schedule: refused by name, with the reason."""
+    """A background write with a downtime on a row with a schedule: refused by name, with the reason."""
     W = float(cols["async_write_min"][r])
-    if W > 0:
-        raise InputError(f"row {table.index[r]}: async_write_min", W, f"must be 0 with {what} (the schedule's "
-                         "expectation carries the job's state across the rate's changes for synchronous saves; a "
-                         "background write still running at a change is a state it does not carry)")
+    D = float(np.nan_to_num(cols["downtime_min"][r])) if "downtime_min" in cols else 0.0
+    if W > 0 and D > 0:
+        raise InputError(f"row {table.index[r]}: async_write_min", W, f"must be 0 with {what} and a downtime (the "
+                         "schedule's expectation with background writes takes the whole restart as time the job can "
+                         "fail in; with a wait for a node it plans synchronous saves): plan one or the other")
 
 
 def phase_schedules(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndarray, work: np.ndarray
@@ -279,10 +281,12 @@ def _row_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, Mr: floa
     """One row's schedule (failure phases or a Weibull intensity; with preemptions or a downtime, the model of
     :mod:`ckptplan.engine.schedule_interruptions`) and its simulated wall times."""
     from .phases_montecarlo import simulate_schedule
+    from .schedule_async_montecarlo import simulate_async_schedule
     from .schedule_interruptions_montecarlo import simulate_interrupted_schedule
     from .weibull_montecarlo import simulate_weibull_schedule, weibull_failure_draw
 
     C, chosen = float(cols["checkpoint_stall_min"][r]), float(cols["interval_min"][r])
+    W, sd = float(cols["async_write_min"][r]), float(cols["async_slowdown_fraction"][r])
     P, N, Wc, D = _interruptions(cols, r)
     R = max(float(cols["restart_min"][r]) - D, 0.0)   # the exposed restart (engine.scenario's split)
     peak = 1.0 if weib else max(1.0, float(np.nanmax(factors)))
@@ -295,28 +299,39 @@ def _row_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, Mr: floa
     if weib:
         _refuse_unmodelled(table, cols, r, "a Weibull shape from the start")
         plan = _weibull_plan_checked(table.index[r], wr, C, Mr, R, float(cols["weibull_shape_from_start"][r]),
-                                     chosen, D)
+                                     chosen, D, W, sd)
     else:
         _refuse_unmodelled(table, cols, r, "failure phases")
         given = ~np.isnan(starts_h)
         s, f = list(starts_h[given] * 60.0), list(factors[given])
         if s[0] > 0:
             s, f = [0.0] + s, [1.0] + f
-        plan = _interrupted_plan(wr, C, Mr, R, s, f, chosen, P, N, Wc, D) if interrupted else \
-            _phase_plan(wr, C, Mr, R, s, f, chosen)
+        if interrupted:
+            plan = _interrupted_plan(wr, C, Mr, R, s, f, chosen, P, N, Wc, D)
+        elif W > 0:
+            plan = _async_plan(wr, C, Mr, R, W, sd, s, f, chosen)
+        else:
+            plan = _phase_plan(wr, C, Mr, R, s, f, chosen)
     e = plan["expectation"]
     if not e["failures"] + e.get("preemptions", 0.0) <= MAX_INTERRUPTIONS:   # the simulation would not end
         name = "weibull_shape_from_start" if weib else "failure_phases"
         raise InputError(f"row {table.index[r]}: {name}", f"{len(plan['factors'])} window(s)",
                          f"{NEVER_FINISHES} (about {e['failures'] + e.get('preemptions', 0.0):.3g} failures and "
                          f"preemptions expected in one run, more than {MAX_INTERRUPTIONS:,})")
-    if weib and D > 0:
+    if weib and W > 0:
+        sim = simulate_async_schedule(wr, plan["starts_min"], plan["factors"], plan["intervals"], C, Mr, R, W, sd,
+                                      runs=DEFAULT_RUNS, seed=DEFAULT_SEED,
+                                      failure_draw=weibull_failure_draw(Mr, plan["weibull_shape"]))
+    elif weib and D > 0:
         sim = simulate_interrupted_schedule(wr, plan["starts_min"], plan["factors"], plan["intervals"], C, Mr, R, P,
                                             N, Wc, D, runs=DEFAULT_RUNS, seed=DEFAULT_SEED,
                                             failure_draw=weibull_failure_draw(Mr, plan["weibull_shape"]))
     elif weib:
         sim = simulate_weibull_schedule(wr, plan["starts_min"], plan["intervals"], C, Mr, R, plan["weibull_shape"],
                                         runs=DEFAULT_RUNS, seed=DEFAULT_SEED)
+    elif W > 0:
+        sim = simulate_async_schedule(wr, plan["starts_min"], plan["factors"], plan["intervals"], C, Mr, R, W, sd,
+                                      runs=DEFAULT_RUNS, seed=DEFAULT_SEED)
     elif interrupted:
         sim = simulate_interrupted_schedule(wr, plan["starts_min"], plan["factors"], plan["intervals"], C, Mr, R, P,
                                             N, Wc, D, runs=DEFAULT_RUNS, seed=DEFAULT_SEED)
@@ -369,4 +384,21 @@ def _one_phase_spot_plan(wr: float, C: float, Mj: float, R: float, chosen: float
             "starts_min": s, "factors": f, "per_phase": np.array([best])}
     if f[0] != 1.0:
         plan.update(wait=e["wait"], preemptions=e["preemptions"])
+    return plan
+
+
+def _async_plan(wr: float, C: float, Mr: float, R: float, W: float, sd: float, s: list[float], f: list[float],
+                chosen: float) -> dict[str, Any]:
+    """One row's failure-phase schedule with asynchronous saves (:mod:`ckptplan.engine.schedule_async`; its own
+    interval in every phase when it chooses one)."""
+    from .schedule_async import async_optimal_schedule, async_schedule_expectation
+
+    best = async_optimal_schedule(wr, C, Mr, R, W, sd, s, f)
+    if chosen == chosen:
+        T = np.full(len(s), float(chosen))
+        plan = {"intervals": T, "expectation": async_schedule_expectation(wr, T, C, Mr, R, W, sd, s, f)}
+    else:
+        plan = {"intervals": best["intervals"], "expectation": best["schedule"]}
+    plan.update(single_interval=best["single_interval"], single_total=best["single"]["total"], starts_min=s,
+                factors=f, per_phase=best["per_phase"])
     return plan

@@ -47,8 +47,9 @@ carried exactly) is taken. The one approximation is that step (and the phases mo
 assumed running when the last phase it reaches begins). The tests hold it to a Monte Carlo of the
 Weibull process itself within 3 standard errors, and refining the grid moves the answer by less than
 1e-4 of it. Valid for ``0.2 <= k <= 1`` (a rising intensity, ``k > 1``, is refused) and synchronous
-saves; preemptions and background writes are not modelled with it. A downtime after every failure (a wait for a node,
-no failure in it) is: the same grid under :mod:`ckptplan.engine.schedule_interruptions`' expectation.
+saves; preemptions are not modelled with it. A downtime after every failure (a wait for a node, no failure in it) is:
+the same grid under :mod:`ckptplan.engine.schedule_interruptions`' expectation; so are background writes (asynchronous
+saves), under :mod:`ckptplan.engine.schedule_async`' (not both at once).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ import numpy as np
 
 from .errors import InputError
 from .phases import SEARCH_NODES, schedule_expectation
+from .schedule_async import async_schedule_expectation
 from .schedule_interruptions import exposure, interruption_schedule_expectation
 from .waste import exact_optimal_interval_kernel, time_breakdown_kernel
 
@@ -133,24 +135,28 @@ def _grid(starts: np.ndarray, M: float, k: float, horizon: float) -> tuple[np.nd
 
 
 def weibull_expectation(work: float, starts: Any, intervals: Any, C: float, M: float, R: float, k: float,
-                        horizon: float | None = None, nodes: int | None = None, D: float = 0.0) -> dict[str, float]:
+                        horizon: float | None = None, nodes: int | None = None, D: float = 0.0, W: float = 0.0,
+                        slowdown: float = 0.0) -> dict[str, float]:
     """Expected wall time of ``work`` under the schedule (window ``starts``, their ``intervals``) and where it
     goes: ``total``, ``useful``, ``save``, ``rework``, ``restart``, ``failures`` (module notes; one time unit).
 
     ``horizon`` (default: twice Daly's constant-rate wall time) must lie past the job's end: it is doubled
     until it does. ``D``: the downtime after every failure (no nodes held, no failure in it): on the same grid,
-    :mod:`ckptplan.engine.schedule_interruptions`' expectation (``D = 0``: the phases model's, as without it)."""
+    :mod:`ckptplan.engine.schedule_interruptions`' expectation (``D = 0``: the phases model's, as without it).
+    ``W``, ``slowdown``: asynchronous saves (:mod:`ckptplan.engine.schedule_async` on the same grid; not with ``D``)."""
     starts, intervals = np.asarray(starts, dtype=float), np.asarray(intervals, dtype=float)
     if k == 1.0 and intervals.size == 1:          # one interval at a constant rate: Daly's model itself
         return {key: float(v) for key, v in
-                time_breakdown_kernel(work, float(intervals[0]), C, M, R, 0.0, 0.0, D).items()}
+                time_breakdown_kernel(work, float(intervals[0]), C, M, R, W, slowdown, D).items()}
     if horizon is None:
-        horizon = 2.0 * float(time_breakdown_kernel(work, float(intervals[0]), C, M, R, 0.0, 0.0, D)["total"])
+        horizon = 2.0 * float(time_breakdown_kernel(work, float(intervals[0]), C, M, R, W, slowdown, D)["total"])
     for _ in range(8):
         g, f = _grid(starts, M, k, horizon)
         T = intervals[np.searchsorted(starts, g, side="right") - 1]
         kw = {} if nodes is None else {"nodes": nodes}
-        if D > 0:
+        if W > 0:
+            out = async_schedule_expectation(work, T, C, M, R, W, slowdown, g, f, **kw)
+        elif D > 0:
             out = interruption_schedule_expectation(work, T, _downtime_exposure(tuple(g), tuple(f), M, C, R, D), **kw)
         else:
             out = schedule_expectation(work, T, C, M, R, g, f, **kw)
@@ -175,36 +181,41 @@ def _search(f: Any, lo: float, hi: float) -> float:
     return float(res.x)
 
 
-def optimal_weibull_schedule(work: float, C: float, M: float, R: float, k: float, D: float = 0.0) -> dict[str, Any]:
+def optimal_weibull_schedule(work: float, C: float, M: float, R: float, k: float, D: float = 0.0, W: float = 0.0,
+                             slowdown: float = 0.0) -> dict[str, Any]:
     """The schedule planned for the Weibull intensity (module notes), and the best single interval.
 
     Returns ``starts`` and ``intervals`` (the windows of the schedule planned: one window, the best single
     interval, when no schedule beats it), ``schedule`` (its expectation), ``single_interval`` and
     ``single`` (the best single interval and its expectation), ``first_order`` (the intervals before the
     search). ``k = 1``: today's plan, the exact optimum ``M (1 + W0(-exp(-1 - C/M)))`` and Daly's model.
-    ``D``: a downtime after every failure (:func:`weibull_expectation`).
+    ``D``: a downtime after every failure; ``W``, ``slowdown``: asynchronous saves (:func:`weibull_expectation`; the
+    first-order intervals at the effective stall ``C + W slowdown``, every interval at least ``W (1 - slowdown)``).
     """
     k = check_shape(k)
     if not C > 0:
         raise InputError("checkpoint_stall_min", C, "must be > 0 with a Weibull schedule (a free save has no optimum)")
-    exact = float(exact_optimal_interval_kernel(C, M, 0.0, 0.0))
+    exact = float(exact_optimal_interval_kernel(C, M, W, slowdown))
+    floor = W * (1.0 - slowdown)
+    extra = {"D": D, "W": W, "slowdown": slowdown}
     if k == 1.0:
-        single = weibull_expectation(work, [0.0], [exact], C, M, R, k, D=D)
+        single = weibull_expectation(work, [0.0], [exact], C, M, R, k, **extra)
         return {"starts": np.array([0.0]), "intervals": np.array([exact]), "schedule": single,
                 "single_interval": exact, "single": single, "first_order": np.array([exact])}
-    horizon = 2.0 * float(time_breakdown_kernel(work, exact, C, M, R, 0.0, 0.0, D)["total"])
-    starts, base = first_order_schedule(C, M, k, horizon)
+    horizon = 2.0 * float(time_breakdown_kernel(work, exact, C, M, R, W, slowdown, D)["total"])
+    starts, base = first_order_schedule(C + W * slowdown, M, k, horizon)
 
     def wall(s: np.ndarray, T: np.ndarray, nodes: int | None = SEARCH_NODES) -> float:
-        return weibull_expectation(work, s, T, C, M, R, k, horizon, nodes, D)["total"]
+        return weibull_expectation(work, s, np.maximum(T, floor), C, M, R, k, horizon, nodes, **extra)["total"]
 
     a = math.exp(_search(lambda v: wall(starts, base * math.exp(v)), math.log(0.25), math.log(4.0)))
-    lo, hi = math.log(float(base.min()) / 4.0), math.log(max(float(base.max()), exact) * 4.0)
-    one = math.exp(_search(lambda v: wall(np.array([0.0]), np.array([math.exp(v)])), lo, hi))
-    single = weibull_expectation(work, [0.0], [one], C, M, R, k, horizon, D=D)
-    sched = weibull_expectation(work, starts, base * a, C, M, R, k, horizon, D=D)
+    lo = math.log(max(float(base.min()) / 4.0, floor)) if floor > 0 else math.log(float(base.min()) / 4.0)
+    hi = math.log(max(float(base.max()), exact) * 4.0)
+    one = max(math.exp(_search(lambda v: wall(np.array([0.0]), np.array([math.exp(v)])), lo, hi)), floor)
+    single = weibull_expectation(work, [0.0], [one], C, M, R, k, horizon, **extra)
+    sched = weibull_expectation(work, starts, np.maximum(base * a, floor), C, M, R, k, horizon, **extra)
     if sched["total"] <= single["total"]:
-        plan_s, plan_T, plan_e = starts, base * a, sched
+        plan_s, plan_T, plan_e = starts, np.maximum(base * a, floor), sched
     else:
         plan_s, plan_T, plan_e = np.array([0.0]), np.array([one]), single
     return {"starts": plan_s, "intervals": plan_T, "schedule": plan_e, "single_interval": one, "single": single,

@@ -155,7 +155,7 @@ FIGURES = ("wall_h", "expected_failures", "save_h", "restart_h", "rework_h", "to
 
 
 def _row(**kw):
-    return engine.evaluate(engine.Scenario(**BASE, **kw)).iloc[0]
+    return engine.evaluate(engine.Scenario(**{**BASE, **kw})).iloc[0]
 
 
 def test_zero_preemption_rate_is_todays_phase_plan_exactly():
@@ -212,6 +212,16 @@ def test_surfaces_carry_the_combination_or_refuse_it_by_name(tmp_path):
     down.write_text(toml.read_text().replace("preemptions_per_h = 0.1", "downtime_min = 4.0"))
     res = CliRunner().invoke(app, ["workbook", "--scenario", str(down), "-o", str(tmp_path / "w.xlsx"), "--no-deadline"])
     assert res.exit_code == 2 and "downtime_min" in res.output
+    asyn = tmp_path / "a.toml"
+    asyn.write_text(toml.read_text().replace("preemptions_per_h = 0.1", "async_write_min = 4.0"))
+    res = CliRunner().invoke(app, ["workbook", "--scenario", str(asyn), "-o", str(tmp_path / "w.xlsx"), "--no-deadline"])
+    assert res.exit_code == 2 and "async_write_min" in res.output and "synchronous" in res.output
+    spot_down = tmp_path / "sd.toml"
+    spot_down.write_text(toml.read_text().split("[[failure_phases]]")[0] + "downtime_min = 4.0\n")
+    res = CliRunner().invoke(app, ["workbook", "--scenario", str(spot_down), "-o", str(tmp_path / "w.xlsx"),
+                                   "--no-deadline"])
+    assert res.exit_code == 2 and "downtime_min" in res.output and "Spot sheet" in res.output
+    assert not (tmp_path / "w.xlsx").exists()
     # a batch row is the same plan
     table = engine.to_table([engine.Scenario(**BASE, **SPOT, failure_phases=PHASES)])
     batch = engine.evaluate(table).iloc[0]
@@ -383,3 +393,71 @@ def test_async_expectation_agrees_with_an_event_by_event_simulation(starts, fact
     for col, key in ((0, "total"), (1, "failures")):
         mean, se = runs[:, col].mean(), runs[:, col].std(ddof=1) / math.sqrt(len(runs))
         assert abs(got[key] - mean) < 3 * se, (key, got[key], mean, se)
+
+
+def test_weibull_with_async_saves_agrees_with_an_event_by_event_simulation():
+    from ckptplan.engine.waste import expected_wall_time
+    from ckptplan.engine.weibull_schedule import weibull_expectation
+
+    work, C, M, R, W, sd, k = 6_000.0, 1.0, 500.0, 8.0, 12.0, 0.25, 0.6
+    starts, T = [0.0, 300.0, 2000.0], [25.0, 40.0, 60.0]
+    got = weibull_expectation(work, starts, T, C, M, R, k, W=W, slowdown=sd)
+    eta = M / math.gamma(1.0 + 1.0 / k)
+    local = 1.0 / ((k / eta) * (got["total"] / eta) ** (k - 1))
+    rho = float(expected_wall_time(1.0, T[-1], C, local, R, W, sd))
+    rng = np.random.default_rng(9)
+
+    def run():
+        # the event loop of _async_run with this intensity (cumulative (t/eta)^k, never reset)
+        def ph(t):
+            return int(np.searchsorted(starts, t, side="right") - 1)
+
+        def nf(t):
+            return eta * ((t / eta) ** k + rng.exponential()) ** (1.0 / k)
+
+        t, credit, steady, fails = 0.0, 0.0, True, 0
+        while True:
+            Tn = T[ph(t)]
+            end = t + Tn + C + W * (sd if steady else 1.0)
+            f = nf(t)
+            if f >= end:
+                t, credit, steady = end, credit + Tn, True
+                if credit >= work:
+                    return t - rho * (credit - work), fails
+                continue
+            fails, t = fails + 1, f
+            while True:
+                g = nf(t)
+                if g >= t + R:
+                    t += R
+                    break
+                fails, t = fails + 1, g
+            steady = False
+
+    runs = np.array([run() for _ in range(3000)])
+    for col, key in ((0, "total"), (1, "failures")):
+        mean, se = runs[:, col].mean(), runs[:, col].std(ddof=1) / math.sqrt(len(runs))
+        assert abs(got[key] - mean) < 3 * se, (key, got[key], mean, se)
+
+
+def test_async_schedules_through_the_table():
+    asyn = dict(checkpoint_stall_min=1.0, async_write_min=8.0, async_slowdown_fraction=0.2)
+    today = _row(**asyn)
+    one = _row(**asyn, failure_phases=[{"start_h": 0, "rate_factor": 1}])
+    for key in ("wall_h", "expected_failures", "save_h", "restart_h", "rework_h", "total_cost"):
+        assert one[key] == pytest.approx(today[key], rel=1e-12), key
+    phased = _row(**asyn, failure_phases=PHASES)
+    assert phased["schedule1_interval_min"] < phased["schedule2_interval_min"]
+    assert phased["wall_h"] <= phased["single_interval_wall_h"] * (1 + 1e-9)
+    assert phased["wall_h_p50"] == pytest.approx(phased["wall_h"], rel=0.02)
+    sync = _row(**{**asyn, "async_write_min": 0.0}, failure_phases=PHASES)      # no write: today's phase plan
+    plain = _row(checkpoint_stall_min=1.0, failure_phases=PHASES)
+    for key in FIGURES:
+        assert sync[key] == plain[key], key
+    weib = _row(**asyn, weibull_shape_from_start=0.7)
+    assert weib["wall_h"] <= weib["single_interval_wall_h"] * (1 + 1e-9)
+    assert weib["wall_h_p50"] == pytest.approx(weib["wall_h"], rel=0.02)
+    for key in ("wall_h", "total_cost"):                                          # shape 1: today's async plan
+        assert _row(**asyn, weibull_shape_from_start=1.0)[key] == today[key]
+    with pytest.raises(engine.InputError, match="async_write_min"):              # not with a downtime as well
+        _row(**asyn, failure_phases=PHASES, downtime_min=4.0)

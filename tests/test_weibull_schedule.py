@@ -167,9 +167,10 @@ def test_batch_rows_with_and_without_a_weibull_shape(tmp_path):
 
     src = tmp_path / "rows.csv"
     head = "name,checkpoint_stall_min,restart_min,node_mtbf_h,nodes,useful_training_h,price_per_gpu_hour,"
-    src.write_text(head + "weibull_shape_from_start,async_write_min\n"
-                   "flat,3,10,2560,256,60,2,,\nburn,3,10,2560,256,60,2,0.6,\nasync,3,10,2560,256,60,2,0.6,1\n"
-                   "bad,3,10,2560,256,60,2,1.4,\n")
+    # a background write is planned with a Weibull shape (tests/test_schedule_interruptions.py), not with a downtime too
+    src.write_text(head + "weibull_shape_from_start,async_write_min,downtime_min\n"
+                   "flat,3,10,2560,256,60,2,,,\nburn,3,10,2560,256,60,2,0.6,,\nasync,3,10,2560,256,60,2,0.6,1,2\n"
+                   "bad,3,10,2560,256,60,2,1.4,,\n")
     out = tmp_path / "out.csv"
     res = CliRunner().invoke(app, ["batch", str(src), "-o", str(out)])
     assert res.exit_code == 3, res.output

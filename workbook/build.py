@@ -584,7 +584,8 @@ def refuse_off_sheets(scenario: Any) -> None:
 
 
 def refuse_combined(scenario: Any) -> None:
-    """Raise :class:`InputError` when ``scenario`` combines failure phases, preemptions or a downtime: the engine
+    """Raise :class:`InputError` when ``scenario`` combines failure phases, preemptions, a downtime or a background
+    write: the engine
     plans them together (:mod:`ckptplan.engine.schedule_interruptions`, :mod:`ckptplan.engine.preemption`), the
     Schedule sheet's formulas plan phases alone and the Spot sheet's preemptions without a downtime, so neither can
     show the combination (refused by name)."""
@@ -598,6 +599,10 @@ def refuse_combined(scenario: Any) -> None:
         raise engine.InputError("preemptions_per_h", scenario.preemptions_per_h, "the workbook plans failure phases "
                                 "(Schedule sheet) and spot capacity (Spot sheet) apart, not together: plan failure "
                                 "phases on spot capacity with `ckptplan plan` or `ckptplan batch`, or drop one of them")
+    if getattr(scenario, "async_write_min", None):
+        raise engine.InputError("async_write_min", scenario.async_write_min, "the workbook's Schedule sheet plans "
+                                "failure phases for synchronous saves: plan failure phases with a background write "
+                                "with `ckptplan plan` or `ckptplan batch`, or drop one of them")
     if getattr(scenario, "downtime_min", None):
         raise engine.InputError("downtime_min", scenario.downtime_min, "the workbook's Schedule sheet plans failure "
                                 "phases for a job that holds its nodes through the whole restart: plan failure phases "

@@ -45,11 +45,8 @@ def print_schedule(row: Any) -> bool:
     if shape < 1:
         title = (f"Checkpoint schedule: a Weibull failure intensity from the job's start (shape {shape:g}; "
                  "the rate shown is each window's mean)")
-    elif float(row.get("expected_preemptions", 0.0) or 0.0) > 0:
-        title = ("Checkpoint schedule: the failure rate changes over the run, on spot capacity (exact expectation: "
-                 "failures per phase, preemptions at a constant rate)")
     else:
-        title = "Checkpoint schedule: the failure rate changes over the run (exact expectation, Daly's model per phase)"
+        title = f"Checkpoint schedule: the failure rate changes over the run ({_schedule_model(row)})"
     t = Table(title=title, title_justify="left")
     for col in ("from (wall)", "failure rate", "job MTBF", "save every"):
         t.add_column(col, justify="right")
@@ -60,12 +57,27 @@ def print_schedule(row: Any) -> bool:
     console.print(t)
     single, wall = float(row["single_interval_wall_h"]), float(row["wall_h"])
     gpus, price = float(row["gpus"]), float(row["price_per_gpu_hour"])
+    spot = float(row.get("spot_price_per_gpu_hour", math.nan))
+    if float(row.get("expected_preemptions", 0.0) or 0.0) > 0 and spot == spot:
+        price = spot                          # on spot capacity the hours saved are paid at the spot price
     console.print(f"schedule: expected wall {duration(wall * 60)}, waste {row['waste_fraction']:.2%}; best single "
                   f"interval {duration(row['single_interval_min'])}: {duration(single * 60)} "
                   f"(the schedule {'saves' if single >= wall else 'costs'} {duration(abs(single - wall) * 60)}, "
                   f"{abs(single - wall) * gpus * price:,.0f} {row['currency']}{'' if single >= wall else ' more'})",
                   highlight=False)
     return True
+
+
+def _schedule_model(row: Any) -> str:
+    """The model a failure-phase schedule was planned with, in words (engine.phases_table's choice)."""
+    parts = []
+    if float(row.get("expected_preemptions", 0.0) or 0.0) > 0:
+        parts.append("on spot capacity, preemptions at a constant rate")
+    if float(row.get("downtime_min", 0.0) or 0.0) > 0:
+        parts.append("a downtime after every failure")
+    if float(row.get("async_write_min", 0.0) or 0.0) > 0:
+        return "exact expectation, the asynchronous-save model per phase"
+    return "exact expectation, Daly's model per phase" + "".join(f"; {p}" for p in parts)
 
 
 def parse_phase_starts(text: str) -> list[float]:

@@ -14,8 +14,10 @@ spot capacity at the chosen interval (:func:`ckptplan.engine.spot_montecarlo.sim
 the fallback policy. Columns added for every row of a
 table with such a row: ``expected_preemptions`` and ``capacity_wait_h`` (0 without preemptions).
 A row with failure phases as well is planned by its schedule (:mod:`ckptplan.engine.schedule_interruptions`:
-the schedule's figures, its simulated deadline answer, its wait and preemptions; the money here). Preemptions with
-a Weibull shape from the start or asynchronous saves are refused (not modelled together).
+the schedule's figures, its simulated deadline answer, its wait and preemptions; the money here). A downtime
+(``downtime_min``, part of ``restart_min``) is the model's wait for a node after every failure (no failure in it,
+billed as restart time). Preemptions with a Weibull shape from the start or asynchronous saves are refused (not
+modelled together).
 """
 
 from __future__ import annotations

@@ -461,3 +461,25 @@ def test_async_schedules_through_the_table():
         assert _row(**asyn, weibull_shape_from_start=1.0)[key] == today[key]
     with pytest.raises(engine.InputError, match="async_write_min"):              # not with a downtime as well
         _row(**asyn, failure_phases=PHASES, downtime_min=4.0)
+
+
+@pytest.mark.parametrize("field,value", [("preemptions_per_h", 0.1), ("downtime_min", 4.0), ("async_write_min", 4.0)])
+def test_an_edited_workbook_with_phases_refuses_the_combination_by_name(tmp_path, field, value):
+    """A planner adds spot capacity, a downtime or a background write to a workbook with failure phases: `--from`
+    refuses it by name (the sheets plan each apart), writing nothing."""
+    from openpyxl import load_workbook
+    from typer.testing import CliRunner
+
+    from ckptplan import workbook
+    from ckptplan.cli import app
+
+    book = tmp_path / "phased.xlsx"
+    workbook.write_workbook(book, engine.Scenario(**{**BASE, "deadline_h": None}, failure_phases=PHASES))
+    wb = load_workbook(book)
+    sheet, ref = next(iter(wb.defined_names[field].destinations))
+    wb[sheet][ref.replace("$", "")].value = value
+    wb.save(tmp_path / "edited.xlsx")
+    res = CliRunner().invoke(app, ["workbook", "--from", str(tmp_path / "edited.xlsx"), "-o", str(tmp_path / "o.xlsx"),
+                                   "--no-deadline"])
+    assert res.exit_code == 2 and field in res.output, res.output
+    assert not (tmp_path / "o.xlsx").exists()

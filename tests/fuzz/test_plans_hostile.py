@@ -117,7 +117,6 @@ PARTS: dict[str, str] = {
     "phases descending": "[[failure_phases]]\nstart_h = 50\nrate_factor = 2.0\n[[failure_phases]]\nstart_h = 10\n"
                          "rate_factor = 1.0\n",
     "phase start 10**400": f"[[failure_phases]]\nstart_h = {BIG}\nrate_factor = 2.0\n",
-    "1000 phases": "".join(f"[[failure_phases]]\nstart_h = {i}\nrate_factor = {1 + i % 3}.0\n" for i in range(1000)),
     "phases not a list": "failure_phases = 3\n",
     "phases with spot": "preemptions_per_h = 0.1\n[[failure_phases]]\nstart_h = 10\nrate_factor = 2.0\n",
     # ranges ([uncertainty])
@@ -153,5 +152,5 @@ def test_hostile_plan_files(tmp_path: Path, name: str, reader):
     if name == "design stall on a tiered plan" and command == "compare" and out.code == 0:
         assert "not used by a tiered plan" in out.stdout, out
     if name in ("60 nested tiers", "1000 tiers", "17 tiers", "design huge int", "design ten-digit domain",
-                "1000 phases", "spot rate 10**400", "phase start 10**400", "range 10**400"):
+                "spot rate 10**400", "phase start 10**400", "range 10**400"):
         assert out.code in (0, 2), out

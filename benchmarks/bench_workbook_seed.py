@@ -8,6 +8,10 @@
    The baseline is ``ckptplan plan`` itself: the target is stated against it. Both write their
    output to a temporary folder, which is also the working directory (a checkout in the working
    directory would shadow the interpreter's ``ckptplan``).
+   ``--bytecode``: the children keep their compiled bytecode in a temporary folder (``PYTHONPYCACHEPREFIX``, the
+   warm-up writes it), as an installed package does; without it they inherit the environment (with
+   ``PYTHONDONTWRITEBYTECODE`` set, every module of a checkout is compiled from source at each start, which
+   costs the workbook command, importing more of the package, more than ``plan``).
 2. ``--parts N``: N in-process runs of the same workbook command with wall-clock wrappers around
    the named parts (the Monte Carlo at the chosen interval and its search, ``build_workbook``, the
    formula evaluator ``workbook.evaluate.cached_values``, the save), each as a share of the time
@@ -61,10 +65,10 @@ for k, v in spent.items():
 '''
 
 
-def _run(cmd: list[str], cwd: Path) -> tuple[float, float]:
+def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of one whole process."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -73,18 +77,22 @@ def _run(cmd: list[str], cwd: Path) -> tuple[float, float]:
     return usage.ru_utime + usage.ru_stime, wall
 
 
-def whole_process(runs: int, tmp: Path) -> dict[str, list[tuple[float, float]]]:
+def whole_process(runs: int, tmp: Path, bytecode: bool = False) -> dict[str, list[tuple[float, float]]]:
     """Interleaved whole-process runs of the three commands (one warm-up each, not counted)."""
+    env = None
+    if bytecode:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
     py = [sys.executable, "-m", "ckptplan"]
     cmds = {"workbook": py + ["workbook", "-o", str(tmp / "a.xlsx"), "--force"],
             "plan": py + ["plan"],
             "workbook --no-deadline": py + ["workbook", "--no-deadline", "-o", str(tmp / "b.xlsx"), "--force"]}
     for cmd in cmds.values():
-        _run(cmd, tmp)
+        _run(cmd, tmp, env)
     out: dict[str, list[tuple[float, float]]] = {k: [] for k in cmds}
     for _ in range(runs):
         for k, cmd in cmds.items():
-            out[k].append(_run(cmd, tmp))
+            out[k].append(_run(cmd, tmp, env))
     return out
 
 
@@ -105,11 +113,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--parts", type=int, default=0, metavar="N")
+    ap.add_argument("--bytecode", action="store_true", help="children keep compiled bytecode (as installed)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        res = whole_process(args.runs, tmp)
-        print(f"whole processes, {args.runs} interleaved runs each: CPU s min / median, wall s min / median")
+        res = whole_process(args.runs, tmp, args.bytecode)
+        print(f"whole processes, {args.runs} interleaved runs each{', bytecode kept' if args.bytecode else ''}: "
+              "CPU s min / median, wall s min / median")
         for k, v in res.items():
             cpu, wall = [c for c, _ in v], [w for _, w in v]
             print(f"  {k:24s} cpu {min(cpu):6.2f} {statistics.median(cpu):6.2f}   "

@@ -123,14 +123,21 @@ def simulate_per_failure(geometries: Sequence[dict[str, float]], R: float, strea
 
 
 class _Chunk:
-    """What every plan reads of one chunk of gaps, the same whatever the plan: the failed restarts (gaps ``<= R``,
-    not the first gap of a run), found once, on first use. (Not the runs' sums of the chunk: numpy adds a column
-    in an order that depends on the array's width, so a sum over every run and one over the runs still going can
-    differ in the last bit.)"""
+    """What every plan reads of one chunk of gaps, the same whatever the plan, computed once, on first use: the
+    failed restarts (gaps ``<= R``, not the first gap of a run) and the runs' sums of the chunk over every run of
+    the block (for a plan whose runs are all still going: numpy adds a column in an order that depends on the
+    array's width, so a plan summing only the runs still going sums its own columns)."""
 
     def __init__(self, gaps: np.ndarray, c: int, R: float):
         self.gaps, self.c, self.R = gaps, c, R
         self._failed: Optional[tuple[np.ndarray, np.ndarray]] = None
+        self._sums: Optional[np.ndarray] = None
+
+    def sums(self) -> np.ndarray:
+        """Each run's sum of the chunk's gaps, every run of the block (a new array: the caller adds to it)."""
+        if self._sums is None:
+            self._sums = self.gaps.sum(axis=0)
+        return self._sums.copy()
 
     def failed(self) -> tuple[np.ndarray, np.ndarray]:
         """(row, run) of every failed restart of the chunk, row by row, runs in order within a row."""
@@ -176,7 +183,7 @@ class _Runs:
         total = a.sum(axis=0)
         stop = np.full(n, B)                        # column of the gap in which each run finishes (B: none)
         left = np.zeros(n)                          # failure-free time from there to the end
-        spent = gaps.sum(axis=0)                    # time of the gaps before `stop` (all, for most runs)
+        spent = gaps.sum(axis=0) if subset else shared.sums()   # time of the gaps before `stop` (all, for most runs)
         near = np.flatnonzero(self.k + total >= last)
         if near.size:                               # runs that may finish in this chunk
             mine = gaps[:, near]

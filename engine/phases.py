@@ -83,9 +83,17 @@ class FailurePhase:
                                ("rate_factor", "must be a finite number > 0", lambda v: v > 0)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not (
-                    np.isfinite(value) and ok(value)):
+                    _finite(value) and ok(value)):
                 raise InputError(f"failure_phases: {name}", value, rule)
             object.__setattr__(self, name, float(value))
+
+
+def _finite(value: Any) -> bool:
+    """Whether a number is finite as a float (an integer beyond the float range is not)."""
+    try:
+        return bool(np.isfinite(float(value)))
+    except OverflowError:
+        return False
 
 
 def phases_from_list(raw: Any, origin: str = "scenario") -> tuple[FailurePhase, ...]:

@@ -9,7 +9,9 @@ after preemptions, no GPUs held) is part of ``wall_h`` but of no GPU-hour; the G
 the preemptions of attempts. The analytic deadline figures hold for failures alone: for these rows the
 deadline figures (``p_finish_by_deadline``, ``wall_h_p50/p90/p99``) are simulated instead, the finite job on
 spot capacity at the chosen interval (:func:`ckptplan.engine.spot_montecarlo.simulate_capacity`, policy ``spot``,
-``DEFAULT_RUNS`` runs, ``DEFAULT_SEED``), when the row has a deadline (NaN otherwise);
+``DEFAULT_RUNS`` runs, ``DEFAULT_SEED``; all such rows of a table simulated together by
+:func:`~ckptplan.engine.spot_montecarlo.simulate_spot_jobs`, the same numbers), when the row has a deadline (NaN
+otherwise);
 ``deadline_approximation_ok`` is True for the simulated rows (no approximation to check), False without a deadline. ``ckptplan compare`` adds on-demand and
 the fallback policy. Columns added for every row of a
 table with such a row: ``expected_preemptions`` and ``capacity_wait_h`` (0 without preemptions).
@@ -129,17 +131,21 @@ class PreemptionPlan:
                            deadline_h: np.ndarray) -> dict[str, np.ndarray]:
         """The deadline figures of the preempted rows with a deadline, simulated at the chosen interval (module
         notes); NaN for the rows without one."""
-        from .spot_montecarlo import capacity_job, simulate_capacity
+        from .spot_montecarlo import capacity_job, simulate_spot_jobs
 
         a, r = self.args, self.rows
         out = {key: np.full(r.size, np.nan) for key in ("p_finish_by_deadline", "wall_h_p50", "wall_h_p90", "wall_h_p99")}
-        for p in np.flatnonzero(~np.isnan(deadline_h[r]) & ~self.scheduled):
+        given = np.flatnonzero(~np.isnan(deadline_h[r]) & ~self.scheduled)
+        jobs = []
+        for p in given:
             row = r[p]
             job = capacity_job(float(new["useful_h"][row]) * 60.0, float(a["C"][p]), float(a["M"][p]), float(a["R"][p]),
                                float(a["P"][p]), float(a["N"][p]), float(a["Wc"][p]), float(deadline_h[row]) * 60.0,
                                float(price[row]), float(price[row]), float(gpus[row]), float(a["D"][p]))
             job["T_spot"] = float(new["chosen_interval_min"][row])
-            sim = simulate_capacity(job, "spot", runs=DEFAULT_RUNS, seed=DEFAULT_SEED)
+            jobs.append(job)
+        # every row's runs at once, each row's numbers those of simulate_capacity(job, "spot", DEFAULT_RUNS, DEFAULT_SEED)
+        for p, job, sim in zip(given, jobs, simulate_spot_jobs(jobs, runs=DEFAULT_RUNS, seed=DEFAULT_SEED)):
             wall = np.where(sim["finished"], sim["wall"], np.inf)   # a run given up never finishes
             out["p_finish_by_deadline"][p] = float(np.mean(wall <= job["deadline"]))
             for q in (50, 90, 99):

@@ -12,7 +12,13 @@ import numpy as np
 from .preemption import preemption_optimal_interval
 from .waste import exact_optimal_interval_kernel, expected_wall_time
 
-__all__ = ["capacity_job", "simulate_capacity"]
+__all__ = ["SPOT_BLOCK", "capacity_job", "simulate_capacity", "simulate_spot_jobs"]
+
+#: most runs (jobs x runs) one pass of :func:`simulate_spot_jobs` holds (about 150 bytes each)
+SPOT_BLOCK = 1 << 16   # a few jobs of 10,000 runs: the arrays stay in the caches
+#: most random numbers :func:`simulate_spot_jobs` keeps to share between jobs (8 bytes each): every job starts the
+#: same stream (the same seed), so its first numbers are drawn once; a job that needs more draws the rest itself
+SHARED_DRAWS = 1 << 23
 
 
 def _draw(rng: Any, mean: Any, n: int) -> np.ndarray:
@@ -91,3 +97,167 @@ def capacity_job(work, C, M, R, P, N, Wc, deadline, price, spot_price, gpus, D=0
             "T_od": T_od, "T_spot": float(preemption_optimal_interval(C, M, R, P, N, Wc, D)),
             "rho_od": float(expected_wall_time(1.0, T_od, C, M, R, D=D)),
             "price": price * gpus / 60.0, "spot_price": spot_price * gpus / 60.0}
+
+
+def simulate_spot_jobs(jobs: list[dict[str, float]], runs: int = 4000, seed: int = 0) -> list[dict[str, np.ndarray]]:
+    """:func:`simulate_capacity` ``(job, "spot", runs=runs, seed=seed)`` for every job of ``jobs``, run by run the
+    same numbers, the jobs simulated together (what a table of many spot rows with deadlines asks).
+
+    Each job draws from its own generator seeded with ``seed``, in the order :func:`simulate_capacity` draws (its
+    runs still going, in run order: failures, then preemptions, then the restarts' pairs), so its runs see the
+    same numbers; every other step is one array operation over all jobs' runs still going (at most
+    :data:`SPOT_BLOCK` runs at a time), on arrays that shrink as runs end instead of indexing full ones."""
+    runs = int(runs)
+    out: list[Any] = [None] * len(jobs)
+    per = max(1, SPOT_BLOCK // max(runs, 1))
+    stream = _Stream(seed)
+    # jobs of about as many segments together: their runs end in the same rounds, so the arrays shrink seldom
+    order = sorted(range(len(jobs)), key=lambda i: float(jobs[i]["work"]) / float(jobs[i]["T_spot"]))
+    for lo in range(0, len(jobs), per):
+        group = order[lo:lo + per]
+        for i, sim in zip(group, _SpotGroup([jobs[i] for i in group], runs, stream).run()):
+            out[i] = sim
+    return out
+
+
+class _Stream:
+    """The numbers every job's generator draws (``default_rng(seed).exponential(1.0)``, one after another): the
+    first :data:`SHARED_DRAWS` kept and shared, the rest drawn by each job's own generator."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+        self.shared = np.zeros(0)
+        self.source = np.random.default_rng(seed)
+
+    def own(self) -> Any:
+        """A job's own generator, placed after the shared numbers."""
+        gen = np.random.default_rng(self.seed)
+        if self.shared.size:
+            gen.exponential(1.0, self.shared.size)
+        return gen
+
+    def take(self, start: int, k: int) -> np.ndarray | None:
+        """Numbers ``start`` .. ``start + k`` of the stream, or None past the shared part."""
+        end = start + k
+        if end > self.shared.size and self.shared.size < SHARED_DRAWS:
+            grow = min(SHARED_DRAWS, max(end, 2 * self.shared.size)) - self.shared.size
+            self.shared = np.concatenate([self.shared, self.source.exponential(1.0, grow)])
+        return self.shared[start:end] if end <= self.shared.size else None
+
+
+class _SpotGroup:
+    """The runs of a few jobs on spot capacity, flattened job by job, as :func:`simulate_capacity` steps them: one
+    segment (or the rest of the last) per round. Each run carries its job's inputs (``self.job``), so a round is
+    plain array operations; the arrays shrink when runs end."""
+
+    KEYS = ("T", "C", "price", "M", "P", "R", "Wc", "D", "cap", "save")
+
+    def __init__(self, jobs: list[dict[str, float]], runs: int, stream: _Stream):
+        def col(key: str) -> np.ndarray:
+            return np.array([float(j[key]) for j in jobs])
+
+        g = len(jobs)
+        self.g, self.runs = g, runs
+        C = col("C")
+        per_job = {"T": col("T_spot"), "C": C, "price": col("spot_price"), "M": col("M"), "P": col("P"),
+                   "R": col("R"), "Wc": col("Wc"), "save": col("N") >= C,     # a save on notice keeps the work done
+                   "D": np.array([float(j.get("D", 0.0)) for j in jobs]),  # the downtime after a failure (billed)
+                   "cap": 50.0 * col("deadline") + 50.0 * col("work") * col("rho_od")}   # as simulate_capacity
+        self.job = {k: np.repeat(per_job[k], runs) for k in self.KEYS}
+        self.stream = stream
+        self.drawn = np.zeros(g, dtype=np.int64)             # numbers each job has drawn
+        self.gens: list[Any] = [None] * g                    # a job's own generator, once past the shared numbers
+        self.count = np.full(g, runs)                        # runs still going, per job
+        self.where = np.arange(g * runs)                     # each run's place in the output
+        self.t, self.bill = np.zeros(g * runs), np.zeros(g * runs)
+        self.left = np.repeat(col("work"), runs)
+        self.wall, self.cost, self.rest = np.zeros(g * runs), np.zeros(g * runs), np.zeros(g * runs)
+
+    def draw(self, count: np.ndarray, M: np.ndarray, P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(failure, preemption) times of runs grouped by job, ``count`` of each job in order: each job's
+        generator draws its runs' failures, then their preemptions, as ``_draw`` does."""
+        n = int(count.sum())
+        fail, pre = np.empty(n), np.empty(n)
+        lo = 0
+        for i in np.flatnonzero(count):
+            m = int(count[i])
+            u = self.numbers(i, 2 * m)
+            fail[lo:lo + m], pre[lo:lo + m] = u[:m], u[m:]
+            lo += m
+        fail *= M
+        pre *= P
+        return fail, pre
+
+    def numbers(self, i: int, k: int) -> np.ndarray:
+        """The next ``k`` numbers job ``i``'s generator draws."""
+        start = int(self.drawn[i])
+        self.drawn[i] += k
+        u = self.stream.take(start, k)
+        if u is not None:
+            return u
+        if self.gens[i] is None:
+            self.gens[i] = self.stream.own()
+        shared = self.stream.shared.size
+        head = self.stream.shared[start:] if start < shared else np.zeros(0)
+        return np.concatenate([head, self.gens[i].exponential(1.0, start + k - max(start, shared))])
+
+    def run(self) -> list[dict[str, np.ndarray]]:
+        while self.t.size:
+            self.round()
+        n = self.runs
+        return [{"wall": self.wall[i * n:(i + 1) * n], "cost": self.cost[i * n:(i + 1) * n],
+                 "finished": self.rest[i * n:(i + 1) * n] <= 1e-9} for i in range(self.g)]
+
+    def round(self) -> None:
+        """One round of :func:`simulate_capacity`'s loop (policy ``spot``) over every run still going."""
+        job, t, bill, left = self.job, self.t, self.bill, self.left
+        T = job["T"]
+        last = left <= T
+        length = np.where(last, left, T + job["C"])
+        fail, pre = self.draw(self.count, job["M"], job["P"])
+        first = np.minimum(fail, pre)
+        ok = first >= length
+        step = np.where(ok, length, first)
+        t += step
+        bill += step * job["price"]
+        np.copyto(left, left - np.where(last, left, T), where=ok)   # a segment done: the rest, or all of it
+        by_pre = np.flatnonzero(~ok & (pre < fail))
+        p = by_pre[job["save"][by_pre]]
+        left[p] -= np.minimum(first[p], T[p])
+        t[p] += job["C"][p]
+        bill[p] += job["C"][p] * job["price"][p]
+        t[by_pre] += job["Wc"][by_pre]
+        down = np.flatnonzero(~ok & (pre >= fail))                # a failure: the downtime before the restart
+        t[down] += job["D"][down]
+        bill[down] += job["D"][down] * job["price"][down]
+        hit = np.flatnonzero(~ok)
+        self.restart(hit[left[hit] > 0])
+        active = (left > 1e-9) & (t < job["cap"])
+        if not active.all():
+            done = np.flatnonzero(~active)
+            dst = self.where[done]
+            self.wall[dst], self.cost[dst], self.rest[dst] = t[done], bill[done], left[done]
+            self.count -= np.bincount(dst // self.runs, minlength=self.g)
+            keep = np.flatnonzero(active)
+            self.where = self.where[keep]
+            self.t, self.bill, self.left = t[keep], bill[keep], left[keep]
+            self.job = {k: v[keep] for k, v in job.items()}
+
+    def restart(self, idx: np.ndarray) -> None:
+        """``_restart`` of the runs at ``idx`` (in place): failures restart it, preemptions wait for capacity."""
+        job, t, bill = self.job, self.t, self.bill
+        while idx.size:
+            count = np.bincount(self.where[idx] // self.runs, minlength=self.g)
+            fail, pre = self.draw(count, job["M"][idx], job["P"][idx])
+            first = np.minimum(fail, pre)
+            R = job["R"][idx]
+            done = first >= R
+            step = np.where(done, R, first)
+            t[idx] += step
+            bill[idx] += step * job["price"][idx]
+            waited = ~done & (pre < fail)
+            t[idx[waited]] += job["Wc"][idx[waited]]
+            down = idx[~done & ~waited]                           # a failure: the downtime before the next restart
+            t[down] += job["D"][down]
+            bill[down] += job["D"][down] * job["price"][down]
+            idx = idx[~done & (t[idx] < job["cap"][idx])]

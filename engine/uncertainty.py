@@ -181,9 +181,17 @@ class UncertainInput:
         return out
 
 
+def _finite(value: Any) -> bool:
+    """Whether a number is finite as a float (an integer beyond the float range is not)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def _number(where: str, key: str, value: Any, spec: Field) -> float:
     """A finite number meeting the field's rule (whole for whole-number fields)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value):
         raise InputError(f"{where}.{key}", value, "must be a finite number")
     rule = RULES[spec.rule]
     if not bool(rule.predicate(np.asarray([float(value)]))[0]):

@@ -51,3 +51,42 @@ def test_evaluator_matches_libreoffice(tmp_path):
             assert math.isclose(mine, theirs, rel_tol=1e-12), (cell, mine, theirs)
         else:
             assert mine == theirs, (cell, mine, theirs)
+
+
+def test_formulas_of_one_shape_keep_their_own_literals():
+    """Cells whose formulas differ only in literals (numbers, text, references, names) share one parsed shape:
+    each still reads its own literals, and text that looks like a reference, a number or a name stays text."""
+    from openpyxl.workbook.defined_name import DefinedName
+
+    wb = Workbook()
+    ws = wb.active
+    ws.title = "S"
+    ws["A1"], ws["A2"], ws["A3"], ws["B1"] = 2.0, 3.0, 5.0, 7.0
+    wb.defined_names["rate_1.x"] = DefinedName("rate_1.x", attr_text="S!$A$3")
+    wb.defined_names["alt2_set"] = DefinedName("alt2_set", attr_text="'S'!$B$1")
+    formulas = {
+        "C1": "=A1*10+1.5E1",            # the same shape four times, other literals each time
+        "C2": "=A2*20+2e-1",
+        "C3": "=$A$3*30+.5",
+        "C4": "=rate_1.x*40+alt2_set",   # names in the reference's place
+        "D1": '=IF(A1>1,"A1 is ""big""","1.5")&"B1"',   # references and numbers inside text stay text
+        "D2": '=IF(A1>9,"A1 is ""big""","1.5")&"x1"',
+        "D3": "=IF(true,A$1,B1)+IF(FALSE,1,$B1)",       # TRUE/FALSE as names, in any case; mixed references
+        "D4": "=_xlfn.NORM.S.DIST(0,TRUE)+ABS(-A2)",    # a function whose name holds dots, and one that reads a slot
+        "D5": "=C1+C2+C3+C4",
+    }
+    for cell, formula in formulas.items():
+        ws[cell] = formula
+    values = cached_values(wb)["S"]
+    assert values["C1"] == 35.0 and values["C2"] == 60.2 and values["C3"] == 150.5 and values["C4"] == 207.0
+    assert values["D1"] == 'A1 is "big"B1' and values["D2"] == "1.5x1"
+    assert values["D3"] == 9.0 and values["D4"] == 3.5 and values["D5"] == 35.0 + 60.2 + 150.5 + 207.0
+
+
+def test_a_formula_that_holds_the_slot_name_is_left_uncached():
+    wb = Workbook()
+    ws = wb.active
+    ws["A1"] = "=1.__slot__+1"   # outside a literal: unreadable, as any text there
+    ws["A2"] = '="__slot__"&1'   # inside text: an ordinary string
+    values = cached_values(wb)[ws.title]
+    assert "A1" not in values and values["A2"] == "__slot__1"

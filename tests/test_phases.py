@@ -141,3 +141,9 @@ def test_table_rows_with_and_without_phases():
     assert np.isnan(out.loc[1, "schedule2_interval_min"])
     assert out.loc[0, "wall_h"] > plain["wall_h"]
     assert out.loc[0, "schedule2_start_h"] == 72.0
+
+
+@pytest.mark.parametrize("start, rate, field", [(10**400, 2.0, "start_h"), (10.0, -(10**400), "rate_factor")])
+def test_an_integer_beyond_float_range_in_a_phase_is_refused_by_name(start, rate, field):
+    with pytest.raises(engine.InputError, match=f"failure_phases: {field}"):
+        P.FailurePhase(start, rate)

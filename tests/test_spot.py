@@ -4,6 +4,7 @@ fresh Monte Carlo and pays less; the policies reach compare --json."""
 import json
 
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from ckptplan.cli import app
@@ -45,3 +46,28 @@ def test_compare_reports_the_three_policies():
     cap = json.loads(res.output)["capacity"]
     assert set(cap["policies"]) == {"on-demand", "spot", "fallback"}
     assert cap["policies"]["fallback"]["p_finish_by_deadline"] >= cap["policies"]["fallback"]["target_p_finish"]
+
+
+@pytest.mark.parametrize("shared", [1 << 23, 5_000])
+def test_spot_jobs_together_are_each_jobs_own_simulation(monkeypatch, shared):
+    """simulate_spot_jobs (the batch's many spot rows at once) gives, run by run, every job's simulate_capacity
+    numbers: saves on notice or not, a wait for capacity or none, no restart, no preemption, a short last segment,
+    a downtime after failures, jobs split over several passes, and jobs that draw past the shared numbers."""
+    from ckptplan.engine import spot_montecarlo
+
+    keys = ("work", "C", "M", "R", "P", "N", "Wc", "deadline", "price", "spot_price", "gpus")
+    variants = [JOB, dict(JOB, N=0.5), dict(JOB, Wc=0.0), dict(JOB, R=0.0), dict(JOB, P=np.inf),
+                dict(JOB, work=7 * 60.0 + 13.0, deadline=9 * 60.0, M=90.0, P=45.0), dict(JOB, D=25.0, M=120.0)]
+    jobs = []
+    for i, v in enumerate(variants):
+        job = spot.capacity_job(*(v[k] for k in keys), v.get("D", 0.0))
+        if i == 2:
+            job["T_spot"] = 97.3   # a row that chose its own interval
+        jobs.append(job)
+    monkeypatch.setattr(spot_montecarlo, "SPOT_BLOCK", 2 * 700)   # two jobs a pass: three passes
+    monkeypatch.setattr(spot_montecarlo, "SHARED_DRAWS", shared)
+    together = spot_montecarlo.simulate_spot_jobs(jobs, runs=700, seed=11)
+    for job, got in zip(jobs, together):
+        want = spot.simulate_capacity(job, "spot", runs=700, seed=11)
+        for key in ("wall", "cost", "finished"):
+            assert np.array_equal(got[key], want[key]), key

@@ -651,7 +651,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     # one evaluation of all (refuses designs the models cannot evaluate); kept for the caller
     results = engine.evaluate([scenario] + [d.apply(scenario) for d in designs])
     terms = D.pool_terms(max([st.spares or 0] + [d.apply_setup(st).spares or 0 for d in given]))
-    wb = Workbook()
+    wb = S.new_workbook()
     built = Built(wb, results=results, designs=designs)
     _inputs_sheet(wb, scenario, built, derived, uncertainty)
     refs = _plan_sheet(wb, scenario, built, terms, tiered=bool(st.tiers))

@@ -25,6 +25,7 @@ from statistics import NormalDist
 from typing import Any, Callable
 
 from openpyxl import Workbook
+from openpyxl.utils.cell import SHEETRANGE_RE
 
 __all__ = ["FUNCTIONS", "MAX_CACHED_CELLS_PER_SHEET", "cached_values", "store_cached_values"]
 
@@ -37,46 +38,39 @@ _TOKEN = re.compile(r'''\s*(?:
   | (?P<op><>|<=|>=|[-+*/^&=<>(),])
 )''', re.VERBOSE)
 _REF = re.compile(r"\$?([A-Z]{1,3})\$?(\d+)")
-_STRING = re.compile(r'"(?:[^"]|"")*"')
-_CELL = re.compile(r'(?<![\w$.])(\$?)([A-Z]{1,3})(\$?)(\d+)(?![\w(.])')
-_PLACEHOLDER = re.compile(r"__ref_([ar])(m?\d+)_([ar])(m?\d+)__")
 
 
-def _column(letters: str) -> int:
-    n = 0
-    for ch in letters:
-        n = n * 26 + ord(ch) - 64
-    return n
+#: a literal of a formula: text in quotes, a number, a cell reference (``$`` parts allowed) or a name (not a
+#: function's), read where the token pattern would read one. Formulas that differ only in their literals (one table
+#: column's formulas, a chain of rows differing in a constant, rows naming different inputs) have one shape, parsed
+#: and compiled once: :func:`_shape`.
+_LITERAL = re.compile(r'''(?=["\d.$A-Za-z_])("[^"]*(?:""[^"]*)*"|(?<![\w.$])(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?'''
+                      r'''|\$?[A-Z]{1,3}\$?\d+(?![\w(.])|[A-Za-z_][\w.]*(?![\w.(])))''')
+#: what stands for a literal in a shape: read as a name by the token pattern, spaces keep it apart from its neighbours
+_SLOT = "__slot__"
 
 
-def _letters(n: int) -> str:
-    out = ""
-    while n:
-        n, r = divmod(n - 1, 26)
-        out = chr(65 + r) + out
-    return out
+def _shape(formula: str) -> tuple[str, list[str]]:
+    """(shape, literals): ``formula`` with each literal replaced by :data:`_SLOT`, and the literals in order.
+    One regular-expression split, no Python call per literal."""
+    parts = _LITERAL.split(formula)
+    return f" {_SLOT} ".join(parts[0::2]), parts[1::2]
 
 
-def _relative(formula: str, col: int, row: int) -> str:
-    """``formula`` with each cell reference written relative to the host cell (``$`` parts kept absolute):
-    the formulas of one column of a table become one text, parsed once. Text in quotes is kept as it is."""
-    def ref(m: re.Match) -> str:
-        letters = m.group(2)
-        if letters is None:   # a string literal
-            return m.group(0)
-        c = _COLUMNS.get(letters) or _COLUMNS.setdefault(letters, _column(letters))
-        r = int(m.group(4))
-        cs = f"a{c}" if m.group(1) else f"r{c - col}"
-        rs = f"a{r}" if m.group(3) else f"r{r - row}"
-        return f"__ref_{cs.replace('-', 'm')}_{rs.replace('-', 'm')}__"  # m: minus (a name holds no '-')
-
-    return _STRING_OR_CELL.sub(ref, formula)
-
-
-#: column letters -> number, filled as met
-_COLUMNS: dict[str, int] = {}
-#: a string literal (kept) or a cell reference (group 2: its column letters), in one pass
-_STRING_OR_CELL = re.compile(r'"(?:[^"]|"")*"|' + _CELL.pattern)
+def _literal(text: str) -> tuple:
+    """A literal as a node: ``("const", value)`` for text, numbers, TRUE and FALSE, ``("ref", coordinate)`` for a
+    cell, ``("name", name)`` for a defined name."""
+    if text[0] == '"':
+        return ("const", text[1:-1].replace('""', '"'))
+    m = _REF.fullmatch(text)
+    if m is not None:
+        return ("ref", f"{m.group(1)}{int(m.group(2))}")
+    if text[0].isdigit() or text[0] == ".":
+        return ("const", float(text))
+    upper = text.upper()
+    if upper in ("TRUE", "FALSE"):
+        return ("const", upper == "TRUE")
+    return ("name", text)
 
 
 class _ExcelError(Exception):
@@ -258,6 +252,7 @@ class _Parser:
 
     def __init__(self, tokens: list[tuple[str, str]]):
         self.t, self.i, self.n = tokens, 0, len(tokens)
+        self.slots = 0   # literals met so far (:data:`_SLOT` names, in order)
 
     def peek(self) -> tuple[str, str] | None:
         return self.t[self.i] if self.i < self.n else None
@@ -303,14 +298,17 @@ class _Parser:
             return ("const", float(value))
         if kind == "str":
             return ("const", value[1:-1].replace('""', '"'))
-        if kind == "ref":  # a reference left absolute by _relative ($A$1 with both parts fixed)
+        if kind == "ref":  # a reference :data:`_LITERAL` did not take as a literal
             m = _REF.fullmatch(value)
             return ("ref", f"{m.group(1)}{int(m.group(2))}")
         if kind == "name":
+            if value == _SLOT:
+                self.slots += 1
+                return ("slot", self.slots - 1)
             upper = value.upper()
             if upper in ("TRUE", "FALSE"):
                 return ("const", upper == "TRUE")
-            return _reference(value) or ("name", value)
+            return ("name", value)
         if kind == "func":
             self.take()  # (
             args = []
@@ -332,23 +330,10 @@ class _Parser:
         raise _ExcelError(f"#NAME? unexpected {value!r}")
 
 
-def _reference(name: str) -> tuple | None:
-    """A cell reference :func:`_relative` wrote as a name, as a node: ``("ref", coordinate)`` when both parts are
-    absolute, else ``("ref", None, column, row, column relative, row relative)`` (offsets from the host cell)."""
-    m = _PLACEHOLDER.fullmatch(name)
-    if m is None:
-        return None
-    dc, dr = int(m.group(2).replace("m", "-")), int(m.group(4).replace("m", "-"))
-    col_rel, row_rel = m.group(1) == "r", m.group(3) == "r"
-    if not col_rel and not row_rel:
-        return ("ref", f"{_letters(dc)}{dr}")
-    return ("ref", None, dc, dr, col_rel, row_rel)
-
-
 # ------------------------------------------------------------------------------- evaluation
 
 #: a sheet with more formula cells than this (a Scenarios sheet of thousands of rows) is left to
-#: recalculate on open: the evaluator takes about 0.1-0.2 ms per cell (benchmarks/bench_workbook.py)
+#: recalculate on open: the evaluator takes about 0.03-0.05 ms per cell (benchmarks/bench_workbook_seed.py)
 MAX_CACHED_CELLS_PER_SHEET = 50_000
 
 
@@ -378,23 +363,28 @@ class _Book:
     def __init__(self, wb: Workbook):
         self.names: dict[str, tuple[str, str]] = {}
         for name, defn in wb.defined_names.items():
-            dests = list(defn.destinations)
+            m = SHEETRANGE_RE.fullmatch(defn.value or "")   # one sheet's cell or range, as openpyxl reads it
+            dests = [(m.group("notquoted") or m.group("quoted"), m.group("cells"))] if m is not None else \
+                list(defn.destinations)                    # anything else: openpyxl's tokenizer
             if len(dests) == 1:
                 self.names[name] = (dests[0][0], dests[0][1].replace("$", ""))
         self.raw: dict[tuple[str, str], Any] = {}
-        self.where: dict[tuple[str, str], tuple[int, int]] = {}
         self.order: list[tuple[str, str]] = []
         for ws in wb.worksheets:
-            for row in ws.iter_rows():
-                for c in row:
-                    if c.value is not None:
-                        self.raw[(ws.title, c.coordinate)] = c.value
-                        self.where[(ws.title, c.coordinate)] = (c.column, c.row)
-                        if c.data_type == "f" and isinstance(c.value, str) and c.value.startswith("="):
-                            self.order.append((ws.title, c.coordinate))
+            title = ws.title
+            cells = ws._cells   # the cells openpyxl holds, by (row, column): iter_rows would make every blank one
+            for at in sorted(cells):
+                c = cells[at]
+                value = c.value
+                if value is not None:
+                    key = (title, c.coordinate)
+                    self.raw[key] = value
+                    if c.data_type == "f" and isinstance(value, str) and value.startswith("="):
+                        self.order.append(key)
         self.formula_keys = set(self.order)
         self.memo: dict[tuple[str, str], Any] = {}
-        self.parsed: dict[str, tuple] = {}
+        self.parsed: dict[str, Compiled] = {}    # shape -> its compiled formula (literals as slots)
+        self.literals: dict[str, tuple] = {}     # literal text -> node
         self.busy: set[tuple[str, str]] = set()
 
     def cell(self, key: tuple[str, str]) -> Any:
@@ -412,12 +402,13 @@ class _Book:
             raise _ExcelError("#REF! circular")
         self.busy.add(key)
         try:
-            col, row = self.where[key]
-            form = _relative(text[1:], col, row)   # the formulas of one table column share one text: parsed once
-            tree = self.parsed.get(form)
+            shape, texts = _shape(text[1:])   # formulas differing only in literals share one shape: parsed once
+            tree = self.parsed.get(shape)
             if tree is None:
-                tree = self.parsed[form] = _Parser(_tokens(form)).parse()
-            value = self.run(tree, key[0], col, row)
+                tree = self.parsed[shape] = _compile(_parse_shape(shape, len(texts)))
+            known = self.literals
+            slots = [known.get(t) or known.setdefault(t, _literal(t)) for t in texts]
+            value = tree(self, key[0], slots)
             if isinstance(value, float):
                 _checked(value)
             self.memo[key] = value
@@ -438,41 +429,88 @@ class _Book:
             raise _ExcelError(f"#NAME? {name}")
         return self.cell(where)
 
-    def run(self, node: tuple, sheet: str, col: int, row: int) -> Any:
-        """The value of a parsed formula ``node`` in the cell at ``col``, ``row`` of ``sheet``."""
-        kind = node[0]
-        if kind == "const":
-            return node[1]
-        if kind == "ref":
-            if node[1] is not None:
-                return self.cell((sheet, node[1]))
-            _, _, c, r, col_rel, row_rel = node
-            return self.cell((sheet, f"{_letters(c + col if col_rel else c)}{r + row if row_rel else r}"))
-        if kind == "name":
-            return self.named(node[1])
-        if kind == "neg":
-            return -_number(self.run(node[1], sheet, col, row))
-        if kind == "op":
-            return _operate(node[1], self.run(node[2], sheet, col, row), self.run(node[3], sheet, col, row))
-        if kind == "call":
-            fname, args = node[1], node[2]
-            if fname == "IF":
-                test = _number(self.run(args[0], sheet, col, row))
-                if test:
-                    return self.run(args[1], sheet, col, row) if len(args) > 1 else True
-                return self.run(args[2], sheet, col, row) if len(args) > 2 else False
-            if fname in ("IFERROR", "ISNUMBER", "ISERROR"):   # an error is a value to these: the fallback, FALSE, TRUE
-                try:
-                    value = self.run(args[0], sheet, col, row)
-                except (_ExcelError, ZeroDivisionError, OverflowError) as exc:
-                    if fname == "ISERROR" and str(exc).startswith("#NAME?"):  # what this evaluator cannot read
-                        raise
-                    return self.run(args[1], sheet, col, row) if fname == "IFERROR" else fname == "ISERROR"
-                return value if fname == "IFERROR" else FUNCTIONS[fname](value) if fname == "ISNUMBER" else False
-            if fname not in FUNCTIONS:
-                raise _ExcelError(f"#NAME? {fname}")
-            return FUNCTIONS[fname](*(self.run(a, sheet, col, row) for a in args))
+
+def _parse_shape(shape: str, literals: int) -> tuple:
+    """The parsed tree of a shape of ``literals`` literals; #NAME? when the shape holds another :data:`_SLOT` (the
+    formula's own text held the name outside a literal, where it cannot be read anyway)."""
+    parser = _Parser(_tokens(shape))
+    tree = parser.parse()
+    if parser.slots != literals:
+        raise _ExcelError(f"#NAME? {_SLOT}")
+    return tree
+
+
+#: a compiled formula: (book, sheet, the cell's literals as nodes) -> value
+Compiled = Callable[["_Book", str, list], Any]
+
+
+def _compile(node: tuple) -> Compiled:
+    """A parsed formula ``node`` as nested Python closures, built once per shape and called for every cell of that
+    shape: the tree is not walked again. Excel's rules as :func:`_operate` and :data:`FUNCTIONS` state them; operands
+    are evaluated left to right before an operator applies, ``IF`` and the error functions evaluate lazily."""
+    kind = node[0]
+    if kind == "slot":
+        i = node[1]
+
+        def slot(book: _Book, sheet: str, slots: list) -> Any:
+            kind, value = slots[i]
+            if kind == "const":
+                return value
+            return book.cell((sheet, value)) if kind == "ref" else book.named(value)
+        return slot
+    if kind == "const":
+        value = node[1]
+        return lambda book, sheet, slots: value
+    if kind == "ref":
+        coordinate = node[1]
+        return lambda book, sheet, slots: book.cell((sheet, coordinate))
+    if kind == "name":
+        name = node[1]
+        return lambda book, sheet, slots: book.named(name)
+    if kind == "neg":
+        inner = _compile(node[1])
+        return lambda book, sheet, slots: -_number(inner(book, sheet, slots))
+    if kind == "op":
+        op, left, right = node[1], _compile(node[2]), _compile(node[3])
+
+        def operate(book: _Book, sheet: str, slots: list) -> Any:
+            a = left(book, sheet, slots)
+            return _operate(op, a, right(book, sheet, slots))
+        return operate
+    if kind == "call":
+        return _compile_call(node[1], [_compile(a) for a in node[2]])
+
+    def unknown(book: _Book, sheet: str, slots: list) -> Any:
         raise _ExcelError(f"#NAME? {kind}")
+    return unknown
+
+
+def _compile_call(fname: str, args: list[Compiled]) -> Compiled:
+    """A function call of :func:`_compile`: ``IF`` and ``IFERROR``/``ISNUMBER``/``ISERROR`` lazily (an error is a
+    value to the latter: the fallback, FALSE, TRUE), the others from :data:`FUNCTIONS` (#NAME? when unknown, raised
+    only if the call is reached)."""
+    if fname == "IF":
+        def if_(book: _Book, sheet: str, slots: list) -> Any:
+            if _number(args[0](book, sheet, slots)):
+                return args[1](book, sheet, slots) if len(args) > 1 else True
+            return args[2](book, sheet, slots) if len(args) > 2 else False
+        return if_
+    if fname in ("IFERROR", "ISNUMBER", "ISERROR"):
+        def guarded(book: _Book, sheet: str, slots: list) -> Any:
+            try:
+                value = args[0](book, sheet, slots)
+            except (_ExcelError, ZeroDivisionError, OverflowError) as exc:
+                if fname == "ISERROR" and str(exc).startswith("#NAME?"):  # what this evaluator cannot read
+                    raise
+                return args[1](book, sheet, slots) if fname == "IFERROR" else fname == "ISERROR"
+            return value if fname == "IFERROR" else FUNCTIONS[fname](value) if fname == "ISNUMBER" else False
+        return guarded
+    function = FUNCTIONS.get(fname)
+    if function is None:
+        def unknown(book: _Book, sheet: str, slots: list) -> Any:
+            raise _ExcelError(f"#NAME? {fname}")
+        return unknown
+    return lambda book, sheet, slots: function(*(a(book, sheet, slots) for a in args))
 
 
 def _operate(op: str, a: Any, b: Any) -> Any:

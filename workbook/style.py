@@ -17,10 +17,12 @@ from openpyxl.chart.marker import Marker
 from openpyxl.chart.shapes import GraphicalProperties
 from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
+from openpyxl.utils.indexed_list import IndexedList
 from openpyxl.workbook.defined_name import DefinedName
 
 __all__ = ["keep_text_literal", "HEADER_FILL", "HEADER_FONT", "INPUT_FILL", "INPUT_FONT", "INPUT_NUMBER", "INPUT_WHOLE", "KEY_FILL", "NOTE_FONT", "TITLE_FONT", "fit_rows",
-           "fmt_unit", "header", "large_number", "line", "name", "note", "points", "print_setup", "text_lines", "title"]
+           "fmt_unit", "header", "large_number", "line", "name", "new_workbook", "note", "points", "print_setup", "text_lines",
+           "title"]
 
 INPUT_FONT = Font(color="0000FF")
 INPUT_FILL = PatternFill("solid", fgColor="FFF2CC")
@@ -32,6 +34,39 @@ NOTE_FONT = Font(italic=True, color="595959")
 #: number formats of input cells: thousands separators everywhere, as on the Plan sheet
 INPUT_NUMBER = "#,##0.00##"
 INPUT_WHOLE = "#,##0"
+
+
+class _StyleIndex(IndexedList):
+    """openpyxl's list of a workbook's distinct fonts (fills, borders, alignments, protections), found by the style
+    object's fields.
+
+    openpyxl finds a style's index by hashing the object and comparing it field by field with the one of equal
+    hash (every time a cell's font or alignment is set: about 4,000 times a workbook, much of the build's time).
+    Here the object's fields (``vars``) are the key: objects with equal fields are equal to openpyxl too, so the
+    index is the one openpyxl gives; an object not met before (or one whose fields cannot be a key) goes through
+    openpyxl's own lookup. Fields are read at every call, so an object changed after use is looked up anew."""
+
+    def __init__(self, iterable: Any = None):
+        super().__init__(iterable)
+        self.by_fields: dict[Any, int] = {}
+
+    def add(self, value: Any) -> int:
+        try:
+            key = (type(value), tuple(vars(value).items()))
+            hit = self.by_fields.get(key)
+        except TypeError:   # no fields (text) or a field that cannot be a key
+            return super().add(value)
+        if hit is None:
+            hit = self.by_fields[key] = super().add(value)
+        return hit
+
+
+def new_workbook() -> Workbook:
+    """An empty workbook whose style lists look styles up by their fields (:class:`_StyleIndex`): the same file."""
+    wb = Workbook()
+    for name in ("_fonts", "_fills", "_borders", "_alignments", "_protections"):   # openpyxl's own lists
+        setattr(wb, name, _StyleIndex(getattr(wb, name)))
+    return wb
 
 
 def header(ws, row: int, titles: list[str], col: int = 1) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 _AREA_OF_MODULE = {"test_engine_fuzz": "engine", "test_cli_hostile": "cli", "test_files_hostile": "files",
                    "test_plans_hostile": "plans", "test_logs_hostile": "logs", "test_audit_hostile": "audit",
-                   "test_xlsx_hostile": "xlsx"}
+                   "test_xlsx_hostile": "xlsx", "test_parquet_hostile": "parquet"}
 
 
 def _area(nodeid: str) -> str | None:

@@ -30,7 +30,7 @@ __all__ = ["AREAS", "CASES", "FAILURES", "HOSTILE_NUMBERS", "HOSTILE_TEXT", "Out
 # ----------------------------------------------------------------------------------------- tally
 
 #: the areas the summary line reports, in its order
-AREAS = ("engine", "cli", "files", "plans", "logs", "audit", "xlsx")
+AREAS = ("engine", "cli", "files", "plans", "logs", "audit", "xlsx", "parquet")
 CASES: collections.Counter = collections.Counter()
 FAILURES: collections.Counter = collections.Counter()
 XFAILED: collections.Counter = collections.Counter()

@@ -1,4 +1,5 @@
-"""Scenario files with tiers, failure classes and designs through every command that plans one (area "plans").
+"""Scenario files with tiers, failure classes, designs, spot fields, failure phases and ranges through every
+command that plans one (area "plans").
 
 Each file is the seed scenario plus one hostile part: tiers (too many, nested too deep, a period too long, bad
 every/stall/survives, odd types), failure classes (thousands, shares off, names not text, a class no tier
@@ -97,6 +98,39 @@ PARTS: dict[str, str] = {
         'survives = ["node"]\n' for i in range(17)) + "[designs.failure_classes]\nnode = 1.0"),
     "design classes without tiers": _design("failure_classes = { a = 1.0 }"),
     "designs not a list": "designs = 3\n",
+    # spot fields (BASE ends inside [scenario]: these lines are scenario fields)
+    "spot": "preemptions_per_h = 0.05\npreemption_notice_min = 2.0\ncapacity_wait_min = 10.0\n"
+            "spot_price_per_gpu_hour = 1.0\n",
+    "spot rate 1e400": f"preemptions_per_h = {BIG}.0\n",
+    "spot rate 10**400": f"preemptions_per_h = {BIG}\n",
+    "spot rate text": "preemptions_per_h = 'often'\n",
+    "spot rate nan": "preemptions_per_h = nan\n",
+    "spot notice -1": "preemptions_per_h = 0.1\npreemption_notice_min = -1.0\n",
+    "spot wait inf": "preemptions_per_h = 0.1\ncapacity_wait_min = inf\n",
+    "spot with async writes": "preemptions_per_h = 0.1\nasync_write_min = 3.0\n",
+    "spot every minute": "preemptions_per_h = 60.0\n",
+    # failure phases
+    "phases": "[[failure_phases]]\nstart_h = 0\nrate_factor = 3.0\n[[failure_phases]]\nstart_h = 48\nrate_factor = 1.0\n",
+    "phase start nan": "[[failure_phases]]\nstart_h = nan\nrate_factor = 2.0\n",
+    "phase rate 0": "[[failure_phases]]\nstart_h = 10\nrate_factor = 0.0\n",
+    "phase rate text": "[[failure_phases]]\nstart_h = 10\nrate_factor = 'high'\n",
+    "phases descending": "[[failure_phases]]\nstart_h = 50\nrate_factor = 2.0\n[[failure_phases]]\nstart_h = 10\n"
+                         "rate_factor = 1.0\n",
+    "phase start 10**400": f"[[failure_phases]]\nstart_h = {BIG}\nrate_factor = 2.0\n",
+    "phases not a list": "failure_phases = 3\n",
+    "phases with spot": "preemptions_per_h = 0.1\n[[failure_phases]]\nstart_h = 10\nrate_factor = 2.0\n",
+    # ranges ([uncertainty])
+    "range": "[uncertainty]\nnode_mtbf_h = [1000, 5000]\nprice_per_gpu_hour = {dist = 'uniform', low = 2.0, high = 3.5}\n",
+    "range without the base": "[uncertainty]\nnode_mtbf_h = [5000, 9000]\n",
+    "range low above high": "[uncertainty]\nnode_mtbf_h = [5000, 1000]\n",
+    "range unknown dist": "[uncertainty]\nnode_mtbf_h = {dist = 'cauchy', low = 1000, high = 5000}\n",
+    "range lognormal low 0": "[uncertainty]\nnode_mtbf_h = {dist = 'lognormal', low = 0, high = 5000}\n",
+    "range text": "[uncertainty]\nnode_mtbf_h = 'wide'\n",
+    "range 10**400": f"[uncertainty]\nnode_mtbf_h = [1000, {BIG}]\n",
+    "range nan": "[uncertainty]\nnode_mtbf_h = [nan, 5000]\n",
+    "range unknown field": "[uncertainty]\ncolour = [1, 2]\n",
+    "range of three": "[uncertainty]\nnode_mtbf_h = [1000, 2560, 5000]\n",
+    "range nested table": "[uncertainty]\nnode_mtbf_h = {low = {a = 1}, high = 5000}\n",
 }
 
 #: what each file goes through; every file goes through plan and one more, in turn
@@ -117,5 +151,6 @@ def test_hostile_plan_files(tmp_path: Path, name: str, reader):
     out = run_case(command, [str(path) if a == "{f}" else a for a in args], tmp_path, area="plans")
     if name == "design stall on a tiered plan" and command == "compare" and out.code == 0:
         assert "not used by a tiered plan" in out.stdout, out
-    if name in ("60 nested tiers", "1000 tiers", "17 tiers", "design huge int", "design ten-digit domain"):
+    if name in ("60 nested tiers", "1000 tiers", "17 tiers", "design huge int", "design ten-digit domain",
+                "spot rate 10**400", "phase start 10**400", "range 10**400"):
         assert out.code in (0, 2), out

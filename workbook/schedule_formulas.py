@@ -36,7 +36,7 @@ from ..engine.phases import LATTICE_TOL, QUADRATURE_NODES, gauss_nodes
 from . import formulas as F
 from .tier_formulas import expm1, one_minus_exp_neg
 
-__all__ = ["NEVER_MIN", "ScheduleCells", "node_rows", "write_schedule_cells"]
+__all__ = ["NEVER_MIN", "ROW_COLUMNS", "ScheduleCells", "write_schedule_cells"]
 
 #: the start (minutes) of a phase slot left blank: a boundary the job never reaches (finite, so no cell errs)
 NEVER_MIN = 1e12
@@ -56,11 +56,6 @@ class ScheduleCells:
     work_min: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     total_min: str = ""
-
-
-def node_rows(rows: int, nodes: int = QUADRATURE_NODES) -> int:
-    """Sheet rows the nodes of a schedule with ``rows`` schedule rows take (all its boundaries)."""
-    return sum(1 + (j + 1) * 3 * nodes + j * nodes + (j + 1) * nodes for j in range(rows - 1))
 
 
 class _Writer:
@@ -178,7 +173,7 @@ def _chain(w: _Writer, r: int, col: int, j: int, b: str, k: dict[str, list[str]]
     return c, ph
 
 
-def _pieces(j: int, names: dict[str, str], k: dict[str, list[str]]) -> list[tuple]:
+def _pieces(j: int) -> list[tuple]:
     """(kind, phase, which) of every piece of boundary ``j`` (engine.phases.boundary_state's order aside)."""
     out: list[tuple] = [("atom", 0, 0)]
     for p in range(j + 1):
@@ -230,7 +225,7 @@ def _boundary(w: _Writer, row: int, col: int, j: int, names: dict[str, str], k: 
     tail = _tail(P)
     b = k["s"][j + 1]
     sums: dict[str, list[str]] = {"gE": [], "gS": []}
-    for kind, p, which in _pieces(j, names, k):
+    for kind, p, which in _pieces(j):
         first = row
         for n in range(1 if kind == "atom" else nodes):
             r = row

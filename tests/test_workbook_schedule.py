@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from ckptplan import engine, workbook
 from ckptplan.cli import app
+from ckptplan.engine import phases as P
 from ckptplan.engine.phases import FailurePhase
 from ckptplan.workbook.flags import UP_TO_DATE
 from ckptplan.workbook.read import WorkbookInputError
@@ -45,24 +46,163 @@ def book(tmp_path_factory):
     return out / "phased.xlsx"
 
 
+def _table_rows(wb) -> list[int]:
+    """Sheet rows of the live schedule table (the row before phase 1, then every phase slot), from the input names."""
+    rows, i = [], 1
+    while f"schedule{i}_interval_min" in wb.defined_names:
+        rows.append(_named_cell(wb, f"schedule{i}_interval_min").row)
+        i += 1
+    return rows
+
+
+def _expected(sc: engine.Scenario, typed: list) -> dict:
+    """The engine's figures of the schedule the sheet evaluates: ``typed`` the 'Save every' cells (None: blank, the
+    phase's own optimum; the row before phase 1 takes phase 1's when phase 1 starts at 0), one per sheet row."""
+    row = engine.evaluate(sc).iloc[0]
+    M, C, R, work = float(row["job_mtbf_h"]) * 60, sc.checkpoint_stall_min, sc.restart_min, sc.useful_training_h * 60
+    slots = len(typed) - 1
+    factors = [1.0] + [p.rate_factor for p in sc.failure_phases] + [1.0] * (slots - len(sc.failure_phases))
+    own = list(P.per_phase_optima(C, M, factors))
+    T = [own[i] if v is None else float(v) for i, v in enumerate(typed)]
+    lead = sc.failure_phases[0].start_h > 0
+    used = list(range(0 if lead else 1, len(sc.failure_phases) + 1))
+    starts, f = P.phase_arrays(sc.failure_phases)
+    e = P.schedule_expectation(work, [T[i] for i in used], C, M, R, starts * 60, f)
+    gpus, price = float(row["gpus"]), float(row["price_per_gpu_hour"])
+    rows = {}
+    for k, i in enumerate(used):
+        wall, done = e["phase_wall"][k], e["phase_work"][k]
+        rows[i] = {"D": float(row["job_mtbf_h"]) / factors[i], "E": own[i], "I": wall / 60, "J": done / 60,
+                   "L": factors[i] / M * wall, "M": wall / 60 * gpus * price}
+        if wall > 0:
+            rows[i]["K"] = 1 - done / wall
+    total = {"I": e["total"] / 60, "K": 1 - work / e["total"], "L": e["failures"], "M": e["total"] / 60 * gpus * price}
+    return {"rows": rows, "total": total}
+
+
+def _assert_live(path, sc: engine.Scenario, typed: list, rel: float = 1e-9) -> None:
+    ws = load_workbook(path, data_only=True)["Schedule"]
+    rows = _table_rows(load_workbook(path))
+    want = _expected(sc, typed)
+    for i, figures in want["rows"].items():
+        for col, value in figures.items():
+            got = ws[f"{col}{rows[i]}"].value
+            assert got == pytest.approx(value, rel=rel, abs=1e-12), (path.name, i, col, got, value)
+    for col, value in want["total"].items():
+        got = ws[f"{col}{rows[-1] + 1}"].value
+        assert got == pytest.approx(value, rel=rel), (path.name, "total", col, got, value)
+    for i in range(len(rows)):   # rows the job never reaches: no time, no failures, no cost
+        if i not in want["rows"]:
+            assert ws[f"I{rows[i]}"].value in ("", None, 0), (path.name, i)
+
+
+def _typed(path) -> list:
+    wb = load_workbook(path)
+    return [_named_cell(wb, f"schedule{i + 1}_interval_min").value for i in range(len(_table_rows(wb)))]
+
+
 def test_the_schedule_table_is_the_engines(book):
     row = engine.evaluate(PHASED).iloc[0]
-    ws = load_workbook(book)["Schedule"]
-    cells = {c.coordinate: c.value for r in ws.iter_rows() for c in r if c.value is not None}
+    wb = load_workbook(book)
+    ws = wb["Schedule"]
+    rows = _table_rows(wb)
+    optimum = [row["schedule1_interval_min"], row["schedule2_interval_min"]]   # 15 significant digits in the file
+    assert [ws[f"F{r}"].value for r in rows[1:3]] == pytest.approx(optimum, rel=1e-14)
+    assert _typed(book)[1:3] == pytest.approx(optimum, rel=1e-14) and _typed(book)[3:] == [None, None]
+    cells = {c.coordinate: c.value for r in ws.iter_rows(max_col=13) for c in r if c.value is not None}
     values = [v for v in cells.values() if isinstance(v, float)]
-
-    def shown(x):   # a value the sheet holds (openpyxl writes 15 significant digits)
-        return any(v == pytest.approx(float(x), rel=1e-14) for v in values)
-
-    for i in (1, 2):
-        assert shown(row[f"schedule{i}_interval_min"])
-    for key in ("wall_h", "single_interval_min", "single_interval_wall_h", "waste_fraction"):
-        assert shown(row[key]), key
-    assert shown(row["wall_h"] * row["gpus"] * row["price_per_gpu_hour"])
+    for key in ("single_interval_min", "single_interval_wall_h"):     # the engine's values beside the live table
+        assert any(v == pytest.approx(float(row[key]), rel=1e-14) for v in values), key
+    # the cached values (the generator's own evaluation) are the engine's, the live table's totals the plan's
+    _assert_live(book, PHASED, _typed(book))
+    got = load_workbook(book, data_only=True)["Schedule"]
+    assert got[f"I{rows[-1] + 1}"].value == pytest.approx(row["wall_h"], rel=1e-9)
+    assert got[f"M{rows[-1] + 1}"].value == pytest.approx(row["compute_cost"], rel=1e-9)
     assert row["wall_h"] <= row["single_interval_wall_h"]
-    assert [_named_cell(load_workbook(book), f"phase{i}_{p}").value for i in (1, 2) for p in ("start_h", "rate_factor")
+    assert [_named_cell(wb, f"phase{i}_{p}").value for i in (1, 2) for p in ("start_h", "rate_factor")
             ] == [0.0, 4.0, 24.0, 1.0]
-    assert _named_cell(load_workbook(book), "phase3_start_h").value is None   # a spare row to add a phase
+    assert _named_cell(wb, "phase3_start_h").value is None   # a spare row to add a phase
+
+
+#: (file, Inputs / Schedule edits by defined name, the scenario they make)
+EDITS = [
+    ("mtbf", {"node_mtbf_h": 1800.0}, dict(node_mtbf_h=1800.0)),
+    ("factor", {"phase1_rate_factor": 6.0}, dict(failure_phases=(FailurePhase(0.0, 6.0), FailurePhase(24.0, 1.0)))),
+    ("start", {"phase2_start_h": 30.0}, dict(failure_phases=(FailurePhase(0.0, 4.0), FailurePhase(30.0, 1.0)))),
+    ("interval", {"schedule3_interval_min": 70.0, "schedule2_interval_min": None}, {}),
+    ("stall", {"checkpoint_stall_min": 3.5}, dict(checkpoint_stall_min=3.5)),
+    ("added", {"phase3_start_h": 40.0, "phase3_rate_factor": 2.5, "schedule3_interval_min": 60.0},
+     dict(failure_phases=(FailurePhase(0.0, 4.0), FailurePhase(24.0, 1.0), FailurePhase(40.0, 2.5)))),
+    ("late", {"phase1_start_h": 6.0, "schedule1_interval_min": 80.0, "schedule2_interval_min": 30.0},
+     dict(failure_phases=(FailurePhase(6.0, 4.0), FailurePhase(24.0, 1.0)))),
+    ("round", {"schedule2_interval_min": 46.0, "schedule3_interval_min": 58.0}, {}),   # S = 48 and 60: lattice on 24 h
+]
+
+
+def test_the_live_table_follows_every_edit_in_libreoffice(book, tmp_path):
+    """MTBF, a rate factor, a phase start, an interval (and a blank one), the stall, an added phase, a phase 1 that
+    starts late, intervals whose segments land on the boundary: every live figure is the engine's, to 1e-9."""
+    if soffice() is None:
+        pytest.skip("LibreOffice not installed (scripts/test.sh installs it)")
+    paths = []
+    for name, edits, _ in EDITS:
+        wb = load_workbook(book)
+        for key, value in edits.items():
+            _named_cell(wb, key).value = value
+        wb.save(tmp_path / f"{name}.xlsx")
+        paths.append(tmp_path / f"{name}.xlsx")
+    done = recalculate([book, *paths], tmp_path / "out")
+    _assert_live(done[0], PHASED, _typed(book))
+    for (name, _, changes), src, out in zip(EDITS, paths, done[1:]):
+        assert error_cells(out) == [], name
+        _assert_live(out, PHASED.replace(**changes), _typed(src))
+    stated = load_workbook(done[4], data_only=True)["Schedule"]
+    rows = _table_rows(load_workbook(book))
+    assert stated[f"H{rows[2]}"].value == "STATED" and stated[f"H{rows[1]}"].value == "blank: own optimum"
+    assert stated[f"H{rows[0]}"].value.startswith("none")
+
+
+def test_cached_values_equal_libreoffices(book, tmp_path):
+    if soffice() is None:
+        pytest.skip("LibreOffice not installed (scripts/test.sh installs it)")
+    (done,) = recalculate([book], tmp_path / "out")
+    ours, theirs = load_workbook(book, data_only=True)["Schedule"], load_workbook(done, data_only=True)["Schedule"]
+    formulas = load_workbook(book)["Schedule"]
+    checked = 0
+    for r in formulas.iter_rows():
+        for c in r:
+            if isinstance(c.value, str) and c.value.startswith("="):
+                a, b = ours[c.coordinate].value, theirs[c.coordinate].value
+                if b not in ("", None):
+                    assert a is not None, c.coordinate        # every formula with a value has a cached one
+                if isinstance(b, (int, float)) and not isinstance(b, bool):
+                    assert a == pytest.approx(b, rel=1e-9, abs=1e-12), (c.coordinate, a, b)
+                else:
+                    assert a == b or (a in ("", None) and b in ("", None)), (c.coordinate, a, b)
+                checked += 1
+    assert checked > 10_000
+
+
+def test_a_stated_interval_round_trips_and_different_ones_are_refused(book, tmp_path):
+    back = tmp_path / "back.toml"
+    wb = load_workbook(book)
+    for i in (2, 3):
+        _named_cell(wb, f"schedule{i}_interval_min").value = 55.0
+    wb.save(tmp_path / "stated.xlsx")
+    _cli("workbook", "--from", str(tmp_path / "stated.xlsx"), "-o", str(tmp_path / "again.xlsx"), "--no-deadline",
+         "--emit-scenario", str(back))
+    (tmp_path / "want.toml").write_text(TOML.replace("deadline_h = 75\n", "deadline_h = 75\ninterval_min = 55\n"))
+    got, want = (json.loads(_cli("plan", "--scenario", str(p), "--json")) for p in (back, tmp_path / "want.toml"))
+    assert [s["interval_min"] for s in want["schedule"]] == [55.0, 55.0]
+    same_json(got, want)
+    again = load_workbook(tmp_path / "again.xlsx")
+    assert _typed(tmp_path / "again.xlsx")[1:3] == [55.0, 55.0]
+    assert again["Schedule"][f"F{_table_rows(again)[1]}"].value == 55.0
+    _named_cell(wb, "schedule3_interval_min").value = 70.0
+    wb.save(tmp_path / "two.xlsx")
+    with pytest.raises(WorkbookInputError) as err:
+        workbook.read_inputs(tmp_path / "two.xlsx")
+    assert "schedule2_interval_min" in str(err.value) and "one interval per phase" in str(err.value)
 
 
 def test_an_edited_phase_puts_the_schedule_out_of_date_and_is_read_back(book, tmp_path):

@@ -385,6 +385,36 @@ def _read_phases(wb, problems: list) -> list[dict[str, float]]:
     return out
 
 
+def _read_schedule_interval(wb, phases: list[dict[str, float]], problems: list) -> float | None:
+    """The interval the Schedule sheet's 'Save every' cells state (``schedule{i}_interval_min``), or None.
+
+    A cell blank or equal (to 1e-9) to ckptplan's schedule beside it (column F) states nothing. One interval
+    stated in every row of the schedule becomes ``interval_min`` (a plan of that interval in every phase);
+    different intervals per phase are not a scenario field yet, and are refused naming the cells."""
+    rows, i = [], 1
+    while f"schedule{i}_interval_min" in wb.defined_names:
+        value = _number(wb, f"schedule{i}_interval_min", F.INPUTS["interval_min"].check, problems)
+        sheet, ref, _ = _cell(wb, f"schedule{i}_interval_min")
+        used = (i == 1 and phases and phases[0]["start_h"] > 0) or 2 <= i <= len(phases) + 1
+        if used:
+            ours = wb[sheet][f"F{ref[1:]}"].value
+            ours = float(ours) if isinstance(ours, numbers.Real) and not isinstance(ours, bool) else None
+            stated = value is not None and (ours is None or abs(value - ours) > 1e-9 * ours)
+            rows.append((sheet, ref, i, value if stated else None))
+        i += 1
+    said = {v for *_, v in rows if v is not None}
+    if not said:
+        return None
+    if len(said) == 1 and all(v is not None for *_, v in rows):
+        return said.pop()
+    for sheet, ref, i, v in rows:
+        if v is not None:
+            problems.append((sheet, ref, f"schedule{i}_interval_min", v, "one interval per phase is not a scenario "
+                             "field yet: state the same interval in every phase (it becomes interval_min), or "
+                             "restore ckptplan's schedule (column F) or clear the cell"))
+    return None
+
+
 def _read_setup(wb, problems: list) -> dict[str, Any]:
     """The setup's fields (blank = the field's default); empty when the workbook has no setup cells."""
     if _cell(wb, f"setup_{SETUP_FIELDS[0].name}") is None:
@@ -529,6 +559,7 @@ def _read(path: Path) -> tuple[PlanFile, tuple[Design, ...]]:
     said, storage = _stated_cells(wb, problems), _storage_designs(wb, problems)
     compare = _compare_designs(wb, problems)
     phases = _read_phases(wb, problems)
+    stated_interval = _read_schedule_interval(wb, phases, problems)
     if problems:
         raise WorkbookInputError(path, problems)
     texts = _texts(wb, values, path, problems)
@@ -537,6 +568,8 @@ def _read(path: Path) -> tuple[PlanFile, tuple[Design, ...]]:
     try:
         filled = {**values, **{k: PLACEHOLDER_STALL_MIN for k in DERIVED if values.get(k) is None and F.INPUTS[k].required}}
         sc = _scenario(filled, texts, path.name).replace(failure_phases=phases_from_list(phases, "Schedule"))
+        if stated_interval is not None:
+            sc = sc.replace(interval_min=stated_interval)
         setup = RecoverySetup(**setup_values, tiers=tiers, failure_classes=classes)
         resolved, stated = _resolve_derived(wb, values, said, _derivable(sc, setup), problems)
         sc, setup = sc.replace(**resolved), setup.replace(stated=frozenset(stated))

@@ -674,9 +674,11 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     E.refuse_elastic_changes(designs + given, tuple(uncertainty))
     elastic = E.continues(scenario)   # the job trains on through node losses: the live sheets show it stopping
     given_sc = scenario               # as given, elastic fields and all: the elastic blocks' engine calls and status
-    stated = scenario.replace(on_node_loss="restart") if elastic else scenario   # as the live sheets plan it
+    # the live sheets plan a job that stops at every failure (the baseline's own plan unless it continues; a design
+    # with more replicas than a floor at all of them would turn elastic in the engine, not on a live column)
+    stated = scenario.replace(on_node_loss="restart")
     planned, derived = _planned(scenario, st)
-    scenario = planned.replace(on_node_loss="restart") if elastic else planned
+    scenario = planned.replace(on_node_loss="restart")
     ranked = _ranked(stated, st, uncertainty)
     # one evaluation of all (refuses designs the models cannot evaluate); kept for the caller
     results = engine.evaluate([scenario] + [d.apply(scenario) for d in designs])
@@ -693,9 +695,8 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     compare_sheet(wb, scenario, designs, built, terms)
     capacity_block(wb, capacity, scenario_inputs(scenario), scenario.currency)
     ws = wb[COMPARE]
-    if E.shows_strategies(given_sc, st):   # the recovery strategies, as `ckptplan compare` prices them
-        ws.row_breaks.append(Break(id=ws.max_row + 2))
-        E.strategy_block(wb, ws, ws.max_row + 3, given_sc, st, built, derived)
+    if E.shows_strategies(given_sc, st):   # the recovery strategies, as `ckptplan compare` prices them, on a page
+        E.strategy_block(wb, ws, _new_page(ws), given_sc, st, built, derived)
     ws.row_breaks.append(Break(id=ws.max_row + 2))   # the break-even and target blocks start a printed page
     on_sheet = () if given == tuple(default_designs(scenario)) else given   # the Storage & recovery sheet's designs
     break_even_block(wb, ws, ws.max_row + 3, stated, st, designs,
@@ -709,15 +710,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     if scenarios is not None:
         _scenarios_sheet(wb, scenarios, built, scenario.currency)
     _deadline_sheet(wb, deadline, scenario)
-    if st.tiers:   # the sheets that plan the baseline as one level say so, first
-        for name, row in (("Interval curve", 2), ("Scaling", 4), ("Compare", 2), ("Deadline", 2)):
-            if name in wb.sheetnames:
-                _say_single_level(wb[name], row)
-    if elastic:   # the sheets that plan the job stopping at every failure say so, first
-        for name, row in (("Interval curve", 2), ("Scaling", 4), ("Compare", 2), ("Spot", 2), ("Storage & recovery", 2),
-                          ("Sensitivity", 2), ("Deadline", 2)):
-            if name in wb.sheetnames:
-                _say_single_level(wb[name], row, E.STOP_AND_RESTART_SHEET)
+    _say_views(wb, bool(st.tiers), elastic)
     readiness_sheet(wb, readiness)
     notes_sheet(wb)
     S.keep_text_literal(wb, _user_texts(scenario, designs + given, scenarios, readiness))
@@ -725,6 +718,26 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
         S.print_setup(ws)
     wb.calculation.fullCalcOnLoad = True
     return built
+
+
+def _new_page(ws) -> int:
+    """A printed page starts two rows under the sheet's last: its first row."""
+    ws.row_breaks.append(Break(id=ws.max_row + 2))
+    return ws.max_row + 3
+
+
+def _say_views(wb: Workbook, tiered: bool, elastic: bool) -> None:
+    """The sheets that plan a tiered baseline as one level, or a job that continues on node loss as stopping at every
+    failure, say so first."""
+    if tiered:
+        for name, row in (("Interval curve", 2), ("Scaling", 4), ("Compare", 2), ("Deadline", 2)):
+            if name in wb.sheetnames:
+                _say_single_level(wb[name], row)
+    if elastic:
+        for name, row in (("Interval curve", 2), ("Scaling", 4), ("Compare", 2), ("Spot", 2), ("Storage & recovery", 2),
+                          ("Sensitivity", 2), ("Deadline", 2)):
+            if name in wb.sheetnames:
+                _say_single_level(wb[name], row, E.STOP_AND_RESTART_SHEET)
 
 
 def _ranked(scenario: engine.Scenario, st: Any, uncertainty: tuple) -> tuple:

@@ -150,8 +150,7 @@ def _elastic_inputs(wb: Workbook, ws, row: int, sc: engine.Scenario, built: Buil
     ws.row_dimensions[row].height = S.LINE_HEIGHT * S.text_lines(head.value, 70, bold=True)
     row += 1
     label, rule = E.ON_NODE_LOSS_ROW
-    ws.cell(row=row, column=1, value=label).alignment = Alignment(wrap_text=True, vertical="top")
-    ws.row_dimensions[row].height = S.LINE_HEIGHT * S.text_lines(label, 70)
+    ws.cell(row=row, column=1, value=label)
     cell = ws.cell(row=row, column=2, value=sc.on_node_loss)
     cell.font, cell.fill = S.INPUT_FONT, S.INPUT_FILL
     ws.cell(row=row, column=4, value="on_node_loss").font = S.NOTE_FONT
@@ -162,10 +161,12 @@ def _elastic_inputs(wb: Workbook, ws, row: int, sc: engine.Scenario, built: Buil
     dv.add(cell)
     S.name(wb, "on_node_loss", "Inputs", f"B{row}")
     built.input_cells["on_node_loss"] = f"Inputs!$B${row}"
+    pages.fit_label(ws, row, 70)   # the block's labels wrap: each says what the job does
     row += 1
     for key, field in F.ELASTIC_INPUTS.items():
         value = getattr(sc, field.name)
         _input_row(wb, ws, row, key, field, None if value is None else float(value), built, sc.currency)
+        pages.fit_label(ws, row, 70)
         row += 1
     return row
 

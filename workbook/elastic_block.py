@@ -31,6 +31,7 @@ from ..engine.errors import InputError
 from ..engine.fields import ELASTIC_FIELD_NAMES, ELASTIC_OUTPUT_FIELDS, TEXT_FIELDS
 from . import design_formulas as D
 from . import formulas as F
+from . import pages
 from . import style as S
 from .break_even_block import stale_groups, status_row
 from .manifest import Built
@@ -173,6 +174,7 @@ def elastic_plan_rows(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, bui
                 ws.cell(row=row, column=c).fill = S.KEY_FILL
             ws.cell(row=row, column=1).font = Font(bold=True)
         S.name(wb, f"elastic_{key}", ws.title, f"B{row}")
+        pages.fit_label(ws, row, 62, bold=key in _KEY_ROWS)   # column A: 62 wide
         row += 1
     _status(wb, ws, row, scenario, setup, derived, _inputs(scenario), 4, "elastic_status")
     return row + 2

@@ -533,7 +533,8 @@ def _tier_figures(g: _Grid, st, plan, t_rows: list[int], c_rows: list[int], tota
     M, W, s, size, n = (x[k] for k in ("job_mtbf_min", "async_write_min", "async_slowdown_fraction",
                                        "checkpoint_size_gb", "writers_used"))
     T_row, f_rows = g.row + TIER_SLOTS, []
-    shares, G_all = _restored_shares(t_rows, c_rows, total), f"G{g.row}:G{g.row + TIER_SLOTS - 1}"
+    shares = _restored_shares(t_rows, c_rows, total)   # a sum cell by cell (the cached-value evaluator has no ranges)
+    G_all = "+".join(f"IF(ISNUMBER(G{g.row + k}),G{g.row + k},0)" for k in range(TIER_SLOTS))
     for i, tr in enumerate(t_rows):
         r, c = g.row, (lambda key: f"${col_letter(1 + TIER_KEYS.index(key))}${tr}")
         wper, wagg = c("write_gb_s_per_writer"), c("aggregate_write_gb_s")
@@ -549,8 +550,8 @@ def _tier_figures(g: _Grid, st, plan, t_rows: list[int], c_rows: list[int], tota
             6: (f"D{r}" + (f"+{W}*{s}" if i == 0 else ""), "level_cost_min", F.MINUTES),
             7: (shares[i], "share", "0.000000"),
             # the first order's rollbacks to this tier; the last tier's also those whose every restore failed
-            8: (f"(G{r}" + (f"+1-SUM({G_all})" if i + 1 == TIER_SLOTS else
-                            f'+IF($A${t_rows[i + 1]}="",1-SUM({G_all}),0)') + f")/{M}", "rate_per_min", "0.000000"),
+            8: (f"(G{r}" + (f"+1-({G_all})" if i + 1 == TIER_SLOTS else
+                            f'+IF($A${t_rows[i + 1]}="",1-({G_all}),0)') + f")/{M}", "rate_per_min", "0.000000"),
             9: (f'IF(H{r}=0,"inf: no class restores from it",SQRT(2*F{r}/H{r}))', "first_order_interval_min",
                 F.MINUTES),
             10: ("1" if i == 0 else f"{pe}*IF(ISNUMBER(I{r}),MAX(1,MIN(MAX(1,INT(1000/{pe})),INT(I{r}/({pe}*$D${T_row})"

@@ -162,7 +162,7 @@ def test_libreoffice_recalculates_the_live_cells_and_the_status_follows_edits(bu
     assert "spares" in status["spares"][0] and "spares" in status["spares"][1]
     assert "nodes" in status["nodes"][0] and "nodes" in status["nodes"][1]
     assert "nodes_per_replica must divide nodes" in status["bad_per"][2]
-    assert "on_node_loss must be restart, continue" in status["bad_mode"][2]
+    assert "on_node_loss must be restart or continue" in status["bad_mode"][2]
     assert "min_replicas must be <= the replicas" in status["bad_floor"][2]
     assert all(error_cells(o) == [] for o in outs.values())
 

@@ -162,11 +162,13 @@ def _elastic_inputs(wb: Workbook, ws, row: int, sc: engine.Scenario, built: Buil
     S.name(wb, "on_node_loss", "Inputs", f"B{row}")
     built.input_cells["on_node_loss"] = f"Inputs!$B${row}"
     pages.fit_label(ws, row, 70)   # the block's labels wrap: each says what the job does
+    ws.cell(row=row, column=5).alignment = Alignment(vertical="top")
     row += 1
     for key, field in F.ELASTIC_INPUTS.items():
         value = getattr(sc, field.name)
         _input_row(wb, ws, row, key, field, None if value is None else float(value), built, sc.currency)
         pages.fit_label(ws, row, 70)
+        ws.cell(row=row, column=5).alignment = Alignment(vertical="top")
         row += 1
     return row
 

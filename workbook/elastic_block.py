@@ -120,7 +120,7 @@ def elastic_problems(refs: F.Refs) -> str:
     between fields the engine applies (:func:`ckptplan.engine.elastic_table.elastic_row_problems`); ``refs``: the
     Plan sheet's references (``nodes``)."""
     parts = [F.field_problem(key, field, key) for key, field in F.ELASTIC_INPUTS.items()]
-    choices = ", ".join(("restart", "continue"))
+    choices = " or ".join(("restart", "continue"))
     parts.append(f'IF(OR({_ON_NODE_LOSS}="",{_ON_NODE_LOSS}="restart",{_ON_NODE_LOSS}="continue"),"",'
                  f'"{_ON_NODE_LOSS} must be {choices} (or empty = restart); ")')
     nodes, per, floor = refs["nodes"], "nodes_per_replica", "min_replicas"
@@ -209,6 +209,7 @@ def strategy_block(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, built:
         for j, value in enumerate(table[key], start=1):
             c = ws.cell(row=row, column=1 + j, value=value if isinstance(value, str) else float(value))
             c.number_format = fmt
+            c.alignment = Alignment(horizontal="right")
             if j - 1 == cheapest:
                 c.fill = S.KEY_FILL
             S.name(wb, f"strategy{j}_{key}", ws.title, c.coordinate)

@@ -690,7 +690,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     built = Built(wb, results=results, designs=designs)
     _inputs_sheet(wb, planned, built, derived, uncertainty)
     refs = _plan_sheet(wb, scenario, built, terms, tiered=bool(st.tiers), elastic=(lambda ws, row: E.elastic_plan_rows(
-        wb, ws, row, given_sc, st, built, derived)) if elastic else None)
+        wb, ws, row, given_sc, st, derived)) if elastic else None)
     if scenario.failure_phases:
         schedule_sheet(wb, scenario, results.iloc[0], scenario_inputs(scenario))
     _curve_sheet(wb, refs, built)
@@ -699,7 +699,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     capacity_block(wb, capacity, scenario_inputs(scenario), scenario.currency)
     ws = wb[COMPARE]
     if E.shows_strategies(given_sc, st):   # the recovery strategies, as `ckptplan compare` prices them, on a page
-        E.strategy_block(wb, ws, _new_page(ws), given_sc, st, built, derived)
+        E.strategy_block(wb, ws, _new_page(ws), given_sc, st, derived)
     ws.row_breaks.append(Break(id=ws.max_row + 2))   # the break-even and target blocks start a printed page
     on_sheet = () if given == tuple(default_designs(scenario)) else given   # the Storage & recovery sheet's designs
     break_even_block(wb, ws, ws.max_row + 3, stated, st, designs,

@@ -34,7 +34,6 @@ from . import formulas as F
 from . import pages
 from . import style as S
 from .break_even_block import stale_groups, status_row
-from .manifest import Built
 
 __all__ = ["ELASTIC_HEADING", "ON_NODE_LOSS_ROW", "STOP_AND_RESTART_SHEET", "STOP_AND_RESTART_VIEW", "STRATEGY_HEADING",
            "STRATEGY_ROWS", "continues", "refuse_elastic_changes", "elastic_problems", "elastic_plan_rows", "shows_strategies",
@@ -149,8 +148,7 @@ def _status(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, derived: froz
     S.name(wb, name, ws.title, f"C{row}")
 
 
-def elastic_plan_rows(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, built: Built,
-                      derived: frozenset = frozenset()) -> int:
+def elastic_plan_rows(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, derived: frozenset = frozenset()) -> int:
     """The Plan sheet's elastic plan from ``row`` (module notes; ``scenario`` and ``setup`` as given, ``derived``:
     the inputs the setup derives, blank on the Inputs sheet); returns the next free row. Names ``elastic_<key>``."""
     from ..engine.setup import plan_setup
@@ -180,8 +178,7 @@ def elastic_plan_rows(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, bui
     return row + 2
 
 
-def strategy_block(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, built: Built,
-                   derived: frozenset = frozenset()) -> int:
+def strategy_block(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, derived: frozenset = frozenset()) -> int:
     """The Compare sheet's recovery strategies from ``row``, one column each (module notes; ``scenario`` and
     ``setup`` as given); returns the next free row. Names ``strategy<j>_<key>`` (j = 1..4, in
     :data:`ckptplan.engine.strategies.STRATEGIES` order) and ``strategies_status``."""

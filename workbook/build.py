@@ -143,7 +143,7 @@ def _elastic_inputs(wb: Workbook, ws, row: int, sc: engine.Scenario, built: Buil
     """The Inputs sheet's elastic continuation block from ``row`` (:data:`workbook.formulas.ELASTIC_INPUTS` and
     ``on_node_loss``): read by the elastic plan's engine values only; returns the next row."""
     row += 1
-    head = ws.cell(row=row, column=1, value="Elastic continuation (ckptplan.engine.elastic): read by the elastic plan's "
+    head = ws.cell(row=row, column=1, value="Elastic continuation: read by the elastic plan's "
                                             "engine values (Plan sheet, top; Compare sheet, recovery strategies), not "
                                             "by the live formulas, which plan a job that stops at every failure")
     head.font, head.alignment = Font(bold=True), Alignment(wrap_text=True, vertical="top")

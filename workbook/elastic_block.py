@@ -22,6 +22,7 @@ changed since (:func:`workbook.break_even_block.status_row`).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from openpyxl.styles import Alignment, Font
@@ -157,7 +158,7 @@ def elastic_plan_rows(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, der
     head = ws.cell(row=row, column=1, value=ELASTIC_HEADING)
     head.font, head.alignment = Font(bold=True), Alignment(wrap_text=True, vertical="top")
     ws.row_dimensions[row].height = S.LINE_HEIGHT * S.text_lines(head.value, 62, bold=True)   # column A: 62 wide
-    note = ("The elastic plan (a chain of replicas out, solved with matrix exponentials: ckptplan.engine.elastic) has "
+    note = ("The elastic plan (a chain of replicas out, solved with matrix exponentials; see Notes) has "
             "no spreadsheet formula: these are the engine's figures for the inputs as built, and the status below "
             "says when one changed. Regenerate: ckptplan workbook --from THIS_FILE.")
     S.note(ws, row + 1, note, 4, lines=S.text_lines(note, 124))
@@ -217,7 +218,7 @@ def strategy_block(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, derive
 
 
 #: the Inputs sheet's text cell of ``on_node_loss``: (label, rule) (the label the registry's)
-ON_NODE_LOSS_ROW = (TEXT_FIELDS[_ON_NODE_LOSS][0], "restart or continue (empty = restart)")
+ON_NODE_LOSS_ROW = (re.sub(r";? ?ckptplan\.[\w.]+", "", TEXT_FIELDS[_ON_NODE_LOSS][0]), "restart or continue (empty = restart)")
 
 
 def refuse_elastic_changes(designs: tuple, uncertainty: tuple) -> None:

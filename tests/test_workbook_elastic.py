@@ -31,8 +31,8 @@ from ckptplan.engine.setup import plan_setup
 from ckptplan.engine.strategies import recovery_strategies
 from ckptplan.engine.uncertainty import UncertainInput
 from ckptplan.files import load_plan
-from ckptplan.workbook.elastic_block import (ELASTIC_HEADING, STOP_AND_RESTART_SHEET, STRATEGY_HEADING,
-                                             STRATEGY_ROWS)
+from ckptplan.workbook.elastic_block import (DEADLINE_ROWS, ELASTIC_HEADING, STOP_AND_RESTART_SHEET,
+                                             STRATEGY_HEADING, STRATEGY_ROWS)
 from ckptplan.workbook.flags import UP_TO_DATE
 from ckptplan.workbook.read import WorkbookInputError, read_plan
 from ckptplan.workbook.recalc import error_cells, recalculate, soffice
@@ -74,7 +74,7 @@ def _elastic_figures(wb) -> dict[str, float]:
 
 
 def _strategies(wb) -> dict[tuple[int, str], object]:
-    return {(j, key): _named(wb, f"strategy{j}_{key}") for j in range(1, 5) for key, *_ in STRATEGY_ROWS}
+    return {(j, key): _named(wb, f"strategy{j}_{key}") for j in range(1, 5) for key, *_ in STRATEGY_ROWS + DEADLINE_ROWS}
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_plan_sheet_holds_the_engines_elastic_plan(built):
     wb = load_workbook(path, data_only=True)
     want = plan_setup(sc, plan.setup).figures
     got = _elastic_figures(wb)
-    assert len(got) == 15 and all(got[k] == pytest.approx(want[k], rel=1e-12, abs=1e-12) for k in got)
+    assert len(got) == 16 and "p_finish_by_deadline" in got and all(got[k] == pytest.approx(want[k], rel=1e-12, abs=1e-12) for k in got)
     assert round(got["total_cost"]) == README_TOTALS["elastic + spares"]
     assert _named(wb, "elastic_status") == UP_TO_DATE and _named(wb, "input_check") == "OK"
     plan_ws = b.workbook["Plan"]
@@ -104,7 +104,7 @@ def test_compare_sheet_prices_the_four_strategies_as_compare(built):
     got = _strategies(wb)
     for j, row in enumerate(table.itertuples(), start=1):
         assert round(got[(j, "total_cost")]) == README_TOTALS[row.strategy]
-        for key, *_ in STRATEGY_ROWS:
+        for key, *_ in STRATEGY_ROWS + DEADLINE_ROWS:   # the template has a deadline: P(finish) and percentiles
             want = getattr(row, key) if key != "vs_cheapest" else row.total_cost - table["total_cost"].min()
             assert got[(j, key)] == (want if isinstance(want, str) else pytest.approx(float(want), rel=1e-12, abs=1e-6))
     assert [c.value for c in b.workbook["Compare"]["A"]].count(STRATEGY_HEADING) == 1

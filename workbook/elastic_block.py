@@ -22,6 +22,7 @@ changed since (:func:`workbook.break_even_block.status_row`).
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -36,7 +37,7 @@ from . import pages
 from . import style as S
 from .break_even_block import stale_groups, status_row
 
-__all__ = ["ELASTIC_HEADING", "ON_NODE_LOSS_ROW", "STOP_AND_RESTART_SHEET", "STOP_AND_RESTART_VIEW", "STRATEGY_HEADING",
+__all__ = ["DEADLINE_ROWS", "ELASTIC_HEADING", "ON_NODE_LOSS_ROW", "STOP_AND_RESTART_SHEET", "STOP_AND_RESTART_VIEW", "STRATEGY_HEADING",
            "STRATEGY_ROWS", "continues", "refuse_elastic_changes", "elastic_problems", "elastic_plan_rows", "shows_strategies",
            "strategy_block"]
 
@@ -89,6 +90,15 @@ STRATEGY_ROWS = (
     ("total_cost", "Total cost", "money", F.MONEY),
     ("cost_per_useful_gpu_hour", "Cost per useful GPU-hour", "money/GPU-h", "#,##0.0000"),
     ("vs_cheapest", "Total cost against the cheapest strategy", "money", "+#,##0;-#,##0;0"),
+)
+#: with a deadline (:data:`ckptplan.engine.strategies.DEADLINE_COLUMNS`): analytic for the strategies that stop at
+#: every failure, simulated for the elastic ones (the plan's seeded Monte Carlo), as ``ckptplan compare``
+DEADLINE_ROWS = (
+    ("p_finish_by_deadline", "P(finish by the deadline): analytic (restart), simulated (continue)", "share", "0.0%"),
+    ("wall_h_p50", "Wall time, P50", "h", F.HOURS),
+    ("wall_h_p90", "Wall time, P90", "h", F.HOURS),
+    ("total_cost_p50", "Total cost, P50 (the total at the wall time's P50)", "money", F.MONEY),
+    ("total_cost_p90", "Total cost, P90", "money", F.MONEY),
 )
 _ON_NODE_LOSS = "on_node_loss"
 
@@ -163,7 +173,10 @@ def elastic_plan_rows(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, der
             "says when one changed. Regenerate: ckptplan workbook --from THIS_FILE.")
     S.note(ws, row + 1, note, 4, lines=S.text_lines(note, 124))
     row += 2
-    for key, label, unit, fmt in _PLAN_ROWS:
+    deadline = () if not math.isfinite(float(plan.figures.get("p_finish_by_deadline") or math.nan)) else (
+        ("p_finish_by_deadline", "P(finish by the deadline), simulated (the elastic job's seeded Monte Carlo, as "
+         "ckptplan plan)", "share", "0.0%"),)
+    for key, label, unit, fmt in _PLAN_ROWS + deadline:
         ws.cell(row=row, column=1, value=label)
         ws.cell(row=row, column=2, value=float(plan.figures[key])).number_format = fmt
         ws.cell(row=row, column=3, value=S.fmt_unit(unit, scenario.currency))
@@ -201,7 +214,7 @@ def strategy_block(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, derive
     S.header(ws, row, ["Figure"] + [str(s) for s in table["strategy"]])
     cheapest = int(table["total_cost"].idxmin())
     row += 1
-    for key, label, unit, fmt in STRATEGY_ROWS:
+    for key, label, unit, fmt in STRATEGY_ROWS + tuple(r for r in DEADLINE_ROWS if r[0] in table.columns):
         unit_text = S.fmt_unit(unit, scenario.currency)
         ws.cell(row=row, column=1, value=f"{label} ({unit_text})" if unit_text else label)
         for j, value in enumerate(table[key], start=1):

@@ -95,6 +95,8 @@ def test_plan_sheet_holds_the_engines_elastic_plan(built):
     plan_ws = b.workbook["Plan"]
     column_a = [c.value for c in plan_ws["A"]]
     assert ELASTIC_HEADING in column_a and any(str(v).startswith("Stop-and-restart view") for v in column_a)
+    # the printed Plan stops at column D: the status's hidden helper cells once made LibreOffice print ### beside it
+    assert plan_ws.print_area == f"'Plan'!$A$1:$D${plan_ws.max_row}"
 
 
 def test_compare_sheet_prices_the_four_strategies_as_compare(built):

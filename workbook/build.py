@@ -353,6 +353,8 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, tie
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "A5"
     ws.print_title_rows = "4:4"  # every printed page starts with the column headings
+    if elastic:   # the elastic status's hidden helper cells reach column E: LibreOffice then printed the hidden
+        ws.print_area = f"A1:D{ws.max_row}"   # chain column as ### beside every live row (seen in the PDF)
     return refs
 
 

@@ -2,10 +2,10 @@
 
 The elastic plan (:mod:`ckptplan.engine.elastic`) is a renewal over save-to-save attempts of a chain of replicas
 out, solved with matrix exponentials (Van Loan's block integrals): no spreadsheet formula evaluates it. So, as the
-break-even and target blocks (:mod:`workbook.break_even_block`), the workbook holds the engine's values computed
+break-even and target blocks (:mod:`workbook.engine_block`), the workbook holds the engine's values computed
 when it was built, with a live status: "up to date" while every input they depend on (the Inputs sheet's scenario
 inputs, its elastic block, the recovery setup) equals the value used, else "OUT OF DATE: ..." naming the inputs
-changed since (:func:`workbook.break_even_block.status_row`).
+changed since (:func:`workbook.engine_block.status_row`).
 
 * :func:`elastic_problems`: the Inputs sheet's elastic cells against their registry rules (each cell's own rule,
   ``on_node_loss`` restart or continue, and the engine's rules between fields: a whole number of replicas, a floor
@@ -35,7 +35,7 @@ from . import design_formulas as D
 from . import formulas as F
 from . import pages
 from . import style as S
-from .break_even_block import stale_groups, status_row
+from .engine_block import stale_groups, status_row
 
 __all__ = ["DEADLINE_ROWS", "ELASTIC_HEADING", "ON_NODE_LOSS_ROW", "STOP_AND_RESTART_SHEET", "STOP_AND_RESTART_VIEW", "STRATEGY_HEADING",
            "STRATEGY_ROWS", "continues", "refuse_elastic_changes", "elastic_problems", "elastic_plan_rows", "shows_strategies",
@@ -154,9 +154,11 @@ def _inputs(scenario: Any, with_mode: bool = True) -> list[tuple[str, str, Any]]
 
 
 def _status(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, derived: frozenset, choices: list,
-            last_col: int, name: str) -> None:
-    status_row(ws, row, stale_groups(scenario, setup, (), choices, derived), last_col)
+            last_col: int, name: str) -> int:
+    """The live status at ``row`` (:func:`workbook.engine_block.status_row`), named ``name``; returns the next row."""
+    after = status_row(ws, row, stale_groups(scenario, setup, (), choices, derived), last_col)
     S.name(wb, name, ws.title, f"C{row}")
+    return after
 
 
 def elastic_plan_rows(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, derived: frozenset = frozenset()) -> int:
@@ -188,8 +190,7 @@ def elastic_plan_rows(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, der
         S.name(wb, f"elastic_{key}", ws.title, f"B{row}")
         pages.fit_label(ws, row, 62, bold=key in _KEY_ROWS)   # column A: 62 wide
         row += 1
-    _status(wb, ws, row, scenario, setup, derived, _inputs(scenario), 4, "elastic_status")
-    return row + 2
+    return _status(wb, ws, row, scenario, setup, derived, _inputs(scenario), 4, "elastic_status")
 
 
 def strategy_block(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, derived: frozenset = frozenset()) -> int:
@@ -225,9 +226,8 @@ def strategy_block(wb: Any, ws: Any, row: int, scenario: Any, setup: Any, derive
                 c.fill = S.KEY_FILL
             S.name(wb, f"strategy{j}_{key}", ws.title, c.coordinate)
         row += 1
-    _status(wb, ws, row, scenario, setup, derived, _inputs(scenario, with_mode=scenario.min_replicas is None),
-            last_col, "strategies_status")
-    return row + 2
+    return _status(wb, ws, row, scenario, setup, derived, _inputs(scenario, with_mode=scenario.min_replicas is None),
+                   last_col, "strategies_status")
 
 
 #: the Inputs sheet's text cell of ``on_node_loss``: (label, rule) (the label the registry's)

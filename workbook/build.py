@@ -679,9 +679,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     E.refuse_elastic_changes(designs + given, tuple(uncertainty))
     elastic = E.continues(scenario)   # the job trains on through node losses: the live sheets show it stopping
     given_sc = scenario               # as given, elastic fields and all: the elastic blocks' engine calls and status
-    # the live sheets plan a job that stops at every failure (the baseline's own plan unless it continues; a design
-    # with more replicas than a floor at all of them would turn elastic in the engine, not on a live column)
-    stated = scenario.replace(on_node_loss="restart")
+    stated = scenario.replace(on_node_loss="restart")   # the live sheets plan a job that stops at every failure
     planned, derived = _planned(scenario, st)
     scenario = planned.replace(on_node_loss="restart")
     ranked = _ranked(stated, st, uncertainty)

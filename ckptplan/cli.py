@@ -277,6 +277,7 @@ def workbook_cmd(
 ) -> None:
     """Write a planning workbook (live Excel formulas) and print the headline numbers."""
     from . import files, workbook  # the command line is the only part of ckptplan that knows every side
+    from .engine import evaluate
     from .files.signals import Terminated, terminate_on_signals
 
     single = None   # the setup's single-level plan: the scenario the sheets show and what it pays
@@ -293,15 +294,7 @@ def workbook_cmd(
         alt = files.load_scenario(alternative) if alternative is not None else None
         if alt is not None:
             designs = None  # the alternative replaces the first design
-        # the Deadline sheet simulates the Plan sheet's plan: on-demand capacity, a constant rate (spot: the Compare
-        # sheet's block; a schedule: `plan`)
-        report = None if no_deadline else workbook.deadline_report(sc.replace(preemptions_per_h=None, failure_phases=()),
-                                                                    runs=deadline_runs, seed=seed)
-        capacity = None
-        if not no_deadline:
-            from .engine.spot import scenario_capacity
-
-            capacity = scenario_capacity(sc)
+        report, capacity = (None, None) if no_deadline else _simulations(sc, deadline_runs, seed)
         kept = workbook.read_break_even(from_workbook) if from_workbook is not None else None
         aim = workbook.read_target(from_workbook) if from_workbook is not None else None
         built = workbook.build_workbook(sc, alternative=alt, designs=designs, deadline=report, readiness=readiness,
@@ -318,7 +311,9 @@ def workbook_cmd(
             actual_sheet(built.workbook, split, variance)
         with terminate_on_signals():  # SIGTERM/SIGHUP: the temporary files are removed, as on Ctrl-C
             _write_outputs(built, output, plan, emit_scenario, from_workbook or scenario_file or template, force)
-        row = built.results.iloc[0] if single is None else single.row   # with the setup's storage and spares
+        # with the setup's storage and spares; an elastic plan is the engine's (the live sheets show it stopping)
+        row = single.row if single is not None else evaluate([sc]).iloc[0] if sc.on_node_loss == "continue" else \
+            built.results.iloc[0]
     except Terminated as exc:
         fail(f"{exc}: {output} was not written", int(exc.code))
     except FileExistsError as exc:
@@ -360,6 +355,18 @@ def _write_outputs(built: Any, output: Path, plan: Any, emit_scenario: Optional[
                   "derives; one left out is derived."]
         outputs.append((emit_scenario, plan_writer(plan, header)))
     atomic_write_many(outputs, force=force)
+
+
+def _simulations(sc: Any, runs: int, seed: int) -> tuple[Any, Any]:
+    """The Deadline sheet's Monte Carlo and the Compare sheet's capacity block. The Deadline sheet simulates the Plan
+    sheet's live plan: on-demand capacity, a constant rate (spot: the capacity block; a schedule: `plan`), a job that
+    stops at every failure (elastic continuation: the engine's values on top of the Plan sheet)."""
+    from . import workbook
+    from .engine.spot import scenario_capacity
+
+    live = sc.replace(on_node_loss="restart")
+    report = workbook.deadline_report(live.replace(preemptions_per_h=None, failure_phases=()), runs=runs, seed=seed)
+    return report, scenario_capacity(live)
 
 
 def _workbook_plan(from_workbook: Optional[Path], source: Any) -> tuple[Any, Any]:

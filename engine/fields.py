@@ -190,13 +190,14 @@ FIELDS: tuple[Field, ...] = (
           "by a failure (< 1: failures cluster early; empty or 1 = constant rate): plans a schedule",
           "weibull_shape"),
 )
-#: the elastic fields (:mod:`ckptplan.engine.elastic`): the workbook's formulas plan a job that stops at every
-#: failure, so its Inputs sheet leaves them out and it refuses an elastic scenario by name
+#: the elastic fields (:mod:`ckptplan.engine.elastic`): the workbook's live formulas plan a job that stops at every
+#: failure, so its Inputs sheet holds them in a block of their own, read by the elastic plan's engine values (the
+#: Plan sheet's top rows, the Compare sheet's recovery strategies: :mod:`ckptplan.workbook.elastic_block`)
 ELASTIC_FIELD_NAMES = ("nodes_per_replica", "min_replicas", "shrink_keeps_progress", "shrink_pause_min",
                        "regrow_pause_min")
-#: fields the workbook's sheets cannot plan (they plan a job that stops at every failure, at a constant failure
-#: rate): left off the Inputs sheet, and a scenario that uses them is refused by the workbook by name
-NOT_ON_SHEETS = ELASTIC_FIELD_NAMES + ("weibull_shape_from_start",)
+#: fields the workbook's sheets cannot plan (they plan a constant failure rate): left off the Inputs sheet, and a
+#: scenario that uses them is refused by the workbook by name
+NOT_ON_SHEETS = ("weibull_shape_from_start",)
 #: what a job does when a node fails (the text field ``on_node_loss``)
 ON_NODE_LOSS = ("restart", "continue")
 #: the output columns of an elastic plan (:mod:`ckptplan.engine.elastic_table`), the same names in a batch row,

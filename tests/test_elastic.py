@@ -225,16 +225,17 @@ def test_bad_elastic_inputs_are_refused_by_name(changes, field):
     assert err.value.field == field
 
 
-def test_workbook_refuses_elastic_scenarios_by_name():
+def test_workbook_carries_elastic_scenarios_in_their_own_inputs():
+    """The workbook holds elastic continuation (tests/test_workbook_elastic.py): its fields are Inputs cells of their
+    own, not inputs of the live formulas (which plan a job that stops at every failure)."""
     from ckptplan.workbook import build_workbook
-    from ckptplan.workbook.formulas import INPUTS
+    from ckptplan.workbook.formulas import ELASTIC_INPUTS, INPUTS
 
     sc = load_plan("seed").scenario
-    for changes, field in ((dict(on_node_loss="continue"), "on_node_loss"), (dict(nodes_per_replica=16), "nodes_per_replica")):
-        with pytest.raises(InputError) as err:
-            build_workbook(sc.replace(**changes))
-        assert err.value.field == field
+    built = build_workbook(sc.replace(on_node_loss="continue", nodes_per_replica=16, min_replicas=6))
+    assert {"on_node_loss", "nodes_per_replica", "min_replicas", "shrink_pause_min"} <= set(built.input_cells)
     assert not {"nodes_per_replica", "min_replicas", "shrink_pause_min"} & set(INPUTS)
+    assert {"nodes_per_replica", "min_replicas", "shrink_pause_min"} <= set(ELASTIC_INPUTS)
 
 
 def test_batch_rows_carry_the_fields_and_outputs():

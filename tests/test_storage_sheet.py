@@ -42,9 +42,11 @@ SIZED_DESIGNS = (Design("faster storage, 4 spares", set={"spares": 4}, times={"a
 TIERED = RecoverySetup(
     parameters_b=70.0, write_gb_s_per_writer=2.0, aggregate_write_gb_s=100.0, detection_min=1.0, repair_h=24.0,
     spares=2, swap_min=2.0, price_per_gb_month=0.01,
-    tiers=({"name": EVIL, "every": 1, "survives": ["=1+1"], "checkpoint_stall_min": 0.2, "restore_min": 0.5},
+    tiers=({"name": EVIL, "every": 1, "survives": ["=1+1"], "checkpoint_stall_min": 0.2, "restore_min": 0.5,
+            "restore_failure_probability": 0.25},
            {"name": "remote", "every": 4, "survives": ["=1+1", "@SUM(1)"], "write_gb_s_per_writer": 1.0,
-            "aggregate_write_gb_s": 50.0, "price_per_gb_month": 0.02, "retention": 3, "copies": 2}),
+            "aggregate_write_gb_s": 50.0, "price_per_gb_month": 0.02, "retention": 3, "copies": 2,
+            "restore_failure_probability": 0.3}),
     failure_classes={"=1+1": 0.4, "@SUM(1)": 0.6})
 TIERED_DESIGNS = (Design(EVIL, set={"spares": 6}),
                   Design("one durable tier", tiers=({"name": "remote", "every": 1, "survives": ["=1+1", "@SUM(1)"],
@@ -80,7 +82,8 @@ def _tier_figure(ctx, key, sc, st):
             ctx[0] == "setup_class" and ctx[1] >= len(st.failure_classes)):
         return None
     plan = plan_setup(sc, st)
-    tiers = [{k: t[k] for k in ("name", "checkpoint_stall_min", "restore_min", "every", "survives")} for t in plan.tiers]
+    tiers = [{k: t[k] for k in ("name", "checkpoint_stall_min", "restore_min", "every", "survives", "copies",
+                                "restore_failure_probability")} for t in plan.tiers]
     M, W, s = plan.figures["job_mtbf_h"] * 60, plan.scenario.async_write_min, plan.scenario.async_slowdown_fraction
     classes = st.failure_classes
     if ctx[0] == "setup_class":
@@ -90,10 +93,12 @@ def _tier_figure(ctx, key, sc, st):
     if ctx[0] == "setup_first_order":
         return fo[key]
     t = plan.tiers[ctx[1]]
+    shares = tiers_mod.class_rates_per_tier(1.0, tiers=tiers, classes=classes)
     return {"checkpoint_stall_min": t["checkpoint_stall_min"], "restore_min": t["restore_min"],
             "level_cost_min": t["checkpoint_stall_min"] + (W * s if ctx[1] == 0 else 0.0),
-            "share": tiers_mod.class_rates_per_tier(1.0, tiers=tiers, classes=classes)[t["name"]],
-            "rate_per_min": tiers_mod.class_rates_per_tier(M, tiers=tiers, classes=classes)[t["name"]],
+            "share": shares[t["name"]],
+            # the first order's rollbacks: the last tier's also those whose every restore failed (back to the start)
+            "rate_per_min": (shares[t["name"]] + (1 - sum(shares.values()) if ctx[1] == len(tiers) - 1 else 0)) / M,
             "first_order_interval_min": fo[f"interval_{t['name']}"], "first_order_every": fo[f"every_{t['name']}"],
             "storage_cost": t["storage_cost"]}[key]
 

@@ -34,6 +34,7 @@ from . import pages
 from . import formulas as F
 from . import design_formulas as D
 from . import tier_formulas
+from . import elastic_block as E
 from .break_even_block import break_even_block, default_choice
 from .compare_sheet import SHEET as COMPARE, compare_sheet
 from .target_block import default_target, target_block
@@ -119,6 +120,59 @@ def _range_cells(wb: Workbook, ws, row: int, key: str, field: Field, given: Any)
         S.name(wb, f"{key}_{part}", "Inputs", ref)
 
 
+def _input_row(wb: Workbook, ws, row: int, key: str, field: Field, value: Any, built: Built, currency: str) -> None:
+    """One Inputs-sheet row of a registry field: label, the blue value cell (``value``; None = blank) with its
+    data validation and defined name ``key``, unit, name and rule."""
+    ws.cell(row=row, column=1, value=field.label)
+    cell = ws.cell(row=row, column=2, value=value)
+    cell.font, cell.fill = S.INPUT_FONT, S.INPUT_FILL
+    cell.number_format = S.INPUT_NUMBER if not field.integer else S.INPUT_WHOLE
+    ws.cell(row=row, column=3, value=_unit(field, currency))
+    ws.cell(row=row, column=4, value=key).font = S.NOTE_FONT
+    rule = field.check.noun + ("" if field.required and field.name not in D.DERIVED else " or empty")
+    ws.cell(row=row, column=5, value=rule + (", empty = from the design" if field.name in D.DERIVED else "")
+            ).font = S.NOTE_FONT
+    dv = _validation(field, f"B{row}")
+    ws.add_data_validation(dv)
+    dv.add(cell)
+    S.name(wb, key, "Inputs", f"B{row}")
+    built.input_cells[key] = f"Inputs!$B${row}"
+
+
+def _elastic_inputs(wb: Workbook, ws, row: int, sc: engine.Scenario, built: Built) -> int:
+    """The Inputs sheet's elastic continuation block from ``row`` (:data:`workbook.formulas.ELASTIC_INPUTS` and
+    ``on_node_loss``): read by the elastic plan's engine values only; returns the next row."""
+    row += 1
+    head = ws.cell(row=row, column=1, value="Elastic continuation: read by the elastic plan's "
+                                            "engine values (Plan sheet, top; Compare sheet, recovery strategies), not "
+                                            "by the live formulas, which plan a job that stops at every failure")
+    head.font, head.alignment = Font(bold=True), Alignment(wrap_text=True, vertical="top")
+    ws.row_dimensions[row].height = S.LINE_HEIGHT * S.text_lines(head.value, 70, bold=True)
+    row += 1
+    label, rule = E.ON_NODE_LOSS_ROW
+    ws.cell(row=row, column=1, value=label)
+    cell = ws.cell(row=row, column=2, value=sc.on_node_loss)
+    cell.font, cell.fill = S.INPUT_FONT, S.INPUT_FILL
+    ws.cell(row=row, column=4, value="on_node_loss").font = S.NOTE_FONT
+    ws.cell(row=row, column=5, value=rule).font = S.NOTE_FONT
+    dv = DataValidation(type="list", formula1='"restart,continue"', allow_blank=True, showErrorMessage=True,
+                        errorTitle="Invalid input", error="on_node_loss must be restart or continue.")
+    ws.add_data_validation(dv)
+    dv.add(cell)
+    S.name(wb, "on_node_loss", "Inputs", f"B{row}")
+    built.input_cells["on_node_loss"] = f"Inputs!$B${row}"
+    pages.fit_label(ws, row, 70)   # the block's labels wrap: each says what the job does
+    ws.cell(row=row, column=5).alignment = Alignment(vertical="top")
+    row += 1
+    for key, field in F.ELASTIC_INPUTS.items():
+        value = getattr(sc, field.name)
+        _input_row(wb, ws, row, key, field, None if value is None else float(value), built, sc.currency)
+        pages.fit_label(ws, row, 70)
+        ws.cell(row=row, column=5).alignment = Alignment(vertical="top")
+        row += 1
+    return row
+
+
 def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built, derived: frozenset[str] = frozenset(),
                   uncertainty: tuple = ()) -> None:
     """The Inputs sheet; ``derived``: the fields the design derives (written blank: a value typed there is
@@ -143,27 +197,15 @@ def _inputs_sheet(wb: Workbook, sc: engine.Scenario, built: Built, derived: froz
     values = scenario_inputs(sc)
     row = 6
     for key, field in F.INPUTS.items():
-        ws.cell(row=row, column=1, value=field.label)
-        cell = ws.cell(row=row, column=2, value=None if field.name in derived else values[key])
-        cell.font, cell.fill = S.INPUT_FONT, S.INPUT_FILL
-        cell.number_format = S.INPUT_NUMBER if not field.integer else S.INPUT_WHOLE
-        ws.cell(row=row, column=3, value=_unit(field, sc.currency))
-        ws.cell(row=row, column=4, value=key).font = S.NOTE_FONT
-        rule = field.check.noun + ("" if field.required and field.name not in D.DERIVED else " or empty")
-        ws.cell(row=row, column=5, value=rule + (", empty = from the design" if field.name in D.DERIVED else "")
-                ).font = S.NOTE_FONT
+        _input_row(wb, ws, row, key, field, None if field.name in derived else values[key], built, sc.currency)
         if field.name in D.DERIVED:
             used = ws.cell(row=row, column=6, value=f'=IF(ISNUMBER(used_{key}),used_{key},"")')
             used.number_format = S.INPUT_NUMBER
             built.checks.append(Check("Inputs", f"F{row}", ("plan",), f"used:{key}"))
-        dv = _validation(field, f"B{row}")
-        ws.add_data_validation(dv)
-        dv.add(cell)
-        S.name(wb, key, "Inputs", f"B{row}")
-        built.input_cells[key] = f"Inputs!$B${row}"
         if range_column(f"{field.name}_low") is not None:   # a field an input range may name
             _range_cells(wb, ws, row, key, field, ranges.get(field.name))
         row += 1
+    row = _elastic_inputs(wb, ws, row, sc, built)
     row += 1
     ws.cell(row=row, column=1, value="Scenario name")
     ws.cell(row=row, column=2, value=sc.name).font = S.INPUT_FONT
@@ -196,15 +238,16 @@ _SINGLE_LEVEL_SHEET = ("SINGLE-LEVEL VIEW: the baseline has checkpoint tiers, an
                        "rows and the Storage & recovery sheet's baseline column.")
 
 
-def _say_single_level(ws, row: int = 2) -> None:
-    """Put :data:`_SINGLE_LEVEL_SHEET` first in the sheet's note at ``row`` (a wrapped note under the title: the
-    row grows by the lines it adds; an empty row: the words alone, bold, on one line)."""
+def _say_single_level(ws, row: int = 2, words: str = _SINGLE_LEVEL_SHEET) -> None:
+    """Put ``words`` (:data:`_SINGLE_LEVEL_SHEET`, or the stop-and-restart view's) first in the sheet's note at
+    ``row`` (a wrapped note under the title: the row grows by the lines it adds; an empty row: the words alone, bold,
+    on one line)."""
     cell = ws.cell(row=row, column=1)
     cell.font = Font(bold=True, color="9C0006")
     if not cell.value:
-        cell.value = _SINGLE_LEVEL_SHEET
+        cell.value = words
         return
-    cell.value = f"{_SINGLE_LEVEL_SHEET} {cell.value}"
+    cell.value = f"{words} {cell.value}"
     merged = next((m for m in ws.merged_cells.ranges if m.min_row == row and m.min_col == 1), None)
     last = merged.max_col if merged is not None else 1
     width = sum(ws.column_dimensions[get_column_letter(c)].width or 13 for c in range(1, last + 1))
@@ -219,18 +262,32 @@ _PLAN_VISIBLE_DESIGN = {"checkpoint_size_gb", "derived_checkpoint_stall_min", "d
 _PLAN_HIDDEN = {c.key for c in D.DESIGN_CALCS} - _PLAN_VISIBLE_DESIGN | {"billing_months"}
 
 
-def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, tiered: bool = False) -> dict[str, str]:
-    ws = wb.create_sheet("Plan")
+def _plan_top(wb: Workbook, ws, sc: engine.Scenario, tiered: bool, elastic: Callable[[Any, int], int] | None) -> int:
+    """The Plan sheet's title and, for a tiered baseline or a job that continues on node loss (``elastic`` writes
+    its rows from a row and returns the next), the plan it follows on top with the live rows' label under it;
+    returns the first live row."""
     S.title(ws, "Plan: how often to save, and what it costs",
            "Live formulas over the Inputs sheet and the design (exact model: Daly 2006 with async saves; see Notes)."
            + (" The baseline has checkpoint tiers: its plan is the tiered one (the rows on top); the single-level "
-              "rows under them are a comparison only." if tiered else ""))
-    chain_col, first = 7, 5
+              "rows under them are a comparison only." if tiered else "")
+           + (" The job continues on node loss: its plan is the elastic one (the engine's values on top); the live "
+              "rows under them plan it stopping at every failure, a comparison only." if elastic else ""))
+    if not (tiered or elastic):
+        return 5
     if tiered:   # the tiered plan on top, the single-level view under it, labelled as a comparison
-        first = tier_formulas.plan_rows(wb, ws, 5, sc.currency) + 1
-        ws.cell(row=first, column=1, value=SINGLE_LEVEL_VIEW).font = Font(bold=True, color="9C0006")
-        pages.fit_label(ws, first, 62, bold=True)
-        first += 1
+        first, label = tier_formulas.plan_rows(wb, ws, 5, sc.currency) + 1, SINGLE_LEVEL_VIEW
+    else:
+        first, label = elastic(ws, 5) + 1, E.STOP_AND_RESTART_VIEW
+    ws.cell(row=first, column=1, value=label).font = Font(bold=True, color="9C0006")
+    pages.fit_label(ws, first, 62, bold=True)
+    return first + 1
+
+
+def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, tiered: bool = False,
+                elastic: Callable[[Any, int], int] | None = None) -> dict[str, str]:
+    ws = wb.create_sheet("Plan")
+    chain_col = 7
+    first = _plan_top(wb, ws, sc, tiered, elastic)
     refs = D.plan_refs(terms, f"$G${first + terms - 1}")
     for key in D.DERIVED:   # the input check reads what the plan uses: a stall is required, stated or derived
         refs[key] = f"used_{key}"
@@ -238,7 +295,9 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, tie
     ws["A3"].font = Font(bold=True)
     ws["B3"] = '=IF(input_problems="","OK",input_problems)'
     ws["B3"].font = Font(bold=True)
-    ws["F3"] = "=" + F.input_problems(refs)
+    ws["F2"] = "=" + E.elastic_problems(refs)   # one cell each: a formula holds at most 8,192 characters
+    S.name(wb, "elastic_input_problems", "Plan", "F2")
+    ws["F3"] = "=" + F.input_problems(refs) + "&elastic_input_problems"
     ws["F3"].font = S.NOTE_FONT
     ws.column_dimensions["F"].hidden = True
     S.name(wb, "input_check", "Plan", "B3")
@@ -263,10 +322,11 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, tie
         cell = ws.cell(row=row, column=2, value="=" + calc.expr(refs))
         cell.number_format = calc.fmt
         ws.cell(row=row, column=1, value=calc.label)
-        pages.fit_label(ws, row, widths["A"], bold=calc.key in KEY_OUTPUTS and not tiered)
+        key_row = calc.key in KEY_OUTPUTS and not (tiered or elastic)   # else the key figures are the rows on top
+        pages.fit_label(ws, row, widths["A"], bold=key_row)
         ws.cell(row=row, column=3, value=S.fmt_unit(calc.unit, sc.currency))
         ws.cell(row=row, column=4, value=calc.key).font = S.NOTE_FONT
-        if calc.key in KEY_OUTPUTS and not tiered:   # a tiered baseline's key figures are the tiered rows on top
+        if key_row:
             for c in range(1, 4):
                 ws.cell(row=row, column=c).fill = S.KEY_FILL
             ws.cell(row=row, column=1).font = Font(bold=True)
@@ -293,6 +353,8 @@ def _plan_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, tie
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "A5"
     ws.print_title_rows = "4:4"  # every printed page starts with the column headings
+    if elastic:   # the elastic status's hidden helper cells reach column E: LibreOffice then printed the hidden
+        ws.print_area = f"A1:D{ws.max_row}"   # chain column as ### beside every live row (seen in the PDF)
     return refs
 
 
@@ -570,11 +632,9 @@ def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None, sc: engine.Scen
 
 def refuse_off_sheets(scenario: Any) -> None:
     """Raise :class:`InputError` when ``scenario`` uses a field the sheets cannot plan
-    (:data:`ckptplan.engine.fields.NOT_ON_SHEETS`: elastic continuation, a Weibull failure rate from the job's
-    start): refused by name, never planned silently at a constant rate by a job that stops at every failure."""
-    from ..engine.elastic_table import refuse_elastic
-
-    refuse_elastic(scenario, "the workbook")
+    (:data:`ckptplan.engine.fields.NOT_ON_SHEETS`: a Weibull failure rate from the job's start): refused by name,
+    never planned silently at a constant rate. Elastic continuation is on the sheets (:mod:`workbook.elastic_block`).
+    """
     shape = getattr(scenario, "weibull_shape_from_start", None)
     if shape is not None and shape < 1:
         raise engine.InputError("weibull_shape_from_start", shape, "the workbook's sheets plan a constant failure "
@@ -644,17 +704,22 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     if alternative is not None:
         designs = (design_from_scenario(scenario, alternative),) + tuple(designs[1:])
     st = setup if setup is not None else RecoverySetup()
-    ranked = _ranked(scenario, st, uncertainty)
-    stated = scenario   # as given: what the break-even block's engine call and status use
-    scenario, derived = _planned(scenario, st)
-    refuse_combined(scenario)   # a setup's spare pool may derive a downtime
+    E.refuse_elastic_changes(designs + given, tuple(uncertainty))
+    elastic = E.continues(scenario)   # the job trains on through node losses: the live sheets show it stopping
+    given_sc = scenario               # as given, elastic fields and all: the elastic blocks' engine calls and status
+    stated = scenario.replace(on_node_loss="restart")   # the live sheets plan a job that stops at every failure
+    planned, derived = _planned(scenario, st)
+    refuse_combined(planned)   # a setup's spare pool may derive a downtime
+    scenario = planned.replace(on_node_loss="restart")
+    ranked = _ranked(stated, st, uncertainty)
     # one evaluation of all (refuses designs the models cannot evaluate); kept for the caller
     results = engine.evaluate([scenario] + [d.apply(scenario) for d in designs])
     terms = D.pool_terms(max([st.spares or 0] + [d.apply_setup(st).spares or 0 for d in given]))
     wb = S.new_workbook()
     built = Built(wb, results=results, designs=designs)
-    _inputs_sheet(wb, scenario, built, derived, uncertainty)
-    refs = _plan_sheet(wb, scenario, built, terms, tiered=bool(st.tiers))
+    _inputs_sheet(wb, planned, built, derived, uncertainty)
+    refs = _plan_sheet(wb, scenario, built, terms, tiered=bool(st.tiers), elastic=(lambda ws, row: E.elastic_plan_rows(
+        wb, ws, row, given_sc, st, derived)) if elastic else None)
     if scenario.failure_phases:
         schedule_sheet(wb, scenario, results.iloc[0], scenario_inputs(scenario))
     _curve_sheet(wb, refs, built)
@@ -662,6 +727,8 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     compare_sheet(wb, scenario, designs, built, terms)
     capacity_block(wb, capacity, scenario_inputs(scenario), scenario.currency)
     ws = wb[COMPARE]
+    if E.shows_strategies(given_sc, st):   # the recovery strategies, as `ckptplan compare` prices them, on a page
+        E.strategy_block(wb, ws, _new_page(ws), given_sc, st, derived)
     ws.row_breaks.append(Break(id=ws.max_row + 2))   # the break-even and target blocks start a printed page
     on_sheet = () if given == tuple(default_designs(scenario)) else given   # the Storage & recovery sheet's designs
     break_even_block(wb, ws, ws.max_row + 3, stated, st, designs,
@@ -675,10 +742,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     if scenarios is not None:
         _scenarios_sheet(wb, scenarios, built, scenario.currency)
     _deadline_sheet(wb, deadline, scenario)
-    if st.tiers:   # the sheets that plan the baseline as one level say so, first
-        for name, row in (("Interval curve", 2), ("Scaling", 4), ("Compare", 2), ("Deadline", 2)):
-            if name in wb.sheetnames:
-                _say_single_level(wb[name], row)
+    _say_views(wb, bool(st.tiers), elastic)
     readiness_sheet(wb, readiness)
     notes_sheet(wb)
     S.keep_text_literal(wb, _user_texts(scenario, designs + given, scenarios, readiness))
@@ -686,6 +750,26 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
         S.print_setup(ws)
     wb.calculation.fullCalcOnLoad = True
     return built
+
+
+def _new_page(ws) -> int:
+    """A printed page starts two rows under the sheet's last: its first row."""
+    ws.row_breaks.append(Break(id=ws.max_row + 2))
+    return ws.max_row + 3
+
+
+def _say_views(wb: Workbook, tiered: bool, elastic: bool) -> None:
+    """The sheets that plan a tiered baseline as one level, or a job that continues on node loss as stopping at every
+    failure, say so first."""
+    if tiered:
+        for name, row in (("Interval curve", 2), ("Scaling", 4), ("Compare", 2), ("Deadline", 2)):
+            if name in wb.sheetnames:
+                _say_single_level(wb[name], row)
+    if elastic:
+        for name, row in (("Interval curve", 2), ("Scaling", 4), ("Compare", 2), ("Spot", 2), ("Storage & recovery", 2),
+                          ("Sensitivity", 2), ("Deadline", 2)):
+            if name in wb.sheetnames:
+                _say_single_level(wb[name], row, E.STOP_AND_RESTART_SHEET)
 
 
 def _ranked(scenario: engine.Scenario, st: Any, uncertainty: tuple) -> tuple:

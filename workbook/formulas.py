@@ -29,12 +29,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from ..engine.fields import DOMAIN_FIELDS, DOMAIN_SLOTS, FIELDS, NOT_ON_SHEETS, Field, domain_field
+from ..engine.fields import DOMAIN_FIELDS, DOMAIN_SLOTS, ELASTIC_FIELD_NAMES, FIELDS, NOT_ON_SHEETS, Field, domain_field
 from . import wall_formulas as _wall
 
-__all__ = ["CALCS", "CALC_BY_KEY", "GPU_HOURS", "HOURS", "INPUTS", "INPUT_KEYS", "MAX_EXPONENT", "MINUTES", "MONEY",
+__all__ = ["CALCS", "CALC_BY_KEY", "ELASTIC_INPUTS", "GPU_HOURS", "HOURS", "INPUTS", "INPUT_KEYS", "MAX_EXPONENT", "MINUTES", "MONEY",
            "NEVER", "NEWTON_STEPS", "PERCENT", "RATIO", "SERIES_BELOW", "Calc", "Refs", "change_problems",
-           "exposed_restart",
+           "exposed_restart", "field_problem",
            "first_order_waste_at", "floor_interval", "input_problems", "waste_at"]
 
 Refs = Mapping[str, str]
@@ -257,7 +257,7 @@ def _inputs() -> dict[str, Field]:
     (:data:`ckptplan.engine.fields.FIELDS`) with the correlated-domain slots after the job MTBF override."""
     out: dict[str, Field] = {}
     for f in FIELDS:
-        if f.name in NOT_ON_SHEETS:   # elastic continuation, a Weibull rate from the start: refused by the workbook
+        if f.name in NOT_ON_SHEETS or f.name in ELASTIC_FIELD_NAMES:   # a Weibull rate: refused; elastic: own block
             continue
         out[f.defined_name] = f
         if f.name == "job_mtbf_h":
@@ -271,6 +271,10 @@ def _inputs() -> dict[str, Field]:
 #: defined name -> registry field of every input cell (the Plan's formulas reference these names)
 INPUTS: dict[str, Field] = _inputs()
 INPUT_KEYS: tuple[str, ...] = tuple(INPUTS)
+#: defined name -> registry field of the elastic continuation's numeric input cells (their own block on the Inputs
+#: sheet, under the others: the live formulas plan a job that stops at every failure and never read them; the
+#: elastic plan's engine values do, :mod:`workbook.elastic_block`)
+ELASTIC_INPUTS: dict[str, Field] = {f.defined_name: f for f in FIELDS if f.name in ELASTIC_FIELD_NAMES}
 
 
 def waste_at(T: str, refs: Refs) -> str:
@@ -292,14 +296,16 @@ def input_problems(refs: Refs) -> str:
     rules (e.g. the async write fitting in the interval) are the engine's; the sheet checks each
     input on its own.
     """
-    parts = []
-    for key, field in INPUTS.items():
-        x = refs[key]
-        message = f'"{key} must be {field.check.noun}; "'
-        valid = f'IF(ISNUMBER({x}),IF({field.check.excel_condition(x)},"",{message}),{message})'
-        empty = '""' if not field.required else f'"{key} is required; "'
-        parts.append(f'IF(ISERROR({x}),"{key} is an error value; ",IF({x}="",{empty},{valid}))')
-    return "&".join(parts)
+    return "&".join(field_problem(key, field, refs[key]) for key, field in INPUTS.items())
+
+
+def field_problem(key: str, field: Field, x: str) -> str:
+    """Text naming what is wrong with the input ``key`` at reference ``x`` ("" when it meets its registry rule):
+    an error value, a required input left empty, text, or a number the rule refuses."""
+    message = f'"{key} must be {field.check.noun}; "'
+    valid = f'IF(ISNUMBER({x}),IF({field.check.excel_condition(x)},"",{message}),{message})'
+    empty = '""' if not field.required else f'"{key} is required; "'
+    return f'IF(ISERROR({x}),"{key} is an error value; ",IF({x}="",{empty},{valid}))'
 
 
 def change_problems(cells: Mapping[str, tuple[str, str]]) -> str:

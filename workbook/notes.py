@@ -73,6 +73,15 @@ NOTES = (
      "Monte Carlo of the finite job (values)",
      "Written by ckptplan when the workbook was generated, with runs, seed and date; does not recalculate.",
      "`ckptplan deadline` runs the same simulation (other runs, seed or failure law: see its --help)"),
+    ("Elastic continuation (Plan sheet top, Compare sheet strategies)",
+     "replicas out k = 0 .. n - min_replicas follow a chain: a failure takes a replica out (rate lambda (n - k)/n, pause "
+     "P_s), its node is back after the spare pool's mean wait (rate k / wait, pause P_g), a failure at the floor stops "
+     "and restarts the job; throughput (n - k)/n; renewal over save-to-save attempts with matrix exponentials",
+     "Values written by ckptplan (no spreadsheet formula evaluates the chain): the status says when an input changed "
+     "since. Exponential, independent node failures (a correlated domain is refused); returns taken as independent "
+     "(exact without spares, approximate with a shared pool); synchronous saves; data parallelism. Every other sheet "
+     "plans the same job stopping at every failure. With restart, or a floor at all replicas, it is today's plan.",
+     "torchft (PyTorch, 2025); Oobleck, SOSP'23; ReCycle, SOSP'24; Van Loan, IEEE TAC 23(3), 1978"),
 )
 
 READINESS = (

@@ -8,8 +8,8 @@ once, by sheet, cell and rule.
 
 :func:`read_plan` reads everything the workbook holds, as a :class:`ckptplan.files.plans.PlanFile`:
 
-* the scenario (Inputs: every field; the name, currency, description, source, published failure rate
-  and the domains' names under them);
+* the scenario (Inputs: every field, the elastic continuation block's included; the name, currency,
+  description, source, published failure rate and the domains' names under them);
 * the input ranges (the ``[uncertainty]`` table): a scenario input's Low / High / Shape / Mode cells beside
   its value on the Inputs sheet (``<name>_low``, ``<name>_high``, ``<name>_dist``, ``<name>_mode``), a setup
   input's on the Sensitivity sheet (``<field>_low`` ...), checked as a scenario file's;
@@ -160,6 +160,26 @@ def _read_block(wb, prefix: str, problems: list, optional: tuple[str, ...] = ())
             continue
         values[key] = float(value)
     return values
+
+
+def _read_elastic(wb, problems: list) -> dict[str, Any]:
+    """The Inputs sheet's elastic continuation cells (:data:`workbook.formulas.ELASTIC_INPUTS` and ``on_node_loss``),
+    as scenario fields: a blank cell is the field's default (left out when it has none); none in a workbook written
+    before the block. A cell breaking its rule goes to ``problems``."""
+    from ..engine.fields import ON_NODE_LOSS
+
+    out: dict[str, Any] = {}
+    for key, field in F.ELASTIC_INPUTS.items():
+        value = _number(wb, key, field.check, problems, integer=field.integer)
+        if value is not None or field.default is not None:
+            out[field.name] = value if value is not None else field.default
+    found = _cell(wb, "on_node_loss")
+    mode = _text(found, problems, "on_node_loss")
+    if mode is not None and mode.lower() not in ON_NODE_LOSS:
+        problems.append((found[0], found[1], "on_node_loss", mode, "must be " + " or ".join(ON_NODE_LOSS)))
+    elif found is not None:
+        out["on_node_loss"] = (mode or "restart").lower()
+    return out
 
 
 def _scenario(values: dict[str, Any], texts: dict[str, Any], origin: str) -> engine.Scenario:
@@ -560,6 +580,7 @@ def _read(path: Path) -> tuple[PlanFile, tuple[Design, ...]]:
     compare = _compare_designs(wb, problems)
     phases = _read_phases(wb, problems)
     stated_interval = _read_schedule_interval(wb, phases, problems)
+    elastic = _read_elastic(wb, problems)
     if problems:
         raise WorkbookInputError(path, problems)
     texts = _texts(wb, values, path, problems)
@@ -567,7 +588,7 @@ def _read(path: Path) -> tuple[PlanFile, tuple[Design, ...]]:
         raise WorkbookInputError(path, problems)
     try:
         filled = {**values, **{k: PLACEHOLDER_STALL_MIN for k in DERIVED if values.get(k) is None and F.INPUTS[k].required}}
-        sc = _scenario(filled, texts, path.name).replace(failure_phases=phases_from_list(phases, "Schedule"))
+        sc = _scenario(filled, texts, path.name).replace(failure_phases=phases_from_list(phases, "Schedule"), **elastic)
         if stated_interval is not None:
             sc = sc.replace(interval_min=stated_interval)
         setup = RecoverySetup(**setup_values, tiers=tiers, failure_classes=classes)

@@ -500,17 +500,41 @@ def _class_table(g: _Grid, st, t_rows: list[int]) -> tuple[list[int], str]:
     return c_rows, total
 
 
+def _restored_shares(t_rows: list[int], c_rows: list[int], total: str) -> list[str]:
+    """Per tier slot, the share of rollbacks restored from it (:func:`ckptplan.engine.tiers.class_rates_per_tier`): a
+    class tries the tiers surviving it in order (the tier table's survives column), restoring tier ``i``'s copy fails
+    with ``q_i = restore_failure_probability ^ copies`` (blank: 0 and 1), so tier ``i`` restores class ``j`` with
+    ``share_j (1 - q_i)`` times the ``q`` of every earlier tier surviving ``j`` (the tiered model's restore outcomes)."""
+    bare = lambda ref: f'SUBSTITUTE({ref}," ","")'  # noqa: E731
+    p_col, n_col = (col_letter(1 + TIER_KEYS.index(key)) for key in ("restore_failure_probability", "copies"))
+    q = [f'{D.either(f"${p_col}${tr}", "0")}^{D.either(f"${n_col}${tr}", "1")}' for tr in t_rows]
+
+    def survives(i: int, cr: int) -> str:
+        return (f'AND($A${t_rows[i]}<>"",ISNUMBER(FIND(","&{bare(f"$A${cr}")}&",",","&{bare(f"$C${t_rows[i]}")}'
+                f'&",")))')
+
+    out = []
+    for i in range(len(t_rows)):
+        terms = [f'IF(AND($A${cr}<>"",{survives(i, cr)}),$B${cr}*(1-{q[i]})'
+                 + "".join(f"*IF({survives(e, cr)},{q[e]},1)" for e in range(i)) + ",0)" for cr in c_rows]
+        out.append(f'({"+".join(terms)})/({total})')
+    return out
+
+
 def _tier_figures(g: _Grid, st, plan, t_rows: list[int], c_rows: list[int], total: str) -> None:
     """Per tier: stall, restore, level cost, share, rate, first-order interval and every, storage cost."""
     ws, x = g.ws, g.refs[0]
     S.header(ws, g.row + 1, ["Tier figures (baseline)", None, None, "Stall (min)", "Restore (min)",
-                             "Level cost C (min)", "Share restored here", "Rate (per min)", "First-order interval (min)",
+                             "Level cost C (min)", "Share restored here", "Rollback rate (per min)",
+                             "First-order interval (min)",
                              "First-order every", f"Storage cost ({g.currency})", "Interval of the plan (min)"])
     ws.row_dimensions[g.row + 1].height = 45
     g.row += 2
     M, W, s, size, n = (x[k] for k in ("job_mtbf_min", "async_write_min", "async_slowdown_fraction",
                                        "checkpoint_size_gb", "writers_used"))
     T_row, f_rows = g.row + TIER_SLOTS, []
+    shares = _restored_shares(t_rows, c_rows, total)   # a sum cell by cell (the cached-value evaluator has no ranges)
+    G_all = "+".join(f"IF(ISNUMBER(G{g.row + k}),G{g.row + k},0)" for k in range(TIER_SLOTS))
     for i, tr in enumerate(t_rows):
         r, c = g.row, (lambda key: f"${col_letter(1 + TIER_KEYS.index(key))}${tr}")
         wper, wagg = c("write_gb_s_per_writer"), c("aggregate_write_gb_s")
@@ -524,8 +548,10 @@ def _tier_figures(g: _Grid, st, plan, t_rows: list[int], c_rows: list[int], tota
             5: (D.either(c("restore_min"), f'IF(AND({size}<>"",OR({rp}<>"",{ra}<>"")),{size}/{D.bandwidth(rp, ra, n)}/60,{na})'),
                 "restore_min", F.MINUTES),
             6: (f"D{r}" + (f"+{W}*{s}" if i == 0 else ""), "level_cost_min", F.MINUTES),
-            7: (f'({"+".join(f"IF($C${cr}={i + 1},$B${cr},0)" for cr in c_rows)})/({total})', "share", "0.000000"),
-            8: (f"G{r}/{M}", "rate_per_min", "0.000000"),
+            7: (shares[i], "share", "0.000000"),
+            # the first order's rollbacks to this tier; the last tier's also those whose every restore failed
+            8: (f"(G{r}" + (f"+1-({G_all})" if i + 1 == TIER_SLOTS else
+                            f'+IF($A${t_rows[i + 1]}="",1-({G_all}),0)') + f")/{M}", "rate_per_min", "0.000000"),
             9: (f'IF(H{r}=0,"inf: no class restores from it",SQRT(2*F{r}/H{r}))', "first_order_interval_min",
                 F.MINUTES),
             10: ("1" if i == 0 else f"{pe}*IF(ISNUMBER(I{r}),MAX(1,MIN(MAX(1,INT(1000/{pe})),INT(I{r}/({pe}*$D${T_row})"
@@ -543,7 +569,7 @@ def _tier_figures(g: _Grid, st, plan, t_rows: list[int], c_rows: list[int], tota
         g.row += 1
     g.head("First-order design: interval T (min) and overhead (share of work)", cite="Benoit et al. 2017")
     _fx(ws, T_row, 4, f'IF($A${t_rows[0]}="","",MAX(I{f_rows[0]},{W}*(1-{s})))', F.MINUTES)
-    over = "+".join(f'IF(OR($A${tr}="",G{fr}=0),0,SQRT(2*F{fr}*G{fr}/{M}))' for tr, fr in zip(t_rows, f_rows))
+    over = "+".join(f'IF(OR($A${tr}="",H{fr}=0),0,SQRT(2*F{fr}*H{fr}))' for tr, fr in zip(t_rows, f_rows))
     _fx(ws, T_row, 5, f'IF($A${t_rows[0]}="","",{over})', F.PERCENT)
     g.checks += [Check(SHEET, f"D{T_row}", ("setup_first_order",), "T"),
                  Check(SHEET, f"E{T_row}", ("setup_first_order",), "first_order_overhead")]
@@ -571,8 +597,11 @@ _NOTES = (
         "(1 - B) x swap + B x 60 x repair h / (spares + 1), B = Erlang B(spares, nodes in repair), the recursion "
         "B(k) = mu B(k-1) / (k + mu B(k-1)) over up to {N} spares in hidden columns to the right (expand with +).",
         "First-order tier intervals (Benoit et al., IEEE TC 66(7), 2017): T_l = SQRT(2 C_l / lambda_l), C_1 = "
-        "stall_1 + W x slowdown, C_l = stall_l; lambda_l = (share of the classes whose first surviving tier, in "
-        "order, is l) / job MTBF, every restore taken to succeed (a guide: the tiered plan's live formulas price "
-        "restores that fail, each tier's restore_failure_probability ^ copies, falling back to the next tier that "
-        "survives, or to the job's start). Tier storage cost uses the tiered plan's wall hours (live).",
+        "stall_1 + W x slowdown, C_l = stall_l; lambda_l = (share of failures restored from tier l) / job MTBF. "
+        "Restores that fail are in it as in the tiered plan: a class tries the tiers surviving it in order, restoring "
+        "tier i fails with q_i = restore_failure_probability ^ copies, so tier l restores a class with its share x "
+        "(1 - q_l) x the q of every earlier tier surviving it; the rollbacks whose every restore failed (1 - the "
+        "shares' sum) go back to the job's start, counted on the last tier's rate (the engine's first-order guess: "
+        "they lose all progress, more than the half period the first order counts; the tiered plan prices that "
+        "exactly). Tier storage cost uses the tiered plan's wall hours (live).",
         "Model check keys:")

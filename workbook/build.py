@@ -34,6 +34,7 @@ from . import pages
 from . import formulas as F
 from . import design_formulas as D
 from . import tier_formulas
+from . import tier_sheets
 from .break_even_block import break_even_block, default_choice
 from .compare_sheet import SHEET as COMPARE, compare_sheet
 from .target_block import default_target, target_block
@@ -348,12 +349,15 @@ def _curve_sheet(wb: Workbook, refs: dict[str, str], built: Built) -> None:
 def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], dict[str, str]], calcs,
                    first_col: int, checks: list[Check], context: Callable[[int], tuple], sheet: str,
                    visible: set[str] | None, currency: str, flag_checks: list[Check] | None = None,
-                   terms: int = 0, problems: str | None = None) -> dict[str, int]:
+                   terms: int = 0, problems: str | None = None,
+                   tiered: Callable[[int, dict[str, str]], Any] | None = None) -> dict[str, int]:
     """Write calcs as columns, one row per scenario, then a model-check column; return key -> column index.
 
     ``terms``: the spare pool's Erlang-B chain, written along each row in hidden columns after the model check
     (its last cell is the row's ``pool_erlang_b``); 0 = the rows have no design (their refs give it).
-    ``problems``: a formula naming the inputs that break their rules, which every row's model check names first."""
+    ``problems``: a formula naming the inputs that break their rules, which every row's model check names first.
+    ``tiered(i, refs)``: a :class:`workbook.tier_sheets.TieredColumn` for row ``i`` (its refs as given): the row plans
+    the baseline's checkpoint tiers (the design's rows as one level, the plan from its tiered block)."""
     cols: dict[str, int] = {}
     for j, calc in enumerate(calcs):
         col = first_col + j
@@ -376,18 +380,27 @@ def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], di
         refs = row_refs(r)
         if terms:
             refs.update(pool_terms=str(terms), pool_erlang_b=f"{get_column_letter(flag_col + terms)}{r}")
+        column = tiered(i, dict(refs)) if tiered is not None else None
         for calc in calcs:
             letter = get_column_letter(cols[calc.key])
-            cell = ws.cell(row=r, column=cols[calc.key], value="=" + calc.expr(refs))
+            tier_row = column is not None and calc.key not in tier_sheets.DESIGN_KEYS
+            expr = column.expr(calc.key, refs, calc.expr) if tier_row else calc.expr(refs)
+            if expr is None:   # a figure of one level only
+                ws.cell(row=r, column=cols[calc.key], value=tier_formulas.SINGLE_LEVEL_ONLY)
+                D.bind(refs, calc.key, '""')
+                continue
+            cell = ws.cell(row=r, column=cols[calc.key], value="=" + expr)
             cell.number_format = calc.fmt
             D.bind(refs, calc.key, f"{letter}{r}")
             if calc.engine_key:
-                checks.append(Check(sheet, f"{letter}{r}", context(i), calc.engine_key))
+                checks.append(Check(sheet, f"{letter}{r}", context(i) + (("tiered",) if tier_row else ()),
+                                    calc.key if tier_row else calc.engine_key))
         D.write_pool_chain(ws, r, flag_col + 1, terms, refs, across=True)
-        flag = ws.cell(row=r, column=flag_col, value="=" + flags.model_check(refs, keys=True, problems=problems))
+        check = column.check(problems) if column is not None else flags.model_check(refs, keys=True, problems=problems)
+        flag = ws.cell(row=r, column=flag_col, value="=" + check)
         flag.alignment = Alignment(wrap_text=True, vertical="top")
         if flag_checks is not None:
-            flag_checks.append(Check(sheet, flag.coordinate, context(i), "warnings"))
+            flag_checks.append(Check(sheet, flag.coordinate, context(i) + (("tiered",) if column else ()), "warnings"))
     for n in range(terms):
         ws.column_dimensions[get_column_letter(flag_col + 1 + n)].hidden = True
     if n_rows:
@@ -438,9 +451,19 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, 
 
     visible = {"job_mtbf_h", "used_checkpoint_stall_min", "used_restart_min", "exact_interval_min", "waste_fraction",
                "wall_h", "total_gpu_hours", "total_cost", "goodput"}
+    tiered = None
+    if st is not None and st.tiers:   # each row plans the baseline's tiers: a tiered block per row, in hidden rows
+        visible = visible - {"exact_interval_min", "used_checkpoint_stall_min"} | {"chosen_interval_min"}
+        base = first + len(nodes_list) + 24 + len(flags.legend()) + 3
+
+        def tiered(i: int, row_refs: dict[str, str]) -> tier_sheets.TieredColumn:
+            return tier_sheets.TieredColumn(ws, base + i * tier_sheets.block_rows(), 1, row_refs["restart_min"])
+
+        tier_sheets.hide_rows(ws, base - 1, base + len(nodes_list) * tier_sheets.block_rows())
     cols = _table_columns(ws, first, len(nodes_list), refs, D.PLAN_CALCS, 3, built.checks,
                           lambda i: ("scaling", nodes_list[i]), "Scaling", visible, sc.currency, built.flags,
-                          terms=terms, problems="input_problems")   # the Plan's input check: every row reads those inputs
+                          terms=terms, problems="input_problems",   # the Plan's input check: every row reads those inputs
+                          tiered=tiered)
     ws.sheet_properties.outlinePr.summaryRight = False
     ws.row_dimensions[head_row].height = 80
     for c in (1, 2):
@@ -628,9 +651,12 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     refs = _plan_sheet(wb, scenario, built, terms, tiered=bool(st.tiers))
     if scenario.failure_phases:
         schedule_sheet(wb, scenario, results.iloc[0], scenario_inputs(scenario))
-    _curve_sheet(wb, refs, built)
+    if st.tiers:   # the tiered plan's curve; the single-level one otherwise
+        tier_sheets.curve_sheet(wb, refs, built, CURVE_FACTORS, scenario.currency)
+    else:
+        _curve_sheet(wb, refs, built)
     _scaling_sheet(wb, scenario, built, terms, st)
-    compare_sheet(wb, scenario, designs, built, terms)
+    compare_sheet(wb, scenario, designs, built, terms, tiered=bool(st.tiers))
     capacity_block(wb, capacity, scenario_inputs(scenario), scenario.currency)
     ws = wb[COMPARE]
     ws.row_breaks.append(Break(id=ws.max_row + 2))   # the break-even and target blocks start a printed page
@@ -646,7 +672,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
         _scenarios_sheet(wb, scenarios, built, scenario.currency)
     _deadline_sheet(wb, deadline, scenario)
     if st.tiers:   # the sheets that plan the baseline as one level say so, first
-        for name, row in (("Interval curve", 2), ("Scaling", 4), ("Compare", 2), ("Deadline", 2)):
+        for name, row in (("Scaling", 4), ("Compare", 2), ("Deadline", 2)):
             if name in wb.sheetnames:
                 _say_single_level(wb[name], row)
     readiness_sheet(wb, readiness)

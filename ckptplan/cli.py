@@ -287,8 +287,9 @@ def workbook_cmd(
             designs = None  # the alternative replaces the first design
         # the Deadline sheet simulates the Plan sheet's plan: on-demand capacity, a constant rate (spot: the Compare
         # sheet's block; a schedule: `plan`)
-        report = None if no_deadline else workbook.deadline_report(sc.replace(preemptions_per_h=None, failure_phases=()),
-                                                                    runs=deadline_runs, seed=seed)
+        planned = plan.scenario if plan.setup.tiers else sc   # tiers: the tiered plan's simulation, from the inputs
+        report = None if no_deadline else workbook.deadline_report(
+            planned.replace(preemptions_per_h=None, failure_phases=()), runs=deadline_runs, seed=seed, setup=plan.setup)
         capacity = None
         if not no_deadline:
             from .engine.spot import scenario_capacity

@@ -13,7 +13,10 @@ LibreOffice:
   writers, spare pool; 1e-9, the interval-bound figures 1e-5);
 * every Compare column equals ``ckptplan compare --json`` of the same edits (totals 1e-9, savings 1e-3 money) and
   each cell the engine's tiered plan of that alternative;
-* each tiered model check reads OK; the cached values written with the file equal LibreOffice's on these sheets.
+* each tiered model check reads OK; the cached values written with the file equal LibreOffice's on these sheets;
+* the Deadline sheet holds the tiered plan's simulation (engine.deadline_tiers, same runs and seed), "up to date"
+  as built and out of date after the edits;
+* ``read_plan`` of the workbook (``workbook --from``) gives back the same tiered plan (every figure, 1e-9).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ pytestmark = pytest.mark.skipif(soffice() is None, reason="LibreOffice not insta
 EDITS = {"nodes": 1024, "node_mtbf_h": 10000.0, "failure_rate_source": None, "tier2_every": 5, "setup_aggregate_write_gb_s": 1000.0,
          "setup_aggregate_read_gb_s": 1000.0, "setup_startup_min": 5.0, "setup_spares": 12}
 SHEETS = ("Interval curve", "Scaling", "Compare")
+DEADLINE_RUNS = 500
 
 
 def tiered_plan():
@@ -76,7 +80,9 @@ def _compare_json(plan, path) -> dict:
 def books(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("tiered-sheets")
     plan = tiered_plan()
-    built = workbook.write_workbook(tmp / "built.xlsx", plan.scenario, setup=plan.setup, designs=plan.designs)
+    report = workbook.deadline_report(plan.scenario, runs=DEADLINE_RUNS, setup=plan.setup)
+    built = workbook.write_workbook(tmp / "built.xlsx", plan.scenario, setup=plan.setup, designs=plan.designs,
+                                    deadline=report)
     wb = load_workbook(tmp / "built.xlsx")
     for name, value in EDITS.items():
         _cell(wb, name).value = value
@@ -192,3 +198,32 @@ def test_cached_values_equal_libreoffice(books):
                 if not ok:
                     wrong.append((title, c.coordinate, mine, theirs))
     assert n > 10_000 and not wrong, (len(wrong), wrong[:5])
+
+
+def test_the_deadline_sheet_is_the_tiered_plans_simulation(books):
+    built, plan, paths, _ = books
+    from ckptplan.engine.deadline_tiers import tiered_deadline_report
+
+    want = tiered_deadline_report(plan.scenario, plan.setup, runs=DEADLINE_RUNS, seed=0)
+    ws = built.workbook["Deadline"]
+    rows = {ws.cell(row=r, column=1).value: ws.cell(row=r, column=2).value for r in range(5, 25)}
+    for label, key in (("P(finish by the deadline)", "p_finish"), ("Wall time, mean", "wall_h_mean"),
+                       ("Wall time, P90", "wall_h_p90"), ("Cost of the job's GPU time, mean", "cost_mean"),
+                       ("First tier's interval simulated (the tiered plan of the Plan sheet)", "interval_min")):
+        assert rows[label] == want[key], label
+    assert not str(ws["A2"].value).startswith("SINGLE-LEVEL")
+    for which, status in (("lo-built", "up to date"), ("lo-edited", "OUT OF DATE")):
+        got = load_workbook(paths[which], data_only=True)["Deadline"]["B3"].value
+        assert got.startswith(status), (which, got)
+
+
+def test_workbook_from_reads_back_the_same_tiered_plan(books):
+    from ckptplan.workbook.read import read_plan
+
+    _, plan, paths, _ = books
+    back = read_plan(paths["built"])
+    assert back.setup.tiers and back.setup.failure_classes == plan.setup.failure_classes
+    a, b = plan_setup(plan.scenario, plan.setup).figures, plan_setup(back.scenario, back.setup).figures
+    for key, value in a.items():
+        if isinstance(value, float) and math.isfinite(value):
+            assert math.isclose(b[key], value, rel_tol=1e-9, abs_tol=1e-12), key

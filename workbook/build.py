@@ -197,15 +197,22 @@ _SINGLE_LEVEL_SHEET = ("SINGLE-LEVEL VIEW: the baseline has checkpoint tiers, an
                        "rows and the Storage & recovery sheet's baseline column.")
 
 
-def _say_single_level(ws, row: int = 2) -> None:
-    """Put :data:`_SINGLE_LEVEL_SHEET` first in the sheet's note at ``row`` (a wrapped note under the title: the
-    row grows by the lines it adds; an empty row: the words alone, bold, on one line)."""
+#: what the sheets that plan a tiered baseline's tiers row by row or column by column say first
+_TIERED_SHEET = ("CHECKPOINT TIERS: every row and column here plans the baseline's tiers (the tiered model, live, as "
+                 "the Plan sheet's top rows): the first tier's interval at the optimum for the stated every, the "
+                 "design's stall, restore and restart re-derived at that row's or column's inputs. Figures of one "
+                 "level only (Young, Daly, the analytic deadline answer) say so.")
+
+
+def _say_single_level(ws, row: int = 2, text: str = _SINGLE_LEVEL_SHEET, color: str = "9C0006") -> None:
+    """Put ``text`` (:data:`_SINGLE_LEVEL_SHEET`) first in the sheet's note at ``row`` (a wrapped note under the
+    title: the row grows by the lines it adds; an empty row: the words alone, bold, on one line)."""
     cell = ws.cell(row=row, column=1)
-    cell.font = Font(bold=True, color="9C0006")
+    cell.font = Font(bold=True, color=color)
     if not cell.value:
-        cell.value = _SINGLE_LEVEL_SHEET
+        cell.value = text
         return
-    cell.value = f"{_SINGLE_LEVEL_SHEET} {cell.value}"
+    cell.value = f"{text} {cell.value}"
     merged = next((m for m in ws.merged_cells.ranges if m.min_row == row and m.min_col == 1), None)
     last = merged.max_col if merged is not None else 1
     width = sum(ws.column_dimensions[get_column_letter(c)].width or 13 for c in range(1, last + 1))
@@ -550,13 +557,18 @@ def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None, sc: engine.Scen
     S.title(ws, "Deadline: Monte Carlo answers (values, not formulas)",
            f"Computed by ckptplan with {report['runs']:,} simulated runs, seed {report['seed']}, "
            f"on {report['computed']}, from the inputs listed below. Excel cannot rerun a simulation: regenerate the "
-           "workbook to refresh these. The Plan sheet's P(finish by the deadline) and wall-time percentiles are live "
-           "formulas (the analytic answer).")
+           "workbook to refresh these. " + ("The baseline's plan is tiered: these simulated figures are its deadline "
+                                            "answer (the Plan sheet's analytic one is for a single level)."
+                                            if report.get("tiered") else
+                                            "The Plan sheet's P(finish by the deadline) and wall-time percentiles are "
+                                            "live formulas (the analytic answer)."))
     used = scenario_inputs(sc)
     ws["A3"] = "Simulation status"
     ws["A3"].font = Font(bold=True)
     ws["A3"].alignment = Alignment(vertical="top")
     ws["B3"] = "=" + flags.stale_check([(key, key, used[key]) for key in F.INPUT_KEYS])
+    if report.get("tiered"):   # the tiered plan's simulation read the design's inputs too: the Storage sheet's status
+        ws["B3"] = "=setup_engine_values_status"
     ws["B3"].alignment = Alignment(wrap_text=True, vertical="top")
     ws.merge_cells("B3:C3")
     ws.row_dimensions[3].height = 45
@@ -672,9 +684,10 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
         _scenarios_sheet(wb, scenarios, built, scenario.currency)
     _deadline_sheet(wb, deadline, scenario)
     if st.tiers:   # the sheets that plan the baseline as one level say so, first
-        for name, row in (("Scaling", 4), ("Compare", 2), ("Deadline", 2)):
-            if name in wb.sheetnames:
-                _say_single_level(wb[name], row)
+        for name, row in (("Scaling", 3), ("Compare", 2)):
+            _say_single_level(wb[name], row, _TIERED_SHEET, "1F4E78")
+        if "Deadline" in wb.sheetnames and not (deadline or {}).get("tiered"):
+            _say_single_level(wb["Deadline"], 2)
     readiness_sheet(wb, readiness)
     notes_sheet(wb)
     S.keep_text_literal(wb, _user_texts(scenario, designs + given, scenarios, readiness))

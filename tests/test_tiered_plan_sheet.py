@@ -97,7 +97,7 @@ def test_the_single_level_rows_and_sheets_say_they_are_a_comparison(books):
                                            if plan.cell(row=r, column=4).value == "total_cost")
     assert built.workbook["Deadline"].cell(row=2, column=1).value.startswith("SINGLE-LEVEL VIEW: the baseline has "
                                                                                "checkpoint tiers")   # a one-level report
-    for name, row in (("Scaling", 3), ("Compare", 2)):   # these plan the tiers (tests/test_tiered_sheets.py)
+    for name, row in (("Scaling", 4), ("Compare", 2)):   # these plan the tiers (tests/test_tiered_sheets.py)
         assert built.workbook[name].cell(row=row, column=1).value.startswith("CHECKPOINT TIERS"), name
     assert "checkpoint tiers" in built.workbook["Interval curve"]["A1"].value
     # a single-level baseline's sheets say nothing of the kind

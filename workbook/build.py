@@ -209,8 +209,16 @@ def _say_single_level(ws, row: int = 2, text: str = _SINGLE_LEVEL_SHEET, color: 
     title: the row grows by the lines it adds; an empty row: the words alone, bold, on one line)."""
     cell = ws.cell(row=row, column=1)
     cell.font = Font(bold=True, color=color)
-    if not cell.value:
+    if not cell.value and color == "9C0006":
         cell.value = text
+        return
+    if not cell.value:   # wrapped over the visible columns of the sheet's table (a long line would shrink the print)
+        shown = [c for c in range(1, 3 + len(D.PLAN_CALCS) + 2)
+                 if not ws.column_dimensions[get_column_letter(c)].hidden]
+        ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=shown[-1])
+        cell.value, cell.alignment = text, Alignment(wrap_text=True, vertical="top")
+        width = sum(ws.column_dimensions[get_column_letter(c)].width or 13 for c in shown)
+        ws.row_dimensions[row].height = S.LINE_HEIGHT * S.text_lines(text, width, bold=True)
         return
     cell.value = f"{text} {cell.value}"
     merged = next((m for m in ws.merged_cells.ranges if m.min_row == row and m.min_col == 1), None)
@@ -461,12 +469,15 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, 
     tiered = None
     if st is not None and st.tiers:   # each row plans the baseline's tiers: a tiered block per row, in hidden rows
         visible = visible - {"exact_interval_min", "used_checkpoint_stall_min"} | {"chosen_interval_min"}
-        base = first + len(nodes_list) + 24 + len(flags.legend()) + 3
+        base = first + len(nodes_list) + 24 + len(flags.legend()) + 3   # hidden rows and columns: never printed
+        at = 3 + len(D.PLAN_CALCS) + 1 + terms + 1   # right of the model check and the pool chains
 
         def tiered(i: int, row_refs: dict[str, str]) -> tier_sheets.TieredColumn:
-            return tier_sheets.TieredColumn(ws, base + i * tier_sheets.block_rows(), 1, row_refs["restart_min"])
+            return tier_sheets.TieredColumn(ws, base + i * tier_sheets.block_rows(), at, row_refs["restart_min"])
 
         tier_sheets.hide_rows(ws, base - 1, base + len(nodes_list) * tier_sheets.block_rows())
+        for c in range(at, at + tier_sheets.block_columns()):
+            ws.column_dimensions[get_column_letter(c)].hidden = True
     cols = _table_columns(ws, first, len(nodes_list), refs, D.PLAN_CALCS, 3, built.checks,
                           lambda i: ("scaling", nodes_list[i]), "Scaling", visible, sc.currency, built.flags,
                           terms=terms, problems="input_problems",   # the Plan's input check: every row reads those inputs
@@ -480,6 +491,9 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, 
     ws.column_dimensions["A"].width = 10
     ws.column_dimensions["B"].width = 14
     pages.fit_scaling(ws, sc, st, nodes_list, first, cols)
+    if tiered is not None:   # the rows' checks are the tiered plan's (one line), not the single-level warnings
+        for r in range(first, last + 1):
+            ws.row_dimensions[r].height = None
 
     xs = Reference(ws, min_col=1, min_row=first, max_row=last)
     def nodes_chart(title: str, key: str, y_title: str, y_format: str, color: str, symbol: str) -> ScatterChart:
@@ -684,7 +698,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
         _scenarios_sheet(wb, scenarios, built, scenario.currency)
     _deadline_sheet(wb, deadline, scenario)
     if st.tiers:   # the sheets that plan the baseline as one level say so, first
-        for name, row in (("Scaling", 3), ("Compare", 2)):
+        for name, row in (("Scaling", 4), ("Compare", 2)):
             _say_single_level(wb[name], row, _TIERED_SHEET, "1F4E78")
         if "Deadline" in wb.sheetnames and not (deadline or {}).get("tiered"):
             _say_single_level(wb["Deadline"], 2)

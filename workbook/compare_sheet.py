@@ -225,7 +225,8 @@ def _plan_rows(ws, row: int, columns: list, chain: int, terms: int, currency: st
             if calc.engine_key:
                 built.checks.append(Check(SHEET, f"{letter}{row}", ctx + (("tiered",) if tier_row else ()),
                                           calc.key if tier_row else calc.engine_key))
-        if calc.helper or calc.key not in _VISIBLE:
+        one_level = blocks and ws.cell(row=row, column=3).value == SINGLE_LEVEL_ONLY   # a figure a tiered plan lacks
+        if calc.helper or calc.key not in _VISIBLE or one_level:
             ws.row_dimensions[row].outlineLevel = 1
             ws.row_dimensions[row].hidden = True
         row += 1

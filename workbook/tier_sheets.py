@@ -96,10 +96,12 @@ def hide_rows(ws, first: int, last: int) -> None:
 
 #: the curve's columns: key -> (header, number format)
 _CURVE = {"factor": ("Multiple of the tiered optimum", "0.000"),
-          "interval_min": ("First tier's interval T (min); tier i saves every every_i x T", F.MINUTES),
+          "interval_min": ("First tier's interval T (min)", F.MINUTES),
           "waste_fraction": ("Waste (tiered, share of wall time)", F.PERCENT),
           "wall_h": ("Expected wall time (h)", F.HOURS),
           "total_cost": ("Total cost (money)", F.MONEY)}
+#: column widths A-J; the marked points' first row (columns G-I, under the chart)
+_WIDTHS, _MARKED = (16, 14, 16, 14, 18, 3, 18, 14, 14, 14), 26
 
 
 def curve_sheet(wb: Workbook, refs: Mapping[str, str], built: Built, factors: tuple[float, ...], currency: str) -> None:
@@ -109,20 +111,20 @@ def curve_sheet(wb: Workbook, refs: Mapping[str, str], built: Built, factors: tu
     ``refs``: the Plan sheet's references (defined names, the design's rows bound). Checks:
     ``("tiered_curve", i)`` with keys ``interval_min``, ``waste_fraction``, ``wall_h``, ``total_cost``."""
     ws = wb.create_sheet(CURVE_SHEET)
-    S.title(ws, "Waste against the checkpoint interval (checkpoint tiers)",
-            "The tiered plan (the Plan sheet's top rows) optimises the first tier's interval T with each tier's "
-            "'every' held: tier i saves every every_i x T. This curve varies T over multiples of that optimum, every "
-            "tier's interval with it; at each T the exact tiered expectation (failure classes restored from the "
-            "first tier that survives them), its wall time and total cost (job GPU time, storage of every tier, "
-            "spares). Each row equals `ckptplan plan` with interval_min set to its T.", 5)
-    ws.row_dimensions[2].height = S.LINE_HEIGHT * 4
+    about = ("The tiered plan optimises the first tier's interval T, each tier's 'every' held (tier i saves every "
+             "every_i x T). Here T runs over multiples of that optimum, every tier's interval with it: the exact tiered "
+             "expectation, its wall time and total cost (job GPU time, every tier's storage, spares) at each T, as "
+             "`ckptplan plan` with interval_min = T.")
+    S.title(ws, "Waste against the checkpoint interval (checkpoint tiers)", about, 5)
+    ws.row_dimensions[2].height = S.LINE_HEIGHT * S.text_lines(about, sum(_WIDTHS[:5]))
     head, first = 4, 5
     S.header(ws, head, [S.fmt_unit(h, currency) for h, _ in _CURVE.values()])
     ws.row_dimensions[head].height = S.LINE_HEIGHT * 3
+    ws.print_title_rows = f"{head}:{head}"   # the table runs onto a second page: its headings repeat
     for c in range(1, len(_CURVE) + 1):
         ws.cell(row=head, column=c).alignment = Alignment(wrap_text=True, vertical="top")
     last = first + len(factors) - 1
-    const_row = last + 30   # the design's constants: hidden rows under the chart's marked points
+    const_row = last + 3   # the design's constants: hidden rows under the table
     tiers, classes = baseline_tables()
     k, end = TF.write_tier_constants(ws, const_row, 1, plan_names_x(dict(refs, stated_restart_min="restart_min")),
                                      tiers, classes)
@@ -147,25 +149,27 @@ def curve_sheet(wb: Workbook, refs: Mapping[str, str], built: Built, factors: tu
             ws.cell(row=r, column=j).number_format = fmt
             if j > 1:
                 built.checks.append(Check(CURVE_SHEET, f"{get_column_letter(j)}{r}", ("tiered_curve", i), key))
-    for c in range(work_col, work_col + TF.block_size(TIER_SLOTS, CLASS_SLOTS)[1]):
+    width = TF.block_size(TIER_SLOTS, CLASS_SLOTS)[1]
+    for c in range(work_col, work_col + 2 * width + 1):   # the curve's cells, then the marked points'
         ws.column_dimensions[get_column_letter(c)].outlineLevel = 1
         ws.column_dimensions[get_column_letter(c)].hidden = True
-    _marked_points(ws, last + 3, k, work_col)
-    _curve_chart(ws, first, last, last + 4)
-    for col, width in zip("ABCDEFGHIJ", (16, 20, 16, 14, 18, 3, 18, 14, 14, 14)):
-        ws.column_dimensions[col].width = width
+    _marked_points(ws, _MARKED, k, work_col + width + 1)   # under the chart, beside the table
+    _curve_chart(ws, first, last, _MARKED + 1)
+    for col, w in zip("ABCDEFGHIJ", _WIDTHS):
+        ws.column_dimensions[col].width = w
     ws.freeze_panes = f"A{first}"
 
 
 def _marked_points(ws, row: int, k: Mapping[str, str], work_col: int) -> None:
-    """The tiered optimum and the interval the plan uses, each with its waste (the recursion at it), under the table."""
-    S.header(ws, row, ["Marked point", "Interval T (min)", "Waste (tiered)"])
+    """The tiered optimum and the interval the plan uses, each with its waste (the recursion at it), in columns
+    G-I from ``row``."""
+    S.header(ws, row, ["Marked point", "T (min)", "Waste (tiered)"], col=7)
     for r, label, interval in ((row + 1, "Tiered optimum", "setup_tiered_optimum_interval_min"),
                                (row + 2, "Chosen interval", "tiered_chosen_interval_min")):
-        ws.cell(row=r, column=1, value=label).font = Font(bold=True)
-        ws.cell(row=r, column=2, value=f"={interval}").number_format = F.MINUTES
-        wpw, _ = TF.write_tier_evaluation(ws, r, work_col, k, TIER_SLOTS, f"IF(ISNUMBER(B{r}),B{r},1)")
-        ws.cell(row=r, column=3, value=f"=IF(AND(ISNUMBER(B{r}),{wpw}<1E+300),1-1/{wpw},{F.NEVER})"
+        ws.cell(row=r, column=7, value=label).font = Font(bold=True)
+        ws.cell(row=r, column=8, value=f"={interval}").number_format = F.MINUTES
+        wpw, _ = TF.write_tier_evaluation(ws, r, work_col, k, TIER_SLOTS, f"IF(ISNUMBER(H{r}),H{r},1)")
+        ws.cell(row=r, column=9, value=f"=IF(AND(ISNUMBER(H{r}),{wpw}<1E+300),1-1/{wpw},{F.NEVER})"
                 ).number_format = F.PERCENT
 
 
@@ -184,7 +188,7 @@ def _curve_chart(ws, first: int, last: int, marked: int) -> None:
                                       title="Tiered model (share of wall time)"), "1F4E78"))
     for r, title, color, symbol in ((marked, "Tiered optimum", "C00000", "diamond"),
                                     (marked + 1, "Chosen interval", "000000", "circle")):
-        chart.series.append(S.points(Series(Reference(ws, min_col=3, min_row=r, max_row=r),
-                                            Reference(ws, min_col=2, min_row=r, max_row=r), title=title), color, symbol))
+        chart.series.append(S.points(Series(Reference(ws, min_col=9, min_row=r, max_row=r),
+                                            Reference(ws, min_col=8, min_row=r, max_row=r), title=title), color, symbol))
     chart.x_axis.delete = chart.y_axis.delete = False
     ws.add_chart(chart, "G4")

@@ -321,7 +321,11 @@ def workbook_cmd(
     except OSError as exc:  # a full disk, a vanished folder (files.atomic.OutputError names the file)
         fail(str(exc))
     simulated = None
-    if report is not None:
+    if report is not None and report.get("tiered"):   # the tiered plan's simulation: no interval search
+        figures = {label.strip(): value for label, value, _, _ in report["rows"]}
+        simulated = (f"{figures['P(finish by the deadline)']:.1%} simulated for the tiered plan ({report['runs']:,} "
+                     f"runs, seed {report['seed']}: the Deadline sheet)")
+    elif report is not None:
         figures = {label.strip(): value for label, value, _, _ in report["rows"]}
         simulated = (f"{figures['P(finish by the deadline)']:.1%} simulated ({report['runs']:,} runs, seed "
                      f"{report['seed']}: the Deadline sheet), best {figures['its P(finish by the deadline)']:.1%} "

@@ -204,6 +204,17 @@ _TIERED_SHEET = ("CHECKPOINT TIERS: every row and column here plans the baseline
                  "level only (Young, Daly, the analytic deadline answer) say so.")
 
 
+def _wrap_over_table(ws, row: int, bold: bool = False) -> None:
+    """Wrap the text of column A in ``row`` over the visible columns of a table sheet's plan (Scaling), the row as
+    tall as its lines: a long line would run past the print area, or widen the print."""
+    shown = [c for c in range(1, 3 + len(D.PLAN_CALCS) + 2) if not ws.column_dimensions[get_column_letter(c)].hidden]
+    ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=shown[-1])
+    cell = ws.cell(row=row, column=1)
+    cell.alignment = Alignment(wrap_text=True, vertical="top")
+    width = sum(ws.column_dimensions[get_column_letter(c)].width or 13 for c in shown)
+    ws.row_dimensions[row].height = S.LINE_HEIGHT * S.text_lines(str(cell.value), width, bold=bold)
+
+
 def _say_single_level(ws, row: int = 2, text: str = _SINGLE_LEVEL_SHEET, color: str = "9C0006") -> None:
     """Put ``text`` (:data:`_SINGLE_LEVEL_SHEET`) first in the sheet's note at ``row`` (a wrapped note under the
     title: the row grows by the lines it adds; an empty row: the words alone, bold, on one line)."""
@@ -213,12 +224,8 @@ def _say_single_level(ws, row: int = 2, text: str = _SINGLE_LEVEL_SHEET, color: 
         cell.value = text
         return
     if not cell.value:   # wrapped over the visible columns of the sheet's table (a long line would shrink the print)
-        shown = [c for c in range(1, 3 + len(D.PLAN_CALCS) + 2)
-                 if not ws.column_dimensions[get_column_letter(c)].hidden]
-        ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=shown[-1])
-        cell.value, cell.alignment = text, Alignment(wrap_text=True, vertical="top")
-        width = sum(ws.column_dimensions[get_column_letter(c)].width or 13 for c in shown)
-        ws.row_dimensions[row].height = S.LINE_HEIGHT * S.text_lines(text, width, bold=True)
+        cell.value = text
+        _wrap_over_table(ws, row, bold=True)
         return
     cell.value = f"{text} {cell.value}"
     merged = next((m for m in ws.merged_cells.ranges if m.min_row == row and m.min_col == 1), None)
@@ -469,15 +476,13 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, 
     tiered = None
     if st is not None and st.tiers:   # each row plans the baseline's tiers: a tiered block per row, in hidden rows
         visible = visible - {"exact_interval_min", "used_checkpoint_stall_min"} | {"chosen_interval_min"}
-        base = first + len(nodes_list) + 24 + len(flags.legend()) + 3   # hidden rows and columns: never printed
-        at = 3 + len(D.PLAN_CALCS) + 1 + terms + 1   # right of the model check and the pool chains
+        base = first + len(nodes_list) + 24 + len(flags.legend()) + 3   # hidden rows below the legend, outside the
+        # print area (in columns right of the table, cells past row ~1,040 were missing from LibreOffice's recalculation)
 
         def tiered(i: int, row_refs: dict[str, str]) -> tier_sheets.TieredColumn:
-            return tier_sheets.TieredColumn(ws, base + i * tier_sheets.block_rows(), at, row_refs["restart_min"])
+            return tier_sheets.TieredColumn(ws, base + i * tier_sheets.block_rows(), 1, row_refs["restart_min"])
 
         tier_sheets.hide_rows(ws, base - 1, base + len(nodes_list) * tier_sheets.block_rows())
-        for c in range(at, at + tier_sheets.block_columns()):
-            ws.column_dimensions[get_column_letter(c)].hidden = True
     cols = _table_columns(ws, first, len(nodes_list), refs, D.PLAN_CALCS, 3, built.checks,
                           lambda i: ("scaling", nodes_list[i]), "Scaling", visible, sc.currency, built.flags,
                           terms=terms, problems="input_problems",   # the Plan's input check: every row reads those inputs
@@ -494,6 +499,9 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, 
     if tiered is not None:   # the rows' checks are the tiered plan's (one line), not the single-level warnings
         for r in range(first, last + 1):
             ws.row_dimensions[r].height = None
+        ws.print_area = f"A1:{get_column_letter(cols['model_check'])}{last + 23 + len(flags.legend())}"
+        for r in (2, 3):   # the notes under the title: wrapped inside the print area
+            _wrap_over_table(ws, r)
 
     xs = Reference(ws, min_col=1, min_row=first, max_row=last)
     def nodes_chart(title: str, key: str, y_title: str, y_format: str, color: str, symbol: str) -> ScatterChart:

@@ -252,6 +252,19 @@ def templates() -> None:
     console.print(t)
 
 
+def _simulated(report: dict | None) -> str | None:
+    """The Deadline sheet's simulated P(finish) in words for the console (a tiered plan's: no interval search)."""
+    if report is None:
+        return None
+    figures = {label.strip(): value for label, value, _, _ in report["rows"]}
+    if report.get("tiered"):
+        return (f"{figures['P(finish by the deadline)']:.1%} simulated for the tiered plan ({report['runs']:,} runs, "
+                f"seed {report['seed']}: the Deadline sheet)")
+    return (f"{figures['P(finish by the deadline)']:.1%} simulated ({report['runs']:,} runs, seed "
+            f"{report['seed']}: the Deadline sheet), best {figures['its P(finish by the deadline)']:.1%} "
+            f"saving every {duration(figures['Interval with the best chance of meeting the deadline'])}")
+
+
 @app.command("workbook")
 def workbook_cmd(
     output: Path = typer.Option(Path("plan.xlsx"), "--output", "-o", help="Workbook to write"),
@@ -320,17 +333,7 @@ def workbook_cmd(
         fail(str(exc))
     except OSError as exc:  # a full disk, a vanished folder (files.atomic.OutputError names the file)
         fail(str(exc))
-    simulated = None
-    if report is not None and report.get("tiered"):   # the tiered plan's simulation: no interval search
-        figures = {label.strip(): value for label, value, _, _ in report["rows"]}
-        simulated = (f"{figures['P(finish by the deadline)']:.1%} simulated for the tiered plan ({report['runs']:,} "
-                     f"runs, seed {report['seed']}: the Deadline sheet)")
-    elif report is not None:
-        figures = {label.strip(): value for label, value, _, _ in report["rows"]}
-        simulated = (f"{figures['P(finish by the deadline)']:.1%} simulated ({report['runs']:,} runs, seed "
-                     f"{report['seed']}: the Deadline sheet), best {figures['its P(finish by the deadline)']:.1%} "
-                     f"saving every {duration(figures['Interval with the best chance of meeting the deadline'])}")
-    print_plan(row, simulated=simulated)
+    print_plan(row, simulated=_simulated(report))
     if report is None and not no_deadline:
         console.print("no deadline_h in the scenario: Deadline sheet left out", highlight=False)
     console.print(f"wrote {literal(str(output))} ({len(built.workbook.sheetnames)} sheets: {', '.join(built.workbook.sheetnames)})",

@@ -450,6 +450,19 @@ def scaling_nodes(nodes: int) -> list[int]:
     return out
 
 
+def _scaling_tiers(ws, first: int, rows: int) -> Callable[[int, dict[str, str]], Any]:
+    """Each Scaling row's tiered block (:class:`workbook.tier_sheets.TieredColumn`), in hidden rows below the legend,
+    outside the print area (in columns right of the table, cells past row ~1,040 were missing from LibreOffice's
+    recalculation)."""
+    base = first + rows + 24 + len(flags.legend()) + 3
+
+    def tiered(i: int, row_refs: dict[str, str]) -> tier_sheets.TieredColumn:
+        return tier_sheets.TieredColumn(ws, base + i * tier_sheets.block_rows(), 1, row_refs["restart_min"])
+
+    tier_sheets.hide_rows(ws, base - 1, base + rows * tier_sheets.block_rows())
+    return tiered
+
+
 def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, st: Any = None) -> None:
     ws = wb.create_sheet("Scaling")
     S.title(ws, "Scaling: the same training on more or fewer nodes",
@@ -473,16 +486,9 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, 
 
     visible = {"job_mtbf_h", "used_checkpoint_stall_min", "used_restart_min", "exact_interval_min", "waste_fraction",
                "wall_h", "total_gpu_hours", "total_cost", "goodput"}
-    tiered = None
-    if st is not None and st.tiers:   # each row plans the baseline's tiers: a tiered block per row, in hidden rows
+    tiered = _scaling_tiers(ws, first, len(nodes_list)) if st is not None and st.tiers else None
+    if tiered is not None:
         visible = visible - {"exact_interval_min", "used_checkpoint_stall_min"} | {"chosen_interval_min"}
-        base = first + len(nodes_list) + 24 + len(flags.legend()) + 3   # hidden rows below the legend, outside the
-        # print area (in columns right of the table, cells past row ~1,040 were missing from LibreOffice's recalculation)
-
-        def tiered(i: int, row_refs: dict[str, str]) -> tier_sheets.TieredColumn:
-            return tier_sheets.TieredColumn(ws, base + i * tier_sheets.block_rows(), 1, row_refs["restart_min"])
-
-        tier_sheets.hide_rows(ws, base - 1, base + len(nodes_list) * tier_sheets.block_rows())
     cols = _table_columns(ws, first, len(nodes_list), refs, D.PLAN_CALCS, 3, built.checks,
                           lambda i: ("scaling", nodes_list[i]), "Scaling", visible, sc.currency, built.flags,
                           terms=terms, problems="input_problems",   # the Plan's input check: every row reads those inputs

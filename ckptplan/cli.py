@@ -260,6 +260,19 @@ def templates() -> None:
     console.print(t)
 
 
+def _simulated(report: dict | None) -> str | None:
+    """The Deadline sheet's simulated P(finish) in words for the console (a tiered plan's: no interval search)."""
+    if report is None:
+        return None
+    figures = {label.strip(): value for label, value, _, _ in report["rows"]}
+    if report.get("tiered"):
+        return (f"{figures['P(finish by the deadline)']:.1%} simulated for the tiered plan ({report['runs']:,} runs, "
+                f"seed {report['seed']}: the Deadline sheet)")
+    return (f"{figures['P(finish by the deadline)']:.1%} simulated ({report['runs']:,} runs, seed "
+            f"{report['seed']}: the Deadline sheet), best {figures['its P(finish by the deadline)']:.1%} "
+            f"saving every {duration(figures['Interval with the best chance of meeting the deadline'])}")
+
+
 @app.command("workbook")
 def workbook_cmd(
     output: Path = typer.Option(Path("plan.xlsx"), "--output", "-o", help="Workbook to write"),
@@ -294,7 +307,7 @@ def workbook_cmd(
         alt = files.load_scenario(alternative) if alternative is not None else None
         if alt is not None:
             designs = None  # the alternative replaces the first design
-        report, capacity = (None, None) if no_deadline else _simulations(sc, deadline_runs, seed)
+        report, capacity = (None, None) if no_deadline else _simulations(sc, plan, deadline_runs, seed)
         kept = workbook.read_break_even(from_workbook) if from_workbook is not None else None
         aim = workbook.read_target(from_workbook) if from_workbook is not None else None
         built = workbook.build_workbook(sc, alternative=alt, designs=designs, deadline=report, readiness=readiness,
@@ -322,13 +335,7 @@ def workbook_cmd(
         fail(str(exc))
     except OSError as exc:  # a full disk, a vanished folder (files.atomic.OutputError names the file)
         fail(str(exc))
-    simulated = None
-    if report is not None:
-        figures = {label.strip(): value for label, value, _, _ in report["rows"]}
-        simulated = (f"{figures['P(finish by the deadline)']:.1%} simulated ({report['runs']:,} runs, seed "
-                     f"{report['seed']}: the Deadline sheet), best {figures['its P(finish by the deadline)']:.1%} "
-                     f"saving every {duration(figures['Interval with the best chance of meeting the deadline'])}")
-    print_plan(row, simulated=simulated)
+    print_plan(row, simulated=_simulated(report))
     if report is None and not no_deadline:
         console.print("no deadline_h in the scenario: Deadline sheet left out", highlight=False)
     console.print(f"wrote {literal(str(output))} ({len(built.workbook.sheetnames)} sheets: {', '.join(built.workbook.sheetnames)})",
@@ -357,15 +364,18 @@ def _write_outputs(built: Any, output: Path, plan: Any, emit_scenario: Optional[
     atomic_write_many(outputs, force=force)
 
 
-def _simulations(sc: Any, runs: int, seed: int) -> tuple[Any, Any]:
+def _simulations(sc: Any, plan: Any, runs: int, seed: int) -> tuple[Any, Any]:
     """The Deadline sheet's Monte Carlo and the Compare sheet's capacity block. The Deadline sheet simulates the Plan
     sheet's live plan: on-demand capacity, a constant rate (spot: the capacity block; a schedule: `plan`), a job that
-    stops at every failure (elastic continuation: the engine's values on top of the Plan sheet)."""
+    stops at every failure (elastic continuation: the engine's values on top of the Plan sheet), the tiered plan's
+    simulation when the setup has tiers (from the inputs the setup derives)."""
     from . import workbook
     from .engine.spot import scenario_capacity
 
     live = sc.replace(on_node_loss="restart")
-    report = workbook.deadline_report(live.replace(preemptions_per_h=None, failure_phases=()), runs=runs, seed=seed)
+    planned = plan.scenario.replace(on_node_loss="restart") if plan.setup.tiers else live
+    report = workbook.deadline_report(planned.replace(preemptions_per_h=None, failure_phases=()), runs=runs, seed=seed,
+                                      setup=plan.setup)
     return report, scenario_capacity(live)
 
 

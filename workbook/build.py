@@ -35,6 +35,7 @@ from . import formulas as F
 from . import design_formulas as D
 from . import tier_formulas
 from . import elastic_block as E
+from . import tier_sheets
 from .break_even_block import break_even_block, default_choice
 from .compare_sheet import SHEET as COMPARE, compare_sheet
 from .target_block import default_target, target_block
@@ -238,16 +239,37 @@ _SINGLE_LEVEL_SHEET = ("SINGLE-LEVEL VIEW: the baseline has checkpoint tiers, an
                        "rows and the Storage & recovery sheet's baseline column.")
 
 
-def _say_single_level(ws, row: int = 2, words: str = _SINGLE_LEVEL_SHEET) -> None:
-    """Put ``words`` (:data:`_SINGLE_LEVEL_SHEET`, or the stop-and-restart view's) first in the sheet's note at
-    ``row`` (a wrapped note under the title: the row grows by the lines it adds; an empty row: the words alone, bold,
-    on one line)."""
+#: what the sheets that plan a tiered baseline's tiers row by row or column by column say first
+_TIERED_SHEET = ("CHECKPOINT TIERS: every row and column here plans the baseline's tiers (the tiered model, live, as "
+                 "the Plan sheet's top rows): the first tier's interval at the optimum for the stated every, the "
+                 "design's stall, restore and restart re-derived at that row's or column's inputs. Figures of one "
+                 "level only (Young, Daly, the analytic deadline answer) say so.")
+
+
+def _wrap_over_table(ws, row: int, bold: bool = False) -> None:
+    """Wrap the text of column A in ``row`` over the visible columns of a table sheet's plan (Scaling), the row as
+    tall as its lines: a long line would run past the print area, or widen the print."""
+    shown = [c for c in range(1, 3 + len(D.PLAN_CALCS) + 2) if not ws.column_dimensions[get_column_letter(c)].hidden]
+    ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=shown[-1])
     cell = ws.cell(row=row, column=1)
-    cell.font = Font(bold=True, color="9C0006")
-    if not cell.value:
-        cell.value = words
+    cell.alignment = Alignment(wrap_text=True, vertical="top")
+    width = sum(ws.column_dimensions[get_column_letter(c)].width or 13 for c in shown)
+    ws.row_dimensions[row].height = S.LINE_HEIGHT * S.text_lines(str(cell.value), width, bold=bold)
+
+
+def _say_single_level(ws, row: int = 2, text: str = _SINGLE_LEVEL_SHEET, color: str = "9C0006") -> None:
+    """Put ``text`` (:data:`_SINGLE_LEVEL_SHEET`) first in the sheet's note at ``row`` (a wrapped note under the
+    title: the row grows by the lines it adds; an empty row: the words alone, bold, on one line)."""
+    cell = ws.cell(row=row, column=1)
+    cell.font = Font(bold=True, color=color)
+    if not cell.value and color == "9C0006":
+        cell.value = text
         return
-    cell.value = f"{words} {cell.value}"
+    if not cell.value:   # wrapped over the visible columns of the sheet's table (a long line would shrink the print)
+        cell.value = text
+        _wrap_over_table(ws, row, bold=True)
+        return
+    cell.value = f"{text} {cell.value}"
     merged = next((m for m in ws.merged_cells.ranges if m.min_row == row and m.min_col == 1), None)
     last = merged.max_col if merged is not None else 1
     width = sum(ws.column_dimensions[get_column_letter(c)].width or 13 for c in range(1, last + 1))
@@ -410,12 +432,15 @@ def _curve_sheet(wb: Workbook, refs: dict[str, str], built: Built) -> None:
 def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], dict[str, str]], calcs,
                    first_col: int, checks: list[Check], context: Callable[[int], tuple], sheet: str,
                    visible: set[str] | None, currency: str, flag_checks: list[Check] | None = None,
-                   terms: int = 0, problems: str | None = None) -> dict[str, int]:
+                   terms: int = 0, problems: str | None = None,
+                   tiered: Callable[[int, dict[str, str]], Any] | None = None) -> dict[str, int]:
     """Write calcs as columns, one row per scenario, then a model-check column; return key -> column index.
 
     ``terms``: the spare pool's Erlang-B chain, written along each row in hidden columns after the model check
     (its last cell is the row's ``pool_erlang_b``); 0 = the rows have no design (their refs give it).
-    ``problems``: a formula naming the inputs that break their rules, which every row's model check names first."""
+    ``problems``: a formula naming the inputs that break their rules, which every row's model check names first.
+    ``tiered(i, refs)``: a :class:`workbook.tier_sheets.TieredColumn` for row ``i`` (its refs as given): the row plans
+    the baseline's checkpoint tiers (the design's rows as one level, the plan from its tiered block)."""
     cols: dict[str, int] = {}
     for j, calc in enumerate(calcs):
         col = first_col + j
@@ -438,18 +463,27 @@ def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], di
         refs = row_refs(r)
         if terms:
             refs.update(pool_terms=str(terms), pool_erlang_b=f"{get_column_letter(flag_col + terms)}{r}")
+        column = tiered(i, dict(refs)) if tiered is not None else None
         for calc in calcs:
             letter = get_column_letter(cols[calc.key])
-            cell = ws.cell(row=r, column=cols[calc.key], value="=" + calc.expr(refs))
+            tier_row = column is not None and calc.key not in tier_sheets.DESIGN_KEYS
+            expr = column.expr(calc.key, refs, calc.expr) if tier_row else calc.expr(refs)
+            if expr is None:   # a figure of one level only
+                ws.cell(row=r, column=cols[calc.key], value=tier_formulas.SINGLE_LEVEL_ONLY)
+                D.bind(refs, calc.key, '""')
+                continue
+            cell = ws.cell(row=r, column=cols[calc.key], value="=" + expr)
             cell.number_format = calc.fmt
             D.bind(refs, calc.key, f"{letter}{r}")
             if calc.engine_key:
-                checks.append(Check(sheet, f"{letter}{r}", context(i), calc.engine_key))
+                checks.append(Check(sheet, f"{letter}{r}", context(i) + (("tiered",) if tier_row else ()),
+                                    calc.key if tier_row else calc.engine_key))
         D.write_pool_chain(ws, r, flag_col + 1, terms, refs, across=True)
-        flag = ws.cell(row=r, column=flag_col, value="=" + flags.model_check(refs, keys=True, problems=problems))
+        check = column.check(problems) if column is not None else flags.model_check(refs, keys=True, problems=problems)
+        flag = ws.cell(row=r, column=flag_col, value="=" + check)
         flag.alignment = Alignment(wrap_text=True, vertical="top")
         if flag_checks is not None:
-            flag_checks.append(Check(sheet, flag.coordinate, context(i), "warnings"))
+            flag_checks.append(Check(sheet, flag.coordinate, context(i) + (("tiered",) if column else ()), "warnings"))
     for n in range(terms):
         ws.column_dimensions[get_column_letter(flag_col + 1 + n)].hidden = True
     if n_rows:
@@ -477,6 +511,19 @@ def scaling_nodes(nodes: int) -> list[int]:
     return out
 
 
+def _scaling_tiers(ws, first: int, rows: int) -> Callable[[int, dict[str, str]], Any]:
+    """Each Scaling row's tiered block (:class:`workbook.tier_sheets.TieredColumn`), in hidden rows below the legend,
+    outside the print area (in columns right of the table, cells past row ~1,040 were missing from LibreOffice's
+    recalculation)."""
+    base = first + rows + 24 + len(flags.legend()) + 3
+
+    def tiered(i: int, row_refs: dict[str, str]) -> tier_sheets.TieredColumn:
+        return tier_sheets.TieredColumn(ws, base + i * tier_sheets.block_rows(), 1, row_refs["restart_min"])
+
+    tier_sheets.hide_rows(ws, base - 1, base + rows * tier_sheets.block_rows())
+    return tiered
+
+
 def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, st: Any = None) -> None:
     ws = wb.create_sheet("Scaling")
     S.title(ws, "Scaling: the same training on more or fewer nodes",
@@ -500,9 +547,13 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, 
 
     visible = {"job_mtbf_h", "used_checkpoint_stall_min", "used_restart_min", "exact_interval_min", "waste_fraction",
                "wall_h", "total_gpu_hours", "total_cost", "goodput"}
+    tiered = _scaling_tiers(ws, first, len(nodes_list)) if st is not None and st.tiers else None
+    if tiered is not None:
+        visible = visible - {"exact_interval_min", "used_checkpoint_stall_min"} | {"chosen_interval_min"}
     cols = _table_columns(ws, first, len(nodes_list), refs, D.PLAN_CALCS, 3, built.checks,
                           lambda i: ("scaling", nodes_list[i]), "Scaling", visible, sc.currency, built.flags,
-                          terms=terms, problems="input_problems")   # the Plan's input check: every row reads those inputs
+                          terms=terms, problems="input_problems",   # the Plan's input check: every row reads those inputs
+                          tiered=tiered)
     ws.sheet_properties.outlinePr.summaryRight = False
     ws.row_dimensions[head_row].height = 80
     for c in (1, 2):
@@ -512,6 +563,12 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, 
     ws.column_dimensions["A"].width = 10
     ws.column_dimensions["B"].width = 14
     pages.fit_scaling(ws, sc, st, nodes_list, first, cols)
+    if tiered is not None:   # the rows' checks are the tiered plan's (one line), not the single-level warnings
+        for r in range(first, last + 1):
+            ws.row_dimensions[r].height = None
+        ws.print_area = f"A1:{get_column_letter(cols['model_check'])}{last + 23 + len(flags.legend())}"
+        for r in (2, 3):   # the notes under the title: wrapped inside the print area
+            _wrap_over_table(ws, r)
 
     xs = Reference(ws, min_col=1, min_row=first, max_row=last)
     def nodes_chart(title: str, key: str, y_title: str, y_format: str, color: str, symbol: str) -> ScatterChart:
@@ -589,13 +646,18 @@ def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None, sc: engine.Scen
     S.title(ws, "Deadline: Monte Carlo answers (values, not formulas)",
            f"Computed by ckptplan with {report['runs']:,} simulated runs, seed {report['seed']}, "
            f"on {report['computed']}, from the inputs listed below. Excel cannot rerun a simulation: regenerate the "
-           "workbook to refresh these. The Plan sheet's P(finish by the deadline) and wall-time percentiles are live "
-           "formulas (the analytic answer).")
+           "workbook to refresh these. " + ("The baseline's plan is tiered: these simulated figures are its deadline "
+                                            "answer (the Plan sheet's analytic one is for a single level)."
+                                            if report.get("tiered") else
+                                            "The Plan sheet's P(finish by the deadline) and wall-time percentiles are "
+                                            "live formulas (the analytic answer)."))
     used = scenario_inputs(sc)
     ws["A3"] = "Simulation status"
     ws["A3"].font = Font(bold=True)
     ws["A3"].alignment = Alignment(vertical="top")
     ws["B3"] = "=" + flags.stale_check([(key, key, used[key]) for key in F.INPUT_KEYS])
+    if report.get("tiered"):   # the tiered plan's simulation read the design's inputs too: the Storage sheet's status
+        ws["B3"] = "=setup_engine_values_status"
     ws["B3"].alignment = Alignment(wrap_text=True, vertical="top")
     ws.merge_cells("B3:C3")
     ws.row_dimensions[3].height = 45
@@ -722,9 +784,12 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
         wb, ws, row, given_sc, st, derived)) if elastic else None)
     if scenario.failure_phases:
         schedule_sheet(wb, scenario, results.iloc[0], scenario_inputs(scenario))
-    _curve_sheet(wb, refs, built)
+    if st.tiers:   # the tiered plan's curve; the single-level one otherwise
+        tier_sheets.curve_sheet(wb, refs, built, CURVE_FACTORS, scenario.currency)
+    else:
+        _curve_sheet(wb, refs, built)
     _scaling_sheet(wb, scenario, built, terms, st)
-    compare_sheet(wb, scenario, designs, built, terms)
+    compare_sheet(wb, scenario, designs, built, terms, tiered=bool(st.tiers))
     capacity_block(wb, capacity, scenario_inputs(scenario), scenario.currency)
     ws = wb[COMPARE]
     if E.shows_strategies(given_sc, st):   # the recovery strategies, as `ckptplan compare` prices them, on a page
@@ -742,7 +807,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     if scenarios is not None:
         _scenarios_sheet(wb, scenarios, built, scenario.currency)
     _deadline_sheet(wb, deadline, scenario)
-    _say_views(wb, bool(st.tiers), elastic)
+    _say_views(wb, bool(st.tiers), elastic, deadline)
     readiness_sheet(wb, readiness)
     notes_sheet(wb)
     S.keep_text_literal(wb, _user_texts(scenario, designs + given, scenarios, readiness))
@@ -758,13 +823,15 @@ def _new_page(ws) -> int:
     return ws.max_row + 3
 
 
-def _say_views(wb: Workbook, tiered: bool, elastic: bool) -> None:
-    """The sheets that plan a tiered baseline as one level, or a job that continues on node loss as stopping at every
-    failure, say so first."""
+def _say_views(wb: Workbook, tiered: bool, elastic: bool, deadline: Any) -> None:
+    """What the sheets plan, said first: a tiered baseline's Scaling and Compare plan its tiers (the Deadline sheet
+    too when the report simulated them, else it says it shows one level); a job that continues on node loss is
+    shown stopping at every failure."""
     if tiered:
-        for name, row in (("Interval curve", 2), ("Scaling", 4), ("Compare", 2), ("Deadline", 2)):
-            if name in wb.sheetnames:
-                _say_single_level(wb[name], row)
+        for name, row in (("Scaling", 4), ("Compare", 2)):
+            _say_single_level(wb[name], row, _TIERED_SHEET, "1F4E78")
+        if "Deadline" in wb.sheetnames and not (deadline or {}).get("tiered"):
+            _say_single_level(wb["Deadline"], 2)
     if elastic:
         for name, row in (("Interval curve", 2), ("Scaling", 4), ("Compare", 2), ("Spot", 2), ("Storage & recovery", 2),
                           ("Sensitivity", 2), ("Deadline", 2)):

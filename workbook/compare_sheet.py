@@ -25,6 +25,8 @@ from . import flags
 from . import formulas as F
 from . import style as S
 from .manifest import Built, Check
+from .tier_formulas import SINGLE_LEVEL_ONLY
+from .tier_sheets import DESIGN_KEYS, TieredColumn, block_columns
 
 if TYPE_CHECKING:
     from ..engine.designs import Design
@@ -40,6 +42,7 @@ _VISIBLE = {c.key for c in F.CALCS} | {"used_checkpoint_stall_min", "used_async_
                                        "total_cost", "cost_per_useful_gpu_hour"}
 FIRST_INPUT_ROW = 7
 _COLS_PER_DESIGN = 3   # set to | x baseline | value
+_BLOCK_COL = 40   # the first hidden column of a tiered baseline's blocks (the sheet's own columns end well before)
 
 
 def value_column(k: int) -> int:
@@ -57,12 +60,15 @@ def _change_validation(kind: str, field, ref: str) -> DataValidation:
                           error=f"{field.defined_name}: {what}, or leave it blank."[:225], errorStyle="stop")
 
 
-def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]", built: Built, terms: int = 0) -> None:
+def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]", built: Built, terms: int = 0,
+                  tiered: bool = False) -> None:
     """Write the Compare sheet for ``designs`` on top of the live baseline (see the module notes).
 
     Every column plans the baseline's design (the ``setup_<field>`` names) at its own inputs: a blank stall,
     write or restart is derived from the design at that column's nodes and failure rate (``terms``: the
-    spare pool's Erlang-B chain, in hidden rows below the sheet)."""
+    spare pool's Erlang-B chain, in hidden rows below the sheet). ``tiered``: the baseline has checkpoint tiers, and
+    every column plans them (:class:`workbook.tier_sheets.TieredColumn`, its block in hidden columns to the right:
+    the design's rows as one level, the plan from the block), as ``ckptplan compare`` does."""
     ws = wb.create_sheet(SHEET)
     S.title(ws, "Compare: the baseline and alternatives, each a set of changes to it",
             "Every alternative follows the Inputs sheet except where its blue cells say otherwise: 'set to' a value, "
@@ -81,7 +87,8 @@ def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]",
     columns = [(3, refs_b, ("compare", "base"))] + [(value_column(k), refs_a[k - 1], ("compare", k))
                                                       for k in range(1, len(designs) + 1)]
     chain = row + len(D.PLAN_CALCS) + _SAVINGS_ROWS   # the spare pool's chains, hidden below the savings
-    row = _plan_rows(ws, row, columns, chain, terms, base.currency, built)
+    blocks = _tiered_columns(ws, columns) if tiered else {}
+    row = _plan_rows(ws, row, columns, chain, terms, base.currency, built, blocks)
     checks = {3: "input_problems"}
     for k in range(1, len(designs) + 1):  # hidden helpers under the check: the change cells', then the inputs'
         vcol = value_column(k)
@@ -98,10 +105,12 @@ def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]",
     ws.row_dimensions[check_row].height = 45
     ws.cell(row=row, column=1, value="Model check (where the answer leaves the models' range)").font = Font(bold=True)
     for col, refs, ctx in columns:
-        cell = ws.cell(row=row, column=col, value="=" + flags.model_check(refs, problems=checks[col]))
+        check = (blocks[col].check(checks[col]) if col in blocks
+                 else flags.model_check(refs, problems=checks[col]))
+        cell = ws.cell(row=row, column=col, value="=" + check)
         cell.alignment = Alignment(wrap_text=True, vertical="top")
         flags.highlight(ws, cell.coordinate)
-        built.flags.append(Check(SHEET, cell.coordinate, ctx, "warnings"))
+        built.flags.append(Check(SHEET, cell.coordinate, ctx + (("tiered",) if col in blocks else ()), "warnings"))
     ws.row_dimensions[row].height = 45
     row = _savings(ws, row + 2, refs_b, refs_a, base.currency, built)
     assert row <= chain, (row, chain)
@@ -178,8 +187,23 @@ def _input_rows(wb: Workbook, ws, base: "Scenario", designs: "tuple[Design, ...]
     return refs_b, refs_a, row + 1
 
 
-def _plan_rows(ws, row: int, columns: list, chain: int, terms: int, currency: str, built: Built) -> int:
-    """The whole plan (:data:`workbook.design_formulas.PLAN_CALCS`) in every column; returns the next row."""
+def _tiered_columns(ws, columns: list) -> dict[int, TieredColumn]:
+    """Each column's tiered block, side by side in hidden columns right of the sheet (rows from the inputs': the
+    sheet's pool chains run further down), keyed by the column."""
+    out, at = {}, _BLOCK_COL
+    for col, refs, _ in columns:
+        out[col] = TieredColumn(ws, FIRST_INPUT_ROW, at, refs["restart_min"])   # the stated restart, before binding
+        for c in range(at, at + block_columns()):
+            ws.column_dimensions[get_column_letter(c)].outlineLevel = 1
+            ws.column_dimensions[get_column_letter(c)].hidden = True
+        at += block_columns() + 1
+    return out
+
+
+def _plan_rows(ws, row: int, columns: list, chain: int, terms: int, currency: str, built: Built,
+               blocks: dict[int, TieredColumn]) -> int:
+    """The whole plan (:data:`workbook.design_formulas.PLAN_CALCS`) in every column (a column in ``blocks``: the
+    tiered plan of its block, the design's rows as one level); returns the next row."""
     for col, refs, _ in columns:
         refs.update(D.setup_refs(lambda name: f"setup_{name}"))
         refs.update(pool_terms=str(terms), pool_erlang_b=f"${get_column_letter(col)}${chain + terms - 1}"
@@ -189,12 +213,20 @@ def _plan_rows(ws, row: int, columns: list, chain: int, terms: int, currency: st
         ws.cell(row=row, column=2, value=S.fmt_unit(calc.unit, currency))
         for col, refs, ctx in columns:
             letter = get_column_letter(col)
-            cell = ws.cell(row=row, column=col, value="=" + calc.expr(refs))
+            tier_row = col in blocks and calc.key not in DESIGN_KEYS
+            expr = blocks[col].expr(calc.key, refs, calc.expr) if tier_row else calc.expr(refs)
+            if expr is None:   # a figure of one level only
+                ws.cell(row=row, column=col, value=SINGLE_LEVEL_ONLY)
+                D.bind(refs, calc.key, '""')
+                continue
+            cell = ws.cell(row=row, column=col, value="=" + expr)
             cell.number_format = calc.fmt
             D.bind(refs, calc.key, f"${letter}${row}")
             if calc.engine_key:
-                built.checks.append(Check(SHEET, f"{letter}{row}", ctx, calc.engine_key))
-        if calc.helper or calc.key not in _VISIBLE:
+                built.checks.append(Check(SHEET, f"{letter}{row}", ctx + (("tiered",) if tier_row else ()),
+                                          calc.key if tier_row else calc.engine_key))
+        one_level = blocks and ws.cell(row=row, column=3).value == SINGLE_LEVEL_ONLY   # a figure a tiered plan lacks
+        if calc.helper or calc.key not in _VISIBLE or one_level:
             ws.row_dimensions[row].outlineLevel = 1
             ws.row_dimensions[row].hidden = True
         row += 1

@@ -14,12 +14,15 @@ from ..engine import deadline
 
 from . import formulas as F
 
-__all__ = ["deadline_report"]
+__all__ = ["deadline_report", "tiered_rows"]
 
 
 def deadline_report(scenario: engine.Scenario, runs: int = 10000, seed: int = 0, target: float = 0.9,
-                    progress: Optional[Callable[[int, int], None]] = None) -> dict[str, Any] | None:
+                    progress: Optional[Callable[[int, int], None]] = None, setup: Any = None) -> dict[str, Any] | None:
     """Rows for the Deadline sheet, or None when the scenario has no deadline (the sheet is left out).
+
+    ``setup`` with checkpoint tiers: the tiered plan's answer (:func:`tiered_rows`), ``scenario`` as given (its
+    stall and restart not yet derived).
 
     Simulates the chosen interval (:func:`engine.deadline.deadline_report`) and searches the intervals
     for the best chance of meeting the deadline and the cheapest one meeting ``target``
@@ -29,6 +32,8 @@ def deadline_report(scenario: engine.Scenario, runs: int = 10000, seed: int = 0,
     """
     if scenario.deadline_h is None:
         return None
+    if setup is not None and setup.tiers:
+        return tiered_rows(scenario, setup, runs, seed)
     search = deadline.deadline_search(scenario, target=target, runs=runs, seed=seed, progress=progress)
     at = _chosen_row(search)
     if at is None:   # the chosen interval is not one of the search's (below the write's floor): simulate it
@@ -82,3 +87,40 @@ def _chosen_row(search: Any) -> dict[str, Any] | None:
     if rows.empty:
         return None
     return dict(rows.iloc[0].to_dict(), deadline_h=search.deadline_h, failure_law=search.failure_law, runs=search.runs)
+
+
+def tiered_rows(scenario: engine.Scenario, setup: Any, runs: int = 10000, seed: int = 0) -> dict[str, Any]:
+    """Rows for the Deadline sheet of a baseline with checkpoint tiers: the tiered plan's Monte Carlo at its interval
+    (:func:`engine.deadline_tiers.tiered_deadline_report`: failure classes, each restored from the first tier that
+    survives it), marked ``tiered`` (the sheet's status then reads the design's inputs too)."""
+    from ..engine.deadline_tiers import tiered_deadline_report
+
+    at = tiered_deadline_report(scenario, setup, runs=runs, seed=seed)
+    cur = scenario.currency
+    rows: list[tuple[str, Any, str, str | None]] = [
+        ("Deadline", at["deadline_h"], "h", F.HOURS),
+        ("First tier's interval simulated (the tiered plan of the Plan sheet)", at["interval_min"], "min", F.MINUTES),
+        ("Failure law", at["failure_law"], "", None),
+        ("P(finish by the deadline)", at["p_finish"], "share", "0.00%"),
+        ("  standard error", at["p_finish_se"], "share", "0.00%"),
+        ("  95 % interval, low (Wilson)", at["p_finish_low"], "share", "0.00%"),
+        ("  95 % interval, high (Wilson)", at["p_finish_high"], "share", "0.00%"),
+        ("Wall time, mean", at["wall_h_mean"], "h", F.HOURS),
+        ("  standard error of the mean", at["wall_h_mean_se"], "h", F.HOURS),
+        ("  expected (the tiered model, exact)", at["expected_wall_h"], "h", F.HOURS),
+        ("Wall time, P50", at["wall_h_p50"], "h", F.HOURS),
+        ("Wall time, P90", at["wall_h_p90"], "h", F.HOURS),
+        ("Wall time, P99", at["wall_h_p99"], "h", F.HOURS),
+        ("GPU-hours of the job, mean", at["gpu_hours_mean"], "GPU-h", F.GPU_HOURS),
+        ("GPU-hours of the job, P90", at["gpu_hours_p90"], "GPU-h", F.GPU_HOURS),
+        ("Cost of the job's GPU time, mean", at["cost_mean"], cur, F.MONEY),
+        ("Cost of the job's GPU time, P90", at["cost_p90"], cur, F.MONEY),
+    ]
+    return {"runs": at["runs"], "seed": seed, "computed": dt.date.today().isoformat(), "rows": rows, "tiered": True,
+            "notes": ["The tiered plan simulated run by run: each failure falls in a class, restored from the first "
+                      "tier that survives it (a restore that fails falls back to the next, or to the job's start); "
+                      "the simulation behind the tiered P(finish by the deadline) on the Storage & recovery sheet "
+                      "(there with 2,000 runs, seed 0).",
+                      "The interval search of a single-level plan (the interval with the best chance, the cheapest "
+                      "meeting a target) is not run for tiers: the tiered plan's interval is its optimum at the "
+                      "stated every (the Interval curve sheet)."]}

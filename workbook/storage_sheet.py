@@ -329,6 +329,8 @@ def _tier_blocks(g: _Grid, designs, stated: list[dict[str, str]], counts: list[i
         x = dict(g.refs[k], restart_other=TF.restart_other(stated[k]["restart_min"], g.refs[k]))
         _put(g.ws, 7, col, f"Tiered plan of column {col_letter(g.col(k))}", font=Font(bold=True))
         g.blocks[k] = TF.write_tier_block(g.ws, _FIRST, col, x, tiers, classes)
+        if k == 0:   # the baseline's optimum: the Interval curve's multiples are of it
+            g.name("setup_tiered_optimum_interval_min", g.blocks[0]["tiered_optimum_interval_min"].replace("$", ""))
         width = TF.block_size(m, CLASS_SLOTS)[1]
         for c in range(col, col + width):
             g.ws.column_dimensions[col_letter(c)].outlineLevel, g.ws.column_dimensions[col_letter(c)].hidden = 1, True

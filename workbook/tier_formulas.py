@@ -54,7 +54,8 @@ from ..engine.roots import INVPHI
 from ..engine.storage import HOURS_PER_BILLING_MONTH
 
 __all__ = ["FROM_BLOCK", "GENERIC", "GOLDEN_STEPS", "RESULTS", "SINGLE_LEVEL_ONLY", "block_size", "expm1", "log1p",
-           "PLAN_ROWS", "named_tables", "one_minus_exp_neg", "plan_rows", "restart_other", "tiered_expr", "write_tier_block"]
+           "PLAN_ROWS", "named_tables", "one_minus_exp_neg", "plan_rows", "restart_other", "tiered_expr", "write_tier_block",
+           "write_tier_constants", "write_tier_evaluation"]
 
 #: golden-section steps of the optimum (bracket 2 log 16 = 5.5 -> 2e-9 in log T)
 GOLDEN_STEPS = 45
@@ -188,8 +189,11 @@ _TIE = 1e-13
 
 def _no_worse(fc: str, fd: str) -> str:
     """``fc <= fd`` up to :data:`_TIE`: at the flat bottom two evaluators (LibreOffice, workbook.evaluate) may round
-    a tie apart, and either branch keeps ``T`` within the search's precision; the engine compares exactly."""
-    return f"{fc}<={fd}*(1+{_TIE!r})"
+    a tie apart, and either branch keeps ``T`` within the search's precision; the engine compares exactly. Written as
+    ``fc - fd <= fd tie``: LibreOffice takes two numbers within ~4e-15 of each other as equal, so ``fc <= fd (1 + tie)``
+    read TRUE there where an exact comparison reads FALSE (a tie at the tolerance's edge, seen in 2 of 40,000 cells);
+    the difference of two close numbers is exact, and it sits far from ``fd tie`` unless the two truly tie."""
+    return f"{fc}-{fd}<={fd}*{_TIE!r}"
 
 
 def _constants(const: Callable[[str, str, str], str], x: Mapping[str, str], tiers: Sequence[Mapping[str, str]],
@@ -425,6 +429,40 @@ def _figures(const: Callable[[str, str, str], str], k: dict[str, str], x: Mappin
         bills.append(fig(f"tier{n}_storage_cost", f"tier {n} storage", bill))
     fig("storage_cost", "storage, all tiers", "+".join(bills))
     return out
+
+
+# ------------------------------------------------------------------------------------ the tiered curve
+
+def write_tier_constants(ws, row: int, col: int, x: Mapping[str, str], tiers: Sequence[Mapping[str, str]],
+                         classes: Sequence[tuple[str, str]]) -> tuple[dict[str, str], int]:
+    """The design's constants of :func:`write_tier_block` alone (label in ``col``, formula in ``col + 1``, one per
+    row from ``row``): the recursion at a given interval needs them, not the search. Returns their references
+    (keys as the block's) and the next free row."""
+    cells, at = _Cells(ws), [row]
+
+    def const(key: str, label: str, expr: str) -> str:
+        ws.cell(row=at[0], column=col, value=label)
+        ref = cells.write(at[0], col + 1, expr, True)
+        at[0] += 1
+        return ref
+
+    return _constants(const, x, tiers, classes), at[0]
+
+
+def write_tier_evaluation(ws, row: int, col: int, k: Mapping[str, str], m: int, interval: str) -> tuple[str, int]:
+    """The recursion at the first tier's interval ``interval`` (a formula, min) along ``row`` from ``col``, over the
+    constants ``k`` of :func:`write_tier_constants` (``m`` tier slots): the cells of one row of the block's search.
+    Returns the reference of the expected wall time per unit of work (``IFERROR``: 9.9E+307 where it overflows) and
+    the next free column."""
+    cells, pos = _Cells(ws), [col]
+
+    def put(expr: str) -> str:
+        ref = cells.write(row, pos[0], expr, False)
+        pos[0] += 1
+        return ref
+
+    x = put(f"LN({interval})")
+    return _evaluation(put, x, k, m), pos[0]
 
 
 # ------------------------------------------------------------------------------------ a sheet's tiered columns

@@ -68,9 +68,15 @@ import numpy as np
 from .errors import InputError
 from .waste import exact_optimal_interval_kernel
 
-__all__ = ["FailurePhase", "LATTICE_TOL", "QUADRATURE_NODES", "SEARCH_NODES", "boundary_state", "best_single_interval",
+__all__ = ["FailurePhase", "LATTICE_TOL", "MAX_PHASES", "MAX_PHASES_RULE", "QUADRATURE_NODES", "SEARCH_NODES", "boundary_state", "best_single_interval",
            "chain_step", "fold_pieces", "gauss_nodes", "optimal_schedule", "phase_arrays", "phases_from_list", "refuse_phases", "schedule_expectation"]
 
+#: most failure phases a scenario may state: the schedule's search has one interval per phase and each
+#: expectation walks every boundary, so its work grows faster than the count (16 phases: seconds; 40: minutes)
+MAX_PHASES = 16
+#: the rule a longer list breaks, said on every surface
+MAX_PHASES_RULE = (f"at most {MAX_PHASES} failure phases (the schedule searches one interval per phase): merge "
+                   "neighbouring phases of similar rate")
 #: Gauss-Legendre nodes of every piece of the state distribution's integral (:func:`boundary_state`)
 QUADRATURE_NODES = 24
 #: nodes while searching for the optimum (the schedule found is then evaluated with QUADRATURE_NODES)
@@ -111,6 +117,8 @@ def phases_from_list(raw: Any, origin: str = "scenario") -> tuple[FailurePhase, 
     if isinstance(raw, (str, bytes, dict)) or not isinstance(raw, (list, tuple)):
         raise InputError(f"{origin}: failure_phases", raw, "must be a list of [[failure_phases]] tables with "
                          "start_h and rate_factor")
+    if len(raw) > MAX_PHASES:
+        raise InputError(f"{origin}: failure_phases", f"{len(raw)} phases", MAX_PHASES_RULE)
     out = []
     for i, item in enumerate(raw):
         if isinstance(item, FailurePhase):

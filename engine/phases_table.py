@@ -36,6 +36,7 @@ import pandas as pd
 
 from .errors import NEVER_FINISHES, InputError
 from .fields import DEFAULT_RUNS, DEFAULT_SEED, PHASE_FIELDS
+from .phases import MAX_PHASES, MAX_PHASES_RULE
 from .preemption_table import MAX_INTERRUPTIONS
 from .weibull_schedule import weibull_rows
 
@@ -58,6 +59,8 @@ def phase_indices(columns: Iterable[Any]) -> list[int]:
     """The ``i`` of every ``phase{i}_*`` column; raises unless each phase has both columns."""
     columns = list(columns)
     found = sorted({int(m.group(1)) for c in columns if isinstance(c, str) and (m := PHASE_COL.match(c))})
+    if len(found) > MAX_PHASES:
+        raise InputError("columns", f"phase1_* .. phase{found[-1]}_* ({len(found)} phases)", MAX_PHASES_RULE)
     for i in found:
         for part in PHASE_FIELDS:
             if f"phase{i}_{part.name}" not in columns:

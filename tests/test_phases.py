@@ -108,6 +108,20 @@ def test_phases_are_checked_at_the_boundary():
         engine.validate_table(two)
 
 
+def test_phase_count_is_bounded_before_any_work():
+    """MAX_PHASES phases are a scenario; one more is refused naming the count and the rule, in a scenario and in a
+    table's phase columns (the schedule's search grows faster than the count: 1,000 phases never ended)."""
+    many = [{"start_h": 10.0 * i, "rate_factor": 1.0 + i % 3} for i in range(P.MAX_PHASES + 1)]
+    assert len(engine.Scenario(**BASE, failure_phases=many[:-1]).failure_phases) == P.MAX_PHASES
+    with pytest.raises(engine.InputError, match=f"{P.MAX_PHASES + 1} phases.*at most {P.MAX_PHASES} failure phases"):
+        engine.Scenario(**BASE, failure_phases=many)
+    table = engine.to_table([engine.Scenario(**BASE)])
+    for i, phase in enumerate(many, start=1):
+        table[f"phase{i}_start_h"], table[f"phase{i}_rate_factor"] = [phase["start_h"]], [phase["rate_factor"]]
+    with pytest.raises(engine.InputError, match=f"at most {P.MAX_PHASES} failure phases"):
+        engine.validate_table(table)
+
+
 def test_toml_table_and_json_round_trip(tmp_path):
     path = tmp_path / "burn.toml"
     body = "\n".join(f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v}" for k, v in BASE.items())

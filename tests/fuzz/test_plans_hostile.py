@@ -117,6 +117,7 @@ PARTS: dict[str, str] = {
     "phases descending": "[[failure_phases]]\nstart_h = 50\nrate_factor = 2.0\n[[failure_phases]]\nstart_h = 10\n"
                          "rate_factor = 1.0\n",
     "phase start 10**400": f"[[failure_phases]]\nstart_h = {BIG}\nrate_factor = 2.0\n",
+    "1000 phases": "".join(f"[[failure_phases]]\nstart_h = {i}\nrate_factor = {1 + i % 3}.0\n" for i in range(1000)),
     "phases not a list": "failure_phases = 3\n",
     "phases with spot": "preemptions_per_h = 0.1\n[[failure_phases]]\nstart_h = 10\nrate_factor = 2.0\n",
     # ranges ([uncertainty])
@@ -149,8 +150,10 @@ def test_hostile_plan_files(tmp_path: Path, name: str, reader):
     path.write_text(BASE + PARTS[name], encoding="utf-8")
     (tmp_path / "in.csv").write_text("name,checkpoint_stall_min\na,2\n", encoding="utf-8")
     out = run_case(command, [str(path) if a == "{f}" else a for a in args], tmp_path, area="plans")
+    if name == "1000 phases":   # refused before any work (engine.phases.MAX_PHASES), naming the count and the rule
+        assert out.code == 2 and "1000 phases" in out.stderr and "at most 16 failure phases" in out.stderr, out
     if name == "design stall on a tiered plan" and command == "compare" and out.code == 0:
         assert "not used by a tiered plan" in out.stdout, out
     if name in ("60 nested tiers", "1000 tiers", "17 tiers", "design huge int", "design ten-digit domain",
-                "spot rate 10**400", "phase start 10**400", "range 10**400"):
+                "1000 phases", "spot rate 10**400", "phase start 10**400", "range 10**400"):
         assert out.code in (0, 2), out

@@ -246,3 +246,24 @@ def test_an_unedited_round_trip_reproduces_plan_json(tmp_path):
     same_json(got, want)
 
 
+
+
+def test_the_sheet_holds_at_most_six_phases_and_refuses_more_by_name(tmp_path):
+    """The Schedule sheet's exact expectation is written cell for cell (about 42,000 formulas at six phase rows,
+    140,000 at ten: past the cached-value limit): it offers spare rows up to six, and a scenario with more phases
+    is refused by name before any work, pointing to `plan`/`batch`."""
+    from ckptplan.workbook.build import refuse_off_sheets
+    from ckptplan.workbook.schedule_sheet import SHEET_MAX_PHASES, phase_slots
+
+    assert [phase_slots(n) for n in range(1, SHEET_MAX_PHASES + 1)] == [3, 4, 5, 6, 6, 6]
+    base = engine.Scenario(name="six", price_per_gpu_hour=2.0, nodes=16, node_mtbf_h=2000, checkpoint_stall_min=1, restart_min=5, useful_training_h=50)
+    phases = [{"start_h": 5.0 * i, "rate_factor": 1.0 + i % 2} for i in range(SHEET_MAX_PHASES + 1)]
+    refuse_off_sheets(base.replace(failure_phases=phases[:-1]))
+    with pytest.raises(engine.InputError, match="7 phases.*at most 6 phases.*ckptplan plan"):
+        refuse_off_sheets(base.replace(failure_phases=phases))
+    path = tmp_path / "seven.toml"
+    path.write_text("[scenario]\nname = \"seven\"\nprice_per_gpu_hour = 2.0\nnodes = 16\nnode_mtbf_h = 2000\ncheckpoint_stall_min = 1\nrestart_min = 5\n"
+                    "useful_training_h = 50\n" + "".join(f"\n[[failure_phases]]\nstart_h = {p['start_h']}\n"
+                                                       f"rate_factor = {p['rate_factor']}\n" for p in phases))
+    res = CliRunner().invoke(app, ["workbook", "--scenario", str(path), "-o", str(tmp_path / "w.xlsx"), "--no-deadline"])
+    assert res.exit_code == 2 and "at most 6 phases" in res.output and not (tmp_path / "w.xlsx").exists(), res.output

@@ -45,7 +45,7 @@ from .evaluate import cached_values, store_cached_values
 from .manifest import Built, Check
 from . import style as S
 from .notes import notes_sheet, readiness_sheet
-from .schedule_sheet import schedule_sheet
+from .schedule_sheet import SHEET_MAX_PHASES, schedule_sheet
 from .spot_sheet import capacity_block, spot_sheet
 
 __all__ = ["CURVE_FACTORS", "KEY_OUTPUTS", "Built", "Check", "build_workbook", "refuse_combined", "refuse_off_sheets", "save", "scaling_nodes",
@@ -702,6 +702,12 @@ def refuse_off_sheets(scenario: Any) -> None:
         raise engine.InputError("weibull_shape_from_start", shape, "the workbook's sheets plan a constant failure "
                                 "rate: plan a Weibull shape from the start with `ckptplan plan` or `ckptplan batch` "
                                 "(an interval schedule)")
+    phases = getattr(scenario, "failure_phases", ())
+    if len(phases) > SHEET_MAX_PHASES:
+        raise engine.InputError("failure_phases", f"{len(phases)} phases", f"the workbook's Schedule sheet holds at "
+                                f"most {SHEET_MAX_PHASES} phases (its exact expectation is live formulas, cell for "
+                                "cell): plan more phases with `ckptplan plan` or `ckptplan batch`, or merge "
+                                "neighbouring phases of similar rate")
     refuse_combined(scenario)
 
 

@@ -31,16 +31,20 @@ from . import flags
 from . import formulas as F
 from . import style as S
 
-__all__ = ["SHEET", "phase_slots", "schedule_sheet"]
+__all__ = ["SHEET", "SHEET_MAX_PHASES", "phase_slots", "schedule_sheet"]
 
 SHEET = "Schedule"
 #: blank phase rows beyond the scenario's, so a planner can add a phase in the file
 _SPARE_SLOTS = 2
+#: most phase rows the sheet holds: its exact expectation is written cell for cell (every boundary's nodes followed
+#: phase by phase), about 42,000 formula cells at 6 rows and 140,000 at 10, past what a cached value is computed for
+#: (:data:`ckptplan.workbook.evaluate.MAX_CACHED_CELLS_PER_SHEET`) and minutes to write
+SHEET_MAX_PHASES = 6
 
 
 def phase_slots(n: int) -> int:
-    """The phase rows the sheet offers for a scenario with ``n`` phases."""
-    return n + _SPARE_SLOTS
+    """The phase rows the sheet offers for a scenario with ``n`` phases (at most :data:`SHEET_MAX_PHASES`)."""
+    return max(n, min(n + _SPARE_SLOTS, SHEET_MAX_PHASES))
 
 
 def _phase_inputs(wb: Workbook, ws, phases: tuple, row: int) -> tuple[int, list[tuple[str, str, Any]]]:

@@ -797,14 +797,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     _scaling_sheet(wb, scenario, built, terms, st)
     compare_sheet(wb, scenario, designs, built, terms, tiered=bool(st.tiers))
     capacity_block(wb, capacity, scenario_inputs(scenario), scenario.currency)
-    ws = wb[COMPARE]
-    if E.shows_strategies(given_sc, st):   # the recovery strategies, as `ckptplan compare` prices them, on a page
-        E.strategy_block(wb, ws, _new_page(ws), given_sc, st, derived)
-    ws.row_breaks.append(Break(id=ws.max_row + 2))   # the break-even and target blocks start a printed page
-    on_sheet = () if given == tuple(default_designs(scenario)) else given   # the Storage & recovery sheet's designs
-    break_even_block(wb, ws, ws.max_row + 3, stated, st, designs,
-                     break_even or default_choice(stated, st, tuple(uncertainty)), tuple(uncertainty), built,
-                     derived, tuple((k, d) for k, d in enumerate(on_sheet, start=1) if d not in designs))
+    _engine_blocks(wb, built, (scenario, given_sc, stated), st, derived, given, break_even, tuple(uncertainty))
     spot_sheet(wb, scenario.currency, built)
     storage_sheet(wb, scenario, setup, given, built, terms)
     if ranked:
@@ -821,6 +814,22 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
         S.print_setup(ws)
     wb.calculation.fullCalcOnLoad = True
     return built
+
+
+def _engine_blocks(wb: Workbook, built: Built, views: tuple, st: Any, derived: frozenset, given: tuple,
+                   break_even: tuple | None, uncertainty: tuple) -> None:
+    """The Compare sheet's engine blocks under its live table: the recovery strategies (an elastic scenario), then
+    the break-even block on a printed page of its own. ``views``: the scenario the live sheets plan, as given (the
+    elastic blocks'), as stated (the break-even block's)."""
+    scenario, given_sc, stated = views
+    ws = wb[COMPARE]
+    if E.shows_strategies(given_sc, st):   # the recovery strategies, as `ckptplan compare` prices them, on a page
+        E.strategy_block(wb, ws, _new_page(ws), given_sc, st, derived)
+    ws.row_breaks.append(Break(id=ws.max_row + 2))   # the break-even and target blocks start a printed page
+    on_sheet = () if given == tuple(default_designs(scenario)) else given   # the Storage & recovery sheet's designs
+    break_even_block(wb, ws, ws.max_row + 3, stated, st, built.designs,
+                     break_even or default_choice(stated, st, uncertainty), uncertainty, built,
+                     derived, tuple((k, d) for k, d in enumerate(on_sheet, start=1) if d not in built.designs))
 
 
 def _new_page(ws) -> int:

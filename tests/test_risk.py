@@ -576,8 +576,45 @@ def test_workbook_sensitivity_sheet_is_live_and_equals_the_engine(fixture, reque
         ranks = [values.cell(row=r, column=17).value for r in sorted(rows.values())]
         assert sorted(ranks) == list(range(1, len(rows) + 1))
         _check_spider(values, scenario, plan.setup, inputs)
+        _check_design_swings(values, source, path is got_edited)
     charts = load_workbook(out)["Sensitivity"]._charts
     assert len(charts) == 2 and len(charts[1].series) == len(plan.uncertainty)   # the tornado and the spider
+
+
+def _check_design_swings(values, source, edited: bool) -> None:
+    """The designs' block: each design's swings equal ``ckptplan sensitivity --json`` of the file (1e-9), in its
+    rank of the total-cost swing; the status up to date, or after the edits OUT OF DATE naming each edited cell."""
+    res = runner.invoke(app, ["sensitivity", "--scenario", str(source), "--json"])
+    assert res.exit_code == 0, res.output
+    want = {(r["plan"], r["input"], r["output"]): r for r in json.loads(res.output)["tornado"]}
+    if "sensitivity_designs_status" not in values.parent.defined_names:   # a file without designs: none to swing
+        assert not any(p != json.loads(res.output)["baseline"] for p, _, _ in want)
+        return
+    status = values.parent.defined_names["sensitivity_designs_status"]
+    sheet, ref = list(status.destinations)[0]
+    end = values[ref.replace("$", "")].row
+    head = next(r for r in range(1, end) if values.cell(row=r, column=1).value == "Design / input")
+    seen, plan_name, position = set(), None, 0
+    for r in range(head + 1, end):
+        label = values.cell(row=r, column=1).value
+        if values.cell(row=r, column=2).value is None:   # a design's label row
+            plan_name, position = label.split(": ", 1)[1], 0
+            seen.add(plan_name)
+            continue
+        position += 1
+        assert want[(plan_name, label, "total_cost")]["rank"] == position, (plan_name, label)
+        for j, output in enumerate(("total_cost", "wall_h", "goodput", "p_finish_by_deadline")):
+            w = want[(plan_name, label, output)]["swing"]
+            got = values.cell(row=r, column=4 + j).value
+            assert (got is None) if w is None else got == pytest.approx(w, rel=1e-9, abs=1e-9), (plan_name, label, output)
+    designs = {p for p, _, _ in want} - {json.loads(res.output)["baseline"]}
+    assert seen == designs
+    text = values[ref.replace("$", "")].value
+    if not edited:
+        assert text == "up to date"
+    else:
+        assert text.startswith("OUT OF DATE") and all(name in text for name in ("price_per_gpu_hour",
+                                                                               "node_mtbf_h_low", "spares_high"))
 
 
 def _check_spider(values, scenario, setup, inputs) -> None:

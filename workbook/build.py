@@ -10,6 +10,7 @@ cell that mirrors an engine figure, which the tests recalculate and compare.
 from __future__ import annotations
 
 import math
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -39,6 +40,7 @@ from . import tier_sheets
 from .break_even_block import break_even_block, default_choice
 from .compare_sheet import SHEET as COMPARE, compare_sheet
 from .target_block import default_target, target_block
+from .sensitivity_designs import designs_block, designs_block_rows
 from .sensitivity_sheet import sensitivity_sheet
 from .storage_sheet import storage_sheet
 from .evaluate import cached_values, store_cached_values
@@ -742,9 +744,10 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
                    scenarios: pd.DataFrame | None = None, deadline: dict[str, Any] | None = None,
                    readiness: dict[str, tuple[Any, Any]] | None = None, designs: tuple | None = None,
                    setup: Any = None, uncertainty: tuple = (), capacity: dict[str, Any] | None = None,
-                   break_even: tuple | None = None, target: tuple | None = None) -> Built:
+                   break_even: tuple | None = None, target: tuple | None = None, swung: Any = None) -> Built:
     """Build the planning workbook in memory (see :func:`write_workbook` to save it).
 
+    ``swung``: the scenario as its file gives it (no derived stall filled in), the one ``ckptplan sensitivity`` swings.
     ``designs``: the Compare sheet's alternatives, each a set of changes on the baseline
     (:class:`ckptplan.engine.designs.Design`; default :func:`~ckptplan.engine.designs.default_designs`:
     storage 4x faster, twice the nodes for the same training, restarts twice as fast).
@@ -808,7 +811,10 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     spot_sheet(wb, scenario.currency, built)
     storage_sheet(wb, scenario, setup, given, built, terms)
     if ranked:
-        sensitivity_sheet(wb, ranked, built, terms, scenario.currency)
+        sensitivity_sheet(wb, ranked, built, terms, scenario.currency,
+                          _design_swings(wb, stated if swung is None else swung, st, designs if given else (),
+                                         tuple((k, d) for k, d in enumerate(on_sheet, start=1) if d not in designs),
+                                         ranked, derived))
     _target(wb, stated, st, target or default_target(stated, st), built, derived)
     if scenarios is not None:
         _scenarios_sheet(wb, scenarios, built, scenario.currency)
@@ -843,6 +849,17 @@ def _say_views(wb: Workbook, tiered: bool, elastic: bool, deadline: Any) -> None
                           ("Sensitivity", 2), ("Deadline", 2)):
             if name in wb.sheetnames:
                 _say_single_level(wb[name], row, E.STOP_AND_RESTART_SHEET)
+
+
+def _design_swings(wb: Workbook, swung: engine.Scenario, st: Any, alts: tuple, extra: tuple, ranked: tuple,
+                   derived: frozenset) -> tuple | None:
+    """The Sensitivity sheet's designs' block (writer, rows), None without designs: the ones ``ckptplan sensitivity``
+    swings, the file's (``alts``: its Compare alternatives, none when the Compare sheet shows the defaults; ``extra``:
+    (k, design) of the Storage & recovery sheet's others)."""
+    if not (alts or extra):
+        return None
+    return (partial(designs_block, wb, scenario=swung, setup=st, designs=alts, storage=extra, inputs=ranked,
+                    derived=derived), designs_block_rows(alts, extra, ranked))
 
 
 def _ranked(scenario: engine.Scenario, st: Any, uncertainty: tuple) -> tuple:

@@ -747,7 +747,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
                    break_even: tuple | None = None, target: tuple | None = None, swung: Any = None) -> Built:
     """Build the planning workbook in memory (see :func:`write_workbook` to save it).
 
-    ``swung``: the scenario as its file gives it (no derived stall filled in), the one ``ckptplan sensitivity`` swings.
+    ``swung``: the scenario as its file gives it (default ``scenario``), the one ``ckptplan sensitivity`` swings.
     ``designs``: the Compare sheet's alternatives, each a set of changes on the baseline
     (:class:`ckptplan.engine.designs.Design`; default :func:`~ckptplan.engine.designs.default_designs`:
     storage 4x faster, twice the nodes for the same training, restarts twice as fast).
@@ -810,11 +810,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
                      derived, tuple((k, d) for k, d in enumerate(on_sheet, start=1) if d not in designs))
     spot_sheet(wb, scenario.currency, built)
     storage_sheet(wb, scenario, setup, given, built, terms)
-    if ranked:
-        sensitivity_sheet(wb, ranked, built, terms, scenario.currency,
-                          _design_swings(wb, stated if swung is None else swung, st, designs if given else (),
-                                         tuple((k, d) for k, d in enumerate(on_sheet, start=1) if d not in designs),
-                                         ranked, derived))
+    _sensitivity(wb, ranked, built, terms, scenario.currency, swung or stated, st, designs, given, on_sheet, derived)
     _target(wb, stated, st, target or default_target(stated, st), built, derived)
     if scenarios is not None:
         _scenarios_sheet(wb, scenarios, built, scenario.currency)
@@ -851,15 +847,18 @@ def _say_views(wb: Workbook, tiered: bool, elastic: bool, deadline: Any) -> None
                 _say_single_level(wb[name], row, E.STOP_AND_RESTART_SHEET)
 
 
-def _design_swings(wb: Workbook, swung: engine.Scenario, st: Any, alts: tuple, extra: tuple, ranked: tuple,
-                   derived: frozenset) -> tuple | None:
-    """The Sensitivity sheet's designs' block (writer, rows), None without designs: the ones ``ckptplan sensitivity``
-    swings, the file's (``alts``: its Compare alternatives, none when the Compare sheet shows the defaults; ``extra``:
-    (k, design) of the Storage & recovery sheet's others)."""
-    if not (alts or extra):
-        return None
-    return (partial(designs_block, wb, scenario=swung, setup=st, designs=alts, storage=extra, inputs=ranked,
-                    derived=derived), designs_block_rows(alts, extra, ranked))
+def _sensitivity(wb: Workbook, ranked: tuple, built: Built, terms: int, currency: str, swung: engine.Scenario,
+                 st: Any, designs: tuple, given: tuple, on_sheet: tuple, derived: frozenset) -> None:
+    """The Sensitivity sheet (none without ranges) and its designs' block: the designs ``ckptplan sensitivity`` swings
+    on ``swung`` (the scenario as its file gives it, no derived stall or restart filled in), the file's Compare
+    alternatives (none when the Compare sheet shows the defaults) and the Storage & recovery sheet's others."""
+    if not ranked:
+        return
+    alts = designs if given else ()
+    extra = tuple((k, d) for k, d in enumerate(on_sheet, start=1) if d not in designs)
+    block = (partial(designs_block, wb, scenario=swung, setup=st, designs=alts, storage=extra, inputs=ranked,
+                     derived=derived), designs_block_rows(alts, extra, ranked)) if alts or extra else None
+    sensitivity_sheet(wb, ranked, built, terms, currency, block)
 
 
 def _ranked(scenario: engine.Scenario, st: Any, uncertainty: tuple) -> tuple:

@@ -20,9 +20,10 @@ analytic distribution of one run's wall time (:func:`engine.wall_distribution.wa
    and P(the design costs less than the baseline) over paired input draws, the failure randomness
    of the two plans drawn independently (two runs of the same job are not the same run).
 
-The check (:func:`nested_monte_carlo`) samples both layers run by run, with the event-by-event
-simulator (:func:`engine.montecarlo.simulate_wall_times`, one run per input draw); the tests hold the
-two within their sampling error on three scenarios.
+The check (``tests/test_risk.py``) samples both layers run by run, independently of this module: the
+inputs with numpy's own samplers, then one run per draw simulated failure by failure in the test (the
+plan of the draw, its interval, stall and restart, from the engine's planner); it holds the two within
+their sampling error on three scenarios.
 
 Limits: a tiered plan's wall time has no analytic distribution here (its P(finish) is simulated):
 for it only the input uncertainty enters (each draw at its expected wall time), and the answer says
@@ -41,7 +42,7 @@ from .errors import InputError
 from .fields import DEFAULT_SEED
 from .uncertainty import UncertainInput
 
-__all__ = ["DEFAULT_DRAWS", "RISK_FIGURES", "draw_inputs", "nested_monte_carlo", "risk_percentiles", "run_figures"]
+__all__ = ["DEFAULT_DRAWS", "RISK_FIGURES", "draw_inputs", "risk_percentiles", "run_figures"]
 
 #: input draws when none is given (P10/P90 to about 0.5 percentage point of probability)
 DEFAULT_DRAWS = 20_000
@@ -120,25 +121,3 @@ def risk_percentiles(scenario: Any, setup: Any = None, designs: Sequence[Any] = 
         row["draws"] = int(draws)
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def nested_monte_carlo(scenario: Any, setup: Any = None, inputs: Sequence[UncertainInput] = (),
-                       draws: int = 2000, seed: int = DEFAULT_SEED) -> dict[str, np.ndarray]:
-    """The reference of :func:`risk_percentiles` (single-level plans): for each input draw, one run of the
-    job simulated failure by failure (:func:`engine.montecarlo.simulate_wall_times`, its own seed), then its
-    cost as module note 4. Returns each run's ``wall_h`` and ``total_cost``. A loop over draws: slow."""
-    from .montecarlo import simulate_wall_times
-    from .sensitivity import evaluate_variants, variants
-
-    plan = variants(scenario, setup)[0]
-    if plan.setup.tiers:
-        raise InputError("setup", "tiers", "the nested simulation covers single-level plans")
-    res = evaluate_variants([(plan, draw_inputs(inputs, draws, seed))])[0]
-    j = _finite_job(res)
-    wall = np.empty(draws)
-    for i in range(draws):
-        wall[i] = simulate_wall_times(j["work"][i], j["T"][i], j["C"][i], j["M"][i], j["R"][i], j["W"][i],
-                                      j["slowdown"][i], runs=1, seed=np.random.default_rng([seed, 2, i]))[0]
-    wall_h = wall / 60.0
-    return {"wall_h": wall_h, "total_cost": wall_h * res["total_cost"].to_numpy(dtype=float)
-            / res["wall_h"].to_numpy(dtype=float)}

@@ -301,16 +301,126 @@ restart_min = [5, 20]
 """
 
 
+# The nested reference, written here independently of engine.risk / engine.montecarlo / engine.uncertainty:
+# (1) each run draws its inputs with numpy's own samplers from the [uncertainty] table as the docs define it;
+# (2) the plan of that draw (interval, stall, job MTBF, restart, write, cost per wall hour) is the engine's
+#     deterministic planner's output for those inputs (engine.sensitivity.evaluate_variants), checked below
+#     against the draw where the test can say it by hand (no setup: C, R, M = node MTBF / nodes, the GPU bill);
+# (3) the run itself is simulated failure by failure in plain Python (_one_run).
+
+def _own_draws(ranges_toml: str, base: dict, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """n draws of each input from its distribution, by numpy's samplers (not inverse CDFs)."""
+    import tomllib
+    from statistics import NormalDist
+
+    out = {}
+    for field, spec in tomllib.loads(ranges_toml)["uncertainty"].items():
+        if isinstance(spec, list):
+            spec = {"dist": "triangular", "low": spec[0], "high": spec[1]}
+        lo, hi, mode = float(spec["low"]), float(spec["high"]), float(spec.get("mode", base[field]))
+        if spec["dist"] == "triangular":
+            x = rng.triangular(lo, mode, hi, n)
+        elif spec["dist"] == "pert":   # Beta-PERT, shape 4 (Malcolm et al. 1959; Vose 2008)
+            x = lo + (hi - lo) * rng.beta(1 + 4 * (mode - lo) / (hi - lo), 1 + 4 * (hi - mode) / (hi - lo), n)
+        elif spec["dist"] == "uniform":
+            x = rng.uniform(lo, hi, n)
+        else:   # lognormal with low, high its 5th and 95th percentiles
+            z = NormalDist().inv_cdf(0.95)
+            x = rng.lognormal((np.log(lo) + np.log(hi)) / 2, (np.log(hi) - np.log(lo)) / (2 * z), n)
+        out[field] = np.rint(x) if field in ("spares", "nodes") else x
+    return out
+
+
+def _one_run(rng: np.random.Generator, work: float, T: float, C: float, M: float, R: float, W: float,
+             s: float) -> float:
+    """Wall minutes of one run: exponential failure gaps (mean M); segments of T minutes of work, each ended by
+    a blocking save of C minutes and, with W > 0, a write of W minutes in the background during which compute
+    runs at 1 - s of its speed (a save is restorable when its write ends; compute waits for the write before
+    the next save); a failure loses the work since the last restorable save and costs a restart of R minutes
+    (a failure during the restart starts it again); no save after the last segment. Without a background
+    write the whole save cycles before the next failure are taken in one step (the same timeline)."""
+    n = int(np.ceil(work / T - 1e-12))
+    lengths = [T] * (n - 1) + [work - (n - 1) * T]
+    t, fail, durable = 0.0, rng.exponential(M), 0
+    while True:
+        k, write_end = durable, None    # resume from the last restorable save
+        while True:
+            seg, last = lengths[k], k == n - 1
+            if write_end is not None:   # the previous save's write still runs
+                slow_end = t + seg / (1 - s)
+                if slow_end < write_end and last:
+                    if fail <= slow_end:
+                        break
+                    return slow_end
+                if fail <= write_end:
+                    break
+                durable = k             # that save is restorable now
+                end = write_end if slow_end < write_end else write_end + seg - (write_end - t) * (1 - s)
+                write_end = None
+            else:
+                if W == 0 and not last:   # whole save cycles before the next failure, at once (same timeline)
+                    m = min(int((fail - t) // (T + C)), n - 1 - k)
+                    if m > 0:
+                        t, k = t + m * (T + C), k + m
+                        durable = k
+                        continue
+                end = t + seg
+            if fail <= end:
+                break
+            t = end
+            if last:
+                return t
+            if fail <= t + C:
+                break
+            t += C
+            k += 1
+            if W > 0:
+                write_end = t + W
+            else:
+                durable = k
+        t = fail                        # a failure: restart (again if a failure interrupts it)
+        while True:
+            gap = rng.exponential(M)
+            if gap > R:
+                fail, t = t + gap, t + R
+                break
+            t += gap
+
+
 @pytest.mark.parametrize("source, ranges", [(template_path("seed.toml"), SEED_RANGES), (STORAGE, STORAGE_RANGES),
                                             (template_path("async-save.toml"), ASYNC_RANGES)])
 def test_input_monte_carlo_matches_a_nested_simulation_within_sampling_error(tmp_path, source, ranges):
-    from ckptplan.engine.risk import nested_monte_carlo, risk_percentiles
+    import tomllib
+
+    from ckptplan.engine.risk import risk_percentiles
+    from ckptplan.engine.sensitivity import evaluate_variants, variants
 
     plan = load_plan(_with_ranges(tmp_path, source, ranges, "ranges.toml"))
     fast = risk_percentiles(plan.scenario, plan.setup, (), plan.uncertainty, draws=50_000, seed=1,
                             probabilities=(0.1, 0.5, 0.9)).iloc[0]
     n = 2500
-    slow = nested_monte_carlo(plan.scenario, plan.setup, plan.uncertainty, draws=n, seed=7)
+    rng = np.random.default_rng(2026)
+    baseline = variants(plan.scenario, plan.setup)[0]
+    base = tomllib.loads(source.read_text(encoding="utf-8"))["scenario"]
+    own = evaluate_variants([(baseline, {})])[0].iloc[0]
+    for field in ("node_mtbf_h", "restart_min"):   # named by a failure-rate source / derived by the storage setup
+        base.setdefault(field, float(own[field]))
+    draws = _own_draws(ranges, base, n, rng)
+    res = evaluate_variants([(baseline, draws)])[0]
+    col = {c: res[c].to_numpy(dtype=float) for c in res.columns if c in (
+        "chosen_interval_min", "checkpoint_stall_min", "job_mtbf_h", "restart_min", "total_cost", "wall_h")}
+    if source != STORAGE:   # no storage setup: the plan takes the drawn inputs as they are
+        for field in ("checkpoint_stall_min", "restart_min"):
+            np.testing.assert_allclose(col[field], draws.get(field, base[field]), rtol=1e-12)
+        np.testing.assert_allclose(col["job_mtbf_h"], draws["node_mtbf_h"] / base["nodes"], rtol=1e-12)
+        gpu_bill = base["nodes"] * base["gpus_per_node"] * draws.get("price_per_gpu_hour", base["price_per_gpu_hour"])
+        np.testing.assert_allclose(col["total_cost"] / col["wall_h"], gpu_bill, rtol=1e-9)
+    W = draws.get("async_write_min", np.full(n, float(base.get("async_write_min", 0.0))))
+    s = float(base.get("async_slowdown_fraction", 0.0))
+    wall_h = np.array([_one_run(rng, base["useful_training_h"] * 60.0, col["chosen_interval_min"][i],
+                                col["checkpoint_stall_min"][i], col["job_mtbf_h"][i] * 60.0, col["restart_min"][i],
+                                W[i], s) for i in range(n)]) / 60.0
+    slow = {"wall_h": wall_h, "total_cost": wall_h * col["total_cost"] / col["wall_h"]}
     for fig in ("wall_h", "total_cost"):
         for p in (0.1, 0.5, 0.9):
             # the share of simulated runs below the fast P-percentile is p, within its sampling error
@@ -466,8 +576,45 @@ def test_workbook_sensitivity_sheet_is_live_and_equals_the_engine(fixture, reque
         ranks = [values.cell(row=r, column=17).value for r in sorted(rows.values())]
         assert sorted(ranks) == list(range(1, len(rows) + 1))
         _check_spider(values, scenario, plan.setup, inputs)
+        _check_design_swings(values, source, path is got_edited)
     charts = load_workbook(out)["Sensitivity"]._charts
     assert len(charts) == 2 and len(charts[1].series) == len(plan.uncertainty)   # the tornado and the spider
+
+
+def _check_design_swings(values, source, edited: bool) -> None:
+    """The designs' block: each design's swings equal ``ckptplan sensitivity --json`` of the file (1e-9), in its
+    rank of the total-cost swing; the status up to date, or after the edits OUT OF DATE naming each edited cell."""
+    res = runner.invoke(app, ["sensitivity", "--scenario", str(source), "--json"])
+    assert res.exit_code == 0, res.output
+    want = {(r["plan"], r["input"], r["output"]): r for r in json.loads(res.output)["tornado"]}
+    if "sensitivity_designs_status" not in values.parent.defined_names:   # a file without designs: none to swing
+        assert not any(p != json.loads(res.output)["baseline"] for p, _, _ in want)
+        return
+    status = values.parent.defined_names["sensitivity_designs_status"]
+    sheet, ref = list(status.destinations)[0]
+    end = values[ref.replace("$", "")].row
+    head = next(r for r in range(1, end) if values.cell(row=r, column=1).value == "Design / input")
+    seen, plan_name, position = set(), None, 0
+    for r in range(head + 1, end):
+        label = values.cell(row=r, column=1).value
+        if values.cell(row=r, column=2).value is None:   # a design's label row
+            plan_name, position = label.split(": ", 1)[1], 0
+            seen.add(plan_name)
+            continue
+        position += 1
+        assert want[(plan_name, label, "total_cost")]["rank"] == position, (plan_name, label)
+        for j, output in enumerate(("total_cost", "wall_h", "goodput", "p_finish_by_deadline")):
+            w = want[(plan_name, label, output)]["swing"]
+            got = values.cell(row=r, column=4 + j).value
+            assert (got is None) if w is None else got == pytest.approx(w, rel=1e-9, abs=1e-9), (plan_name, label, output)
+    designs = {p for p, _, _ in want} - {json.loads(res.output)["baseline"]}
+    assert seen == designs
+    text = values[ref.replace("$", "")].value
+    if not edited:
+        assert text == "up to date"
+    else:
+        assert text.startswith("OUT OF DATE") and all(name in text for name in ("price_per_gpu_hour",
+                                                                               "node_mtbf_h_low", "spares_high"))
 
 
 def _check_spider(values, scenario, setup, inputs) -> None:

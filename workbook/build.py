@@ -10,6 +10,7 @@ cell that mirrors an engine figure, which the tests recalculate and compare.
 from __future__ import annotations
 
 import math
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -39,6 +40,7 @@ from . import tier_sheets
 from .break_even_block import break_even_block, default_choice
 from .compare_sheet import SHEET as COMPARE, compare_sheet
 from .target_block import default_target, target_block
+from .sensitivity_designs import designs_block, designs_block_rows
 from .sensitivity_sheet import sensitivity_sheet
 from .storage_sheet import storage_sheet
 from .evaluate import cached_values, store_cached_values
@@ -742,9 +744,10 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
                    scenarios: pd.DataFrame | None = None, deadline: dict[str, Any] | None = None,
                    readiness: dict[str, tuple[Any, Any]] | None = None, designs: tuple | None = None,
                    setup: Any = None, uncertainty: tuple = (), capacity: dict[str, Any] | None = None,
-                   break_even: tuple | None = None, target: tuple | None = None) -> Built:
+                   break_even: tuple | None = None, target: tuple | None = None, swung: Any = None) -> Built:
     """Build the planning workbook in memory (see :func:`write_workbook` to save it).
 
+    ``swung``: the scenario as its file gives it (default ``scenario``), the one ``ckptplan sensitivity`` swings.
     ``designs``: the Compare sheet's alternatives, each a set of changes on the baseline
     (:class:`ckptplan.engine.designs.Design`; default :func:`~ckptplan.engine.designs.default_designs`:
     storage 4x faster, twice the nodes for the same training, restarts twice as fast).
@@ -800,8 +803,7 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     _engine_blocks(wb, built, (scenario, given_sc, stated), st, derived, given, break_even, tuple(uncertainty))
     spot_sheet(wb, scenario.currency, built)
     storage_sheet(wb, scenario, setup, given, built, terms)
-    if ranked:
-        sensitivity_sheet(wb, ranked, built, terms, scenario.currency)
+    _sensitivity(wb, ranked, built, terms, scenario.currency, swung or stated, st, designs, given, on_sheet, derived)
     _target(wb, stated, st, target or default_target(stated, st), built, derived)
     if scenarios is not None:
         _scenarios_sheet(wb, scenarios, built, scenario.currency)
@@ -852,6 +854,20 @@ def _say_views(wb: Workbook, tiered: bool, elastic: bool, deadline: Any) -> None
                           ("Sensitivity", 2), ("Deadline", 2)):
             if name in wb.sheetnames:
                 _say_single_level(wb[name], row, E.STOP_AND_RESTART_SHEET)
+
+
+def _sensitivity(wb: Workbook, ranked: tuple, built: Built, terms: int, currency: str, swung: engine.Scenario,
+                 st: Any, designs: tuple, given: tuple, on_sheet: tuple, derived: frozenset) -> None:
+    """The Sensitivity sheet (none without ranges) and its designs' block: the designs ``ckptplan sensitivity`` swings
+    on ``swung`` (the scenario as its file gives it, no derived stall or restart filled in), the file's Compare
+    alternatives (none when the Compare sheet shows the defaults) and the Storage & recovery sheet's others."""
+    if not ranked:
+        return
+    alts = designs if given else ()
+    extra = tuple((k, d) for k, d in enumerate(on_sheet, start=1) if d not in designs)
+    block = (partial(designs_block, wb, scenario=swung, setup=st, designs=alts, storage=extra, inputs=ranked,
+                     derived=derived), designs_block_rows(alts, extra, ranked)) if alts or extra else None
+    sensitivity_sheet(wb, ranked, built, terms, currency, block)
 
 
 def _ranked(scenario: engine.Scenario, st: Any, uncertainty: tuple) -> tuple:

@@ -14,13 +14,14 @@ an edit of any input, of a low or of a high re-plans every row, and each cell eq
 LibreOffice). The chart's bars are the swings of total cost, in the order of the engine's ranking
 when the workbook was written (the rank column stays live).
 
-The baseline only: the designs' tornados are ``ckptplan sensitivity``'s. A swing of a stall or restart
+Below the spider, each design's swings: the engine's values under a live status
+(:mod:`ckptplan.workbook.sensitivity_designs`, which says why they are not formulas). A swing of a stall or restart
 the setup derives states it on that row, as a value typed on the Inputs sheet would.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from openpyxl.chart import BarChart, Reference, ScatterChart, Series
 from openpyxl.chart.marker import Marker
@@ -105,9 +106,11 @@ def _ends(wb: Any, ws, r: int, u: Any, shape_col: int) -> None:
         S.name(wb, f"{u.field}_{part}", "Sensitivity", ref)
 
 
-def sensitivity_sheet(wb: Any, inputs: Sequence[Any], built: Built, terms: int, currency: str) -> None:
+def sensitivity_sheet(wb: Any, inputs: Sequence[Any], built: Built, terms: int, currency: str,
+                      designs: tuple[Callable[[Any, int], int], int] | None = None) -> None:
     """Add the Sensitivity sheet for ``inputs`` (:class:`ckptplan.engine.uncertainty.UncertainInput`, in the
-    order the chart shows them); ``terms``: the spare pool's chain length (as the Plan sheet's)."""
+    order the chart shows them); ``terms``: the spare pool's chain length (as the Plan sheet's); ``designs``:
+    (writer, rows) of the designs' block below the spider's table (:mod:`workbook.sensitivity_designs`)."""
     ws = wb.create_sheet("Sensitivity")
     S.title(ws, "Sensitivity: each input swung from low to high, the others as on the Inputs sheet",
             "Swing = the plan at low minus the plan at high (ckptplan sensitivity). Low and high: the Inputs sheet's "
@@ -120,7 +123,8 @@ def sensitivity_sheet(wb: Any, inputs: Sequence[Any], built: Built, terms: int, 
     titles += ["|total cost swing|", "Rank (total cost)", "Shape (setup inputs)", "Mode (setup inputs)"]
     S.header(ws, head, titles)
     spider_head = first + k + 21   # below the charts
-    chain_head = spider_head + k + 3
+    block = spider_head + k + 3   # the designs' swings, then the plan rows
+    chain_head = block + (designs[1] + 2 if designs else 0)
     S.header(ws, chain_head, ["Input", "End", "Value"])
     for i, u in enumerate(inputs):
         r = first + i
@@ -150,6 +154,8 @@ def sensitivity_sheet(wb: Any, inputs: Sequence[Any], built: Built, terms: int, 
         ws.cell(row=r, column=size_col + 1, value=f'=IF(ISNUMBER({size}),RANK({size},{rng}),"")')
     _chart(ws, first, k, currency)
     _spider(ws, inputs, first, spider_head, chain_head + 1 + 2 * k, terms, built, currency)
+    if designs:
+        designs[0](ws, block)
     ws.row_dimensions[head].height = 45
     for c in range(1, 4 + 3 * len(SENSITIVITY_OUTPUTS) + 4):
         ws.cell(row=head, column=c).alignment = Alignment(wrap_text=True, vertical="top")

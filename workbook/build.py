@@ -803,7 +803,8 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     _engine_blocks(wb, built, (scenario, given_sc, stated), st, derived, given, break_even, tuple(uncertainty))
     spot_sheet(wb, scenario.currency, built)
     storage_sheet(wb, scenario, setup, given, built, terms)
-    _sensitivity(wb, ranked, built, terms, scenario.currency, swung or stated, st, designs, given, on_sheet, derived)
+    _sensitivity(wb, ranked, built, terms, scenario.currency, swung or stated, st, designs, given,
+                 _on_sheet(scenario, given), derived)
     _target(wb, stated, st, target or default_target(stated, st), built, derived)
     if scenarios is not None:
         _scenarios_sheet(wb, scenarios, built, scenario.currency)
@@ -828,10 +829,14 @@ def _engine_blocks(wb: Workbook, built: Built, views: tuple, st: Any, derived: f
     if E.shows_strategies(given_sc, st):   # the recovery strategies, as `ckptplan compare` prices them, on a page
         E.strategy_block(wb, ws, _new_page(ws), given_sc, st, derived)
     ws.row_breaks.append(Break(id=ws.max_row + 2))   # the break-even and target blocks start a printed page
-    on_sheet = () if given == tuple(default_designs(scenario)) else given   # the Storage & recovery sheet's designs
     break_even_block(wb, ws, ws.max_row + 3, stated, st, built.designs,
-                     break_even or default_choice(stated, st, uncertainty), uncertainty, built,
-                     derived, tuple((k, d) for k, d in enumerate(on_sheet, start=1) if d not in built.designs))
+                     break_even or default_choice(stated, st, uncertainty), uncertainty, built, derived,
+                     tuple((k, d) for k, d in enumerate(_on_sheet(scenario, given), start=1) if d not in built.designs))
+
+
+def _on_sheet(scenario: engine.Scenario, given: tuple) -> tuple:
+    """The Storage & recovery sheet's designs: those given, none when they are the defaults."""
+    return () if given == tuple(default_designs(scenario)) else given
 
 
 def _new_page(ws) -> int:

@@ -39,7 +39,8 @@ def headline(row: "pd.Series") -> dict[str, Any]:
     keys = ["name", "job_mtbf_h", "effective_stall_min", "young_interval_min", "daly_interval_min",
             "exact_interval_min", "chosen_interval_min", "first_order_waste", "young_min_waste", "waste_fraction",
             "waste_fraction_at_optimum", "expected_failures", "wall_h", "useful_h", "save_h", "rework_h", "restart_h",
-            "gpus", "total_gpu_hours", "useful_gpu_hours", "save_gpu_hours", "rework_gpu_hours", "restart_gpu_hours",
+            "gpus", "useful_gpu_hours", "save_gpu_hours", "rework_gpu_hours", "restart_gpu_hours", "job_gpu_hours",
+            "spare_gpu_hours", "total_gpu_hours",
             "compute_cost", "storage_cost", "spare_cost", "total_cost", "useful_cost", "save_cost", "rework_cost",
             "restart_cost", "goodput", "cost_per_useful_gpu_hour", "currency"]
     keys += [k for k in DEADLINE_KEYS if k in row.index]
@@ -134,7 +135,7 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None, simula
     wait_h = float(row.get("capacity_wait_h", 0.0))
     if wait_h > 0:   # preemptible capacity: waiting for capacity is wall time without GPUs
         c.add_row("capacity wait (no GPUs held)", f"{wait_h:,.1f}", "0", "0", f"{wait_h / row['wall_h']:.2%}")
-    c.add_row("[bold]compute[/]", f"{row['wall_h']:,.1f}", f"{row['total_gpu_hours']:,.0f}",
+    c.add_row("[bold]compute[/]", f"{row['wall_h']:,.1f}", f"{row['job_gpu_hours']:,.0f}",
               f"{row['compute_cost']:,.0f}", "100.00%")
     console.print(c)
     from .cli_elastic import print_elastic

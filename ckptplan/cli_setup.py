@@ -93,7 +93,7 @@ def print_setup(plan: Any, money: bool = True) -> None:
                  kept(tier["retention"], tier["copies"]), f"{tier['storage_cost']:,.0f}") for tier in plan.tiers],
                left=("saved on", "keeps"), wrap=("saved on", "keeps"), drop=("restore", "restart"))
     console.print(f"waste {f['waste_fraction']:.2%}  |  wall {duration(f['wall_h'] * 60)}  |  GPU-hours "
-                  f"{f['job_gpu_hours']:,.0f} job + {f['spare_gpu_hours']:,.0f} spares", highlight=False)
+                  f"{f['total_gpu_hours']:,.0f} = job {f['job_gpu_hours']:,.0f} + spares {f['spare_gpu_hours']:,.0f}", highlight=False)
     if money:
         console.print(f"{money_line(f)}  |  {f['cost_per_useful_gpu_hour']:,.3f} {cur} per useful GPU-hour",
                       highlight=False)

@@ -70,13 +70,17 @@ def goodput_kernel(u, t):
 
 def plan_money(hours: dict[str, Any], wall_h: Any, gpus: Any, price: Any) -> dict[str, Any]:
     """GPU-hours and money of a plan without a storage and recovery setup, as :func:`engine.evaluate` adds
-    them (in its column order): ``total_gpu_hours``; ``compute_cost`` (the job's GPU time x price);
+    them (in its column order): ``job_gpu_hours`` (``wall_h`` x ``gpus``), ``spare_gpu_hours``, 0 (no setup
+    holds spares), ``total_gpu_hours``, their sum (:data:`engine.fields.GPU_HOURS_PARTS`); ``compute_cost`` (the
+    job's GPU time x price);
     ``storage_cost`` and ``spare_cost``, 0 (no setup pays for storage or spares); ``total_cost``, their sum
     (:data:`engine.fields.COST_PARTS`); per category of ``hours`` (:data:`CATEGORIES`) its GPU-hours and cost."""
     from .fields import COST_PARTS
 
-    out = {"total_gpu_hours": gpu_hours_kernel(wall_h, gpus)}
-    out["compute_cost"] = money_kernel(out["total_gpu_hours"], price)
+    out = {"job_gpu_hours": gpu_hours_kernel(wall_h, gpus)}
+    out["spare_gpu_hours"] = np.zeros(np.shape(out["job_gpu_hours"]))
+    out["total_gpu_hours"] = out["job_gpu_hours"] + out["spare_gpu_hours"]
+    out["compute_cost"] = money_kernel(out["job_gpu_hours"], price)
     out["storage_cost"] = np.zeros(np.shape(out["compute_cost"]))
     out["spare_cost"] = np.zeros(np.shape(out["compute_cost"]))
     out["total_cost"] = sum((out[k] for k in COST_PARTS["total_cost"][1:]), out["compute_cost"])

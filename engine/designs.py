@@ -221,8 +221,8 @@ def _described(design: Design, base: Scenario, sc: Scenario, st: Any, su: Any) -
 
 
 #: the columns of :func:`compare_designs`, in order
-COMPARE_COLUMNS = ("name", "changes", "interval_min", "tier_intervals", "waste_fraction", "wall_h", "total_gpu_hours",
-                   "compute_cost", "storage_cost", "spare_cost", "total_cost", "cost_per_useful_gpu_hour",
+COMPARE_COLUMNS = ("name", "changes", "interval_min", "tier_intervals", "waste_fraction", "wall_h", "job_gpu_hours",
+                   "spare_gpu_hours", "total_gpu_hours", "compute_cost", "storage_cost", "spare_cost", "total_cost", "cost_per_useful_gpu_hour",
                    "p_finish_by_deadline", "total_cost_change", "wall_h_change", "baseline")
 
 
@@ -279,8 +279,8 @@ def compare_designs(scenario: Scenario, setup: Any = None, designs: Any = None) 
             "interval_min": f["interval_min"],
             "tier_intervals": _schedule_text(plan.row) or ", ".join(f"{t['name']} {t['interval_min']:.1f} min"
                                                                    for t in plan.tiers),
-            "waste_fraction": f["waste_fraction"], "wall_h": f["wall_h"], "total_gpu_hours": f["total_gpu_hours"],
-            **{k: f[k] for k in ("compute_cost", "storage_cost", "spare_cost", "total_cost",
+            "waste_fraction": f["waste_fraction"], "wall_h": f["wall_h"],
+            **{k: f[k] for k in ("job_gpu_hours", "spare_gpu_hours", "total_gpu_hours", "compute_cost", "storage_cost", "spare_cost", "total_cost",
                                  "cost_per_useful_gpu_hour")},
             "p_finish_by_deadline": f["p_finish_by_deadline"], "baseline": design is None,
         })

@@ -396,6 +396,28 @@ COST_PARTS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: The GPU-hours of a plan (outputs), one meaning per name on every surface, as :data:`COST_FIELDS` for money:
+#: ``total_gpu_hours`` is every GPU-hour the plan holds (the job's and its hot spares'), ``job_gpu_hours`` the
+#: job's alone (its GPUs x the hours it holds them: a preemptible plan holds none while waiting for capacity).
+#: Each sum is its :data:`GPU_HOURS_PARTS`; a scenario without spares has ``spare_gpu_hours`` = 0.
+GPU_HOURS_FIELDS: tuple[Field, ...] = (
+    Field("useful_gpu_hours", "GPU-h", "GPU-hours of the useful training", "nonnegative"),
+    Field("save_gpu_hours", "GPU-h", "GPU-hours stalled by saves (and slowed by background writes)", "nonnegative"),
+    Field("rework_gpu_hours", "GPU-h", "GPU-hours redoing the work failures lost", "nonnegative"),
+    Field("restart_gpu_hours", "GPU-h", "GPU-hours spent restarting after failures", "nonnegative"),
+    Field("job_gpu_hours", "GPU-h", "The job's GPU-hours: useful + save + rework + restart (GPUs x hours held)",
+          "nonnegative"),
+    Field("spare_gpu_hours", "GPU-h", "Hot spare nodes' GPU-hours: spares x GPUs per node x hours held (0 without "
+          "spares)", "nonnegative"),
+    Field("total_gpu_hours", "GPU-h", "Every GPU-hour the plan holds: job + spares", "nonnegative"),
+)
+#: what each GPU-hour sum is made of (every name a :data:`GPU_HOURS_FIELDS` entry)
+GPU_HOURS_PARTS: dict[str, tuple[str, ...]] = {
+    "job_gpu_hours": ("useful_gpu_hours", "save_gpu_hours", "rework_gpu_hours", "restart_gpu_hours"),
+    "total_gpu_hours": ("job_gpu_hours", "spare_gpu_hours"),
+}
+
+
 def lookup(name: str) -> Field:
     """The registry entry of a field, a domain column or a named quantity; ``KeyError`` if none."""
     if name in FIELD_BY_NAME:
@@ -420,6 +442,6 @@ def lookup(name: str) -> Field:
 
 
 __all__ = ["COST_FIELDS", "COST_PARTS", "DEFAULT_CHUNK_ROWS", "DEFAULT_RUNS", "DEFAULT_SEED", "DOMAIN_FIELDS",
-           "DOMAIN_SLOTS", "ELASTIC_FIELD_NAMES", "ELASTIC_OUTPUT_FIELDS", "EXCEL_MAX_DATA_ROWS", "FIELDS", "FIELD_BY_NAME", "Field", "MAX_RUNS_PER_CELL",
+           "DOMAIN_SLOTS", "ELASTIC_FIELD_NAMES", "ELASTIC_OUTPUT_FIELDS", "EXCEL_MAX_DATA_ROWS", "FIELDS", "FIELD_BY_NAME", "Field", "GPU_HOURS_FIELDS", "GPU_HOURS_PARTS", "MAX_RUNS_PER_CELL",
            "MAX_SWEEP_ROWS", "ON_NODE_LOSS", "PHASE_FIELDS", "QUANTITIES", "RULES", "Rule", "SETUP_FIELDS", "SETUP_FIELD_BY_NAME", "STRATEGY_FIELDS", "STRATEGY_KEYS", "TEXT_FIELDS",
            "TIER_FIELDS", "TIER_KEYS", "domain_field", "lookup", "phase_field", "strategy_field"]

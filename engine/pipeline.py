@@ -287,12 +287,14 @@ def _setup_pass(table: pd.DataFrame, designs: Any, design_rows: Any, eff: Mappin
 # ===================================================================================== the setup passes
 
 #: what a table with storage-and-recovery setup columns adds (:mod:`engine.setup_table`), and the money it sets
-#: again: ``total_cost`` (compute + storage + spares, :data:`engine.fields.COST_PARTS`) and its cost per useful
-#: GPU-hour, as ``plan_setup`` and ``CKPT_TOTAL_COST`` give them (the last two: :data:`_BILL`)
+#: again: ``total_gpu_hours`` (job + spares, :data:`engine.fields.GPU_HOURS_PARTS`), ``total_cost`` (compute +
+#: storage + spares, :data:`engine.fields.COST_PARTS`) and its cost per useful GPU-hour, as ``plan_setup`` and
+#: ``CKPT_TOTAL_COST`` give them (the last three: :data:`_BILL`)
 SETUP_RESULT_COLUMNS = ("checkpoint_size_gb", "derived_checkpoint_stall_min", "derived_async_write_min",
                         "derived_restore_min", "restart_pipeline_min", "spare_free_probability", "pool_reallocation_min",
-                        "reallocation_sd_min", "mean_nodes_in_repair", "pool_waiting_share", "storage_cost", "spare_gpu_hours", "spare_cost", "total_cost", "cost_per_useful_gpu_hour")
-_BILL = ("total_cost", "cost_per_useful_gpu_hour")
+                        "reallocation_sd_min", "mean_nodes_in_repair", "pool_waiting_share", "storage_cost", "spare_gpu_hours", "spare_cost", "total_gpu_hours", "total_cost",
+                        "cost_per_useful_gpu_hour")
+_BILL = ("total_gpu_hours", "total_cost", "cost_per_useful_gpu_hour")
 
 
 
@@ -390,8 +392,9 @@ def _filled_first_tier(filled: pd.DataFrame, numeric: pd.DataFrame, stall: np.nd
 
 def setup_figures(table: pd.DataFrame, res: Mapping[str, np.ndarray], problems: RowProblems,
                   derived: Mapping[str, np.ndarray], tiered: Any = False) -> dict[str, np.ndarray]:
-    """The setup's figures of every row ``problems`` has not refused (NaN elsewhere), ``total_cost`` (the row's
-    ``compute_cost`` + storage + spares) and ``cost_per_useful_gpu_hour``: the one place a plan's money is summed.
+    """The setup's figures of every row ``problems`` has not refused (NaN elsewhere), ``total_gpu_hours`` (the
+    row's ``job_gpu_hours`` + the spares'), ``total_cost`` (the row's ``compute_cost`` + storage + spares) and
+    ``cost_per_useful_gpu_hour``: the one place a plan's GPU-hours and money are summed.
 
     ``tiered`` (True, or a per-row mask): the rows that follow a tier design: their storage bill is the tiers'
     (``res["storage_cost"]``, :mod:`engine.tiers.table`), not the single-level one of the setup's own price and
@@ -424,8 +427,11 @@ def setup_figures(table: pd.DataFrame, res: Mapping[str, np.ndarray], problems: 
     tiered = np.broadcast_to(np.asarray(tiered, dtype=bool), (n,))
     at = good[tiered[good]]
     out["storage_cost"][at] = res["storage_cost"][at]
+    out["spare_gpu_hours"][good] = np.nan_to_num(out["spare_gpu_hours"][good], nan=0.0)   # no spares: none held
+    out["spare_cost"][good] = np.nan_to_num(out["spare_cost"][good], nan=0.0)
     compute = res["compute_cost"][good]
     with np.errstate(over="ignore", invalid="ignore"):
+        out["total_gpu_hours"][good] = res["job_gpu_hours"][good] + out["spare_gpu_hours"][good]
         storage, spare = (np.nan_to_num(out[k][good], nan=0.0) for k in ("storage_cost", "spare_cost"))
         total = compute + storage + spare
         per_useful = total / res["useful_gpu_hours"][good]

@@ -502,7 +502,8 @@ def evaluate(table: pd.DataFrame | Scenario | Iterable[Scenario]) -> pd.DataFram
       ``waste_fraction_at_optimum``, ``waste_fraction_at_young``, ``waste_fraction_at_daly``;
     * ``expected_failures`` (every failure, restarts included: the exposed time / job MTBF); ``wall_h``
       and its split ``useful_h``, ``save_h``, ``rework_h``,
-      ``restart_h``; ``gpus``; ``total_gpu_hours`` and ``{useful,save,rework,restart}_gpu_hours``;
+      ``restart_h``; ``gpus``; ``job_gpu_hours`` (the job's) and its parts ``{useful,save,rework,restart}_gpu_hours``,
+      ``spare_gpu_hours`` (0: no setup), ``total_gpu_hours`` (job + spares, :data:`engine.fields.GPU_HOURS_PARTS`);
       ``compute_cost`` (the job's GPU time) and its parts ``{...}_cost``, ``storage_cost`` and
       ``spare_cost`` (0: no setup), ``total_cost`` (everything the plan pays: compute + storage +
       spares, :data:`engine.fields.COST_PARTS`); ``goodput`` (useful share of GPU-hours) and

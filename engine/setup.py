@@ -38,7 +38,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .errors import InputError
-from .fields import COST_FIELDS, COST_PARTS, SETUP_FIELDS, TIER_KEYS
+from .fields import COST_FIELDS, COST_PARTS, GPU_HOURS_PARTS, SETUP_FIELDS, TIER_KEYS
 
 from .gate import check_number
 from .scenario import Scenario, check_mapping
@@ -474,17 +474,14 @@ def _money(base: Scenario, st: Any, figures: dict[str, Any], res: Mapping[str, A
     """The plan's figures besides the model's, read from its row: what the setup derives, the restart used, the
     spares, the GPU-hours of job and spares, and the money the pipeline summed (:func:`engine.pipeline.setup_figures`:
     compute by category, storage, spares, ``total_cost``, the cost per useful GPU-hour)."""
-    held_h = figures["wall_h"] - figures.get("capacity_wait_h", 0.0)  # no GPUs held while waiting for capacity
-    job_gpu_h = figures["gpus"] * held_h
-    spare_gpu_h = float(res["spare_gpu_hours"][i])
+    hours = {k: float(res[k][i]) for k in GPU_HOURS_PARTS["total_gpu_hours"] + ("total_gpu_hours",)}
     money = {k: float(res[k][i]) for k in (*COST_PARTS["compute_cost"], "compute_cost", "storage_cost", "total_cost",
                                            "cost_per_useful_gpu_hour")}
     money["spare_cost"] = float(res["spare_cost"][i])
     return {
         **sizes, "restart_min": float(base.restart_min) if not st.tiers else figures["restart_min"],
         "spares": spare["spares"], **{k: spare[k] for k in POOL_FIGURES},
-        "job_gpu_hours": job_gpu_h, "spare_gpu_hours": spare_gpu_h, "total_gpu_hours": job_gpu_h + spare_gpu_h,
-        **money, "currency": base.currency,
+        **hours, **money, "currency": base.currency,
     }
 
 

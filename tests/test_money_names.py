@@ -238,3 +238,60 @@ def test_summary_ranks_every_batch_by_cost_per_useful_gpu_hour():
     row = out.loc[out["cost_per_useful_gpu_hour"].idxmin()]
     assert best["value"] == row["cost_per_useful_gpu_hour"] and best["total_cost"] == row["total_cost"]
     assert np.isclose(row["cost_per_useful_gpu_hour"], row["total_cost"] / row["useful_gpu_hours"], rtol=REL)
+
+
+# ------------------------------------------------------------------------------ GPU-hours: one meaning per name
+
+from ckptplan.engine.fields import GPU_HOURS_FIELDS, GPU_HOURS_PARTS  # noqa: E402
+
+
+def _hours_add_up(h, what: str = "") -> None:
+    """job = useful + save + rework + restart GPU-hours; total = job + spares."""
+    for total, parts in GPU_HOURS_PARTS.items():
+        assert h[total] == pytest.approx(sum(h[k] for k in parts), rel=REL), (what, total)
+
+
+def test_every_gpu_hour_name_is_declared_once_with_unit_and_meaning():
+    names = [f.name for f in GPU_HOURS_FIELDS]
+    assert len(set(names)) == len(names) and all(f.unit == "GPU-h" and f.label for f in GPU_HOURS_FIELDS)
+    assert {k for parts in GPU_HOURS_PARTS.values() for k in parts} | set(GPU_HOURS_PARTS) <= set(names)
+    assert set(names) <= set(engine.scenario.derived_columns())
+    changelog = README.split("## Changelog")[1]
+    assert "`total_gpu_hours` is the job's and the spares' GPU-hours on every" in changelog
+
+
+def test_gpu_hours_add_up_in_tables_plan_compare_and_agree_with_a_batch_row(tmp_path):
+    for _, row in engine.evaluate([files.load_scenario(n) for n in ("seed", "llama3-405b")]).iterrows():
+        _hours_add_up(row, row["name"])
+        assert row["spare_gpu_hours"] == 0 and row["total_gpu_hours"] == row["job_gpu_hours"]
+    plan = json.loads(_invoke(["plan", "-t", STORAGE, "--json"]))
+    _hours_add_up(plan, "plan --json")
+    assert plan["spare_gpu_hours"] > 0 and plan["total_gpu_hours"] > plan["job_gpu_hours"]
+    seed = json.loads(_invoke(["plan", "--json"]))
+    _hours_add_up(seed, "seed plan --json")
+    for d in json.loads(_invoke(["compare", "-t", STORAGE, "--json"]))["designs"]:
+        assert d["total_gpu_hours"] == pytest.approx(d["job_gpu_hours"] + d["spare_gpu_hours"], rel=REL), d["name"]
+    src, dst = tmp_path / "rows.csv", tmp_path / "out.csv"
+    src.write_text("name,nodes\nsame,2048\n")
+    _invoke(["batch", str(src), "-t", STORAGE, "-o", str(dst)])
+    row = pd.read_csv(dst).iloc[0]
+    _hours_add_up(row, "batch row")
+    for f in GPU_HOURS_FIELDS:
+        assert row[f.name] == pytest.approx(plan[f.name], rel=REL, abs=1e-12), f.name
+    tiers = files.load_plan(STORAGE).with_design("in-memory tier").setup
+    base = {k: v for k, v in engine.scenario_to_dict(files.load_plan(STORAGE).scenario).items()
+            if k not in ("domains", "checkpoint_stall_min")}
+    out = evaluate_rows(pd.DataFrame([{**base, **tiers.columns()}]), tiers=list(tiers.tiers),
+                        failure_classes=tiers.failure_classes)
+    _hours_add_up(out.iloc[0], "tiered batch row")
+    assert out.iloc[0]["spare_gpu_hours"] > 0
+
+
+def test_plan_console_gpu_hours_line_adds_up():
+    text = _invoke(["plan", "-t", STORAGE])
+    m = re.search(r"GPU-hours ([\d,]+) = job ([\d,]+) \+ spares ([\d,]+)", text)
+    assert m, text
+    total, job, spares = (_whole(m.group(i)) for i in (1, 2, 3))
+    assert abs(job + spares - total) <= 1
+    compute_row = next(line for line in text.splitlines() if re.match(r"^[│|] compute\s", line))
+    assert _whole(compute_row.split("│")[3].strip()) == job

@@ -77,13 +77,16 @@ CHECKS: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "waste_fraction", "share", F.PERCENT),
     ("wall_h", "Expected wall time", "CKPT_WALL_TIME", f"useful_training_h,{_WASTE_ARGS},downtime_min", "wall_h", "h",
      F.HOURS),
-    ("total_gpu_hours", "GPU-hours of the job", "CKPT_GPU_HOURS", "wall_h,gpus", "total_gpu_hours", "GPU-h", F.GPU_HOURS),
-    ("total_cost", "Cost, total", "CKPT_COST", "total_gpu_hours,price_per_gpu_hour", "total_cost", "money", F.MONEY),
+    ("job_gpu_hours", "GPU-hours of the job (spares apart)", "CKPT_GPU_HOURS", "wall_h,gpus", "job_gpu_hours", "GPU-h",
+     F.GPU_HOURS),
+    ("compute_cost", "Cost of the job's GPU time", "CKPT_COST", "job_gpu_hours,price_per_gpu_hour", "compute_cost",
+     "money", F.MONEY),
 )
 BREAKDOWN_ARGS = f"useful_training_h,{_WASTE_ARGS},gpus,price_per_gpu_hour,downtime_min"
 DEADLINE_ARGS = f"useful_training_h,deadline_h,{_WASTE_ARGS}"
 _BREAKDOWN_KEYS = {"hours": "{cat}_h", "GPU-hours": "{cat}_gpu_hours", "cost": "{cat}_cost"}
-_TOTAL_KEYS = {"hours": "wall_h", "GPU-hours": "total_gpu_hours", "cost": "total_cost"}
+#: the breakdown's last row sums the job's four categories: the job's GPU-hours and compute cost (no spares, no storage)
+_TOTAL_KEYS = {"hours": "wall_h", "GPU-hours": "job_gpu_hours", "cost": "compute_cost"}
 _BLOCK_FORMATS = {"hours": F.HOURS, "GPU-hours": F.GPU_HOURS, "cost": F.MONEY}
 
 

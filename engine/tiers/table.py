@@ -62,7 +62,7 @@ __all__ = ["SINGLE_LEVEL_ONLY", "TIER_COLUMNS", "TIERED_COLUMNS", "TierDesign", 
 TIER_COLUMNS = ("every", "interval_min", "checkpoint_stall_min", "restore_min", "restart_min", "storage_cost")
 #: the plan's columns of a tiered row, besides the per-tier ones
 TIERED_COLUMNS = ("chosen_interval_min", "waste_fraction", "expected_failures", "wall_h", "useful_h", "save_h",
-                  "rework_h", "restart_h", "gpus", "total_gpu_hours", "compute_cost", "useful_gpu_hours", "useful_cost",
+                  "rework_h", "restart_h", "gpus", "job_gpu_hours", "total_gpu_hours", "compute_cost", "useful_gpu_hours", "useful_cost",
                   "save_gpu_hours", "save_cost", "rework_gpu_hours", "rework_cost", "restart_gpu_hours",
                   "restart_cost", "goodput", "mean_restart_min", "storage_cost", "failed_restores", "rollbacks_to_start")
 #: single-level figures a tiered row does not have: they describe a plan its job does not follow
@@ -422,7 +422,8 @@ def _time_and_money(design: TierDesign, restores: list, rows: np.ndarray, T: np.
         o[f"{k}_gpu_hours"] = o[f"{k}_h"] * g
         o[f"{k}_cost"] = o[f"{k}_h"] * g * p
         compute = compute + o[f"{k}_cost"]
-    o["total_gpu_hours"] = g * wall_h
+    o["job_gpu_hours"] = g * wall_h
+    o["total_gpu_hours"] = o["job_gpu_hours"]   # the spares' GPU-hours are added by the money pass (engine.pipeline)
     o["compute_cost"] = compute
     o["mean_restart_min"] = mean_restart_min(design_at(design, rows), [r[rows] for r in restores], R[rows])
     return o

@@ -256,6 +256,9 @@ def test_every_gpu_hour_name_is_declared_once_with_unit_and_meaning():
     assert len(set(names)) == len(names) and all(f.unit == "GPU-h" and f.label for f in GPU_HOURS_FIELDS)
     assert {k for parts in GPU_HOURS_PARTS.values() for k in parts} | set(GPU_HOURS_PARTS) <= set(names)
     assert set(names) <= set(engine.scenario.derived_columns())
+    glossary = README.split("## Glossary")[1]
+    for f in GPU_HOURS_FIELDS:
+        assert f"| `{f.name}` | {f.unit} | {f.label} |" in glossary, f.name
     changelog = README.split("## Changelog")[1]
     assert "`total_gpu_hours` is the job's and the spares' GPU-hours on every" in changelog
 

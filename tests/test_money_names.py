@@ -196,8 +196,10 @@ def test_cost_breakdown_parts_add_up_to_its_total():
     row = engine.evaluate(files.load_scenario("seed")).iloc[0]
     table = udfs.CKPT_COST_BREAKDOWN(720, row["chosen_interval_min"], 2, 1200, 10, 0, 0, 1024, 2.5)
     money = {r[0]: r[3] for r in table[1:]}
-    assert money["total"] == pytest.approx(sum(money[c] for c in ("useful", "save", "rework", "restart")), rel=REL)
-    assert money["total"] == pytest.approx(row["total_cost"], rel=1e-9)
+    assert money["compute"] == pytest.approx(sum(money[c] for c in ("useful", "save", "rework", "restart")), rel=REL)
+    assert money["compute"] == pytest.approx(row["compute_cost"], rel=1e-9)
+    hours = {r[0]: r[2] for r in table[1:]}
+    assert hours["compute"] == pytest.approx(row["job_gpu_hours"], rel=1e-9)
 
 
 def test_evaluate_function_gives_the_money_columns_adding_up():

@@ -98,7 +98,7 @@ def _names_in(formula: str) -> set[str]:
 
 
 def _breakdown_key(cat: str, column: str) -> str:
-    return _TOTAL_KEYS[column] if cat == "total" else _BREAKDOWN_KEYS[column].format(cat=cat)
+    return _TOTAL_KEYS[column] if cat == "compute" else _BREAKDOWN_KEYS[column].format(cat=cat)
 
 
 def _currency(wb: Workbook) -> str:

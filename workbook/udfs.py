@@ -369,13 +369,16 @@ def CKPT_COST(gpu_hours, price_per_gpu_hour):
 
 
 BREAKDOWN_HEADER = ["category", "hours", "GPU-hours", "cost"]
-BREAKDOWN_ROWS = (*CATEGORIES, "total")
+#: the last row sums the job's four categories: its wall hours, ``job_gpu_hours`` and ``compute_cost`` (no spares,
+#: no storage; ``total_gpu_hours`` and ``total_cost`` add those, :mod:`engine.fields`)
+BREAKDOWN_ROWS = (*CATEGORIES, "compute")
 
 
 @udf(note="", downtime_min=_DOWNTIME)
 def CKPT_COST_BREAKDOWN(useful_training_h, interval_min, checkpoint_stall_min, job_mtbf_min, restart_min, async_write_min, async_slowdown_fraction, gpus,
                         price_per_gpu_hour, downtime_min=0.0):
-    """Where the time and money go: a 6 x 4 table (header; useful, save, rework, restart, total) x (hours, GPU-hours, cost).
+    """Where the time and money go: a 6 x 4 table (header; useful, save, rework, restart, compute) x (hours, GPU-hours, cost);
+    the compute row is the job's sum (wall hours, ``job_gpu_hours``, ``compute_cost``).
 
     Calls :func:`engine.time_breakdown` (exact model, minutes) and converts with
     :func:`engine.gpu_hours` and :func:`engine.money`, as :func:`engine.evaluate` does. Single
@@ -402,7 +405,7 @@ def CKPT_COST_BREAKDOWN(useful_training_h, interval_min, checkpoint_stall_min, j
         return engine_message(exc, _WASTE_NAMES)
     table = [list(BREAKDOWN_HEADER)]
     for cat in BREAKDOWN_ROWS:
-        hours = parts[cat] / 60.0
+        hours = parts["total" if cat == "compute" else cat] / 60.0
         gpu_h = engine.gpu_hours(hours, g)
         table.append([cat, float(hours), float(gpu_h), float(engine.money(gpu_h, price))])
     if not all(math.isfinite(x) for row in table[1:] for x in row[1:]):

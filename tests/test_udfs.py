@@ -87,14 +87,14 @@ def test_seed_scenario_figures_match_engine_evaluate():
     assert U.CKPT_WASTE(*args, "exact") == approx(row["waste_fraction"])
     assert U.CKPT_WASTE(*args, "first_order") == approx(row["first_order_waste"])
     assert U.CKPT_WALL_TIME(sc.useful_training_h, *args) == approx(row["wall_h"])
-    assert U.CKPT_GPU_HOURS(row["wall_h"], row["gpus"]) == approx(row["total_gpu_hours"])
-    assert U.CKPT_COST(row["total_gpu_hours"], sc.price_per_gpu_hour) == approx(row["total_cost"])
+    assert U.CKPT_GPU_HOURS(row["wall_h"], row["gpus"]) == approx(row["job_gpu_hours"])
+    assert U.CKPT_COST(row["job_gpu_hours"], sc.price_per_gpu_hour) == approx(row["compute_cost"])
     table = U.CKPT_COST_BREAKDOWN(sc.useful_training_h, *args, row["gpus"], sc.price_per_gpu_hour)
     assert table[0] == ["category", "hours", "GPU-hours", "cost"]
-    assert [r[0] for r in table[1:]] == ["useful", "save", "rework", "restart", "total"]
+    assert [r[0] for r in table[1:]] == ["useful", "save", "rework", "restart", "compute"]
     for r in table[1:]:
         cat = r[0]
-        keys = ("wall_h", "total_gpu_hours", "total_cost") if cat == "total" else (f"{cat}_h", f"{cat}_gpu_hours", f"{cat}_cost")
+        keys = ("wall_h", "job_gpu_hours", "compute_cost") if cat == "compute" else (f"{cat}_h", f"{cat}_gpu_hours", f"{cat}_cost")
         assert r[1:] == [approx(row[k]) for k in keys]
 
 

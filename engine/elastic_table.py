@@ -46,7 +46,7 @@ def continuing(values: Any) -> np.ndarray:
 
 def _replicas(eff: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     per = np.where(np.isnan(eff["nodes_per_replica"]), eff["nodes"], eff["nodes_per_replica"])
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):   # a subnormal per: refused by its rule
         n = eff["nodes"] / per
     return n, np.where(np.isnan(eff["min_replicas"]), n, eff["min_replicas"])
 

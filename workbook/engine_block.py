@@ -170,7 +170,8 @@ def status_row(ws: Any, row: int, groups: list, last_col: int) -> int:
     h = "&".join(helpers)
     ws.row_dimensions[row + 1].hidden = ws.row_dimensions[row + 2].hidden = True
     label = ws.cell(row=row, column=1, value="Status (the inputs now against those the values used)")
-    label.font, label.alignment = Font(bold=True), Alignment(vertical="top")
+    label.font, label.alignment = Font(bold=True), Alignment(wrap_text=True, vertical="top")
+    ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=2)   # wrapped over A:B, not cut at C
     c = ws.cell(row=row, column=3, value=f'=IF(({h})="","{flags.UP_TO_DATE}","OUT OF DATE: inputs changed since '
                                          f'this was computed: "&LEFT({h},LEN({h})-2)&". Regenerate: ckptplan '
                                          f'workbook --from THIS_FILE")')

@@ -20,6 +20,8 @@ from ckptplan import engine
 from ckptplan.engine import scenario as engine_scenario
 from ckptplan.workbook import cells
 from ckptplan.workbook import udfs as U
+from ckptplan.workbook import udfs_risk as R
+from ckptplan.workbook import udfs_setup as S
 from ckptplan.workbook.cells import MAX_UDF_CELLS, budget_text, elementwise, engine_message, error_text
 
 REL = 1e-12
@@ -381,3 +383,37 @@ def test_messages_are_built_once_per_distinct_value():
         assert texts[3] == error_text("a", "must be a number", "1")
     zero = cells._number_messages("a", "must be > 0", np.array([0.0, -0.0, 0.0, -1.0]))
     assert list(zero) == [error_text("a", "must be > 0", v) for v in ("0", "-0", "0", "-1")] and zero[0] is zero[2]
+
+
+#: a plan the setup and risk functions can read (names and values as two columns), so each odd value reaches the
+#: argument it is put in rather than stopping at the names
+_PLAN_NAMES = [["name"], ["nodes"], ["gpus_per_node"], ["node_mtbf_h"], ["checkpoint_stall_min"], ["restart_min"],
+               ["useful_training_h"], ["price_per_gpu_hour"], ["preemptions_per_h"]]
+_PLAN_VALUES = [["odd"], [64], [8], [2560.0], [2.0], [10.0], [200.0], [2.0], [0.01]]
+_RISK_GOOD = {"names": _PLAN_NAMES, "values": _PLAN_VALUES, "inputs": [["node_mtbf_h"]], "lows": [[1000.0]],
+              "highs": [[4000.0]], "field": "node_mtbf_h", "lo": 1000.0, "hi": 4000.0, "solve": "checkpoint_stall_min",
+              "goal": "goodput", "target": 0.9, "starts_h": [[0.0], [24.0]],
+              "rate_factors": [[3.0], [1.0]], "design": [[None]] * 3 + [[5000.0]] + [[None]] * 5}
+
+
+@pytest.mark.parametrize("name", [f"{m.__name__.rsplit('.', 1)[1]}.{n}" for m in (S, R) for n in m.__all__])
+def test_no_odd_value_in_any_argument_of_the_setup_and_risk_functions_escapes(name):
+    """issue 25: every UDF with every Excel value type: an odd value in any one argument (the others good) gives
+    finite numbers or a short #CKPT! message naming what is wrong, never an exception or an 'unexpected' one."""
+    import inspect
+
+    module, fn = name.split(".")
+    func = getattr(S if module == "udfs_setup" else R, fn)
+    params = list(inspect.signature(func).parameters.values())
+    base = [_RISK_GOOD.get(p.name, p.default if p.default is not inspect.Parameter.empty else 2.0) for p in params]
+    for i in range(len(params)):
+        for odd in ODD:
+            args = list(base)
+            args[i] = odd
+            out = func(*args)
+            if isinstance(out, list):   # a spilled table: labels and names beside finite numbers, blanks allowed
+                for cell in flat(out):
+                    assert cell is None or (isinstance(cell, float) and math.isfinite(cell)) or (
+                        isinstance(cell, str) and "unexpected" not in cell and len(cell) <= 255), (args, cell)
+            else:
+                values_or_messages(out)

@@ -63,7 +63,7 @@ def _plan(names: Any, values: Any, design: Any = None, phases: list | None = Non
         if k is None:
             continue
         if not isinstance(k, str):
-            raise CallError(f"{ERROR_PREFIX} names: {k!r} is not a field name")
+            raise CallError(f"{ERROR_PREFIX} names: {_shown(k)} is not a field name"[:255])
         if v is not None:
             table[k.strip()] = v if k.strip() in _TEXT_FIELDS else _number(k.strip(), v)
     if phases:
@@ -84,8 +84,18 @@ def _plan(names: Any, values: Any, design: Any = None, phases: list | None = Non
 
 def _number(name: str, v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise CallError(f"{ERROR_PREFIX} {name}: must be a number (got {v!r})"[:255])
-    return float(v)
+        raise CallError(f"{ERROR_PREFIX} {name}: must be a number (got {_shown(v)})"[:255])
+    try:
+        return float(v)
+    except OverflowError:   # an integer beyond the float range
+        raise CallError(f"{ERROR_PREFIX} {name}: must be a finite number (got an integer of {len(str(abs(v)))} "
+                        "digits)") from None
+
+
+def _shown(v: Any) -> str:
+    """A cell's value as a message shows it: at most 40 characters."""
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _message(exc: ValueError) -> str:
@@ -106,8 +116,8 @@ def CKPT_TORNADO(names, values, inputs, lows, highs, output="total_cost"):
     from ..engine.uncertainty import uncertainty_from_dict
 
     output = "total_cost" if output is None else output
-    if output not in SWING_OUTPUTS:
-        return f"{ERROR_PREFIX} output: must be one of {', '.join(SWING_OUTPUTS)} (got {output!r})"[:255]
+    if not isinstance(output, str) or output not in SWING_OUTPUTS:
+        return f"{ERROR_PREFIX} output: must be one of {', '.join(SWING_OUTPUTS)} (got {_shown(output)})"[:255]
     plan, _ = _plan(names, values)
     fields, lo, hi = _cells("inputs", inputs), _cells("lows", lows), _cells("highs", highs)
     if not len(fields) == len(lo) == len(hi):
@@ -139,6 +149,8 @@ def CKPT_BREAK_EVEN(names, values, design, field, lo, hi):
     from ..engine.sensitivity import break_even
 
     plan, d = _plan(names, values, design)
+    if d is None:   # a blank design argument
+        return f"{ERROR_PREFIX} design: give the design's values beside the names (blank = the baseline's)"
     try:
         row = break_even(plan.scenario, plan.setup, (d,), str(field).strip(), _number("lo", lo), _number("hi", hi)
                          ).iloc[0]

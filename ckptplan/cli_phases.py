@@ -20,15 +20,21 @@ def _slots(row: Any) -> list[int]:
     return out
 
 
+def _stated(row: Any, i: int) -> bool:
+    return float(row.get(f"schedule{i}_interval_stated", 0.0)) == 1.0
+
+
 def schedule_json(row: Any) -> dict[str, Any]:
-    """``schedule`` (a list of ``{start_h, interval_min}``, the schedule planned), ``single_interval_min`` and
+    """``schedule`` (a list of ``{start_h, interval_min, rate_factor, interval_stated}``, the schedule planned;
+    ``interval_stated``: the planner stated that interval, else the plan optimised it), ``single_interval_min`` and
     ``single_interval_wall_h`` when the row has a schedule; nothing otherwise."""
     slots = _slots(row)
     if not slots:
         return {}
     return {"schedule": [{"start_h": float(row[f"schedule{i}_start_h"]),
                           "interval_min": float(row[f"schedule{i}_interval_min"]),
-                          "rate_factor": float(row[f"schedule{i}_rate_factor"])} for i in slots],
+                          "rate_factor": float(row[f"schedule{i}_rate_factor"]),
+                          "interval_stated": _stated(row, i)} for i in slots],
             "single_interval_min": float(row["single_interval_min"]),
             "single_interval_wall_h": float(row["single_interval_wall_h"])}
 
@@ -48,12 +54,13 @@ def print_schedule(row: Any) -> bool:
     else:
         title = f"Checkpoint schedule: the failure rate changes over the run ({_schedule_model(row)})"
     t = Table(title=title, title_justify="left")
-    for col in ("from (wall)", "failure rate", "job MTBF", "save every"):
-        t.add_column(col, justify="right")
+    for col in ("from (wall)", "failure rate", "job MTBF", "save every", ""):
+        t.add_column(col, justify="right" if col else "left")
     for i in slots:
         factor = float(row[f"schedule{i}_rate_factor"])
         t.add_row(duration(row[f"schedule{i}_start_h"] * 60), f"{factor:.3g}x",
-                  duration(row["job_mtbf_h"] * 60 / factor), duration(row[f"schedule{i}_interval_min"]))
+                  duration(row["job_mtbf_h"] * 60 / factor), duration(row[f"schedule{i}_interval_min"]),
+                  "stated" if _stated(row, i) else "optimised")
     console.print(t)
     single, wall = float(row["single_interval_wall_h"]), float(row["wall_h"])
     gpus, price = float(row["gpus"]), float(row["price_per_gpu_hour"])

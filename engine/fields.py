@@ -338,16 +338,22 @@ def domain_field(i: int, part: str) -> Field:
 
 #: A ``[[failure_phases]]`` table's numbers (:mod:`ckptplan.engine.phases`): from ``start_h`` on, the job's failure
 #: rate is ``rate_factor`` times the constant-rate model's; a table holds phase ``i`` as ``phase{i}_{name}`` columns,
-#: phases numbered from 1 in order of their start.
+#: phases numbered from 1 in order of their start. ``interval_min`` is optional (the others are required): the planner
+#: states the interval of that phase (save every this many minutes of compute started in it), fixed while the plan
+#: optimises the phases that state none; it wins over the scenario-wide ``interval_min`` for its phase.
 PHASE_FIELDS: tuple[Field, ...] = (
     Field("start_h", "h", "Start of a failure phase, wall hours from the job's start", "nonnegative"),
     Field("rate_factor", "x", "Job failure rate from the phase's start, as a multiple of the constant-rate model's",
           "positive"),
+    Field("interval_min", "min", "Save every: the compute interval the planner states for the phase (blank: optimised)",
+          "positive"),
 )
+#: the :data:`PHASE_FIELDS` a phase must give (``interval_min`` is optional)
+PHASE_REQUIRED: tuple[str, ...] = ("start_h", "rate_factor")
 
 
 def phase_field(i: int, part: str) -> Field:
-    """The registry entry of table column ``phase{i}_{part}`` (``part``: start_h, rate_factor)."""
+    """The registry entry of table column ``phase{i}_{part}`` (``part``: start_h, rate_factor, interval_min)."""
     base = next(f for f in PHASE_FIELDS if f.name == part)
     return Field(f"phase{i}_{part}", base.unit, f"Failure phase {i}: {base.label}", base.rule)
 
@@ -443,5 +449,5 @@ def lookup(name: str) -> Field:
 
 __all__ = ["COST_FIELDS", "COST_PARTS", "DEFAULT_CHUNK_ROWS", "DEFAULT_RUNS", "DEFAULT_SEED", "DOMAIN_FIELDS",
            "DOMAIN_SLOTS", "ELASTIC_FIELD_NAMES", "ELASTIC_OUTPUT_FIELDS", "EXCEL_MAX_DATA_ROWS", "FIELDS", "FIELD_BY_NAME", "Field", "GPU_HOURS_FIELDS", "GPU_HOURS_PARTS", "MAX_RUNS_PER_CELL",
-           "MAX_SWEEP_ROWS", "ON_NODE_LOSS", "PHASE_FIELDS", "QUANTITIES", "RULES", "Rule", "SETUP_FIELDS", "SETUP_FIELD_BY_NAME", "STRATEGY_FIELDS", "STRATEGY_KEYS", "TEXT_FIELDS",
+           "MAX_SWEEP_ROWS", "ON_NODE_LOSS", "PHASE_FIELDS", "PHASE_REQUIRED", "QUANTITIES", "RULES", "Rule", "SETUP_FIELDS", "SETUP_FIELD_BY_NAME", "STRATEGY_FIELDS", "STRATEGY_KEYS", "TEXT_FIELDS",
            "TIER_FIELDS", "TIER_KEYS", "domain_field", "lookup", "phase_field", "strategy_field"]

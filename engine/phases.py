@@ -69,7 +69,8 @@ from .errors import InputError
 from .waste import exact_optimal_interval_kernel
 
 __all__ = ["FailurePhase", "LATTICE_TOL", "MAX_PHASES", "MAX_PHASES_RULE", "QUADRATURE_NODES", "SEARCH_NODES", "boundary_state", "best_single_interval",
-           "chain_step", "fold_pieces", "gauss_nodes", "optimal_schedule", "phase_arrays", "phases_from_list", "refuse_phases", "schedule_expectation"]
+           "chain_step", "fold_pieces", "gauss_nodes", "optimal_schedule", "phase_arrays", "phases_from_list", "refuse_phases", "schedule_expectation",
+           "search_intervals", "settle_tail", "stated_intervals"]
 
 #: most failure phases a scenario may state: the schedule's search has one interval per phase and each
 #: expectation walks every boundary, so its work grows faster than the count (16 phases: seconds; 40: minutes)
@@ -92,11 +93,16 @@ class FailurePhase:
 
     start_h: float
     rate_factor: float
+    #: the interval the planner states for this phase (minutes of compute between saves), None: optimised
+    interval_min: float | None = None
 
     def __post_init__(self) -> None:
         for name, rule, ok in (("start_h", "must be a finite number >= 0", lambda v: v >= 0),
-                               ("rate_factor", "must be a finite number > 0", lambda v: v > 0)):
+                               ("rate_factor", "must be a finite number > 0", lambda v: v > 0),
+                               ("interval_min", "must be a finite number > 0 (or absent: optimised)", lambda v: v > 0)):
             value = getattr(self, name)
+            if name == "interval_min" and value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not (
                     _finite(value) and ok(value)):
                 raise InputError(f"failure_phases: {name}", value, rule)
@@ -112,8 +118,9 @@ def _finite(value: Any) -> bool:
 
 
 def phases_from_list(raw: Any, origin: str = "scenario") -> tuple[FailurePhase, ...]:
-    """Failure phases from a list of tables (``start_h``, ``rate_factor``) or :class:`FailurePhase` records,
-    checked: known keys only, both given, start times strictly increasing."""
+    """Failure phases from a list of tables (``start_h``, ``rate_factor``, optional ``interval_min``) or
+    :class:`FailurePhase` records, checked: known keys only, both required ones given, start times strictly
+    increasing."""
     if isinstance(raw, (str, bytes, dict)) or not isinstance(raw, (list, tuple)):
         raise InputError(f"{origin}: failure_phases", raw, "must be a list of [[failure_phases]] tables with "
                          "start_h and rate_factor")
@@ -126,15 +133,15 @@ def phases_from_list(raw: Any, origin: str = "scenario") -> tuple[FailurePhase, 
             continue
         if not isinstance(item, dict):
             raise InputError(f"{origin}: failure_phases[{i}]", item, "must be a table with start_h and rate_factor")
-        unknown = sorted(set(item) - {"start_h", "rate_factor"})
+        unknown = sorted(set(item) - {"start_h", "rate_factor", "interval_min"})
         if unknown:
             raise InputError(f"{origin}: failure_phases[{i}]: {unknown[0]}", item[unknown[0]],
-                             "unknown key; a phase has start_h and rate_factor")
+                             "unknown key; a phase has start_h, rate_factor and optionally interval_min")
         for key in ("start_h", "rate_factor"):
             if key not in item:
                 raise InputError(f"{origin}: failure_phases[{i}]: {key}", None, "is required")
         try:
-            out.append(FailurePhase(item["start_h"], item["rate_factor"]))
+            out.append(FailurePhase(item["start_h"], item["rate_factor"], item.get("interval_min")))
         except InputError as exc:
             raise InputError(f"{origin}: failure_phases[{i}]: {exc.field.split(': ')[-1]}", exc.value, exc.rule) from None
     for i in range(1, len(out)):
@@ -172,6 +179,58 @@ def phase_arrays(phases: Iterable[FailurePhase]) -> tuple[np.ndarray, np.ndarray
     if not starts or starts[0] > 0:
         starts, factors = [0.0] + starts, [1.0] + factors
     return np.array(starts, dtype=float), np.array(factors, dtype=float)
+
+
+def stated_intervals(phases: Iterable[FailurePhase], interval_min: float | None = None) -> np.ndarray:
+    """The interval each phase of :func:`phase_arrays` states (NaN: optimised): a phase's own ``interval_min`` wins
+    for its phase; the scenario-wide ``interval_min`` (when given) fills every phase without one, the phase at 0
+    that :func:`phase_arrays` adds included."""
+    phases = list(phases)
+    wide = np.nan if interval_min is None or interval_min != interval_min else float(interval_min)
+    own = [wide if p.interval_min is None else p.interval_min for p in phases]
+    if not phases or phases[0].start_h > 0:
+        own = [wide] + own
+    return np.array(own, dtype=float)
+
+
+def search_intervals(f: Any, own: np.ndarray, single: float, fixed: Any = None) -> np.ndarray:
+    """The schedule search of every optimal-schedule function: Nelder-Mead on the logarithms of the intervals not
+    ``fixed`` (NaN in ``fixed``: free; the others held at their stated value), from each phase's own optimum ``own``
+    and from the best single interval ``single``, keeping the best schedule seen. ``f`` maps log-intervals (all
+    phases) to the expected wall time."""
+    from scipy.optimize import minimize
+
+    own = np.asarray(own, dtype=float)
+    fixed = np.full(len(own), np.nan) if fixed is None else np.asarray(fixed, dtype=float)
+    free = np.isnan(fixed)
+    base = np.log(np.where(free, 1.0, fixed))
+
+    def full(x: np.ndarray) -> np.ndarray:
+        out = base.copy()
+        out[free] = x
+        return out
+
+    def g(x: np.ndarray) -> float:
+        return f(full(x))
+
+    if not free.any():
+        return fixed.copy()
+    candidates = [np.log(own[free]), np.full(int(free.sum()), np.log(single))]
+    start = min(candidates, key=g)
+    res = minimize(g, start, method="Nelder-Mead",
+                   options={"xatol": 1e-3, "fatol": 1e-8 * g(start), "maxiter": 400 * int(free.sum())})
+    return np.where(free, np.exp(full(min(candidates + [res.x], key=g))), fixed)   # stated ones exactly
+
+
+def settle_tail(T: np.ndarray, own: np.ndarray, end_phase: int, fixed: Any = None) -> np.ndarray:
+    """Phases after the one the job is expected to end in change nothing: the free ones keep their own optimum."""
+    T = np.array(T, dtype=float, copy=True)
+    tail = np.zeros(len(T), dtype=bool)
+    tail[end_phase + 1:] = True
+    if fixed is not None:
+        tail &= np.isnan(np.asarray(fixed, dtype=float))
+    T[tail] = np.asarray(own, dtype=float)[tail]
+    return T
 
 
 class _Rate:
@@ -406,27 +465,21 @@ def per_phase_optima(C: float, M: float, factors: Sequence[float]) -> np.ndarray
 
 
 def optimal_schedule(work: float, C: float, M: float, R: float, starts: Sequence[float],
-                     factors: Sequence[float]) -> dict[str, Any]:
+                     factors: Sequence[float], fixed: Any = None) -> dict[str, Any]:
     """The schedule with the least expected wall time (module notes), and the best single interval.
 
+    ``fixed`` (optional, one per phase): the intervals the planner states, NaN where the phase is optimised; a
+    stated interval is held exactly and the others are optimised around it (:func:`search_intervals`).
     Returns ``intervals`` (one per phase), ``single_interval``, ``per_phase`` (each phase's own optimum,
     the starting point) and the expectations ``schedule`` and ``single`` (:func:`schedule_expectation`).
-    Phases after the job's expected end keep their own optimum (they change nothing).
+    Phases after the job's expected end keep their own optimum (they change nothing) unless stated.
     """
-    from scipy.optimize import minimize
-
     if C <= 0:
         raise InputError("checkpoint_stall_min", C, "must be > 0 with failure phases (a free save has no optimum)")
     own = per_phase_optima(C, M, factors)
     single = best_single_interval(work, C, M, R, starts, factors)
-    f = _objective(work, C, M, R, starts, factors)
-    candidates = [np.log(own), np.full(len(own), np.log(single))]
-    start = min(candidates, key=f)
-    res = minimize(f, start, method="Nelder-Mead",
-                   options={"xatol": 1e-3, "fatol": 1e-8 * f(start), "maxiter": 400 * len(own)})
-    best = min(candidates + [res.x], key=f)
-    T = np.exp(best)
+    T = search_intervals(_objective(work, C, M, R, starts, factors), own, single, fixed)
     chosen = schedule_expectation(work, T, C, M, R, starts, factors)
-    T[chosen["end_phase"] + 1:] = own[chosen["end_phase"] + 1:]
+    T = settle_tail(T, own, chosen["end_phase"], fixed)
     return {"intervals": T, "single_interval": single, "per_phase": own, "schedule": chosen,
             "single": schedule_expectation(work, np.full(len(own), single), C, M, R, starts, factors)}

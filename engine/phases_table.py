@@ -2,14 +2,19 @@
 and the schedule columns :func:`ckptplan.engine.scenario.evaluate` adds for rows that have phases.
 
 A table row (a batch row, a sweep row, one scenario flattened) holds phase ``i`` (numbered from 1, in
-order of start) as two number cells, as correlated failure domains are held (``domain{i}_*``). Rules:
-``start_h`` >= 0 and ``rate_factor`` > 0 (:data:`ckptplan.engine.fields.PHASE_FIELDS`); both cells of a
-phase given or neither; phases numbered from 1 without gaps; each start after the previous phase's.
+order of start) as two number cells, as correlated failure domains are held (``domain{i}_*``), and optionally a
+third, ``phase{i}_interval_min`` (the interval the planner states for the phase). Rules: ``start_h`` >= 0,
+``rate_factor`` > 0 and ``interval_min`` > 0 (:data:`ckptplan.engine.fields.PHASE_FIELDS`); both required cells of a
+phase given or neither (an interval needs its phase); phases numbered from 1 without gaps; each start after the
+previous phase's.
 
 For a row with phases, the figures of the plan are those of the schedule planned
-(:mod:`ckptplan.engine.phases`): the optimal schedule, or ``interval_min`` in every phase when the row
-chooses one. Columns added for every row of a table with phase columns: ``schedule{i}_start_h`` and
-``schedule{i}_interval_min`` and ``schedule{i}_rate_factor`` (the schedule, phase 1 the one from the job's start: a row whose first
+(:mod:`ckptplan.engine.phases`): the optimal schedule with every stated interval held fixed. A phase states its
+interval with ``phase{i}_interval_min``; the row's ``interval_min`` states it for every phase that gives none (a
+per-phase value wins for its phase; the phase at 0 added ahead of a first phase that starts later takes the row's).
+Columns added for every row of a table with phase columns: ``schedule{i}_start_h`` and
+``schedule{i}_interval_min`` and ``schedule{i}_rate_factor`` and ``schedule{i}_interval_stated`` (1 when the planner
+stated that interval, 0 when the plan optimised it) (the schedule, phase 1 the one from the job's start: a row whose first
 phase starts later has a phase at 0 with the constant rate ahead of it), ``single_interval_min`` (the
 best single interval under the same process) and ``single_interval_wall_h`` (its expected wall time).
 A row with ``weibull_shape_from_start`` below 1 (a failure intensity that falls from the job's start,
@@ -35,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import NEVER_FINISHES, InputError
-from .fields import DEFAULT_RUNS, DEFAULT_SEED, PHASE_FIELDS
+from .fields import DEFAULT_RUNS, DEFAULT_SEED, PHASE_FIELDS, PHASE_REQUIRED
 from .phases import MAX_PHASES, MAX_PHASES_RULE
 from .preemption_table import MAX_INTERRUPTIONS
 from .weibull_schedule import weibull_rows
@@ -46,7 +51,7 @@ __all__ = ["PHASE_COL", "PhaseSchedules", "is_schedule_column", "phase_column_sp
 PHASE_COL = re.compile(r"^phase(\d+)_(" + "|".join(f.name for f in PHASE_FIELDS) + r")$")
 
 
-_SCHEDULE_COL = re.compile(r"^schedule\d+_(start_h|interval_min|rate_factor)$")
+_SCHEDULE_COL = re.compile(r"^schedule\d+_(start_h|interval_min|rate_factor|interval_stated)$")
 
 
 def is_schedule_column(name: Any) -> bool:
@@ -56,22 +61,24 @@ def is_schedule_column(name: Any) -> bool:
 
 
 def phase_indices(columns: Iterable[Any]) -> list[int]:
-    """The ``i`` of every ``phase{i}_*`` column; raises unless each phase has both columns."""
+    """The ``i`` of every ``phase{i}_*`` column; raises unless each phase has both required columns."""
     columns = list(columns)
     found = sorted({int(m.group(1)) for c in columns if isinstance(c, str) and (m := PHASE_COL.match(c))})
     if len(found) > MAX_PHASES:
         raise InputError("columns", f"phase1_* .. phase{found[-1]}_* ({len(found)} phases)", MAX_PHASES_RULE)
     for i in found:
-        for part in PHASE_FIELDS:
-            if f"phase{i}_{part.name}" not in columns:
-                raise InputError("columns", f"phase{i}_{part.name}",
+        for part in PHASE_REQUIRED:
+            if f"phase{i}_{part}" not in columns:
+                raise InputError("columns", f"phase{i}_{part}",
                                  f"missing: every failure phase needs both phase{i}_start_h and phase{i}_rate_factor")
     return found
 
 
 def phase_column_specs(columns: Iterable[Any]) -> list[tuple[str, str]]:
-    """(column, rule key) of every phase cell of a table with these columns."""
-    return [(f"phase{i}_{part.name}", part.rule) for i in phase_indices(columns) for part in PHASE_FIELDS]
+    """(column, rule key) of every phase cell of a table with these columns (``phase{i}_interval_min`` when present)."""
+    columns = list(columns)
+    return [(f"phase{i}_{part.name}", part.rule) for i in phase_indices(columns) for part in PHASE_FIELDS
+            if part.name in PHASE_REQUIRED or f"phase{i}_{part.name}" in columns]
 
 
 def scenario_phase_columns(phases: Iterable[Any]) -> dict[str, float]:
@@ -80,6 +87,8 @@ def scenario_phase_columns(phases: Iterable[Any]) -> dict[str, float]:
     for i, p in enumerate(phases, start=1):
         out[f"phase{i}_start_h"] = p.start_h
         out[f"phase{i}_rate_factor"] = p.rate_factor
+        if p.interval_min is not None:
+            out[f"phase{i}_interval_min"] = p.interval_min
     return out
 
 
@@ -95,6 +104,11 @@ def phase_row_problems(eff: dict[str, np.ndarray], ok: dict[str, np.ndarray], in
         half = (np.isnan(start) != np.isnan(factor)) & cells_ok
         out.append((np.flatnonzero(half), lambda p, i=i: InputError(
             f"phase{i}", None, f"give both phase{i}_start_h and phase{i}_rate_factor, or neither")))
+        if f"phase{i}_interval_min" in eff:
+            lone = ~np.isnan(eff[f"phase{i}_interval_min"]) & ~given & ok[f"phase{i}_interval_min"]
+            out.append((np.flatnonzero(lone), lambda p, i=i: InputError(
+                f"phase{i}_interval_min", float(eff[f"phase{i}_interval_min"][p]),
+                f"states the interval of failure phase {i}: give phase{i}_start_h and phase{i}_rate_factor too")))
         if prev_given is None:
             gap = given & (i != 1)
         else:
@@ -113,8 +127,9 @@ def phase_row_problems(eff: dict[str, np.ndarray], ok: dict[str, np.ndarray], in
 class PhaseSchedules:
     """The schedules of a table's rows with phases; :func:`phase_schedules` builds it."""
 
-    def __init__(self, rows: np.ndarray, plans: list[dict[str, Any]], n: int, slots: int):
+    def __init__(self, rows: np.ndarray, plans: list[dict[str, Any]], n: int, slots: int, given: np.ndarray):
         self.rows, self.plans, self.n, self.slots = rows, plans, n, slots
+        self.given = given   # 1.0 where the row states interval_min (a row without phases: its one interval)
 
     def parts(self, parts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The constant-rate breakdown with the schedule's figures in the rows that have phases."""
@@ -133,9 +148,11 @@ class PhaseSchedules:
             out[f"schedule{i}_start_h"] = np.full(self.n, np.nan)
             out[f"schedule{i}_interval_min"] = np.full(self.n, np.nan)
             out[f"schedule{i}_rate_factor"] = np.full(self.n, np.nan)
+            out[f"schedule{i}_interval_stated"] = np.full(self.n, np.nan)
         out["schedule1_start_h"][:] = 0.0
         out["schedule1_rate_factor"][:] = 1.0
         out["schedule1_interval_min"][:] = chosen
+        out["schedule1_interval_stated"][:] = self.given
         out["single_interval_min"] = np.array(new["exact_interval_min"], dtype=float, copy=True)
         out["single_interval_wall_h"] = new["useful_h"] / (1.0 - np.asarray(new["waste_fraction_at_optimum"]))
         for key in ("waste_fraction", "p_finish_by_deadline", "wall_h_p50", "wall_h_p90", "wall_h_p99",
@@ -145,6 +162,8 @@ class PhaseSchedules:
             for i, (s, f, T) in enumerate(zip(plan["starts_min"], plan["factors"], plan["intervals"]), start=1):
                 out[f"schedule{i}_start_h"][r], out[f"schedule{i}_interval_min"][r] = s / 60.0, T
                 out[f"schedule{i}_rate_factor"][r] = f
+                out[f"schedule{i}_interval_stated"][r] = float(plan["stated"][i - 1]) if "stated" in plan \
+                    else float(self.given[r])
             out["single_interval_min"][r] = plan["single_interval"]
             out["single_interval_wall_h"][r] = plan["single_total"] / 60.0
             e = plan["expectation"]
@@ -158,17 +177,13 @@ class PhaseSchedules:
         return out
 
 
-def _phase_plan(wr: float, C: float, Mr: float, R: float, s: list[float], f: list[float], chosen: float
+def _phase_plan(wr: float, C: float, Mr: float, R: float, s: list[float], f: list[float], fixed: np.ndarray
                 ) -> dict[str, Any]:
-    """One row's failure-phase schedule (its own interval in every phase when it chooses one)."""
-    from .phases import optimal_schedule, per_phase_optima, schedule_expectation
+    """One row's failure-phase schedule: the stated intervals (``fixed``, NaN where none) held, the others optimised."""
+    from .phases import optimal_schedule, per_phase_optima
 
-    best = optimal_schedule(wr, C, Mr, R, s, f)
-    if chosen == chosen:
-        T = np.full(len(s), float(chosen))
-        plan = {"intervals": T, "expectation": schedule_expectation(wr, T, C, Mr, R, s, f)}
-    else:
-        plan = {"intervals": best["intervals"], "expectation": best["schedule"]}
+    best = optimal_schedule(wr, C, Mr, R, s, f, fixed)
+    plan = {"intervals": best["intervals"], "expectation": best["schedule"]}
     plan.update(single_interval=best["single_interval"], single_total=best["single"]["total"], starts_min=s,
                 factors=f, per_phase=per_phase_optima(C, Mr, f))
     return plan
@@ -251,6 +266,8 @@ def phase_schedules(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndar
     n = len(table)
     starts_h = np.column_stack([cols[f"phase{i}_start_h"] for i in indices]) if indices else np.full((n, 1), np.nan)
     factors = np.column_stack([cols[f"phase{i}_rate_factor"] for i in indices]) if indices else np.full((n, 1), np.nan)
+    stated = np.column_stack([np.asarray(cols[f"phase{i}_interval_min"], dtype=float) if f"phase{i}_interval_min" in cols
+                              else np.full(n, np.nan) for i in indices]) if indices else np.full((n, 1), np.nan)
     phased = ~np.isnan(starts_h).all(axis=1)
     if np.any(phased & weib):
         p = int(np.flatnonzero(phased & weib)[0])
@@ -260,10 +277,11 @@ def phase_schedules(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndar
     rows = np.flatnonzero(phased | weib)
     plans, slots = [], 1
     for r in rows:
-        plan = _row_plan(table, cols, r, float(M[r]), float(work[r]), starts_h[r], factors[r], bool(weib[r]))
+        plan = _row_plan(table, cols, r, float(M[r]), float(work[r]), (starts_h[r], factors[r], stated[r]),
+                         bool(weib[r]))
         plans.append(plan)
         slots = max(slots, len(plan["starts_min"]))
-    return PhaseSchedules(rows, plans, n, slots)
+    return PhaseSchedules(rows, plans, n, slots, (~np.isnan(np.asarray(cols["interval_min"], dtype=float))).astype(float))
 
 
 def _interruptions(cols: dict[str, np.ndarray], r: int) -> tuple[float, float, float, float]:
@@ -279,10 +297,11 @@ def _interruptions(cols: dict[str, np.ndarray], r: int) -> tuple[float, float, f
     return float(P), cell("preemption_notice_min"), cell("capacity_wait_min"), cell("downtime_min")
 
 
-def _row_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, Mr: float, wr: float, starts_h: np.ndarray,
-              factors: np.ndarray, weib: bool) -> dict[str, Any]:
+def _row_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, Mr: float, wr: float,
+              phase_cells: tuple[np.ndarray, np.ndarray, np.ndarray], weib: bool) -> dict[str, Any]:
     """One row's schedule (failure phases or a Weibull intensity; with preemptions or a downtime, the model of
-    :mod:`ckptplan.engine.schedule_interruptions`) and its simulated wall times."""
+    :mod:`ckptplan.engine.schedule_interruptions`) and its simulated wall times. ``phase_cells``: the row's phase
+    starts (h), rate factors and stated intervals (NaN: none stated)."""
     from .phases_montecarlo import simulate_schedule
     from .schedule_async_montecarlo import simulate_async_schedule
     from .schedule_interruptions_montecarlo import simulate_interrupted_schedule
@@ -292,8 +311,10 @@ def _row_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, Mr: floa
     W, sd = float(cols["async_write_min"][r]), float(cols["async_slowdown_fraction"][r])
     P, N, Wc, D = _interruptions(cols, r)
     R = max(float(cols["restart_min"][r]) - D, 0.0)   # the exposed restart (engine.scenario's split)
+    starts_h, factors, stated = phase_cells
     peak = 1.0 if weib else max(1.0, float(np.nanmax(factors)))
-    _refuse_too_many_saves(table.index[r], wr, C, Mr / peak, chosen)
+    _refuse_too_many_saves(table.index[r], wr, C, Mr / peak, chosen if weib or np.isnan(stated).all()
+                           else float(np.nanmin(np.append(stated, chosen))))
     if "on_node_loss" in cols and cols["on_node_loss"][r] > 0:   # engine.elastic_table: 1.0 = continue
         raise InputError(f"row {table.index[r]}: on_node_loss", "continue", "a job that trains on through failures "
                          "is planned at a constant failure rate: give failure phases or a Weibull shape from the "
@@ -306,15 +327,17 @@ def _row_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, Mr: floa
     else:
         _refuse_unmodelled(table, cols, r, "failure phases")
         given = ~np.isnan(starts_h)
-        s, f = list(starts_h[given] * 60.0), list(factors[given])
+        s, f, fixed = list(starts_h[given] * 60.0), list(factors[given]), list(stated[given])
         if s[0] > 0:
-            s, f = [0.0] + s, [1.0] + f
+            s, f, fixed = [0.0] + s, [1.0] + f, [np.nan] + fixed
+        fixed = np.where(np.isnan(fixed), chosen, fixed)   # a phase's own interval wins; interval_min fills the rest
         if interrupted:
-            plan = _interrupted_plan(wr, C, Mr, R, s, f, chosen, P, N, Wc, D)
+            plan = _interrupted_plan(wr, C, Mr, R, s, f, fixed, P, N, Wc, D)
         elif W > 0:
-            plan = _async_plan(wr, C, Mr, R, W, sd, s, f, chosen)
+            plan = _async_plan(wr, C, Mr, R, W, sd, s, f, fixed)
         else:
-            plan = _phase_plan(wr, C, Mr, R, s, f, chosen)
+            plan = _phase_plan(wr, C, Mr, R, s, f, fixed)
+        plan["stated"] = ~np.isnan(fixed)
     e = plan["expectation"]
     if not e["failures"] + e.get("preemptions", 0.0) <= MAX_INTERRUPTIONS:   # the simulation would not end
         name = "weibull_shape_from_start" if weib else "failure_phases"
@@ -345,21 +368,17 @@ def _row_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, Mr: floa
     return plan
 
 
-def _interrupted_plan(wr: float, C: float, Mr: float, R: float, s: list[float], f: list[float], chosen: float,
+def _interrupted_plan(wr: float, C: float, Mr: float, R: float, s: list[float], f: list[float], fixed: np.ndarray,
                       P: float, N: float, Wc: float, D: float) -> dict[str, Any]:
-    """One row's failure-phase schedule with preemptions or a downtime (its own interval in every phase when it
-    chooses one); refused by name when a figure is not finite."""
-    from .schedule_interruptions import interruption_optimal_schedule, interruption_schedule_expectation
+    """One row's failure-phase schedule with preemptions or a downtime (the stated intervals ``fixed`` held, NaN where
+    none, the others optimised); refused by name when a figure is not finite."""
+    from .schedule_interruptions import interruption_optimal_schedule
 
     if len(s) == 1 and D == 0:
-        return _one_phase_spot_plan(wr, C, Mr / f[0], R, chosen, P, N, Wc, s, f)
+        return _one_phase_spot_plan(wr, C, Mr / f[0], R, float(fixed[0]), P, N, Wc, s, f)
     with np.errstate(all="ignore"):
-        best = interruption_optimal_schedule(wr, C, Mr, R, s, f, P, N, Wc, D)
-        if chosen == chosen:
-            T = np.full(len(s), float(chosen))
-            plan = {"intervals": T, "expectation": interruption_schedule_expectation(wr, T, best["exposure"])}
-        else:
-            plan = {"intervals": best["intervals"], "expectation": best["schedule"]}
+        best = interruption_optimal_schedule(wr, C, Mr, R, s, f, P, N, Wc, D, fixed)
+        plan = {"intervals": best["intervals"], "expectation": best["schedule"]}
     e = plan["expectation"]
     if not (np.isfinite(e["total"]) and np.all(np.isfinite(plan["intervals"]))):
         raise InputError("failure_phases", f"{len(s)} phase(s)", f"{NEVER_FINISHES} (failures and preemptions come "
@@ -391,17 +410,13 @@ def _one_phase_spot_plan(wr: float, C: float, Mj: float, R: float, chosen: float
 
 
 def _async_plan(wr: float, C: float, Mr: float, R: float, W: float, sd: float, s: list[float], f: list[float],
-                chosen: float) -> dict[str, Any]:
-    """One row's failure-phase schedule with asynchronous saves (:mod:`ckptplan.engine.schedule_async`; its own
-    interval in every phase when it chooses one)."""
-    from .schedule_async import async_optimal_schedule, async_schedule_expectation
+                fixed: np.ndarray) -> dict[str, Any]:
+    """One row's failure-phase schedule with asynchronous saves (:mod:`ckptplan.engine.schedule_async`; the stated
+    intervals ``fixed`` held, NaN where none, the others optimised)."""
+    from .schedule_async import async_optimal_schedule
 
-    best = async_optimal_schedule(wr, C, Mr, R, W, sd, s, f)
-    if chosen == chosen:
-        T = np.full(len(s), float(chosen))
-        plan = {"intervals": T, "expectation": async_schedule_expectation(wr, T, C, Mr, R, W, sd, s, f)}
-    else:
-        plan = {"intervals": best["intervals"], "expectation": best["schedule"]}
+    best = async_optimal_schedule(wr, C, Mr, R, W, sd, s, f, fixed)
+    plan = {"intervals": best["intervals"], "expectation": best["schedule"]}
     plan.update(single_interval=best["single_interval"], single_total=best["single"]["total"], starts_min=s,
                 factors=f, per_phase=best["per_phase"])
     return plan

@@ -23,7 +23,7 @@ import pandas as pd
 
 from . import cost, reliability, wall_distribution, waste
 from .errors import BLANK, InputError
-from .fields import DOMAIN_FIELDS, FIELDS, RULES, TEXT_FIELDS, Field
+from .fields import DOMAIN_FIELDS, FIELDS, PHASE_FIELDS, RULES, TEXT_FIELDS, Field
 from .frames import result_frame as _result_frame
 from .gate import FLOAT_MAX, check_finite_result, to_float
 from .phases import phases_from_list
@@ -548,7 +548,7 @@ def _scenario_columns(scenarios: list[Scenario]) -> dict[str, np.ndarray]:
         cols[f"domain{i}_mtbf_h"] = column([None if d is None else d.mtbf_h for d in doms])
         cols[f"domain{i}_nodes_per_domain"] = column([None if d is None else d.nodes_per_domain for d in doms])
     for i in range(1, max((len(sc.failure_phases) for sc in scenarios), default=0) + 1):
-        for part in ("start_h", "rate_factor"):
+        for part in (f.name for f in PHASE_FIELDS):
             cols[f"phase{i}_{part}"] = column([getattr(sc.failure_phases[i - 1], part) if len(sc.failure_phases) >= i
                                               else None for sc in scenarios])
     cols["on_node_loss"] = continuing([sc.on_node_loss for sc in scenarios]).astype(float)

@@ -41,6 +41,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .errors import InputError
+from .phases import search_intervals, settle_tail
 
 __all__ = ["async_optimal_schedule", "async_schedule_expectation"]
 
@@ -194,11 +195,11 @@ def async_schedule_expectation(work: float, intervals: Sequence[float], C: float
 
 
 def async_optimal_schedule(work: float, C: float, M: float, R: float, W: float, slowdown: float,
-                           starts: Sequence[float], factors: Sequence[float]) -> dict[str, Any]:
+                           starts: Sequence[float], factors: Sequence[float], fixed: Any = None) -> dict[str, Any]:
     """The schedule with the least expected wall time with asynchronous saves, and the best single interval (the
     search of :func:`ckptplan.engine.phases.optimal_schedule`, from each phase's own exact asynchronous optimum,
-    :func:`ckptplan.engine.waste.exact_optimal_interval`, every interval kept at least ``W (1 - slowdown)``)."""
-    from scipy.optimize import minimize, minimize_scalar
+    :func:`ckptplan.engine.waste.exact_optimal_interval`, every interval kept at least ``W (1 - slowdown)``; ``fixed``: the stated intervals, NaN where optimised)."""
+    from scipy.optimize import minimize_scalar
 
     from .waste import exact_optimal_interval_kernel
 
@@ -222,13 +223,9 @@ def async_optimal_schedule(work: float, C: float, M: float, R: float, W: float, 
     res1 = minimize_scalar(lambda v: f(np.full(len(own), v)), bounds=(lo, hi), method="bounded",
                            options={"xatol": 1e-6})
     single = float(np.exp(res1.x))
-    candidates = [np.log(own), np.full(len(own), np.log(single))]
-    start = min(candidates, key=f)
-    res = minimize(f, start, method="Nelder-Mead",
-                   options={"xatol": 1e-3, "fatol": 1e-8 * f(start), "maxiter": 400 * len(own)})
-    T = np.exp(min(candidates + [res.x], key=f))
+    T = search_intervals(f, own, single, fixed)
     chosen = async_schedule_expectation(work, T, C, M, R, W, slowdown, starts, factors)
-    T[chosen["end_phase"] + 1:] = own[chosen["end_phase"] + 1:]
+    T = settle_tail(T, own, chosen["end_phase"], fixed)
     return {"intervals": T, "single_interval": single, "per_phase": own, "schedule": chosen,
             "single": async_schedule_expectation(work, np.full(len(own), single), C, M, R, W, slowdown, starts,
                                                  factors)}

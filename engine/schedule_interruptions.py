@@ -59,6 +59,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .errors import InputError
+from .phases import search_intervals, settle_tail
 
 __all__ = ["GRID_STEPS", "MAX_GRID", "REWARDS", "Exposure", "exposure", "interruption_optimal_schedule",
            "interruption_schedule_expectation"]
@@ -310,14 +311,15 @@ def interruption_schedule_expectation(work: float, intervals: Sequence[float], e
 
 
 def interruption_optimal_schedule(work: float, C: float, M: float, R: float, starts: Sequence[float],
-                                  factors: Sequence[float], P: float, N: float, Wc: float, D: float = 0.0
-                                  ) -> dict[str, Any]:
+                                  factors: Sequence[float], P: float, N: float, Wc: float, D: float = 0.0,
+                                  fixed: Any = None) -> dict[str, Any]:
     """The schedule with the least expected wall time under failure phases, preemptions and a downtime, and the best
     single interval (the search of :func:`ckptplan.engine.phases.optimal_schedule`: from each phase's own optimum
     for failures plus preemptions, :func:`ckptplan.engine.preemption.preemption_optimal_interval`, and from the best
     single interval, Nelder-Mead on the logarithms, keeping the best seen). Returns ``intervals``,
-    ``single_interval``, ``per_phase``, ``schedule`` and ``single`` (expectations) and ``exposure``."""
-    from scipy.optimize import minimize, minimize_scalar
+    ``single_interval``, ``per_phase``, ``schedule`` and ``single`` (expectations) and ``exposure``. ``fixed``: the
+    intervals the planner states, NaN where optimised (:func:`ckptplan.engine.phases.search_intervals`)."""
+    from scipy.optimize import minimize_scalar
 
     from .preemption import preemption_optimal_interval
 
@@ -337,12 +339,8 @@ def interruption_optimal_schedule(work: float, C: float, M: float, R: float, sta
     res1 = minimize_scalar(lambda v: f(np.full(len(own), v)), bounds=(lo, hi), method="bounded",
                            options={"xatol": 1e-6})
     single = float(np.exp(res1.x))
-    candidates = [np.log(own), np.full(len(own), np.log(single))]
-    start = min(candidates, key=f)
-    res = minimize(f, start, method="Nelder-Mead",
-                   options={"xatol": 1e-3, "fatol": 1e-8 * f(start), "maxiter": 400 * len(own)})
-    T = np.exp(min(candidates + [res.x], key=f))
+    T = search_intervals(f, own, single, fixed)
     chosen = interruption_schedule_expectation(work, T, e)
-    T[chosen["end_phase"] + 1:] = own[chosen["end_phase"] + 1:]
+    T = settle_tail(T, own, chosen["end_phase"], fixed)
     return {"intervals": T, "single_interval": single, "per_phase": own, "schedule": chosen, "exposure": e,
             "single": interruption_schedule_expectation(work, np.full(len(own), single), e)}

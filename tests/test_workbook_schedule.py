@@ -183,7 +183,7 @@ def test_cached_values_equal_libreoffices(book, tmp_path):
     assert checked > 10_000
 
 
-def test_a_stated_interval_round_trips_and_different_ones_are_refused(book, tmp_path):
+def test_a_stated_interval_round_trips_and_different_ones_become_phase_intervals(book, tmp_path):
     back = tmp_path / "back.toml"
     wb = load_workbook(book)
     for i in (2, 3):
@@ -194,15 +194,58 @@ def test_a_stated_interval_round_trips_and_different_ones_are_refused(book, tmp_
     (tmp_path / "want.toml").write_text(TOML.replace("deadline_h = 75\n", "deadline_h = 75\ninterval_min = 55\n"))
     got, want = (json.loads(_cli("plan", "--scenario", str(p), "--json")) for p in (back, tmp_path / "want.toml"))
     assert [s["interval_min"] for s in want["schedule"]] == [55.0, 55.0]
+    assert [s["interval_stated"] for s in want["schedule"]] == [True, True]
     same_json(got, want)
     again = load_workbook(tmp_path / "again.xlsx")
     assert _typed(tmp_path / "again.xlsx")[1:3] == [55.0, 55.0]
-    assert again["Schedule"][f"F{_table_rows(again)[1]}"].value == 55.0
+    assert again["Schedule"][f"F{_table_rows(again)[1]}"].value == "stated"   # read back as stated, not as ours
     _named_cell(wb, "schedule3_interval_min").value = 70.0
     wb.save(tmp_path / "two.xlsx")
-    with pytest.raises(WorkbookInputError) as err:
-        workbook.read_inputs(tmp_path / "two.xlsx")
-    assert "schedule2_interval_min" in str(err.value) and "one interval per phase" in str(err.value)
+    sc = workbook.read_inputs(tmp_path / "two.xlsx")[0]
+    assert sc.interval_min is None
+    assert sc.failure_phases == (FailurePhase(0.0, 4.0, 55.0), FailurePhase(24.0, 1.0, 70.0))
+
+
+def test_a_typed_interval_before_a_late_phase_becomes_a_phase_at_zero(book, tmp_path):
+    """Phase 1 starting at 6 h: the row before it is the constant rate from 0, which the plan takes as a phase at 0
+    with rate factor 1; a typed interval there becomes that phase, stated."""
+    wb = load_workbook(book)
+    _named_cell(wb, "phase1_start_h").value = 6.0
+    for i, v in ((1, 80.0), (2, 30.0)):
+        _named_cell(wb, f"schedule{i}_interval_min").value = v
+    wb.save(tmp_path / "late.xlsx")
+    sc = workbook.read_inputs(tmp_path / "late.xlsx")[0]
+    assert sc.failure_phases == (FailurePhase(0.0, 1.0, 80.0), FailurePhase(6.0, 4.0, 30.0), FailurePhase(24.0, 1.0))
+    row = engine.evaluate(sc).iloc[0]
+    assert [row[f"schedule{i}_interval_stated"] for i in (1, 2, 3)] == [1.0, 1.0, 0.0]
+    assert [row[f"schedule{i}_interval_min"] for i in (1, 2)] == [80.0, 30.0]
+
+
+def test_two_typed_intervals_round_trip_through_libreoffice(book, tmp_path):
+    """Different intervals typed in the two phases, recalculated in LibreOffice: --from then plan --json reproduces
+    the sheet's live figures (wall time, waste, failures, cost) to 1e-9, and a second round trip changes nothing."""
+    if soffice() is None:
+        pytest.skip("LibreOffice not installed (scripts/test.sh installs it)")
+    wb = load_workbook(book)
+    _named_cell(wb, "schedule2_interval_min").value = 31.5
+    _named_cell(wb, "schedule3_interval_min").value = 88.0
+    typed = tmp_path / "typed.xlsx"
+    wb.save(typed)
+    (done,) = recalculate([typed], tmp_path / "out")
+    assert error_cells(done) == []
+    ws = load_workbook(done, data_only=True)["Schedule"]
+    total = _table_rows(load_workbook(typed))[-1] + 1
+    back, again, back2 = tmp_path / "back.toml", tmp_path / "again.xlsx", tmp_path / "back2.toml"
+    _cli("workbook", "--from", str(done), "-o", str(again), "--no-deadline", "--emit-scenario", str(back))
+    plan = json.loads(_cli("plan", "--scenario", str(back), "--json"))
+    assert [(s["interval_min"], s["interval_stated"]) for s in plan["schedule"]] == [(31.5, True), (88.0, True)]
+    assert plan["wall_h"] == pytest.approx(ws[f"I{total}"].value, rel=1e-9)
+    assert plan["waste_fraction"] == pytest.approx(ws[f"K{total}"].value, rel=1e-9)
+    assert plan["expected_failures"] == pytest.approx(ws[f"L{total}"].value, rel=1e-9)
+    assert plan["compute_cost"] == pytest.approx(ws[f"M{total}"].value, rel=1e-9)
+    _cli("workbook", "--from", str(again), "-o", str(tmp_path / "third.xlsx"), "--no-deadline", "--emit-scenario",
+         str(back2))
+    same_json(json.loads(_cli("plan", "--scenario", str(back2), "--json")), plan)
 
 
 def test_an_edited_phase_puts_the_schedule_out_of_date_and_is_read_back(book, tmp_path):

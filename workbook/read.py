@@ -48,7 +48,7 @@ from .. import engine
 from ..engine import InputError
 from ..engine.designs import Design, default_designs
 from ..engine.fleets import fleet_rate
-from ..engine.fields import DOMAIN_SLOTS, FIELD_BY_NAME, PHASE_FIELDS, RULES, SETUP_FIELDS, Rule
+from ..engine.fields import DOMAIN_SLOTS, FIELD_BY_NAME, PHASE_FIELDS, PHASE_REQUIRED, RULES, SETUP_FIELDS, Rule
 from ..engine.phases import phases_from_list
 from ..engine.reliability import FailureDomain
 from ..engine.setup import DERIVED, RecoverySetup, plan_setup
@@ -394,7 +394,8 @@ def _read_phases(wb, problems: list) -> list[dict[str, float]]:
     while f"phase{i}_start_h" in wb.defined_names:
         cells = {}
         for part in PHASE_FIELDS:
-            cells[part.name] = _number(wb, f"phase{i}_{part.name}", part.check, problems, blank=" or blank")
+            if part.name in PHASE_REQUIRED:   # a phase's own interval is the schedule table's 'Save every' cell
+                cells[part.name] = _number(wb, f"phase{i}_{part.name}", part.check, problems, blank=" or blank")
         if (cells["start_h"] is None) != (cells["rate_factor"] is None):
             found = _cell(wb, f"phase{i}_start_h")
             problems.append((found[0] if found else "?", found[1] if found else "?", f"phase{i}", None,
@@ -406,11 +407,13 @@ def _read_phases(wb, problems: list) -> list[dict[str, float]]:
 
 
 def _read_schedule_interval(wb, phases: list[dict[str, float]], problems: list) -> float | None:
-    """The interval the Schedule sheet's 'Save every' cells state (``schedule{i}_interval_min``), or None.
+    """The intervals the Schedule sheet's 'Save every' cells state (``schedule{i}_interval_min``).
 
-    A cell blank or equal (to 1e-9) to ckptplan's schedule beside it (column F) states nothing. One interval
-    stated in every row of the schedule becomes ``interval_min`` (a plan of that interval in every phase);
-    different intervals per phase are not a scenario field yet, and are refused naming the cells."""
+    A cell blank or equal (to 1e-9) to ckptplan's schedule beside it (column F) states nothing; a row whose column F
+    says the interval was stated (the scenario stated it) states its cell. One interval stated in every row of the
+    schedule becomes ``interval_min`` (returned: a plan of that interval in every phase); otherwise each stated row
+    becomes its phase's ``interval_min`` (written into ``phases``; the row before phase 1, when phase 1 starts
+    later, becomes a phase at 0 with the constant rate, as the plan takes it) and None is returned."""
     rows, i = [], 1
     while f"schedule{i}_interval_min" in wb.defined_names:
         value = _number(wb, f"schedule{i}_interval_min", F.INPUTS["interval_min"].check, problems)
@@ -420,18 +423,18 @@ def _read_schedule_interval(wb, phases: list[dict[str, float]], problems: list) 
             ours = wb[sheet][f"F{ref[1:]}"].value
             ours = float(ours) if isinstance(ours, numbers.Real) and not isinstance(ours, bool) else None
             stated = value is not None and (ours is None or abs(value - ours) > 1e-9 * ours)
-            rows.append((sheet, ref, i, value if stated else None))
+            rows.append((i, value if stated else None))
         i += 1
-    said = {v for *_, v in rows if v is not None}
+    said = {v for _, v in rows if v is not None}
     if not said:
         return None
-    if len(said) == 1 and all(v is not None for *_, v in rows):
+    if len(said) == 1 and all(v is not None for _, v in rows):
         return said.pop()
-    for sheet, ref, i, v in rows:
-        if v is not None:
-            problems.append((sheet, ref, f"schedule{i}_interval_min", v, "one interval per phase is not a scenario "
-                             "field yet: state the same interval in every phase (it becomes interval_min), or "
-                             "restore ckptplan's schedule (column F) or clear the cell"))
+    for i, v in rows:
+        if v is not None and i >= 2:
+            phases[i - 2]["interval_min"] = v
+    if rows and rows[0][0] == 1 and rows[0][1] is not None:
+        phases.insert(0, {"start_h": 0.0, "rate_factor": 1.0, "interval_min": rows[0][1]})
     return None
 
 

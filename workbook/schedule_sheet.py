@@ -11,7 +11,8 @@ STATED, blank for the phase's own optimum), and the schedule's exact expectation
 live formulas (:mod:`ckptplan.workbook.schedule_formulas`, the engine's rule cell for cell): expected wall
 time, work, waste, failures and compute cost per phase and in all. A live status says when an input or a
 phase changed since the optimum was computed (as the Deadline sheet); ``--from`` regenerates it, and reads
-one interval stated in every phase as ``interval_min``. The Plan sheet keeps the constant-rate plan.
+one interval stated in every phase as ``interval_min``, different ones as each phase's ``interval_min`` (a phase
+the scenario stated shows "stated" in column F, so an unedited round trip keeps it). The Plan sheet keeps the constant-rate plan.
 """
 
 from __future__ import annotations
@@ -79,13 +80,15 @@ _WIDTHS = (30, 10, 10, 13, 13, 15, 12, 22, 14, 13, 12, 11, 13)
 _HIDDEN_COL = len(_COLUMNS) + 3
 
 
-def _engine_optima(sc: Any, result: Any) -> list[float | None]:
-    """The engine's interval per sheet row (the rate before phase 1 first: none when phase 1 starts at 0)."""
-    found, i = [], 1
+def _engine_optima(sc: Any, result: Any) -> tuple[list[float | None], list[bool]]:
+    """The engine's interval per sheet row (the rate before phase 1 first: none when phase 1 starts at 0), and
+    whether the scenario stated it (a phase's ``interval_min`` or the scenario's)."""
+    found, stated, i = [], [], 1
     while f"schedule{i}_start_h" in result.index and result[f"schedule{i}_start_h"] == result[f"schedule{i}_start_h"]:
         found.append(float(result[f"schedule{i}_interval_min"]))
+        stated.append(float(result.get(f"schedule{i}_interval_stated", 0.0)) == 1.0)
         i += 1
-    return found if sc.failure_phases[0].start_h > 0 else [None] + found
+    return (found, stated) if sc.failure_phases[0].start_h > 0 else ([None] + found, [False] + stated)
 
 
 def _table(wb: Workbook, ws, row: int, sc: Any, result: Any, currency: str) -> tuple[int, Any]:
@@ -94,7 +97,7 @@ def _table(wb: Workbook, ws, row: int, sc: Any, result: Any, currency: str) -> t
 
     S.header(ws, row, [c.replace("Compute cost", f"Compute cost ({currency})") for c in _COLUMNS])
     ws.row_dimensions[row].height = 58
-    optima = _engine_optima(sc, result)
+    optima, stated = _engine_optima(sc, result)
     P = phase_slots(len(sc.failure_phases)) + 1
     rows = [row + 1 + i for i in range(P)]
     inputs = []
@@ -126,7 +129,10 @@ def _table(wb: Workbook, ws, row: int, sc: Any, result: Any, currency: str) -> t
         for col, (expr, fmt) in live.items():
             c = ws.cell(row=r, column=col, value=f'=IF({g},{expr},"")')
             c.number_format = fmt
-        if opt is not None:
+        if opt is not None and i < len(stated) and stated[i]:   # the scenario's own: read back as stated
+            ws.cell(row=r, column=6, value="stated")
+            opt = None
+        elif opt is not None:
             ws.cell(row=r, column=6, value=opt).number_format = F.MINUTES
         else:
             ws.cell(row=r, column=6, value="none" if i == 0 else "")

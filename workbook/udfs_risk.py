@@ -174,18 +174,27 @@ def CKPT_TARGET(names, values, solve, goal, target):
     return float(row[str(solve).strip()]) if row["reachable"] else str(row["why"])[:255]
 
 
-def _phases(starts_h: Any, rate_factors: Any) -> list[dict[str, float]]:
-    """``[[failure_phases]]`` tables from two ranges of the same size (blank pairs skipped)."""
+def _phases(starts_h: Any, rate_factors: Any, intervals_min: Any = None) -> list[dict[str, float]]:
+    """``[[failure_phases]]`` tables from two ranges of the same size (blank pairs skipped), and optionally a third,
+    each phase's stated ``interval_min`` (blank: optimised)."""
     starts, factors = _cells("starts_h", starts_h), _cells("rate_factors", rate_factors)
     if len(starts) != len(factors):
         raise CallError(f"{ERROR_PREFIX} rate_factors: must have one cell per start ({len(factors)} for {len(starts)})")
+    intervals = [None] * len(starts) if intervals_min is None else _cells("intervals_min", intervals_min)
+    if len(intervals) != len(starts):
+        raise CallError(f"{ERROR_PREFIX} intervals_min: must have one cell per start ({len(intervals)} for "
+                        f"{len(starts)})")
     out = []
-    for s, f in zip(starts, factors):
+    for s, f, t in zip(starts, factors, intervals):
         if s is None and f is None:
+            if t is not None:
+                raise CallError(f"{ERROR_PREFIX} intervals_min: an interval needs its phase (start and rate factor)")
             continue
         if s is None or f is None:
             raise CallError(f"{ERROR_PREFIX} starts_h, rate_factors: give both cells of a phase, or neither")
         out.append({"start_h": _number("starts_h", s), "rate_factor": _number("rate_factors", f)})
+        if t is not None:
+            out[-1]["interval_min"] = _number("intervals_min", t)
     if not out:
         raise CallError(f"{ERROR_PREFIX} starts_h: give at least one phase (start hour and rate factor)")
     return out
@@ -201,15 +210,17 @@ def _evaluated(plan: Any) -> Any:
 @udf(names=_NAMES, values=_VALUES,
      starts_h="The phases' start hours from the job's start, a column (increasing; a first phase at 0 is added at "
               "rate 1 when none starts there).",
-     rate_factors="Each phase's factor on the job failure rate, the same shape as starts_h.")
-def CKPT_SCHEDULE(names, values, starts_h, rate_factors):
+     rate_factors="Each phase's factor on the job failure rate, the same shape as starts_h.",
+     intervals_min="Optional: each phase's stated interval (minutes; blank: optimised), the same shape as starts_h.")
+def CKPT_SCHEDULE(names, values, starts_h, rate_factors, intervals_min=None):
     """The checkpoint schedule when the failure rate changes over the run: a spilled range (start_h, rate_factor,
     interval_min), one row per phase, then the schedule's expected wall time and the best single interval's.
 
     Each phase's interval is optimised with the phase boundaries handled exactly (ckptplan plan; Daly's model per
-    phase). A chosen interval_min among the names is used in every phase.
+    phase). A chosen interval_min among the names is used in every phase without its own; a phase's stated interval
+    (intervals_min) wins for its phase and the others are optimised around it.
     """
-    plan, _ = _plan(names, values, phases=_phases(starts_h, rate_factors))
+    plan, _ = _plan(names, values, phases=_phases(starts_h, rate_factors, intervals_min))
     try:
         row = _evaluated(plan)
     except ValueError as exc:

@@ -565,9 +565,7 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, 
     ws.column_dimensions["A"].width = 10
     ws.column_dimensions["B"].width = 14
     pages.fit_scaling(ws, sc, st, nodes_list, first, cols)
-    if tiered is not None:   # the rows' checks are the tiered plan's (one line), not the single-level warnings
-        for r in range(first, last + 1):
-            ws.row_dimensions[r].height = None
+    if tiered is not None:   # the rows' checks are the tiered plan's (pages.fit_scaling sized the rows for them)
         ws.print_area = f"A1:{get_column_letter(cols['model_check'])}{last + 23 + len(flags.legend())}"
         for r in (2, 3):   # the notes under the title: wrapped inside the print area
             _wrap_over_table(ws, r)

@@ -21,7 +21,7 @@ from .engine.fields import DEFAULT_RUNS, DEFAULT_SEED, FIELDS, SETUP_FIELDS
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["app", "headline", "main", "print_plan"]
+__all__ = ["app", "headline", "main", "print_plan", "print_planned"]
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="How often should a training job checkpoint, and what does it cost?")
@@ -195,7 +195,7 @@ def plan(
     field's name); the rest come from the template. A setup (checkpoint size, bandwidths, tiers,
     restart parts, spares) adds the checkpoint tiers, storage and spare cost to the plan.
     """
-    from .cli_setup import print_setup, setup_json
+    from .cli_setup import setup_json
     from .engine.setup import plan_setup
 
     try:
@@ -212,20 +212,29 @@ def plan(
     if as_json:
         typer.echo(json.dumps(setup_json(planned, headline(row)), indent=2, allow_nan=False))
     else:
-        single = len(planned.tiers) == 1 and planned.tiers[0]["name"] == "checkpoint"
-        if single:
-            print_plan(row, overrides)
-        else:
+        print_planned(planned, plan_file.setup.given(), overrides)
 
-            console.print(f"[bold]{literal(str(row['name']))}[/]  {literal(str(row.get('description', '') or ''))}",
-                          highlight=False)
-            console.print(f"{int(row['nodes']):,} nodes, job MTBF {duration(row['job_mtbf_h'] * 60)}, {int(row['gpus']):,} GPUs"
-                          "  |  multi-level checkpoints: the tiers' exact expectation (single-level figures left out)",
-                          highlight=False)
-            for warning in planned.warnings:
-                console.print(f"[bold yellow]warning:[/] {literal(warning)}", highlight=False)
-        if plan_file.setup.given():
-            print_setup(planned, money=not single)
+
+def print_planned(planned: Any, setup_given: bool, overrides: dict[str, Any] | None = None,
+                  simulated: str | None = None) -> None:
+    """The console's plan of ``engine.setup.plan_setup``'s answer: the single-level plan's tables, or a tiered plan's
+    headline and warnings; then the setup's figures (``setup_given``). ``plan`` and ``workbook`` print it alike."""
+    from .cli_setup import print_setup
+
+    row = planned.row
+    single = len(planned.tiers) == 1 and planned.tiers[0]["name"] == "checkpoint"
+    if single:
+        print_plan(row, overrides, simulated=simulated)
+    else:
+        console.print(f"[bold]{literal(str(row['name']))}[/]  {literal(str(row.get('description', '') or ''))}",
+                      highlight=False)
+        console.print(f"{int(row['nodes']):,} nodes, job MTBF {duration(row['job_mtbf_h'] * 60)}, {int(row['gpus']):,} GPUs"
+                      "  |  multi-level checkpoints: the tiers' exact expectation (single-level figures left out)",
+                      highlight=False)
+        for warning in planned.warnings:
+            console.print(f"[bold yellow]warning:[/] {literal(warning)}", highlight=False)
+    if setup_given:
+        print_setup(planned, money=not single)
 
 
 @app.command("failure-rates")
@@ -336,7 +345,12 @@ def workbook_cmd(
         fail(str(exc))
     except OSError as exc:  # a full disk, a vanished folder (files.atomic.OutputError names the file)
         fail(str(exc))
-    print_plan(row, simulated=_simulated(report))
+    if plan.setup.tiers:   # the Plan sheet's plan: the tiered one, as `ckptplan plan` prints it
+        from .engine.setup import plan_setup
+
+        print_planned(plan_setup(plan.scenario, plan.setup), True)
+    else:
+        print_plan(row, simulated=_simulated(report))
     if report is None and not no_deadline:
         console.print("no deadline_h in the scenario: Deadline sheet left out", highlight=False)
     console.print(f"wrote {literal(str(output))} ({len(built.workbook.sheetnames)} sheets: {', '.join(built.workbook.sheetnames)})",

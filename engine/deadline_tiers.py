@@ -62,4 +62,28 @@ def tiered_deadline_report(scenario: Scenario, setup: Any, runs: int = 10000, se
             "wall_h_mean_se": standard_error(wall_h), "wall_h_p50": float(q50), "wall_h_p90": float(q90),
             "wall_h_p99": float(q99), "gpu_hours_mean": float(gpu_h.mean()),
             "gpu_hours_p90": float(np.quantile(gpu_h, 0.9)), "cost_mean": float(money.mean()),
-            "cost_p90": float(np.quantile(money, 0.9)), "expected_wall_h": f["wall_h"]}
+            "cost_p90": float(np.quantile(money, 0.9)), "expected_wall_h": f["wall_h"],
+            "used": _used(base, scenario.deadline_h, f, plan.restart_parts_min, tiers, other, setup.failure_classes)}
+
+
+def _used(base: Scenario, deadline_h: float, f: Any, parts: Any, tiers: Any, other: float,
+          classes: Any) -> dict[str, Any]:
+    """What the simulation was given, keyed by name and unit: the job (work, MTBF, GPUs, price, deadline), the restart
+    (``R'`` the restart without the checkpoint load, the downtime ``D`` inside it, the restart pipeline's parts
+    ``restart_part_<part>_min`` when the setup gives them), the background write and its slowdown, each tier (its every, interval ``every x T``, stall, restore, restart ``R' + restore``, restore failure
+    probability, copies) and each failure class's share."""
+    out: dict[str, Any] = {"useful_training_h": float(base.useful_training_h), "job_mtbf_min": f["job_mtbf_h"] * 60.0,
+                           "gpus": f["gpus"], "price_per_gpu_hour": float(base.price_per_gpu_hour),
+                           "deadline_h": float(deadline_h), "restart_without_load_min": other,
+                           "downtime_min": float(base.downtime_min),
+                           **{f"restart_part_{p}": float(v) for p, v in parts.items()},
+                           "async_write_min": float(base.async_write_min),
+                           "async_slowdown_fraction": float(base.async_slowdown_fraction)}
+    for i, t in enumerate(tiers, start=1):
+        out[f"tier{i}_name"] = t["name"]
+        for key in ("every", "interval_min", "checkpoint_stall_min", "restore_min", "restart_min",
+                    "restore_failure_probability", "copies"):
+            out[f"tier{i}_{key}"] = t[key]
+    for name, share in classes.items():
+        out[f"class_{name}_share"] = float(share)
+    return out

@@ -119,12 +119,22 @@ def _expected(chk, plan, designs, values):
         sck = sc if k == "base" else designs[k - 1].apply(sc)
     else:
         raise AssertionError(chk.context)
-    if chk.key == "warnings":
-        return "OK"
+    if chk.key == "warnings":   # the engine's tiered plan's warnings, worded as the sheet's single-level checks
+        return _warnings(sck, st, keys=kind == "scaling") if tiered else "OK"
     return tiered_figure(chk.key, sck, st) if tiered else figure(chk.key, sck, st)
 
 
 _PLANS: dict = {}
+
+
+def _warnings(sc, st, keys: bool) -> str:
+    """``plan_setup``'s warnings of the tiered plan ("OK" when none); ``keys``: the checks' short keys (table rows)."""
+    from ckptplan.engine.validity import CHECKS
+
+    said = _plan(sc, st).warnings
+    words = [c.key if keys else c.reason for c in CHECKS if c.reason in said]
+    assert len(words) == len(said)
+    return "; ".join(words) or "OK"
 
 
 def _plan(sc, st):
@@ -161,6 +171,20 @@ def test_curve_scaling_and_compare_equal_the_engines_tiered_plan(books, which):
             wrong.append((chk.sheet, chk.cell, chk.context, chk.key, got, want))
     assert not wrong, f"{len(wrong)} of {len(checks)} cells differ from the engine, e.g. {[w for w in wrong if w[3] != 'interval_min'][:8]}"
     assert error_cells(paths[f"lo-{which}"]) == []
+
+
+def test_scaling_checks_flag_the_tiered_plans_high_waste(books):
+    """A Scaling row whose tiered plan wastes (almost) all its wall time never reads OK: it names the checks the
+    engine's tiered plan warns of (``plan --json`` warnings), the inputs' problems first."""
+    built, plan, paths, _ = books
+    values = load_workbook(paths["lo-built"], data_only=True)["Scaling"]
+    flagged = {c.context[1]: values[c.cell].value for c in built.flags
+               if c.sheet == "Scaling" and c.context[-1] == "tiered"}
+    for nodes in (65536, 131072):
+        sc = plan.scenario.with_nodes(nodes).replace(interval_min=None, deadline_h=None)
+        assert _plan(sc, plan.setup).figures["waste_fraction"] > 0.99 and _plan(sc, plan.setup).warnings
+        assert flagged[nodes] == "failures_per_segment; high_waste", (nodes, flagged[nodes])
+    assert flagged[min(flagged)] == "OK"
 
 
 def test_compare_equals_ckptplan_compare(books):
@@ -215,6 +239,29 @@ def test_the_deadline_sheet_is_the_tiered_plans_simulation(books):
     for which, status in (("lo-built", "up to date"), ("lo-edited", "OUT OF DATE")):
         got = load_workbook(paths[which], data_only=True)["Deadline"]["B3"].value
         assert got.startswith(status), (which, got)
+
+
+def test_the_deadline_sheet_lists_what_the_tiered_simulation_used(books):
+    """The "Input this simulation used" table holds what engine.deadline_tiers simulated: each tier's every, interval,
+    stall, restore and restart, the restart without the load and its parts, not the single-level view's."""
+    built, plan, _, _ = books
+    from ckptplan.engine.deadline_tiers import tiered_deadline_report
+
+    used = tiered_deadline_report(plan.scenario, plan.setup, runs=DEADLINE_RUNS, seed=0)["used"]
+    ws = built.workbook["Deadline"]
+    head = next(r for r in range(1, ws.max_row + 1) if ws.cell(row=r, column=1).value == "Input this simulation used")
+    table = {ws.cell(row=r, column=1).value: ws.cell(row=r, column=2).value for r in range(head + 1, ws.max_row + 1)}
+    sim = plan_setup(plan.scenario.replace(deadline_h=None), plan.setup)
+    for i, tier in enumerate(sim.tiers, start=1):
+        for key, words in (("interval_min", "interval"), ("checkpoint_stall_min", "stall"), ("restore_min", "restore"),
+                           ("restart_min", "restart = R' + restore"), ("every", "every (saves every 'every' x T)")):
+            assert table[f"Tier {i} ({tier['name']}): {words}"] == tier[key] == used[f"tier{i}_{key}"], (i, key)
+    assert math.isclose(table["Job MTBF"], sim.figures["job_mtbf_h"] * 60, rel_tol=1e-12)
+    assert table["Restart without the checkpoint load (R'; each tier adds its restore)"] == used["restart_without_load_min"]
+    assert used["restart_without_load_min"] == sim.tiers[0]["restart_min"] - sim.tiers[0]["restore_min"]
+    for part, minutes in sim.restart_parts_min.items():
+        assert table[f"  restart part: {part[:-len('_min')]} (setup)"] == minutes
+    assert not any(str(label).startswith(("Checkpoint stall", "Restart time")) for label in table), table
 
 
 def test_workbook_from_reads_back_the_same_tiered_plan(books):

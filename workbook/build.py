@@ -481,7 +481,7 @@ def _table_columns(ws, first_row: int, n_rows: int, row_refs: Callable[[int], di
                 checks.append(Check(sheet, f"{letter}{r}", context(i) + (("tiered",) if tier_row else ()),
                                     calc.key if tier_row else calc.engine_key))
         D.write_pool_chain(ws, r, flag_col + 1, terms, refs, across=True)
-        check = column.check(problems) if column is not None else flags.model_check(refs, keys=True, problems=problems)
+        check = column.check(refs, problems, keys=True) if column is not None else flags.model_check(refs, keys=True, problems=problems)
         flag = ws.cell(row=r, column=flag_col, value="=" + check)
         flag.alignment = Alignment(wrap_text=True, vertical="top")
         if flag_checks is not None:
@@ -565,9 +565,7 @@ def _scaling_sheet(wb: Workbook, sc: engine.Scenario, built: Built, terms: int, 
     ws.column_dimensions["A"].width = 10
     ws.column_dimensions["B"].width = 14
     pages.fit_scaling(ws, sc, st, nodes_list, first, cols)
-    if tiered is not None:   # the rows' checks are the tiered plan's (one line), not the single-level warnings
-        for r in range(first, last + 1):
-            ws.row_dimensions[r].height = None
+    if tiered is not None:   # the rows' checks are the tiered plan's (pages.fit_scaling sized the rows for them)
         ws.print_area = f"A1:{get_column_letter(cols['model_check'])}{last + 23 + len(flags.legend())}"
         for r in (2, 3):   # the notes under the title: wrapped inside the print area
             _wrap_over_table(ws, r)
@@ -678,6 +676,9 @@ def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None, sc: engine.Scen
         row += 1
         S.note(ws, row, note, 3)
     row += 2
+    if report.get("used"):   # the tiered simulation's own inputs (engine.deadline_tiers); B3 says when they changed
+        _used_table(ws, row, report["used"])
+        return
     S.header(ws, row, ["Input this simulation used", "Value used", "Now on Inputs"])
     for key, field in F.INPUTS.items():
         row += 1
@@ -687,6 +688,20 @@ def _deadline_sheet(wb: Workbook, report: dict[str, Any] | None, sc: engine.Scen
         ws.row_dimensions[row].height = 15.0 * max(1, -(-len(label.value) // 78))   # a line per 78 characters
         ws.cell(row=row, column=2, value=used[key]).number_format = S.INPUT_NUMBER if not field.integer else S.INPUT_WHOLE
         ws.cell(row=row, column=3, value=f'=IF({key}="","",{key})').number_format = ws.cell(row=row, column=2).number_format
+    ws.column_dimensions["A"].width = 70
+    ws.column_dimensions["B"].width = 18
+    ws.column_dimensions["C"].width = 14
+
+
+def _used_table(ws, row: int, used: list[tuple[str, Any, str]]) -> None:
+    """The Deadline sheet's "Input this simulation used" table of a tiered simulation: (label, value, unit) rows."""
+    S.header(ws, row, ["Input this simulation used", "Value used", "Unit"])
+    for label, value, unit in used:
+        row += 1
+        ws.cell(row=row, column=1, value=label).alignment = Alignment(wrap_text=True, vertical="top")
+        c = ws.cell(row=row, column=2, value=value)
+        c.number_format = S.INPUT_WHOLE if isinstance(value, int) else S.INPUT_NUMBER
+        ws.cell(row=row, column=3, value=unit)
     ws.column_dimensions["A"].width = 70
     ws.column_dimensions["B"].width = 18
     ws.column_dimensions["C"].width = 14

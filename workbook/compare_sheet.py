@@ -105,7 +105,7 @@ def compare_sheet(wb: Workbook, base: "Scenario", designs: "tuple[Design, ...]",
     ws.row_dimensions[check_row].height = 45
     ws.cell(row=row, column=1, value="Model check (where the answer leaves the models' range)").font = Font(bold=True)
     for col, refs, ctx in columns:
-        check = (blocks[col].check(checks[col]) if col in blocks
+        check = (blocks[col].check(refs, checks[col]) if col in blocks
                  else flags.model_check(refs, problems=checks[col]))
         cell = ws.cell(row=row, column=col, value="=" + check)
         cell.alignment = Alignment(wrap_text=True, vertical="top")

@@ -117,6 +117,7 @@ def tiered_rows(scenario: engine.Scenario, setup: Any, runs: int = 10000, seed: 
         ("Cost of the job's GPU time, P90", at["cost_p90"], cur, F.MONEY),
     ]
     return {"runs": at["runs"], "seed": seed, "computed": dt.date.today().isoformat(), "rows": rows, "tiered": True,
+            "used": used_rows(at["used"], cur),
             "notes": ["The tiered plan simulated run by run: each failure falls in a class, restored from the first "
                       "tier that survives it (a restore that fails falls back to the next, or to the job's start); "
                       "the simulation behind the tiered P(finish by the deadline) on the Storage & recovery sheet "
@@ -124,3 +125,36 @@ def tiered_rows(scenario: engine.Scenario, setup: Any, runs: int = 10000, seed: 
                       "The interval search of a single-level plan (the interval with the best chance, the cheapest "
                       "meeting a target) is not run for tiers: the tiered plan's interval is its optimum at the "
                       "stated every (the Interval curve sheet)."]}
+
+
+#: the words and unit of what the tiered simulation used (engine.deadline_tiers' ``used`` keys)
+_JOB = {"useful_training_h": ("Useful training (work)", "h"), "job_mtbf_min": ("Job MTBF", "min"),
+        "gpus": ("GPUs", "GPUs"), "price_per_gpu_hour": ("Price per GPU-hour", "money per GPU-h"),
+        "deadline_h": ("Deadline", "h"),
+        "restart_without_load_min": ("Restart without the checkpoint load (R'; each tier adds its restore)", "min"),
+        "downtime_min": ("  of which the downtime: the wait for a node (the job cannot fail in it)", "min"),
+        "async_write_min": ("Background write", "min"), "async_slowdown_fraction": ("Background write slowdown", "share")}
+_TIER = {"every": ("every (saves every 'every' x T)", "x T"), "interval_min": ("interval", "min"),
+         "checkpoint_stall_min": ("stall", "min"), "restore_min": ("restore", "min"),
+         "restart_min": ("restart = R' + restore", "min"),
+         "restore_failure_probability": ("restore failure probability", "share"), "copies": ("copies", "copies")}
+
+
+def used_rows(used: dict[str, Any], currency: str) -> list[tuple[str, Any, str]]:
+    """The Deadline sheet's "Input this simulation used" rows of the tiered simulation: (label, value, unit), in the
+    order :func:`engine.deadline_tiers.tiered_deadline_report` lists its ``used`` inputs."""
+    out, names = [], {k[:-len("_name")]: v for k, v in used.items() if k.startswith("tier") and k.endswith("_name")}
+    for key, value in used.items():
+        if key in _JOB:
+            label, unit = _JOB[key]
+        elif key.startswith("restart_part_"):
+            label, unit = f"  restart part: {key[len('restart_part_'):-len('_min')]} (setup)", "min"
+        elif key.startswith("class_"):
+            label, unit = f"Failure class {key[len('class_'):-len('_share')]}: share", "share"
+        elif key.endswith("_name"):
+            continue
+        else:
+            tier, rest = key.split("_", 1)
+            label, unit = f"Tier {tier[4:]} ({names[tier]}): {_TIER[rest][0]}", _TIER[rest][1]
+        out.append((label, value, unit.replace("money", currency)))
+    return out

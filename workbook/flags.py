@@ -20,7 +20,7 @@ from ..engine.errors import NEVER_FINISHES
 from ..engine.validity import CHECKS
 
 __all__ = ["INPUTS_FIRST", "NEVER_FINISHES", "OK", "UP_TO_DATE", "highlight", "inputs_first", "legend", "model_check",
-           "stale_check"]
+           "stale_check", "tiered_model_check"]
 
 OK = "OK"
 UP_TO_DATE = "up to date"
@@ -52,6 +52,30 @@ def model_check(refs: Mapping[str, str], keys: bool = False, problems: str | Non
     if problems is None:
         return body
     return inputs_first(problems, body)
+
+
+def tiered_model_check(refs: Mapping[str, str], block: Mapping[str, str], keys: bool = False,
+                       problems: str | None = None) -> str:
+    """Formula (without "=") of a tiered plan's model check, as :func:`model_check` words it: its bad inputs first
+    (``problems``), then the tiered block's own check (``block["tiered_check"]``: bad tiers, an overflow, an optimum
+    at the search's edge) when it fails, else "OK" or the validity checks (:data:`CHECKS`) the engine runs on a
+    tiered plan (:func:`ckptplan.engine.tiers.table.checked_figures`): the first tier's interval, the tiered waste and
+    failures, the first tier's stall (a stall derived from the checkpoint size is never "from a small model"); the
+    checks that read a single-level figure (:data:`ckptplan.engine.tiers.table.SINGLE_LEVEL_ONLY`) do not apply.
+
+    ``refs``: the column's references (job MTBF, work, write, GPUs); ``block``: its :func:`write_tier_block` cells.
+    """
+    from ..engine.tiers.table import SINGLE_LEVEL_ONLY
+
+    stall = f'IF({block["stall_derived"]},1E+300,{block["tier1_checkpoint_stall_min"]})'
+    mine = dict(refs, chosen_interval_min=block["chosen_interval_min"], waste_fraction=block["waste_fraction"],
+                expected_failures=block["expected_failures"], checkpoint_stall_min=stall)
+    applies = [c for c in CHECKS if not any("{" + name + "}" in c.excel for name in SINGLE_LEVEL_ONLY)]
+    joined = "&".join(f'IF({check.excel_condition(mine)},{_quote("; " + (check.key if keys else check.reason))},"")'
+                      for check in applies)
+    tiered = block["tiered_check"]
+    body = f'IF({tiered}<>{_quote(OK)},{tiered},IF(({joined})="",{_quote(OK)},MID({joined},3,2000)))'
+    return body if problems is None else inputs_first(problems, body)
 
 
 def inputs_first(problems: str, otherwise: str) -> str:

@@ -56,7 +56,9 @@ def _scaling_rows(sc: engine.Scenario, st: Any, nodes_list: list[int]) -> pd.Dat
     from ..engine.batch import evaluate_rows
     from ..engine.setup import RecoverySetup
 
-    st = (st if st is not None else RecoverySetup()).replace(tiers=(), failure_classes={})
+    st = st if st is not None else RecoverySetup()
+    tiers, classes = st.tiers, st.failure_classes   # a tiered baseline's rows: its tiered plan (their model checks)
+    st = st.replace(tiers=(), failure_classes={})
     one = engine.to_table([sc.replace(interval_min=None)])   # one validated row, then the rows at each node count
     table = one.loc[one.index.repeat(len(nodes_list))].reset_index(drop=True)
     nodes = np.asarray(nodes_list, dtype=float)
@@ -66,7 +68,7 @@ def _scaling_rows(sc: engine.Scenario, st: Any, nodes_list: list[int]) -> pd.Dat
         table[key] = np.nan
     for key, value in st.columns().items():
         table[key] = value
-    rows = evaluate_rows(table)
+    rows = evaluate_rows(table, tiers=tiers or None, failure_classes=classes if tiers else None)
     return None if (rows["status"] != "ok").any() else rows
 
 
@@ -89,12 +91,22 @@ def fit_scaling(ws, sc: engine.Scenario, st: Any, nodes_list: list[int], first: 
     if rows is None:
         return
     width = ws.column_dimensions[get_column_letter(cols["model_check"])].width
-    for i, text in enumerate(warnings_text(rows, keys=True)):
+    for i, text in enumerate(_check_keys(rows, bool(st is not None and st.tiers))):
         lines = S.text_lines(text.replace("; ", "; \n"), width, bold=True) if text else 1
         if lines > 1:
             ws.row_dimensions[first + i].height = S.LINE_HEIGHT * lines
             for c in range(1, cols["model_check"]):
                 ws.cell(row=first + i, column=c).alignment = Alignment(vertical="top")
+
+
+def _check_keys(rows: pd.DataFrame, tiered: bool) -> list[str]:
+    """Each row's model check as the Scaling sheet shows it (the checks' keys, "; "-joined): a tiered row's from the
+    warnings its tiered plan gives (the batch's ``warnings`` column, engine.validity's reasons)."""
+    if not tiered:
+        return warnings_text(rows, keys=True)
+    from ..engine.validity import CHECKS
+
+    return ["; ".join(c.key for c in CHECKS if c.reason in str(said).split("; ")) for said in rows["warnings"]]
 
 
 def cost_axis(chart, currency: str) -> None:

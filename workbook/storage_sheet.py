@@ -360,7 +360,8 @@ def _plan(g: _Grid) -> None:
         if k == 0:   # the Plan sheet of a tiered baseline shows this check
             g.name("setup_model_check", f"{L}{g.row}")
         if g.tiered[k]:   # the tiered plan's own check (bad tiers, an overflow, an optimum at the search's edge)
-            c = _fx(g.ws, g.row, g.col(k), flags.inputs_first(problems, g.blocks[k]["tiered_check"]), wrap=True)
+            c = _fx(g.ws, g.row, g.col(k), flags.tiered_model_check(g.refs[k], g.blocks[k], problems=problems),
+                    wrap=True)
             flags.highlight(g.ws, c.coordinate, "OK")
             continue
         c = _fx(g.ws, g.row, g.col(k), flags.model_check(g.refs[k], keys=True, problems=problems), wrap=True)

@@ -77,6 +77,7 @@ RESULTS = {
     "rework_h": ("Rework", "h"),
     "mean_restart_min": ("Mean restart (classes weighted)", "min"),
     "storage_cost": ("Storage cost, all tiers", "money"),
+    "stall_derived": ("The first tier's stall is derived from the checkpoint size (not stated)", "TRUE/FALSE"),
 }
 
 
@@ -428,6 +429,9 @@ def _figures(const: Callable[[str, str, str], str], k: dict[str, str], x: Mappin
                 f'{either(t["copies"], "1")}*{wall}*{k["months_per_h"]}*{either(t["price_per_gb_month"], "0")})')
         bills.append(fig(f"tier{n}_storage_cost", f"tier {n} storage", bill))
     fig("storage_cost", "storage, all tiers", "+".join(bills))
+    # as engine.tiers.table.stall_derived: a size given and no stall stated for the first tier
+    out["stall_derived"] = const("stall_derived", "first stall derived",
+                                 f'AND(ISNUMBER({k["size"]}),{k["size"]}>0,{tiers[0]["checkpoint_stall_min"]}="")')
     return out
 
 

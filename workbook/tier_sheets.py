@@ -70,10 +70,11 @@ class TieredColumn:
                                              plan_names_x(dict(refs, stated_restart_min=self.stated)), tiers, classes)
         return TF.tiered_expr(key, self.block, refs, calc, F.NEVER)
 
-    def check(self, problems: str | None) -> str:
-        """The column's model check: its bad inputs first, then the tiered plan's check."""
+    def check(self, refs: Mapping[str, str], problems: str | None, keys: bool = False) -> str:
+        """The column's model check (``refs``: its references, every row bound): its bad inputs first, then the
+        tiered plan's check and validity warnings as the engine words them (:func:`flags.tiered_model_check`)."""
         assert self.block is not None
-        return flags.inputs_first(problems, self.block["tiered_check"]) if problems else self.block["tiered_check"]
+        return flags.tiered_model_check(refs, self.block, keys=keys, problems=problems or None)
 
 
 def block_rows() -> int:

@@ -14,7 +14,33 @@ from ..engine import deadline
 
 from . import formulas as F
 
-__all__ = ["deadline_report", "tiered_rows"]
+__all__ = ["deadline_report", "simulated_rows", "tiered_rows"]
+
+
+
+def simulated_rows(at: dict[str, Any], interval_label: str, cur: str, *after_mean: tuple) -> list[tuple]:
+    """The rows every Deadline sheet shows of a simulation ``at`` (a deadline report): the deadline, the interval
+    simulated (``interval_label``), P(finish) with its error and interval, the wall time (``after_mean``: rows
+    under its mean) and the job's GPU-hours and their cost (the job's alone: spares and storage are the plan's)."""
+    return [
+        ("Deadline", at["deadline_h"], "h", F.HOURS),
+        (interval_label, at["interval_min"], "min", F.MINUTES),
+        ("Failure law", at["failure_law"], "", None),
+        ("P(finish by the deadline)", at["p_finish"], "share", "0.00%"),
+        ("  standard error", at["p_finish_se"], "share", "0.00%"),
+        ("  95 % interval, low (Wilson)", at["p_finish_low"], "share", "0.00%"),
+        ("  95 % interval, high (Wilson)", at["p_finish_high"], "share", "0.00%"),
+        ("Wall time, mean", at["wall_h_mean"], "h", F.HOURS),
+        ("  standard error of the mean", at["wall_h_mean_se"], "h", F.HOURS),
+        *after_mean,
+        ("Wall time, P50", at["wall_h_p50"], "h", F.HOURS),
+        ("Wall time, P90", at["wall_h_p90"], "h", F.HOURS),
+        ("Wall time, P99", at["wall_h_p99"], "h", F.HOURS),
+        ("GPU-hours of the job, mean", at["gpu_hours_mean"], "GPU-h", F.GPU_HOURS),
+        ("GPU-hours of the job, P90", at["gpu_hours_p90"], "GPU-h", F.GPU_HOURS),
+        ("Cost of the job's GPU time, mean", at["cost_mean"], cur, F.MONEY),
+        ("Cost of the job's GPU time, P90", at["cost_p90"], cur, F.MONEY),
+    ]
 
 
 def deadline_report(scenario: engine.Scenario, runs: int = 10000, seed: int = 0, target: float = 0.9,
@@ -40,23 +66,8 @@ def deadline_report(scenario: engine.Scenario, runs: int = 10000, seed: int = 0,
         at = deadline.deadline_report(scenario, runs=runs, seed=seed, method="per_failure")
     cur = scenario.currency
     best, cheap = search.best_probability, search.cheapest_meeting_target
-    rows: list[tuple[str, Any, str, str | None]] = [
-        ("Deadline", at["deadline_h"], "h", F.HOURS),
-        ("Interval simulated (the chosen interval of the Plan sheet)", at["interval_min"], "min", F.MINUTES),
-        ("Failure law", at["failure_law"], "", None),
-        ("P(finish by the deadline)", at["p_finish"], "share", "0.00%"),
-        ("  standard error", at["p_finish_se"], "share", "0.00%"),
-        ("  95 % interval, low (Wilson)", at["p_finish_low"], "share", "0.00%"),
-        ("  95 % interval, high (Wilson)", at["p_finish_high"], "share", "0.00%"),
-        ("Wall time, mean", at["wall_h_mean"], "h", F.HOURS),
-        ("  standard error of the mean", at["wall_h_mean_se"], "h", F.HOURS),
-        ("Wall time, P50", at["wall_h_p50"], "h", F.HOURS),
-        ("Wall time, P90", at["wall_h_p90"], "h", F.HOURS),
-        ("Wall time, P99", at["wall_h_p99"], "h", F.HOURS),
-        ("GPU-hours, mean", at["gpu_hours_mean"], "GPU-h", F.GPU_HOURS),
-        ("GPU-hours, P90", at["gpu_hours_p90"], "GPU-h", F.GPU_HOURS),
-        ("Cost, mean", at["cost_mean"], cur, F.MONEY),
-        ("Cost, P90", at["cost_p90"], cur, F.MONEY),
+    rows: list[tuple[str, Any, str, str | None]] = simulated_rows(
+        at, "Interval simulated (the chosen interval of the Plan sheet)", cur) + [
         ("Long-run optimum interval (Plan sheet, endless job)", search.exact_optimum_interval_min, "min", F.MINUTES),
         ("Interval with the best chance of meeting the deadline", best["interval_min"], "min", F.MINUTES),
         ("  its P(finish by the deadline)", best["p_finish"], "share", "0.00%"),
@@ -97,25 +108,9 @@ def tiered_rows(scenario: engine.Scenario, setup: Any, runs: int = 10000, seed: 
 
     at = tiered_deadline_report(scenario, setup, runs=runs, seed=seed)
     cur = scenario.currency
-    rows: list[tuple[str, Any, str, str | None]] = [
-        ("Deadline", at["deadline_h"], "h", F.HOURS),
-        ("First tier's interval simulated (the tiered plan of the Plan sheet)", at["interval_min"], "min", F.MINUTES),
-        ("Failure law", at["failure_law"], "", None),
-        ("P(finish by the deadline)", at["p_finish"], "share", "0.00%"),
-        ("  standard error", at["p_finish_se"], "share", "0.00%"),
-        ("  95 % interval, low (Wilson)", at["p_finish_low"], "share", "0.00%"),
-        ("  95 % interval, high (Wilson)", at["p_finish_high"], "share", "0.00%"),
-        ("Wall time, mean", at["wall_h_mean"], "h", F.HOURS),
-        ("  standard error of the mean", at["wall_h_mean_se"], "h", F.HOURS),
-        ("  expected (the tiered model, exact)", at["expected_wall_h"], "h", F.HOURS),
-        ("Wall time, P50", at["wall_h_p50"], "h", F.HOURS),
-        ("Wall time, P90", at["wall_h_p90"], "h", F.HOURS),
-        ("Wall time, P99", at["wall_h_p99"], "h", F.HOURS),
-        ("GPU-hours of the job, mean", at["gpu_hours_mean"], "GPU-h", F.GPU_HOURS),
-        ("GPU-hours of the job, P90", at["gpu_hours_p90"], "GPU-h", F.GPU_HOURS),
-        ("Cost of the job's GPU time, mean", at["cost_mean"], cur, F.MONEY),
-        ("Cost of the job's GPU time, P90", at["cost_p90"], cur, F.MONEY),
-    ]
+    rows: list[tuple[str, Any, str, str | None]] = simulated_rows(
+        at, "First tier's interval simulated (the tiered plan of the Plan sheet)", cur,
+        ("  expected (the tiered model, exact)", at["expected_wall_h"], "h", F.HOURS))
     return {"runs": at["runs"], "seed": seed, "computed": dt.date.today().isoformat(), "rows": rows, "tiered": True,
             "used": used_rows(at["used"], cur),
             "notes": ["The tiered plan simulated run by run: each failure falls in a class, restored from the first "

@@ -272,7 +272,8 @@ def batch(
     strategies: bool = _cli.flag("--strategies", help="Also price each row's recovery strategies side by side, as "
                                  "`ckptplan compare` does: wait for a node, hot spares, elastic, elastic + spares "
                                  "(columns wait_*, spares_*, elastic_*, elastic_spares_* and cheapest_strategy; rows "
-                                 "need nodes_per_replica and repair_h; seconds per row)"),
+                                 "need nodes_per_replica and repair_h; without min_replicas the elastic floor is one "
+                                 "replica fewer than the job runs; seconds per row)"),
 ) -> None:
     """Evaluate every scenario of a file; bad rows are reported per row, never dropped.
 

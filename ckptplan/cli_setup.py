@@ -119,7 +119,8 @@ def compare(
     faster). Every scenario and setup field can be set here for the baseline; the designs change it.
     A job made of replicas that may train on fewer (nodes_per_replica, and min_replicas or
     --on-node-loss continue) with a spare pool (repair_h) also gets its recovery strategies priced side
-    by side: wait for a node, hot spares, elastic, elastic + spares.
+    by side: wait for a node, hot spares, elastic, elastic + spares (without min_replicas the elastic floor
+    is one replica fewer than the job runs).
     """
     from .cli_risk import break_even_answer, break_even_range_values, print_break_even
     from .engine.designs import compare_designs

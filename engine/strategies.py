@@ -47,7 +47,9 @@ def recovery_strategies(scenario: Scenario, setup: Any) -> pd.DataFrame:
     """One row per strategy of :data:`STRATEGIES` (module notes): ``strategy``, ``on_node_loss``, ``spares``,
     ``interval_min``, ``waste_fraction``, ``wall_h``, ``expected_failures``, ``mean_replicas_running``,
     ``expected_stops``, ``compute_cost``, ``spare_cost``, ``total_cost``, ``cost_per_useful_gpu_hour``; with a
-    deadline also :data:`DEADLINE_COLUMNS`."""
+    deadline also :data:`DEADLINE_COLUMNS`. Without ``min_replicas`` the elastic strategies train on down to one
+    replica fewer than the job runs (the least elastic floor), as ``ckptplan compare`` and ``batch --strategies``
+    say."""
     from .setup import RecoverySetup, plan_setup
 
     if not isinstance(scenario, Scenario):

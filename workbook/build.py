@@ -406,26 +406,10 @@ def _curve_sheet(wb: Workbook, refs: dict[str, str], built: Built) -> None:
         ws.cell(row=r, column=7, value=f"={interval}").number_format = F.MINUTES
         ws.cell(row=r, column=8, value=f"={waste}").number_format = F.PERCENT
 
-    chart = ScatterChart()
-    chart.title = "Waste against the checkpoint interval"
-    chart.scatterStyle = "lineMarker"
-    chart.x_axis.title = "Interval between saves (min)"
-    chart.y_axis.title = "Waste (share)"
-    chart.y_axis.number_format = "0%"
-    chart.x_axis.number_format = "0"
-    chart.height, chart.width = 10, 18
-    chart.legend.position = "b"
-    xs = Reference(ws, min_col=2, min_row=first, max_row=last)
-    chart.series.append(S.line(Series(Reference(ws, min_col=4, min_row=first, max_row=last), xs,
-                                     title="Exact model (share of wall time)"), "1F4E78"))
-    chart.series.append(S.line(Series(Reference(ws, min_col=3, min_row=first, max_row=last), xs,
-                                     title="First order, Young (share of compute)"), "ED7D31", dash="dash"))
-    for r, title, color, symbol in ((opt, "Exact optimum", "C00000", "diamond"), (opt + 1, "Chosen interval", "000000", "circle")):
-        chart.series.append(S.points(Series(Reference(ws, min_col=8, min_row=r, max_row=r),
-                                           Reference(ws, min_col=7, min_row=r, max_row=r), title=title), color, symbol))
-    chart.x_axis.delete = False
-    chart.y_axis.delete = False
-    ws.add_chart(chart, "F4")
+    S.interval_chart(ws, ("Waste against the checkpoint interval", "Interval between saves (min)", "Waste (share)"),
+                     (first, last), [(4, "Exact model (share of wall time)", "1F4E78", None),
+                                     (3, "First order, Young (share of compute)", "ED7D31", "dash")],
+                     (opt, 7, 8, "Exact optimum"), "F4")
     for col, width in zip("ABCDEFGH", (24, 16, 18, 14, 3, 18, 14, 14)):
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "A5"

@@ -12,7 +12,7 @@ import math
 import textwrap
 
 from openpyxl import Workbook
-from openpyxl.chart import Series
+from openpyxl.chart import Reference, ScatterChart, Series
 from openpyxl.chart.marker import Marker
 from openpyxl.chart.shapes import GraphicalProperties
 from openpyxl.styles import Alignment, Font, PatternFill
@@ -20,7 +20,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.utils.indexed_list import IndexedList
 from openpyxl.workbook.defined_name import DefinedName
 
-__all__ = ["keep_text_literal", "HEADER_FILL", "HEADER_FONT", "INPUT_FILL", "INPUT_FONT", "INPUT_NUMBER", "INPUT_WHOLE", "KEY_FILL", "NOTE_FONT", "TITLE_FONT", "fit_rows",
+__all__ = ["interval_chart", "keep_text_literal", "HEADER_FILL", "HEADER_FONT", "INPUT_FILL", "INPUT_FONT", "INPUT_NUMBER", "INPUT_WHOLE", "KEY_FILL", "NOTE_FONT", "TITLE_FONT", "fit_rows",
            "fmt_unit", "header", "large_number", "line", "name", "new_workbook", "note", "points", "print_setup", "text_lines",
            "title"]
 
@@ -116,6 +116,33 @@ def points(series: Series, color: str, symbol: str, size: int = 9) -> Series:
     series.graphicalProperties.line.noFill = True
     return series
 
+
+
+def interval_chart(ws, titles: tuple[str, str, str], rows: tuple[int, int], curves: list[tuple[int, str, str, str | None]],
+                   marked: tuple[int, int, int, str], anchor: str) -> ScatterChart:
+    """The waste-against-interval chart of the Interval curve sheets (single-level and tiered): ``titles`` =
+    (chart, x axis, y axis); x from column B over ``rows`` = (first, last); each curve = (y column, legend,
+    colour, dash or None); ``marked`` = (first marked row, x column, y column, the optimum's legend) for the two
+    marked points (the optimum, then the chosen interval one row under it)."""
+    chart = ScatterChart()
+    chart.title, chart.x_axis.title, chart.y_axis.title = titles
+    chart.scatterStyle = "lineMarker"
+    chart.y_axis.number_format = "0%"
+    chart.x_axis.number_format = "0"
+    chart.height, chart.width = 10, 18
+    chart.legend.position = "b"
+    first, last = rows
+    xs = Reference(ws, min_col=2, min_row=first, max_row=last)
+    for col, legend, color, dash in curves:
+        chart.series.append(line(Series(Reference(ws, min_col=col, min_row=first, max_row=last), xs, title=legend),
+                                 color, dash=dash))
+    r0, xcol, ycol, optimum = marked
+    for r, legend, color, symbol in ((r0, optimum, "C00000", "diamond"), (r0 + 1, "Chosen interval", "000000", "circle")):
+        chart.series.append(points(Series(Reference(ws, min_col=ycol, min_row=r, max_row=r),
+                                          Reference(ws, min_col=xcol, min_row=r, max_row=r), title=legend), color, symbol))
+    chart.x_axis.delete = chart.y_axis.delete = False
+    ws.add_chart(chart, anchor)
+    return chart
 
 #: points per line of wrapped 11-point text (what a row needs per line; LibreOffice and Excel draw
 #: rows written by openpyxl at the height given, never growing them to fit)

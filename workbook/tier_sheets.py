@@ -24,7 +24,6 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from openpyxl import Workbook
-from openpyxl.chart import Reference, ScatterChart, Series
 from openpyxl.styles import Alignment, Font
 from openpyxl.utils import get_column_letter
 
@@ -175,21 +174,7 @@ def _marked_points(ws, row: int, k: Mapping[str, str], work_col: int) -> None:
 
 
 def _curve_chart(ws, first: int, last: int, marked: int) -> None:
-    chart = ScatterChart()
-    chart.title = "Tiered waste against the first tier's interval"
-    chart.scatterStyle = "lineMarker"
-    chart.x_axis.title = "First tier's interval T (min)"
-    chart.y_axis.title = "Waste (share of wall time)"
-    chart.y_axis.number_format = "0%"
-    chart.x_axis.number_format = "0"
-    chart.height, chart.width = 10, 18
-    chart.legend.position = "b"
-    xs = Reference(ws, min_col=2, min_row=first, max_row=last)
-    chart.series.append(S.line(Series(Reference(ws, min_col=3, min_row=first, max_row=last), xs,
-                                      title="Tiered model (share of wall time)"), "1F4E78"))
-    for r, title, color, symbol in ((marked, "Tiered optimum", "C00000", "diamond"),
-                                    (marked + 1, "Chosen interval", "000000", "circle")):
-        chart.series.append(S.points(Series(Reference(ws, min_col=9, min_row=r, max_row=r),
-                                            Reference(ws, min_col=8, min_row=r, max_row=r), title=title), color, symbol))
-    chart.x_axis.delete = chart.y_axis.delete = False
-    ws.add_chart(chart, "G4")
+    S.interval_chart(ws, ("Tiered waste against the first tier's interval", "First tier's interval T (min)",
+                          "Waste (share of wall time)"),
+                     (first, last), [(3, "Tiered model (share of wall time)", "1F4E78", None)],
+                     (marked, 8, 9, "Tiered optimum"), "G4")

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 from ckptplan.cli import app
 from ckptplan.files.scenario_toml import write_plan
 
-from test_tiered_sheets import tiered_plan
+from tiered_baseline import tiered_plan
 
 
 def test_workbook_prints_the_tiered_plan_as_plan_does(tmp_path):

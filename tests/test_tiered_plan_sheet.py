@@ -10,69 +10,39 @@ as one level says so first, and the sheets that plan the tiers (Interval curve, 
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import replace
 
 import pytest
 from openpyxl import load_workbook
-from typer.testing import CliRunner
 
 from ckptplan import files, workbook
-from ckptplan.cli import app
 from ckptplan.engine.setup import plan_setup
-from ckptplan.files.scenario_toml import write_plan
 from ckptplan.workbook.build import SINGLE_LEVEL_VIEW
 from ckptplan.workbook.recalc import recalculate, soffice
 from ckptplan.workbook.tier_formulas import PLAN_ROWS
 
 from plan_figures import LOOSE_TIERED
+from tiered_baseline import cli_json, edited, named, tiered_plan
 
 pytestmark = pytest.mark.skipif(soffice() is None, reason="LibreOffice not installed (scripts/test.sh installs it)")
 
 EDITS = {"nodes": 1024, "tier2_every": 5, "setup_aggregate_write_gb_s": 1000.0, "setup_aggregate_read_gb_s": 1000.0}
 
 
-def _tiered_plan():
-    plan = files.load_plan("llama3-405b-storage")
-    memory = next(d for d in plan.designs if d.tiers)
-    setup = plan.setup.replace(tiers=memory.tiers, failure_classes=memory.failure_classes)
-    return replace(plan, setup=setup, designs=tuple(d for d in plan.designs if d is not memory))
-
-
-def _edited(plan):
-    tiers = (plan.setup.tiers[0], dict(plan.setup.tiers[1], every=EDITS["tier2_every"]))
-    setup = plan.setup.replace(tiers=tiers, aggregate_write_gb_s=EDITS["setup_aggregate_write_gb_s"],
-                               aggregate_read_gb_s=EDITS["setup_aggregate_read_gb_s"])
-    return replace(plan, scenario=plan.scenario.replace(nodes=EDITS["nodes"]), setup=setup)
-
-
-def _named(wb, name: str):
-    sheet, cell = next(iter(wb.defined_names[name].destinations))
-    return wb[sheet][cell.replace("$", "")]
-
-
-def _plan_json(plan, path) -> dict:
-    write_plan(path, plan)
-    res = CliRunner().invoke(app, ["plan", "-t", str(path), "--json"])
-    assert res.exit_code == 0, res.output
-    return json.loads(res.stdout)
-
-
 @pytest.fixture(scope="module")
 def books(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("tiered-plan")
-    plan = _tiered_plan()
+    plan = tiered_plan()
     single = plan_setup(plan.scenario, plan.setup.replace(tiers=(), failure_classes={})).scenario  # as `workbook` does
     report = workbook.deadline_report(single, runs=500)
     built = workbook.write_workbook(tmp / "built.xlsx", plan.scenario, setup=plan.setup, designs=plan.designs,
                                     deadline=report)
     wb = load_workbook(tmp / "built.xlsx")
     for name, value in EDITS.items():
-        _named(wb, name).value = value
+        named(wb, name).value = value
     wb.save(tmp / "edited.xlsx")
     outs = recalculate([tmp / "built.xlsx", tmp / "edited.xlsx"], tmp / "out")
-    wants = [_plan_json(plan, tmp / "built.toml"), _plan_json(_edited(plan), tmp / "edited.toml")]
+    wants = [cli_json("plan", plan, tmp / "built.toml"), cli_json("plan", edited(plan, EDITS), tmp / "edited.toml")]
     return built, [load_workbook(o, data_only=True) for o in outs], wants
 
 
@@ -80,10 +50,10 @@ def test_the_plan_sheets_top_rows_are_the_tiered_plan_of_plan_json(books):
     _, outs, wants = books
     for wb, want in zip(outs, wants):
         for key in PLAN_ROWS:
-            got = _named(wb, f"tiered_{key}").value
+            got = named(wb, f"tiered_{key}").value
             tol = 1e-5 if key in LOOSE_TIERED else 1e-9
             assert math.isclose(got, want[key], rel_tol=tol), (key, got, want[key])
-        assert _named(wb, "model_check").value == "OK"
+        assert named(wb, "model_check").value == "OK"
     assert not math.isclose(wants[0]["total_cost"], wants[1]["total_cost"], rel_tol=1e-3)  # the edits matter
 
 

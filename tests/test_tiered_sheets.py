@@ -21,23 +21,19 @@ LibreOffice:
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import replace
 
 import pytest
 from openpyxl import load_workbook
-from typer.testing import CliRunner
 
-from ckptplan import files, workbook
-from ckptplan.cli import app
+from ckptplan import workbook
 from ckptplan.engine.cost import HOURS_PER_MONTH
 from ckptplan.engine.setup import plan_setup
-from ckptplan.files.scenario_toml import write_plan
 from ckptplan.workbook.build import CURVE_FACTORS
 from ckptplan.workbook.recalc import error_cells, recalculate, soffice
 
 from plan_figures import LOOSE_TIERED, figure, single_plan, tiered_figure
+from tiered_baseline import cli_json, edited, named, tiered_plan
 
 pytestmark = pytest.mark.skipif(soffice() is None, reason="LibreOffice not installed (scripts/test.sh installs it)")
 
@@ -45,35 +41,6 @@ EDITS = {"nodes": 1024, "node_mtbf_h": 10000.0, "failure_rate_source": None, "ti
          "setup_aggregate_read_gb_s": 1000.0, "setup_startup_min": 5.0, "setup_spares": 12}
 SHEETS = ("Interval curve", "Scaling", "Compare")
 DEADLINE_RUNS = 500
-
-
-def tiered_plan():
-    """The storage template with its in-memory design's tiers and failure classes made the baseline's."""
-    plan = files.load_plan("llama3-405b-storage")
-    memory = next(d for d in plan.designs if d.tiers)
-    setup = plan.setup.replace(tiers=memory.tiers, failure_classes=memory.failure_classes)
-    return replace(plan, setup=setup, designs=tuple(d for d in plan.designs if d is not memory))
-
-
-def _edited(plan):
-    tiers = (plan.setup.tiers[0], dict(plan.setup.tiers[1], every=EDITS["tier2_every"]))
-    setup = plan.setup.replace(tiers=tiers, aggregate_write_gb_s=EDITS["setup_aggregate_write_gb_s"],
-                               aggregate_read_gb_s=EDITS["setup_aggregate_read_gb_s"],
-                               startup_min=EDITS["setup_startup_min"], spares=EDITS["setup_spares"])
-    sc = plan.scenario.replace(nodes=EDITS["nodes"], node_mtbf_h=EDITS["node_mtbf_h"], failure_rate_source=None)
-    return replace(plan, scenario=sc, setup=setup)
-
-
-def _cell(wb, name: str):
-    sheet, cell = next(iter(wb.defined_names[name].destinations))
-    return wb[sheet][cell.replace("$", "")]
-
-
-def _compare_json(plan, path) -> dict:
-    write_plan(path, plan)
-    res = CliRunner().invoke(app, ["compare", "-t", str(path), "--json"])
-    assert res.exit_code == 0, res.output
-    return json.loads(res.stdout)
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +52,7 @@ def books(tmp_path_factory):
                                     deadline=report)
     wb = load_workbook(tmp / "built.xlsx")
     for name, value in EDITS.items():
-        _cell(wb, name).value = value
+        named(wb, name).value = value
     wb.save(tmp / "edited.xlsx")
     outs = recalculate([tmp / "built.xlsx", tmp / "edited.xlsx"], tmp / "out")
     return built, plan, {"built": tmp / "built.xlsx", "lo-built": outs[0], "lo-edited": outs[1]}, tmp
@@ -151,7 +118,7 @@ def _loose(chk) -> bool:
 @pytest.mark.parametrize("which", ["built", "edited"])
 def test_curve_scaling_and_compare_equal_the_engines_tiered_plan(books, which):
     built, plan, paths, _ = books
-    plan = plan if which == "built" else _edited(plan)
+    plan = plan if which == "built" else edited(plan, EDITS)
     values = load_workbook(paths[f"lo-{which}"], data_only=True)
     checks = [c for c in built.checks + built.flags if c.sheet in SHEETS]
     kinds = {c.context[0] for c in checks}
@@ -190,7 +157,7 @@ def test_scaling_checks_flag_the_tiered_plans_high_waste(books):
 def test_compare_equals_ckptplan_compare(books):
     built, plan, paths, tmp = books
     values = load_workbook(paths["lo-edited"], data_only=True)["Compare"]
-    want = _compare_json(_edited(plan), tmp / "edited.toml")
+    want = cli_json("compare", edited(plan, EDITS), tmp / "edited.toml")
     by_name = {d["name"]: d for d in want["designs"]}
     total = next(r for r in range(1, values.max_row + 1)
                  if values.cell(row=r, column=1).value == "Total cost = job GPU time + storage + spares")

@@ -134,18 +134,34 @@ def test_status_names_an_edit_in_libreoffice(tmp_path: Path):
     assert all(error_cells(o) == [] for o in outs)
 
 
-def test_from_keeps_the_choice_and_regenerates_the_engines_values(tmp_path: Path):
+def _from_edited_seed(tmp_path: Path, edits: dict, out: str):
+    """The seed's workbook with ``edits`` (defined name -> value) typed in, read back by ``workbook --from`` into
+    ``out``: the CLI's result and the output path."""
     plan = load_plan(template_path("seed.toml"))
     src = tmp_path / "plan.xlsx"
     workbook.write_workbook(src, plan.scenario, setup=plan.setup)
     wb = load_workbook(src)
-    for key, value in {"break_even_input": "restart_min", "break_even_low": 1.0, "break_even_high": 60.0}.items():
+    for key, value in edits.items():
         _put(wb, key, value)
     wb.save(tmp_path / "edited.xlsx")
-    res = runner.invoke(app, ["workbook", "--from", str(tmp_path / "edited.xlsx"), "-o", str(tmp_path / "again.xlsx"),
+    res = runner.invoke(app, ["workbook", "--from", str(tmp_path / "edited.xlsx"), "-o", str(tmp_path / out),
                               "--no-deadline"])
+    return res, tmp_path / out
+
+
+def _refused_naming(res, path: Path, where: str) -> None:
+    """``workbook --from`` refused the edited file naming the Compare sheet's cell ``where`` and wrote nothing."""
+    assert res.exit_code != 0
+    assert "Compare!" in res.output and where in res.output and "Traceback" not in res.output
+    assert not path.exists()
+
+
+def test_from_keeps_the_choice_and_regenerates_the_engines_values(tmp_path: Path):
+    plan = load_plan(template_path("seed.toml"))
+    res, again = _from_edited_seed(tmp_path, {"break_even_input": "restart_min", "break_even_low": 1.0,
+                                              "break_even_high": 60.0}, "again.xlsx")
     assert res.exit_code == 0, res.output
-    again = load_workbook(tmp_path / "again.xlsx", data_only=True)
+    again = load_workbook(again, data_only=True)
     choice = ("restart_min", 1.0, 60.0)
     assert (_named(again, "break_even_input"), _named(again, "break_even_low"), _named(again, "break_even_high")) == choice
     assert _same(_block(again["Compare"]), _want(plan, choice))
@@ -156,18 +172,7 @@ def test_from_keeps_the_choice_and_regenerates_the_engines_values(tmp_path: Path
                                          ({"break_even_low": "many"}, "break_even_low"),
                                          ({"break_even_low": 50.0, "break_even_high": 10.0}, "break_even_low")])
 def test_a_bad_choice_is_refused_naming_the_cell(tmp_path: Path, edits, where):
-    plan = load_plan(template_path("seed.toml"))
-    src = tmp_path / "plan.xlsx"
-    workbook.write_workbook(src, plan.scenario, setup=plan.setup)
-    wb = load_workbook(src)
-    for key, value in edits.items():
-        _put(wb, key, value)
-    wb.save(tmp_path / "edited.xlsx")
-    res = runner.invoke(app, ["workbook", "--from", str(tmp_path / "edited.xlsx"), "-o", str(tmp_path / "x.xlsx"),
-                              "--no-deadline"])
-    assert res.exit_code != 0
-    assert "Compare!" in res.output and where in res.output and "Traceback" not in res.output
-    assert not (tmp_path / "x.xlsx").exists()
+    _refused_naming(*_from_edited_seed(tmp_path, edits, "x.xlsx"), where)
 
 
 def _aim(wb) -> tuple:
@@ -199,18 +204,12 @@ def _sheet(wb, name: str) -> str:
 
 def test_from_keeps_the_target_choice(tmp_path: Path):
     plan = load_plan(template_path("seed.toml"))
-    src = tmp_path / "plan.xlsx"
-    workbook.write_workbook(src, plan.scenario, setup=plan.setup)
-    wb = load_workbook(src)
-    for key, value in {"target_goal": "goodput", "target_value": 0.9, "target_lever": "restart_min"}.items():
-        _put(wb, key, value)
-    wb.save(tmp_path / "edited.xlsx")
-    res = runner.invoke(app, ["workbook", "--from", str(tmp_path / "edited.xlsx"), "-o", str(tmp_path / "again.xlsx"),
-                              "--no-deadline"])
+    res, again = _from_edited_seed(tmp_path, {"target_goal": "goodput", "target_value": 0.9,
+                                              "target_lever": "restart_min"}, "again.xlsx")
     assert res.exit_code == 0, res.output
     want = target(plan.scenario, plan.setup, "restart_min", "goodput", 0.9)
     solved = "not reachable" if math.isnan(want["restart_min"]) else float(want["restart_min"])
-    got = _aim(load_workbook(tmp_path / "again.xlsx", data_only=True))
+    got = _aim(load_workbook(again, data_only=True))
     assert got[:3] + got[4:] == ("goodput", 0.9, "restart_min", UP_TO_DATE) and got[3] == pytest.approx(solved, rel=1e-15)
 
 
@@ -218,18 +217,7 @@ def test_from_keeps_the_target_choice(tmp_path: Path):
                                          ({"target_lever": "bogus_field"}, "target_lever"),
                                          ({"target_value": 1.5}, "target_value")])
 def test_a_bad_target_is_refused_naming_the_cell(tmp_path: Path, edits, where):
-    plan = load_plan(template_path("seed.toml"))
-    src = tmp_path / "plan.xlsx"
-    workbook.write_workbook(src, plan.scenario, setup=plan.setup)
-    wb = load_workbook(src)
-    for key, value in edits.items():
-        _put(wb, key, value)
-    wb.save(tmp_path / "edited.xlsx")
-    res = runner.invoke(app, ["workbook", "--from", str(tmp_path / "edited.xlsx"), "-o", str(tmp_path / "x.xlsx"),
-                              "--no-deadline"])
-    assert res.exit_code != 0
-    assert "Compare!" in res.output and where in res.output and "Traceback" not in res.output
-    assert not (tmp_path / "x.xlsx").exists()
+    _refused_naming(*_from_edited_seed(tmp_path, edits, "x.xlsx"), where)
 
 
 # ------------------------------------------------------------- the Storage & recovery sheet's designs in the block

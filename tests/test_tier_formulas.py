@@ -3,8 +3,8 @@
 Each design is written as a tier table and a block of formulas; the cells are computed by the workbook's own
 evaluator (the cached values a saved workbook carries) and by LibreOffice, and compared with
 ``tiered_wall_per_work`` at the interval the plan uses (1e-9), ``tiered_breakdown`` (1e-9; save and rework at the
-optimum 1e-5: they move with T itself), ``best_first_interval`` (1e-5: T is fixed to ~1e-7 by any search that
-compares values; measured 1.2e-6 at most) and ``tiered_waste_fraction`` at the optimum (1e-9: flat there).
+optimum 1e-5: they move with T itself), ``best_first_interval`` (1e-6: T is fixed to ~1e-7 by any search that
+compares values; measured 4.3e-7 at most over 60 random designs) and ``tiered_waste_fraction`` at the optimum (1e-9: flat there).
 """
 
 from __future__ import annotations
@@ -137,8 +137,8 @@ def _engine(d: dict) -> dict:
 
 def _check(value_of, refs: dict, want: dict, given: bool) -> None:
     assert value_of(refs["tiered_check"]) == "OK"
-    loose = 1e-9 if given else 1e-5   # at the optimum, T and what moves with T itself (measured: 1.2e-6 at most)
-    assert math.isclose(value_of(refs["tiered_optimum_interval_min"]), want["T_opt"], rel_tol=1e-5)
+    loose = 1e-9 if given else 1e-6   # at the optimum, T and what moves with T itself (measured: 4.3e-7 at most)
+    assert math.isclose(value_of(refs["tiered_optimum_interval_min"]), want["T_opt"], rel_tol=1e-6)
     assert math.isclose(value_of(refs["chosen_interval_min"]), want["T"], rel_tol=loose)
     for key in ("wall_per_work", "wall_h", "expected_failures", "restart_h", "mean_restart_min"):
         assert math.isclose(value_of(refs[key]), want[key], rel_tol=1e-9), (key, value_of(refs[key]), want[key])

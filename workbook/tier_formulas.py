@@ -356,18 +356,7 @@ def write_tier_block(ws, row: int, col: int, x: Mapping[str, str], tiers: Sequen
             put(f"IF({here['left']},{here['b']}-{_INVPHI!r}*({here['b']}-{here['a']}),"
                 f"{here['a']}+{_INVPHI!r}*({here['b']}-{here['a']}))")
         elif step <= G + 4:              # the parabola through the best point and one bracket's width either side
-            search = refs[G + 1]
-            put(_no_worse(search["fc"], search["fd"]) if step == G + 2 else prev["left"])
-            put(search["a"]), put(search["b"])
-            best = f"IF({here['left']},{search['c']},{search['d']})"
-            h = f"({here['b']}-{here['a']})"
-            if step < G + 4:
-                put(f"{best}{'-' if step == G + 2 else '+'}{h}")
-            else:
-                fb = f"IF({here['left']},{search['fc']},{search['fd']})"
-                fm, fp = refs[G + 2]["f"], refs[G + 3]["f"]
-                curv = f"({fm}-2*{fb}+{fp})"
-                put(f"IF({curv}>0,MAX({best}-{h},MIN({best}+{h},{best}+{h}*({fm}-{fp})/(2*{curv}))),{best})")
+            _parabola_point(put, here, refs, step - G - 2)
         elif step == G + 5:   # the write constraint
             put(_no_worse(prev["fc"], prev["fd"])), put(prev["a"]), put(prev["b"])
             put(f"IF({k['floor']}>0,LN({k['floor']}),IF({here['left']},{prev['c']},{prev['d']}))")
@@ -391,13 +380,37 @@ def write_tier_block(ws, row: int, col: int, x: Mapping[str, str], tiers: Sequen
             state.update(c=put(f"IF({L},{here['x']},{prev['d']})"), d=put(f"IF({L},{prev['c']},{here['x']})"),
                          fc=put(f"IF({L},{f},{prev['fd']})"), fd=put(f"IF({L},{prev['fc']},{f})"))
         elif step == G + 4:   # the search's best: the parabola's vertex if it is no worse, else the best point
-            fb = f"IF({here['left']},{refs[G + 1]['fc']},{refs[G + 1]['fd']})"
-            best = f"IF({here['left']},{refs[G + 1]['c']},{refs[G + 1]['d']})"
-            take = _no_worse(f, fb)
-            state.update(c=put(f"IF({take},{here['x']},{best})"), fc=put(f"IF({take},{f},{fb})"))
-            state.update(d=state["c"], fd=state["fc"])
+            state.update(_parabola_best(put, here, refs[G + 1], f))
         refs.append(state)
     return _figures(const, k, x, tiers, classes, refs)
+
+
+def _parabola_point(put: Callable[[str], str], here: Mapping[str, str], refs: list[dict[str, str]], k: int) -> None:
+    """The ``left, a, b, x`` cells of the parabola's row ``k`` (0: the best point minus the last bracket's width
+    ``h``, 1: plus ``h``, 2: the vertex; ``refs[-1 - k]`` is the golden search's last row; module notes)."""
+    search = refs[-1 - k]
+    put(_no_worse(search["fc"], search["fd"]) if k == 0 else refs[-1]["left"])
+    put(search["a"]), put(search["b"])
+    best = f"IF({here['left']},{search['c']},{search['d']})"
+    h = f"({here['b']}-{here['a']})"
+    if k < 2:
+        put(f"{best}{'-' if k == 0 else '+'}{h}")
+        return
+    fb = f"IF({here['left']},{search['fc']},{search['fd']})"
+    fm, fp = refs[-2]["f"], refs[-1]["f"]
+    curv = f"({fm}-2*{fb}+{fp})"
+    put(f"IF({curv}>0,MAX({best}-{h},MIN({best}+{h},{best}+{h}*({fm}-{fp})/(2*{curv}))),{best})")
+
+
+def _parabola_best(put: Callable[[str], str], here: Mapping[str, str], search: Mapping[str, str],
+                   f: str) -> dict[str, str]:
+    """The search's best after the parabola (its vertex ``here`` with value ``f`` if no worse than the golden
+    search's best point, else that point), as the ``c, fc`` of the state and again as ``d, fd``."""
+    fb = f"IF({here['left']},{search['fc']},{search['fd']})"
+    best = f"IF({here['left']},{search['c']},{search['d']})"
+    take = _no_worse(f, fb)
+    c, fc = put(f"IF({take},{here['x']},{best})"), put(f"IF({take},{f},{fb})")
+    return {"c": c, "fc": fc, "d": c, "fd": fc}
 
 
 def _figures(const: Callable[[str, str, str], str], k: dict[str, str], x: Mapping[str, str],

@@ -31,7 +31,12 @@ import numpy as np
 from .errors import InputError
 from .spot_montecarlo import capacity_job, simulate_capacity
 
-__all__ = ["capacity_job", "capacity_policies", "scenario_capacity", "simulate_capacity"]
+__all__ = ["CAPACITY_RUNS", "CAPACITY_SEED", "capacity_job", "capacity_policies", "refuse_failure_phases",
+           "scenario_capacity", "simulate_capacity"]
+
+#: runs per policy and seed of the comparison (``ckptplan compare``, ``ckptplan batch --capacity``)
+CAPACITY_RUNS = 4000
+CAPACITY_SEED = 0
 
 
 def _summary(sim: dict[str, np.ndarray], deadline: float) -> dict[str, float]:
@@ -44,7 +49,8 @@ def _summary(sim: dict[str, np.ndarray], deadline: float) -> dict[str, float]:
 
 
 def capacity_policies(work: float, C: float, M: float, R: float, P: float, N: float, Wc: float, deadline: float,
-                      price: float, spot_price: float, gpus: float, runs: int = 4000, seed: int = 0, D: float = 0.0
+                      price: float, spot_price: float, gpus: float, runs: int = CAPACITY_RUNS, seed: int = CAPACITY_SEED,
+                      D: float = 0.0
                       ) -> dict[str, dict[str, float]]:
     """The three policies' deadline and cost figures (module notes); times in minutes, prices per GPU-hour.
 
@@ -68,7 +74,16 @@ def capacity_policies(work: float, C: float, M: float, R: float, P: float, N: fl
     return out
 
 
-def scenario_capacity(scenario: Any, runs: int = 4000, seed: int = 0) -> dict[str, Any] | None:
+def refuse_failure_phases(count: int) -> None:
+    """Raise the comparison's refusal of a scenario with ``count`` failure phases (none: nothing)."""
+    if count:
+        raise InputError("failure_phases", f"{count} phase(s)", "the spot / on-demand / fallback comparison simulates "
+                         "a constant failure rate: plan failure phases on spot capacity with `ckptplan plan` or "
+                         "`ckptplan batch` (their deadline answer is simulated on the schedule), or compare the "
+                         "capacities without the phases")
+
+
+def scenario_capacity(scenario: Any, runs: int = CAPACITY_RUNS, seed: int = CAPACITY_SEED) -> dict[str, Any] | None:
     """:func:`capacity_policies` for a scenario on preemptible capacity with a deadline (None otherwise):
     its job MTBF, stall, restart, preemption fields, prices (``spot_price_per_gpu_hour``, else
     ``price_per_gpu_hour``) and GPUs."""
@@ -76,11 +91,7 @@ def scenario_capacity(scenario: Any, runs: int = 4000, seed: int = 0) -> dict[st
 
     if not scenario.preemptions_per_h or scenario.deadline_h is None:
         return None
-    if scenario.failure_phases:
-        raise InputError("failure_phases", f"{len(scenario.failure_phases)} phase(s)", "the spot / on-demand / "
-                         "fallback comparison simulates a constant failure rate: plan failure phases on spot capacity "
-                         "with `ckptplan plan` or `ckptplan batch` (their deadline answer is simulated on the "
-                         "schedule), or compare the capacities without the phases")
+    refuse_failure_phases(len(scenario.failure_phases))
     row = evaluate(scenario).iloc[0]
     spot_price = scenario.spot_price_per_gpu_hour
     D = float(scenario.downtime_min or 0.0)    # the exposed restart and the downtime, as engine.scenario splits them

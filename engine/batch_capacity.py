@@ -19,7 +19,7 @@ A row without a preemption rate or without a deadline has nothing to compare: it
 error row with ``compare``'s rule (the comparison simulates a constant failure rate). A tier design is refused for
 the whole batch (``compare`` shows no capacity comparison for a tiered plan).
 
-The rows' simulations run together (:func:`ckptplan.engine.spot_joint.capacity_policies_many`): each row's numbers
+The rows' simulations run together (:func:`ckptplan.engine.spot.capacity_policies_many`): each row's numbers
 are those of :func:`ckptplan.engine.spot.capacity_policies` run for it alone, run by run.
 """
 
@@ -87,7 +87,7 @@ def capacity_columns(eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray
                      problems: RowProblems, runs: int, seed: int) -> dict[str, np.ndarray]:
     """:data:`CAPACITY_COLUMNS` of a table's rows (NaN / "" where a row is not compared; module notes); ``eff``,
     ``res``: the planned table's inputs (defaults applied) and results, ``positions``: the rows that evaluated."""
-    from .spot_joint import capacity_policies_many
+    from .spot import capacity_policies_many
 
     n = len(res["job_mtbf_h"])
     out: dict[str, Any] = {c: np.full(n, np.nan) for c in CAPACITY_NUMBER_COLUMNS}

@@ -133,3 +133,32 @@ def test_batch_command_writes_the_capacity_columns(tmp_path):
     got = pd.read_csv(tmp_path / "out.csv")
     assert set(CAPACITY_COLUMNS) <= set(got.columns)
     assert list(got["capacity_note"]) == [NO_PREEMPTIONS, NO_DEADLINE]
+
+
+JOBS = [dict(work=w * 60.0, C=2.0, M=1200.0, R=10.0, P=60.0 / r, N=n, Wc=wc, deadline=d * 60.0, price=2.5,
+             spot_price=sp, gpus=1024.0, D=dn)
+        for w, r, n, wc, d, sp, dn in [(48, 0.2, 2.0, 30.0, 62, 1.0, 0.0), (48, 0.1, 0.5, 5.0, 60, 0.8, 0.0),
+                                       (40, 0.05, 2.0, 10.0, 70, 1.2, 5.0), (12, 0.3, 0.0, 0.0, 13, 1.0, 0.0),
+                                       (8, 0.5, 1.0, 60.0, 30, 0.7, 2.0)]]
+
+
+def test_jointly_simulated_jobs_are_run_for_run_each_jobs_own_simulation():
+    from ckptplan.engine.spot_montecarlo import SPOT_BLOCK, capacity_job, simulate_capacity, simulate_capacity_jobs
+
+    jobs = [capacity_job(**a) for a in JOBS]
+    policies = ["on-demand", "spot", "fallback", "fallback", "fallback", "spot", "on-demand", "fallback"]
+    thresholds = [0.0, 0.0, 300.0, 20.0, 5000.0, 0.0, 0.0, 0.0]
+    mixed = [jobs[i % len(jobs)] for i in range(len(policies))]
+    runs = SPOT_BLOCK // 3 + 1                                        # groups of two jobs: every group boundary crossed
+    for job, policy, th, sim in zip(mixed, policies, thresholds,
+                                    simulate_capacity_jobs(mixed, policies, thresholds, runs=runs, seed=7)):
+        ref = simulate_capacity(job, policy, th, runs=runs, seed=7)
+        for k in ("wall", "cost", "finished"):
+            np.testing.assert_array_equal(sim[k], ref[k], err_msg=f"{policy} {th} {k}")
+
+
+def test_jointly_searched_thresholds_are_each_jobs_own():
+    from ckptplan.engine.spot import capacity_policies, capacity_policies_many
+
+    for a, got in zip(JOBS, capacity_policies_many(JOBS, runs=600, seed=3)):
+        assert got == capacity_policies(**a, runs=600, seed=3)

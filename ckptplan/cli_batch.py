@@ -299,14 +299,10 @@ def batch(
     _expected_failures, _expected_stops, _mean_replicas_running, _total_cost, _cost_per_useful_gpu_hour and,
     with deadline_h, _p_finish_by_deadline, _wall_h_p50/_p90, _total_cost_p50/_p90; cheapest_strategy names the
     cheapest.
-    With --capacity each row on preemptible capacity with a deadline (preemptions_per_h, deadline_h; the spot
-    price spot_price_per_gpu_hour, else price_per_gpu_hour, which stays the on-demand price) also gets its three
-    capacity policies, each as `ckptplan compare --json` reports it for that row's scenario (same runs, same seed):
-    {on_demand,spot,fallback}_p_finish_by_deadline, _wall_h_p50/_p90, _cost_p50/_p90, _mean_cost, _interval_min,
-    fallback_threshold_min and fallback_target_p_finish; cheapest_capacity_on_time names the policy of the lowest
-    mean cost among those on time at least as often as on-demand. A row without a preemption rate or a deadline is
-    answered as without --capacity, its capacity columns blank and capacity_note saying why; a row with failure
-    phases is an error row (the comparison simulates a constant failure rate), and a tiered batch is refused.
+    With --capacity each spot row with a deadline also gets its three capacity policies, each as `ckptplan compare
+    --json` reports that row's scenario (same runs and seed; spot_price_per_gpu_hour, else price_per_gpu_hour, which
+    stays the on-demand price); cheapest_capacity_on_time is the lowest mean cost among the policies on time at least
+    as often as on-demand. Other rows are answered with blank capacity columns and a capacity_note saying why.
     """
     started = time.perf_counter()
     try:

@@ -58,6 +58,12 @@ that changes over the run, failure phases or ``weibull_shape_from_start`` below 
 is the schedule's own simulated ``p_finish_by_deadline``) becomes an ``error`` row; its closed-form
 columns, which are valid, are kept.
 
+Recovery strategies and capacity policies (``strategies=True``, ``capacity=True``)
+--------------------------------------------------------------------------------
+Each row's four recovery strategies (:mod:`.batch_strategies`) and, for a row on preemptible capacity with a
+deadline, its three capacity policies (all on-demand, all spot, spot with an on-demand fallback:
+:mod:`.batch_capacity`), each as ``ckptplan compare`` prices the row's scenario.
+
 Large tables on Dask
 --------------------
 :func:`evaluate_rows` given a ``dask.dataframe.DataFrame`` returns one, built with
@@ -159,10 +165,8 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     ``strategies``: also each valid row's four recovery strategies as ``ckptplan compare`` prices them
     (:mod:`engine.batch_strategies`).
 
-    ``capacity``: also each valid row's three capacity policies (all on-demand, all spot, spot with an on-demand
-    fallback) as ``ckptplan compare`` prices them (:mod:`engine.batch_capacity`): rows with ``preemptions_per_h``
-    and ``deadline_h``; the others get blank capacity columns and a ``capacity_note``. ``capacity_runs`` runs per
-    policy, seed ``capacity_seed`` (compare's by default: then each row's figures are its ``compare --json``'s).
+    ``capacity``: also each spot row's three capacity policies with a deadline, as ``ckptplan compare`` prices them
+    (:mod:`engine.batch_capacity`), ``capacity_runs`` runs each, seed ``capacity_seed`` (by default compare's).
 
     ``extra_columns``: ``"error"`` (default) refuses columns that are no scenario field; ``"keep"``
     carries them through unchanged and unevaluated. ``cell_errors``: ``{(row label, column): message}``
@@ -188,10 +192,7 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     """
     design = _tier_design(tiers, failure_classes)
     if capacity:
-        from .batch_capacity import refuse_capacity_design
-
-        refuse_capacity_design(design)
-        capacity_runs, capacity_seed, _ = check_mc_options(capacity_runs, capacity_seed, "exponential")
+        capacity_runs, capacity_seed = _checked_capacity_options(capacity_runs, capacity_seed, design)
     if deadline:
         runs, seed, failures = _checked_mc_options(runs, seed, failures, design)
     if is_dask(table):
@@ -214,10 +215,7 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     if strategies:   # engine.batch_strategies: the rows as given, planned as compare plans a file
         mc = {**(mc or {}), **_strategies(given_table, problems, tiers, failure_classes)}
     if capacity:     # engine.batch_capacity: as compare prices each row's scenario
-        from .batch_capacity import capacity_columns
-
-        mc = {**(mc or {}), **capacity_columns(eff, res, np.flatnonzero(~problems.mask()), problems, capacity_runs,
-                                               capacity_seed)}
+        mc = {**(mc or {}), **_capacity(eff, res, problems, capacity_runs, capacity_seed)}
     return _results(table, given, eff, res, planned.bad_cells, problems, design, planned.setup is not None, mc)
 
 
@@ -237,6 +235,23 @@ def _checked_mc_options(runs: Any, seed: Any, failures: Any, design: Any) -> tup
         raise InputError("failures", getattr(failures, "kind", failures), "the tiered Monte Carlo draws "
                          "exponential (Poisson) failures only: drop the failure law (--weibull-shape) or the tiers")
     return runs, seed, failures
+
+
+def _checked_capacity_options(runs: Any, seed: Any, design: Any) -> tuple[int, int]:
+    """The capacity comparison's runs and seed checked as the Monte Carlo's, and a tier design refused."""
+    from .batch_capacity import refuse_capacity_design
+
+    refuse_capacity_design(design)
+    runs, seed, _ = check_mc_options(runs, seed, "exponential")
+    return runs, seed
+
+
+def _capacity(eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray], problems: RowProblems, runs: int,
+              seed: int) -> dict[str, Any]:
+    """The capacity policies of the rows that evaluated (:func:`engine.batch_capacity.capacity_columns`)."""
+    from .batch_capacity import capacity_columns
+
+    return capacity_columns(eff, res, np.flatnonzero(~problems.mask()), problems, runs, seed)
 
 
 def _strategies(table: pd.DataFrame, problems: RowProblems, tiers: Any, failure_classes: Any) -> dict[str, Any]:

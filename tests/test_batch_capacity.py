@@ -162,3 +162,15 @@ def test_jointly_searched_thresholds_are_each_jobs_own():
 
     for a, got in zip(JOBS, capacity_policies_many(JOBS, runs=600, seed=3)):
         assert got == capacity_policies(**a, runs=600, seed=3)
+
+
+def test_a_spot_row_compare_refuses_is_an_error_row_with_the_same_rule():
+    row = dict(ROWS[0], async_write_min=3.0)
+    plan = load_plan("seed")
+    table, _ = fill_from_template(pd.DataFrame([row]), plan.scenario, "seed", setup=plan.setup, fill_blanks=False)
+    out = evaluate_rows(table, capacity=True)
+    res = CliRunner().invoke(app, ["compare", "-t", "seed", "--json", "--async-write-min", "3",
+                                   "--preemptions-per-h", "0.2", "--deadline-h", "62", "--useful-training-h", "48"])
+    assert res.exit_code != 0 and out["status"][0] == "error"
+    rule = res.output.strip().splitlines()[-1].split("async_write_min")[-1].split(":", 1)[-1].strip()
+    assert "async_write_min" in out["error"][0] and rule[:40] in out["error"][0], (rule, out["error"][0])

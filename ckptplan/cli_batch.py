@@ -88,6 +88,8 @@ EXIT_FILE_ERROR = 2
 DEADLINE_CHUNK_ROWS = 64
 #: rows per chunk with --strategies (four plans and a spare search per row: the progress moves every few rows)
 STRATEGY_CHUNK_ROWS = 4
+#: rows per chunk with --capacity (three policies' simulations and a threshold search per row, rows simulated together)
+CAPACITY_CHUNK_ROWS = 32
 #: show a progress bar from this many rows on (and always with --deadline), on a terminal
 PROGRESS_FROM_ROWS = 100_000
 
@@ -274,6 +276,12 @@ def batch(
                                  "(columns wait_*, spares_*, elastic_*, elastic_spares_* and cheapest_strategy; rows "
                                  "need nodes_per_replica and repair_h; without min_replicas the elastic floor is one "
                                  "replica fewer than the job runs; seconds per row)"),
+    capacity: bool = _cli.flag("--capacity", help="Also price each spot row's capacity as `ckptplan compare` does: all "
+                               "on-demand, all spot, spot with an on-demand fallback (columns on_demand_*, spot_*, "
+                               "fallback_* with P(finish by deadline_h), P50/P90 wall hours and cost, mean cost, "
+                               "interval; fallback_threshold_min; cheapest_capacity_on_time). Rows need "
+                               "preemptions_per_h and deadline_h; others get blank columns and a capacity_note; "
+                               "failure phases and tiers are refused; 4,000 runs per policy, seed 0, as compare"),
 ) -> None:
     """Evaluate every scenario of a file; bad rows are reported per row, never dropped.
 
@@ -291,13 +299,17 @@ def batch(
     _expected_failures, _expected_stops, _mean_replicas_running, _total_cost, _cost_per_useful_gpu_hour and,
     with deadline_h, _p_finish_by_deadline, _wall_h_p50/_p90, _total_cost_p50/_p90; cheapest_strategy names the
     cheapest.
+    With --capacity each spot row with a deadline also gets its three capacity policies, each as `ckptplan compare
+    --json` reports that row's scenario (same runs and seed; spot_price_per_gpu_hour, else price_per_gpu_hour, which
+    stays the on-demand price); cheapest_capacity_on_time is the lowest mean cost among the policies on time at least
+    as often as on-demand. Other rows are answered with blank capacity columns and a capacity_note saying why.
     """
     started = time.perf_counter()
     try:
         with terminate_on_signals():  # SIGTERM/SIGHUP clean up like Ctrl-C: no temporary file is left
             summary = _batch(scenarios, output, template, no_template, force, deadline, runs, seed, weibull_shape,
                              scheduler, dask_address, chunk_rows, keep_extra, sheet, delimiter, decimal, max_rows,
-                             design, risk_draws, strategies)
+                             design, risk_draws, strategies, capacity)
     except Terminated as exc:
         _stopped(exc, output)
     except (FileExistsError, FileNotFoundError, ValueError, OSError) as exc:
@@ -309,7 +321,7 @@ def _batch(scenarios: Path, output: Path, template: Optional[str], no_template: 
            runs: int, seed: int, weibull_shape: Optional[float], scheduler: str, dask_address: Optional[str],
            chunk_rows: Optional[int], keep_extra: bool, sheet: Optional[str], delimiter: Optional[str],
            decimal: Optional[str], max_rows: int, design: Optional[str] = None,
-           risk_draws: int = 1000, strategies: bool = False) -> "BatchSummary":
+           risk_draws: int = 1000, strategies: bool = False, capacity: bool = False) -> "BatchSummary":
     if scheduler not in ("local", "dask"):
         raise InputError("--scheduler", scheduler, "must be 'local' or 'dask'")
     if no_template and template is not None:
@@ -339,13 +351,16 @@ def _batch(scenarios: Path, output: Path, template: Optional[str], no_template: 
     _check_output(output, force, rows=len(table))
     table, fill = _default_ranges(table, scenarios, base, fill)
     options = dict(deadline=deadline, runs=runs, seed=seed, failures=_failure_law(weibull_shape),
-                   extra_columns="keep" if keep_extra else "error", strategies=strategies)
+                   extra_columns="keep" if keep_extra else "error", strategies=strategies, capacity=capacity)
     if fill is not None and fill.tiers:
         options.update(tiers=fill.tiers, failure_classes=fill.failure_classes)
     ranged = [c for parts in range_columns(table.columns).values() for c in parts.values()]
     if ranged and strategies:
         raise InputError("--strategies", True, f"input range columns ({ranged[0]} ...) draw each row many times: "
                          "price the strategies of a table without ranges")
+    if ranged and capacity:
+        raise InputError("--capacity", True, f"input range columns ({ranged[0]} ...) draw each row many times: "
+                         "price the capacities of a table without ranges")
     if ranged and scheduler == "dask":
         raise InputError("--scheduler", scheduler, f"input range columns ({ranged[0]} ...) are evaluated in this "
                          "process: drop --scheduler dask")
@@ -358,14 +373,15 @@ def _batch(scenarios: Path, output: Path, template: Optional[str], no_template: 
         if exc.field != "columns":
             raise
         raise FileInputError("scenario file", scenarios, str(exc)) from None  # name the file too
-    step = chunk_rows or (STRATEGY_CHUNK_ROWS if strategies else DEADLINE_CHUNK_ROWS if deadline or ranged
-                          else DEFAULT_CHUNK_ROWS)
+    step = chunk_rows or (STRATEGY_CHUNK_ROWS if strategies else CAPACITY_CHUNK_ROWS if capacity else
+                          DEADLINE_CHUNK_ROWS if deadline or ranged else DEFAULT_CHUNK_ROWS)
     source = (f"ckptplan batch {scenarios}" + (f" --template {fill.template}" if base is not None else " --no-template")
               + (f" --design {design!r}" if design is not None else "")
               + (f" --deadline --runs {runs} --seed {seed}" if deadline else "")
               + (" --strategies" if strategies else "")
+              + (" --capacity" if capacity else "")
               + (f" --risk-draws {risk_draws}" + ("" if deadline else f" --seed {seed}") if ranged else ""))
-    with _progress(len(table), "evaluating", deadline or bool(ranged) or strategies) as advance:
+    with _progress(len(table), "evaluating", deadline or bool(ranged) or strategies or capacity) as advance:
         if scheduler == "dask":
             with _dask_client(dask_address):
                 import dask.dataframe as dd

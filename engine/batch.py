@@ -58,6 +58,12 @@ that changes over the run, failure phases or ``weibull_shape_from_start`` below 
 is the schedule's own simulated ``p_finish_by_deadline``) becomes an ``error`` row; its closed-form
 columns, which are valid, are kept.
 
+Recovery strategies and capacity policies (``strategies=True``, ``capacity=True``)
+--------------------------------------------------------------------------------
+Each row's four recovery strategies (:mod:`.batch_strategies`) and, for a row on preemptible capacity with a
+deadline, its three capacity policies (all on-demand, all spot, spot with an on-demand fallback:
+:mod:`.batch_capacity`), each as ``ckptplan compare`` prices the row's scenario.
+
 Large tables on Dask
 --------------------
 :func:`evaluate_rows` given a ``dask.dataframe.DataFrame`` returns one, built with
@@ -80,6 +86,7 @@ from .errors import InputError
 from .fields import DEFAULT_RUNS, DEFAULT_SEED, SETUP_FIELD_BY_NAME
 from .pipeline import (SETUP_RESULT_COLUMNS, fill_from_setup, is_extra_column, plan_table, validate_cells)
 from .scenario import RowProblems, Scenario, derived_columns, to_table
+from .spot import CAPACITY_RUNS, CAPACITY_SEED
 from .uncertainty import range_column
 from .validity import CHECKS
 
@@ -137,7 +144,8 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
                   failures: Union[str, "_mc.FailureLaw"] = "exponential", final_save: bool = False,
                   extra_columns: str = "error",
                   cell_errors: Optional[Mapping[tuple[Hashable, str], str]] = None,
-                  tiers: Any = None, failure_classes: Any = None, strategies: bool = False) -> Any:
+                  tiers: Any = None, failure_classes: Any = None, strategies: bool = False, capacity: bool = False,
+                  capacity_runs: int = CAPACITY_RUNS, capacity_seed: int = CAPACITY_SEED) -> Any:
     """Evaluate every row of a scenario table; bad rows become ``status="error"`` rows, never exceptions.
 
     ``table``: a pandas DataFrame (see the module notes for its columns), a :class:`Scenario` or an
@@ -156,6 +164,9 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
 
     ``strategies``: also each valid row's four recovery strategies as ``ckptplan compare`` prices them
     (:mod:`engine.batch_strategies`).
+
+    ``capacity``: also each spot row's three capacity policies with a deadline, as ``ckptplan compare`` prices them
+    (:mod:`engine.batch_capacity`), ``capacity_runs`` runs each, seed ``capacity_seed`` (by default compare's).
 
     ``extra_columns``: ``"error"`` (default) refuses columns that are no scenario field; ``"keep"``
     carries them through unchanged and unevaluated. ``cell_errors``: ``{(row label, column): message}``
@@ -180,12 +191,15 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
     ``runs``/``seed``, a bad tier design).
     """
     design = _tier_design(tiers, failure_classes)
+    if capacity:
+        capacity_runs, capacity_seed = _checked_capacity_options(capacity_runs, capacity_seed, design)
     if deadline:
         runs, seed, failures = _checked_mc_options(runs, seed, failures, design)
     if is_dask(table):
         kwargs = dict(deadline=deadline, runs=runs, seed=seed, failures=failures, final_save=final_save,
                       extra_columns=extra_columns, cell_errors=dict(cell_errors or {}), tiers=tiers,
-                      failure_classes=failure_classes, strategies=strategies)
+                      failure_classes=failure_classes, strategies=strategies, capacity=capacity,
+                      capacity_runs=capacity_runs, capacity_seed=capacity_seed)
         meta = evaluate_rows(table._meta, **kwargs)
         return table.map_partitions(evaluate_rows, meta=meta, **kwargs)
     table = _as_table(table)
@@ -200,6 +214,8 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
         mc = monte_carlo_columns(len(table), eff, res, evaluated, runs, seed, failures, final_save, problems, design)
     if strategies:   # engine.batch_strategies: the rows as given, planned as compare plans a file
         mc = {**(mc or {}), **_strategies(given_table, problems, tiers, failure_classes)}
+    if capacity:     # engine.batch_capacity: as compare prices each row's scenario
+        mc = {**(mc or {}), **_capacity(eff, res, problems, capacity_runs, capacity_seed)}
     return _results(table, given, eff, res, planned.bad_cells, problems, design, planned.setup is not None, mc)
 
 
@@ -219,6 +235,23 @@ def _checked_mc_options(runs: Any, seed: Any, failures: Any, design: Any) -> tup
         raise InputError("failures", getattr(failures, "kind", failures), "the tiered Monte Carlo draws "
                          "exponential (Poisson) failures only: drop the failure law (--weibull-shape) or the tiers")
     return runs, seed, failures
+
+
+def _checked_capacity_options(runs: Any, seed: Any, design: Any) -> tuple[int, int]:
+    """The capacity comparison's runs and seed checked as the Monte Carlo's, and a tier design refused."""
+    from .batch_capacity import refuse_capacity_design
+
+    refuse_capacity_design(design)
+    runs, seed, _ = check_mc_options(runs, seed, "exponential")
+    return runs, seed
+
+
+def _capacity(eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray], problems: RowProblems, runs: int,
+              seed: int) -> dict[str, Any]:
+    """The capacity policies of the rows that evaluated (:func:`engine.batch_capacity.capacity_columns`)."""
+    from .batch_capacity import capacity_columns
+
+    return capacity_columns(eff, res, np.flatnonzero(~problems.mask()), problems, runs, seed)
 
 
 def _strategies(table: pd.DataFrame, problems: RowProblems, tiers: Any, failure_classes: Any) -> dict[str, Any]:
@@ -265,12 +298,18 @@ def _results(table: pd.DataFrame, given: Mapping[str, np.ndarray], eff: Mapping[
 
         extra.update({c: mc[c] for c in STRATEGY_COLUMNS[:-1]})
         extra["cheapest_strategy"] = pd.Series(mc["cheapest_strategy"], index=table.index, dtype=TEXT_DTYPE)
+    if mc is not None and "capacity_note" in mc:
+        from .batch_capacity import CAPACITY_NUMBER_COLUMNS
+        from .fields import CAPACITY_TEXT_FIELDS
+
+        extra.update({c: mc[c] for c in CAPACITY_NUMBER_COLUMNS})
+        extra.update({c: pd.Series(mc[c], index=table.index, dtype=TEXT_DTYPE) for c in CAPACITY_TEXT_FIELDS})
     for c, values in [*((c, res[c]) for c in plan_out + setup_out if c not in out), *extra.items()]:
         out[c] = int_series(values, table.index) if is_integer_column(c) else pd.Series(values, index=table.index,
                                                                                           copy=False)
     frame = pd.DataFrame(out, index=table.index, copy=False)
     # the strategies' 53 columns as one block each would fragment the frame (pandas warns on any later insert)
-    return frame.copy() if mc is not None and "cheapest_strategy" in mc else frame
+    return frame.copy() if mc is not None and ("cheapest_strategy" in mc or "capacity_note" in mc) else frame
 
 
 def _lead_columns(index: pd.Index, eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray],

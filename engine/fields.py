@@ -243,6 +243,43 @@ def strategy_field(key: str, part: str) -> Field:
              "elastic_spares": "Elastic + spares"}[key]
     return Field(f"{key}_{part}", base.unit, f"{label}: {base.label}", base.rule)
 
+#: the capacity policies a batch prices side by side (``ckptplan batch --capacity``), as column prefixes, in the
+#: order of ``compare --json``'s ``capacity.policies`` (keys ``on-demand``, ``spot``, ``fallback``)
+CAPACITY_KEYS = ("on_demand", "spot", "fallback")
+#: each policy's columns, ``{key}_{name}`` (:func:`capacity_field`), the names of ``compare --json``'s figures
+CAPACITY_FIELDS: tuple[Field, ...] = (
+    Field("p_finish_by_deadline", "probability", "P(the job finishes by deadline_h), simulated", "share"),
+    Field("wall_h_p50", "h", "Median wall hours (waits for capacity included)", "nonnegative"),
+    Field("wall_h_p90", "h", "90th percentile of the wall hours", "nonnegative"),
+    Field("cost_p50", "money", "Median cost: GPU-hours held x their price (spot or on-demand)", "nonnegative"),
+    Field("cost_p90", "money", "90th percentile of the cost", "nonnegative"),
+    Field("mean_cost", "money", "Mean cost over the simulated runs", "nonnegative"),
+    Field("interval_min", "min", "Interval between saves (compute time) the policy runs at", "positive"),
+)
+#: the fallback policy's own columns, ``fallback_{name}``
+CAPACITY_FALLBACK_FIELDS: tuple[Field, ...] = (
+    Field("threshold_min", "min", "Move to on-demand when the time left less the work left (at on-demand's expected "
+          "overheads) falls below this: the least slack on time as often as on-demand", "nonnegative"),
+    Field("target_p_finish", "probability", "The chance of finishing by the deadline the threshold is searched for "
+          "(on-demand's)", "share"),
+)
+#: the comparison's text columns: name -> (label, "" when the row is not compared)
+CAPACITY_TEXT_FIELDS: dict[str, str] = {
+    "cheapest_capacity_on_time": "The policy (on_demand, spot, fallback) of the lowest mean_cost among those on time "
+                                 "at least as often as on-demand",
+    "capacity_note": "Why a row's capacity columns are blank, or what its comparison assumed",
+}
+
+
+def capacity_field(key: str, part: str) -> Field:
+    """The registry entry of batch column ``{key}_{part}`` (``key`` in :data:`CAPACITY_KEYS`, ``part`` a
+    :data:`CAPACITY_FIELDS` name, or for ``fallback`` a :data:`CAPACITY_FALLBACK_FIELDS` one)."""
+    parts = CAPACITY_FIELDS + (CAPACITY_FALLBACK_FIELDS if key == "fallback" else ())
+    base = next(f for f in parts if f.name == part)
+    label = {"on_demand": "All on-demand", "spot": "All spot", "fallback": "Spot, on-demand fallback"}[key]
+    return Field(f"{key}_{part}", base.unit, f"{label}: {base.label}", base.rule)
+
+
 #: The storage and recovery setup (all optional; :mod:`ckptplan.engine.setup`): what a checkpoint
 #: holds and what it is written to, the parts of a restart, the spare pool and the price of storage.
 #: A stall or restart the scenario states itself (measured by the probe or fitted from a log)
@@ -441,13 +478,17 @@ def lookup(name: str) -> Field:
         head, _, part = name[len("phase"):].partition("_")
         if head.isdigit() and part in {f.name for f in PHASE_FIELDS}:
             return phase_field(int(head), part)
+    for key in CAPACITY_KEYS:
+        parts = CAPACITY_FIELDS + (CAPACITY_FALLBACK_FIELDS if key == "fallback" else ())
+        if name.startswith(key + "_") and name[len(key) + 1:] in {f.name for f in parts}:
+            return capacity_field(key, name[len(key) + 1:])
     for key in sorted(STRATEGY_KEYS, key=len, reverse=True):   # elastic_spares_ before elastic_
         if name.startswith(key + "_") and name[len(key) + 1:] in {f.name for f in STRATEGY_FIELDS}:
             return strategy_field(key, name[len(key) + 1:])
     raise KeyError(name)
 
 
-__all__ = ["COST_FIELDS", "COST_PARTS", "DEFAULT_CHUNK_ROWS", "DEFAULT_RUNS", "DEFAULT_SEED", "DOMAIN_FIELDS",
+__all__ = ["CAPACITY_FALLBACK_FIELDS", "CAPACITY_FIELDS", "CAPACITY_KEYS", "CAPACITY_TEXT_FIELDS", "COST_FIELDS", "COST_PARTS", "DEFAULT_CHUNK_ROWS", "DEFAULT_RUNS", "DEFAULT_SEED", "DOMAIN_FIELDS",
            "DOMAIN_SLOTS", "ELASTIC_FIELD_NAMES", "ELASTIC_OUTPUT_FIELDS", "EXCEL_MAX_DATA_ROWS", "FIELDS", "FIELD_BY_NAME", "Field", "GPU_HOURS_FIELDS", "GPU_HOURS_PARTS", "MAX_RUNS_PER_CELL",
            "MAX_SWEEP_ROWS", "ON_NODE_LOSS", "PHASE_FIELDS", "PHASE_REQUIRED", "QUANTITIES", "RULES", "Rule", "SETUP_FIELDS", "SETUP_FIELD_BY_NAME", "STRATEGY_FIELDS", "STRATEGY_KEYS", "TEXT_FIELDS",
-           "TIER_FIELDS", "TIER_KEYS", "domain_field", "lookup", "phase_field", "strategy_field"]
+           "TIER_FIELDS", "TIER_KEYS", "capacity_field", "domain_field", "lookup", "phase_field", "strategy_field"]

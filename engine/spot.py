@@ -29,9 +29,15 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
-from .spot_montecarlo import capacity_job, simulate_capacity
+from .spot_montecarlo import capacity_job, simulate_capacity, simulate_capacity_jobs
 
-__all__ = ["capacity_job", "capacity_policies", "scenario_capacity", "simulate_capacity"]
+__all__ = ["CAPACITY_RUNS", "CAPACITY_SEED", "capacity_job", "capacity_policies", "capacity_policies_many",
+           "refuse_failure_phases",
+           "scenario_capacity", "simulate_capacity"]
+
+#: runs per policy and seed of the comparison (``ckptplan compare``, ``ckptplan batch --capacity``)
+CAPACITY_RUNS = 4000
+CAPACITY_SEED = 0
 
 
 def _summary(sim: dict[str, np.ndarray], deadline: float) -> dict[str, float]:
@@ -44,7 +50,8 @@ def _summary(sim: dict[str, np.ndarray], deadline: float) -> dict[str, float]:
 
 
 def capacity_policies(work: float, C: float, M: float, R: float, P: float, N: float, Wc: float, deadline: float,
-                      price: float, spot_price: float, gpus: float, runs: int = 4000, seed: int = 0, D: float = 0.0
+                      price: float, spot_price: float, gpus: float, runs: int = CAPACITY_RUNS, seed: int = CAPACITY_SEED,
+                      D: float = 0.0
                       ) -> dict[str, dict[str, float]]:
     """The three policies' deadline and cost figures (module notes); times in minutes, prices per GPU-hour.
 
@@ -68,7 +75,51 @@ def capacity_policies(work: float, C: float, M: float, R: float, P: float, N: fl
     return out
 
 
-def scenario_capacity(scenario: Any, runs: int = 4000, seed: int = 0) -> dict[str, Any] | None:
+def _p_on_time(sim: dict[str, np.ndarray], deadline: float) -> float:
+    return float((sim["finished"] & (sim["wall"] <= deadline)).mean())
+
+
+def capacity_policies_many(args: list[dict[str, float]], runs: int = CAPACITY_RUNS, seed: int = CAPACITY_SEED
+                           ) -> list[dict[str, dict[str, float]]]:
+    """:func:`capacity_policies` ``(**a, runs=runs, seed=seed)`` for every ``a`` of ``args`` (its keyword arguments
+    ``work`` .. ``D``), the same numbers, the jobs simulated together
+    (:func:`ckptplan.engine.spot_montecarlo.simulate_capacity_jobs`): both fixed policies in one pass, then each
+    step of the jobs' threshold searches in one pass, then the fallbacks at their thresholds."""
+    jobs = [capacity_job(**a) for a in args]
+    n = len(jobs)
+    dl = [float(j["deadline"]) for j in jobs]
+    fixed = simulate_capacity_jobs(jobs + jobs, ["on-demand"] * n + ["spot"] * n, [0.0] * (2 * n), runs, seed)
+    out = [{"on-demand": _summary(fixed[i], dl[i]), "spot": _summary(fixed[n + i], dl[i])} for i in range(n)]
+    target = [o["on-demand"]["p_finish_by_deadline"] for o in out]
+    lo, hi = [0.0] * n, list(dl)
+    going = list(range(n))
+    for _ in range(30):                                  # each job's bisection, as capacity_policies steps it
+        if not going:
+            break
+        mid = {i: (lo[i] + hi[i]) / 2.0 for i in going}
+        sims = simulate_capacity_jobs([jobs[i] for i in going], ["fallback"] * len(going), [mid[i] for i in going],
+                                      runs, seed)
+        for i, sim in zip(going, sims):
+            lo[i], hi[i] = (lo[i], mid[i]) if _p_on_time(sim, dl[i]) >= target[i] else (mid[i], hi[i])
+        going = [i for i in going if not hi[i] - lo[i] < 1e-3 * max(dl[i], 1.0)]
+    final = simulate_capacity_jobs(jobs, ["fallback"] * n, hi, runs, seed)
+    for i, o in enumerate(out):
+        o["fallback"] = {**_summary(final[i], dl[i]), "threshold_min": hi[i], "target_p_finish": target[i]}
+        for name in o:
+            o[name]["interval_min"] = jobs[i]["T_od"] if name == "on-demand" else jobs[i]["T_spot"]
+    return out
+
+
+def refuse_failure_phases(count: int) -> None:
+    """Raise the comparison's refusal of a scenario with ``count`` failure phases (none: nothing)."""
+    if count:
+        raise InputError("failure_phases", f"{count} phase(s)", "the spot / on-demand / fallback comparison simulates "
+                         "a constant failure rate: plan failure phases on spot capacity with `ckptplan plan` or "
+                         "`ckptplan batch` (their deadline answer is simulated on the schedule), or compare the "
+                         "capacities without the phases")
+
+
+def scenario_capacity(scenario: Any, runs: int = CAPACITY_RUNS, seed: int = CAPACITY_SEED) -> dict[str, Any] | None:
     """:func:`capacity_policies` for a scenario on preemptible capacity with a deadline (None otherwise):
     its job MTBF, stall, restart, preemption fields, prices (``spot_price_per_gpu_hour``, else
     ``price_per_gpu_hour``) and GPUs."""
@@ -76,11 +127,7 @@ def scenario_capacity(scenario: Any, runs: int = 4000, seed: int = 0) -> dict[st
 
     if not scenario.preemptions_per_h or scenario.deadline_h is None:
         return None
-    if scenario.failure_phases:
-        raise InputError("failure_phases", f"{len(scenario.failure_phases)} phase(s)", "the spot / on-demand / "
-                         "fallback comparison simulates a constant failure rate: plan failure phases on spot capacity "
-                         "with `ckptplan plan` or `ckptplan batch` (their deadline answer is simulated on the "
-                         "schedule), or compare the capacities without the phases")
+    refuse_failure_phases(len(scenario.failure_phases))
     row = evaluate(scenario).iloc[0]
     spot_price = scenario.spot_price_per_gpu_hour
     D = float(scenario.downtime_min or 0.0)    # the exposed restart and the downtime, as engine.scenario splits them

@@ -12,7 +12,7 @@ import numpy as np
 from .preemption import preemption_optimal_interval
 from .waste import exact_optimal_interval_kernel, expected_wall_time
 
-__all__ = ["SPOT_BLOCK", "capacity_job", "simulate_capacity", "simulate_spot_jobs"]
+__all__ = ["SPOT_BLOCK", "capacity_job", "simulate_capacity", "simulate_capacity_jobs", "simulate_spot_jobs"]
 
 #: most runs (jobs x runs) one pass of :func:`simulate_spot_jobs` holds (about 150 bytes each)
 SPOT_BLOCK = 1 << 16   # a few jobs of 10,000 runs: the arrays stay in the caches
@@ -260,4 +260,112 @@ class _SpotGroup:
             down = idx[~done & ~waited]                           # a failure: the downtime before the next restart
             t[down] += job["D"][down]
             bill[down] += job["D"][down] * job["price"][down]
+            idx = idx[~done & (t[idx] < job["cap"][idx])]
+
+
+def simulate_capacity_jobs(jobs: list[dict[str, float]], policies: list[str], thresholds: list[float] | np.ndarray,
+                           runs: int = 4000, seed: int = 0) -> list[dict[str, np.ndarray]]:
+    """:func:`simulate_capacity` ``(jobs[i], policies[i], thresholds[i], runs, seed)`` for every ``i``, run by run the
+    same numbers, the jobs simulated together (the capacity comparison of a table of rows, and its threshold
+    search, :func:`ckptplan.engine.spot.capacity_policies_many`).
+
+    As :func:`simulate_spot_jobs`: each job draws from its own generator seeded with ``seed``, in the order
+    :func:`simulate_capacity` draws (a fallback's moves' restarts, then failures and preemptions of its runs still
+    going, then the restarts' pairs), every other step one array operation over all jobs' runs still going."""
+    runs = int(runs)
+    out: list[Any] = [None] * len(jobs)
+    per = max(1, SPOT_BLOCK // max(runs, 1))
+    stream = _Stream(seed)
+    order = sorted(range(len(jobs)), key=lambda i: float(jobs[i]["work"]) / float(jobs[i]["T_spot"]))
+    for lo in range(0, len(jobs), per):
+        group = order[lo:lo + per]
+        sims = _CapacityGroup([jobs[i] for i in group], [policies[i] for i in group],
+                              [float(thresholds[i]) for i in group], runs, stream).run()
+        for i, sim in zip(group, sims):
+            out[i] = sim
+    return out
+
+
+class _CapacityGroup(_SpotGroup):
+    """:class:`_SpotGroup` for any policy: each run carries whether it is on spot capacity now (``spot``), its
+    job's on-demand interval and price, and for a fallback its threshold (the moves of :func:`simulate_capacity`)."""
+
+    def __init__(self, jobs: list[dict[str, float]], policies: list[str], thresholds: list[float], runs: int,
+                 stream: _Stream):
+        super().__init__(jobs, runs, stream)
+        per_job = {"T_od": [j["T_od"] for j in jobs], "od_price": [j["price"] for j in jobs],
+                   "deadline": [j["deadline"] for j in jobs], "rho_od": [j["rho_od"] for j in jobs],
+                   "threshold": thresholds, "fallback": [p == "fallback" for p in policies],
+                   "spot": [p != "on-demand" for p in policies]}
+        for k, v in per_job.items():
+            self.job[k] = np.repeat(np.array(v, dtype=bool if k in ("fallback", "spot") else float), runs)
+
+    def round(self) -> None:
+        """One round of :func:`simulate_capacity`'s loop over every run still going."""
+        job = self.job
+        spot = job["spot"]
+        if job["fallback"].any():
+            move = np.flatnonzero(job["fallback"] & spot & (job["deadline"] - self.t - self.left * job["rho_od"]
+                                                           < job["threshold"]))
+            spot[move] = False
+            self.restart(move[self.t[move] > 0])            # moving: restore on on-demand capacity
+        t, bill, left = self.t, self.bill, self.left
+        T = np.where(spot, job["T"], job["T_od"])
+        last = left <= T
+        length = np.where(last, left, T + job["C"])
+        fail, pre = self.draw(self.count, job["M"], job["P"])
+        pre = np.where(spot, pre, np.inf)
+        first = np.minimum(fail, pre)
+        price = np.where(spot, job["price"], job["od_price"])
+        ok = first >= length
+        step = np.where(ok, length, first)
+        t += step
+        bill += step * price
+        np.copyto(left, left - np.where(last, left, T), where=ok)
+        by_pre = np.flatnonzero(~ok & (pre < fail))
+        p = by_pre[job["save"][by_pre]]
+        left[p] -= np.minimum(first[p], T[p])
+        t[p] += job["C"][p]
+        bill[p] += job["C"][p] * job["price"][p]
+        t[by_pre] += job["Wc"][by_pre]
+        down = np.flatnonzero(~ok & (pre >= fail))
+        t[down] += job["D"][down]
+        bill[down] += job["D"][down] * price[down]
+        hit = np.flatnonzero(~ok)
+        self.restart(hit[left[hit] > 0])
+        self.settle()
+
+    def settle(self) -> None:
+        """Record the runs that ended (finished, or given up at the cap) and drop them from the arrays."""
+        active = (self.left > 1e-9) & (self.t < self.job["cap"])
+        if not active.all():
+            done = np.flatnonzero(~active)
+            dst = self.where[done]
+            self.wall[dst], self.cost[dst], self.rest[dst] = self.t[done], self.bill[done], self.left[done]
+            self.count -= np.bincount(dst // self.runs, minlength=self.g)
+            keep = np.flatnonzero(active)
+            self.where = self.where[keep]
+            self.t, self.bill, self.left = self.t[keep], self.bill[keep], self.left[keep]
+            self.job = {k: v[keep] for k, v in self.job.items()}
+
+    def restart(self, idx: np.ndarray) -> None:
+        """``_restart`` of the runs at ``idx`` (in place), each on the capacity it is on now."""
+        job, t, bill = self.job, self.t, self.bill
+        while idx.size:
+            count = np.bincount(self.where[idx] // self.runs, minlength=self.g)
+            fail, pre = self.draw(count, job["M"][idx], job["P"][idx])
+            spot = job["spot"][idx]
+            pre = np.where(spot, pre, np.inf)
+            first = np.minimum(fail, pre)
+            R = job["R"][idx]
+            done = first >= R
+            step = np.where(done, R, first)
+            t[idx] += step
+            bill[idx] += step * np.where(spot, job["price"][idx], job["od_price"][idx])
+            waited = ~done & (pre < fail)
+            t[idx[waited]] += job["Wc"][idx[waited]]
+            gone = ~done & ~waited
+            down = idx[gone]                                # a failure: the downtime before the next restart
+            t[down] += job["D"][down]
+            bill[down] += job["D"][down] * np.where(spot[gone], job["price"][down], job["od_price"][down])
             idx = idx[~done & (t[idx] < job["cap"][idx])]

@@ -43,8 +43,8 @@ _ILLEGAL_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 def excel_number_format(column: str) -> str:
     """Excel number format for a column, by the unit in its name.
 
-    Fractions (waste, goodput, shares, ``p_finish``) as percentages; ``_min`` minutes and ``_h``
-    hours with the unit shown; GPU-hours whole with ``GPU-h``; money (``_cost``, ``cost_``,
+    Fractions (waste, goodput, shares, ``p_finish``, a strategy's or capacity policy's ``_p_finish``) as percentages; ``_min`` minutes and ``_h``
+    hours with the unit shown; GPU-hours whole with ``GPU-h``; money (``_cost``, ``cost_``, ``_cost_p50``,
     ``price_per_gpu_hour``, ``cost_per_useful_gpu_hour``) with two decimals (the currency is in
     its own column, so no symbol); counts whole.
     """
@@ -54,11 +54,12 @@ def excel_number_format(column: str) -> str:
     if c in ("nodes", "gpus_per_node", "gpus") or c.endswith("_nodes_per_domain"):
         return "#,##0"
     if ("waste" in c or c in ("goodput", "async_slowdown_fraction", "nonfatal_share")
-            or c.startswith("p_finish") or c.endswith("_fraction") or c.endswith("_share")):
+            or c.startswith("p_finish") or "_p_finish" in c or c.endswith("_fraction") or c.endswith("_share")):
         return "0.00%"
     if c.endswith("gpu_hours") or "gpu_hours_" in c:
         return '#,##0" GPU-h"'
-    if c.endswith("_cost") or c.startswith("cost_") or c.startswith("mc_cost") or c == "price_per_gpu_hour":
+    if (c.endswith("_cost") or c.startswith("cost_") or "_cost_p" in c or c.startswith("mc_cost")
+            or c == "price_per_gpu_hour"):
         return "#,##0.00"
     if c.endswith("_min"):
         return '#,##0.00" min"'

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterator
 
 import corpus
+import numpy as np
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -299,3 +300,57 @@ def test_real_processes_end_cleanly(tmp_path, args, codes):
     out = corpus.Outcome(args, proc.returncode, proc.stdout, proc.stderr)
     corpus.check_run(out, codes=codes)
     corpus.check_output_dir(tmp_path, before, out, {"out.csv"})
+
+
+# ------------------------------------------------------------------- batch --capacity
+
+_SPOT_HEAD = "name,useful_training_h,deadline_h,preemptions_per_h,preemption_notice_min,spot_price_per_gpu_hour,capacity_wait_min"
+#: spot rows for ``batch --capacity``: one valid, then one hostile cell each (short jobs: the comparison simulates
+#: three policies and a threshold search per row at compare's 4,000 runs)
+CAPACITY_ROWS = {
+    "valid": "ok,2,3,0.2,2,1.0,10",
+    "rate text": "a,2,3,often,2,1.0,10",
+    "rate -1": "b,2,3,-1,2,1.0,10",
+    "rate nan": "c,2,3,nan,2,1.0,10",
+    "rate 1e400": "d,2,3,1e400,2,1.0,10",
+    "rate subnormal": "e,2,3,5e-324,2,1.0,10",
+    "rate 400 digits": f"f,2,3,{'1' + '0' * 400},2,1.0,10",
+    "deadline 0": "g,2,0,0.2,2,1.0,10",
+    "deadline below the work": "h,2,1,0.2,2,1.0,10",
+    "deadline 1e300": "i,2,1e300,0.2,2,1.0,10",
+    "deadline text": "j,2,soon,0.2,2,1.0,10",
+    "notice -1": "k,2,3,0.2,-1,1.0,10",
+    "notice 1e308": "l,2,3,0.2,1e308,1.0,10",
+    "spot price -1": "m,2,3,0.2,2,-1,10",
+    "spot price 1e308": "n,2,3,0.2,2,1e308,10",
+    "spot price formula": "o,2,3,0.2,2,=1+1,10",
+    "wait inf": "p,2,3,0.2,2,1.0,inf",
+    "no deadline": "q,2,,0.2,2,1.0,10",
+    "no rate": "r,2,3,,,,",
+}
+
+
+@pytest.mark.parametrize("name", list(CAPACITY_ROWS))
+def test_batch_capacity_with_a_hostile_spot_row(tmp_path, name):
+    """``batch --capacity`` of a valid spot row and one hostile one: the hostile row is an error row naming its
+    field (exit 3) or is answered (its capacity columns finite, or blank with a note); the valid row is priced."""
+    import pandas as pd
+
+    (tmp_path / "spot.csv").write_text(f"{_SPOT_HEAD}\n{CAPACITY_ROWS['valid']}\n{CAPACITY_ROWS[name]}\n",
+                                       encoding="utf-8")
+    out = run_case("batch", ["spot.csv", "-o", "out.csv", "--capacity"], tmp_path)
+    assert out.code in (0, 3), out
+    got = pd.read_csv(tmp_path / "out.csv")
+    assert got["status"][0] == "ok" and got["cheapest_capacity_on_time"][0] in ("on_demand", "spot", "fallback")
+    if got["status"][1] == "ok" and isinstance(got["capacity_note"][1], str):
+        assert got.filter(like="_cost_p50").iloc[1].isna().all()        # blank, with a note
+    elif got["status"][1] == "ok":
+        assert np.isfinite(got.filter(regex="^(on_demand|spot|fallback)_").iloc[1].to_numpy(dtype=float)).all()
+
+
+@pytest.mark.parametrize("args", [["--capacity", "--runs", "nan"], ["--capacity", "--chunk-rows", "0"],
+                                  ["--capacity", "--capacity"], ["--capacity", "--design", "none such"],
+                                  ["--capacity", "--no-template"]])
+def test_batch_capacity_with_odd_options(tmp_path, args):
+    (tmp_path / "spot.csv").write_text(f"{_SPOT_HEAD}\n{CAPACITY_ROWS['valid']}\n", encoding="utf-8")
+    run_case("batch", ["spot.csv", "-o", "out.csv", *args], tmp_path)

@@ -157,3 +157,25 @@ def test_hostile_plan_files(tmp_path: Path, name: str, reader):
     if name in ("60 nested tiers", "1000 tiers", "17 tiers", "design huge int", "design ten-digit domain",
                 "1000 phases", "spot rate 10**400", "phase start 10**400", "range 10**400"):
         assert out.code in (0, 2), out
+
+
+#: the parts ``batch --capacity`` reads (spot fields, failure phases with spot, a tier design)
+CAPACITY_PARTS = [n for n in PARTS if n.startswith("spot")] + ["phases with spot", "two tiers"]
+
+
+@pytest.mark.parametrize("name", CAPACITY_PARTS)
+def test_hostile_spot_templates_through_batch_capacity(tmp_path: Path, name: str):
+    """A template's spot fields (hostile or not) on every row of ``batch --capacity``: the comparison or a refusal
+    naming the field; failure phases with spot make error rows with compare's rule; tiers refuse the option."""
+    path = tmp_path / "plan.toml"
+    path.write_text(BASE + PARTS[name], encoding="utf-8")
+    rows = ("name,useful_training_h,deadline_h,phase1_start_h,phase1_rate_factor\na,24,30,10,2\n"  # a batch's phases
+            if name == "phases with spot" else "name,useful_training_h,deadline_h\na,24,30\n")   # are its columns
+    (tmp_path / "in.csv").write_text(rows, encoding="utf-8")
+    out = run_case("batch", ["in.csv", "-t", str(path), "-o", "out.csv", "--capacity"], tmp_path, area="plans")
+    if name == "two tiers":
+        assert out.code == 2 and "--capacity" in out.stderr, out
+    if name == "phases with spot":
+        assert out.code == 3 and "failure_phases" in out.stdout, out
+    if name == "spot":
+        assert out.code == 0, out

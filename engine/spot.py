@@ -57,22 +57,9 @@ def capacity_policies(work: float, C: float, M: float, R: float, P: float, N: fl
 
     ``fallback`` also reports its ``threshold_min``; the threshold is searched on seed ``seed`` and reported
     figures come from the same runs."""
-    job = capacity_job(work, C, M, R, P, N, Wc, deadline, price, spot_price, gpus, D)
-    out = {name: _summary(simulate_capacity(job, name, runs=runs, seed=seed), deadline)
-           for name in ("on-demand", "spot")}
-    target = out["on-demand"]["p_finish_by_deadline"]
-    lo, hi = 0.0, float(deadline)
-    for _ in range(30):                                  # the smallest threshold meeting on-demand's chance
-        mid = (lo + hi) / 2.0
-        p = _summary(simulate_capacity(job, "fallback", mid, runs, seed), deadline)["p_finish_by_deadline"]
-        lo, hi = (lo, mid) if p >= target else (mid, hi)
-        if hi - lo < 1e-3 * max(deadline, 1.0):
-            break
-    out["fallback"] = {**_summary(simulate_capacity(job, "fallback", hi, runs, seed), deadline), "threshold_min": hi,
-                       "target_p_finish": target}
-    for name in out:
-        out[name]["interval_min"] = job["T_od"] if name == "on-demand" else job["T_spot"]
-    return out
+    args = dict(work=work, C=C, M=M, R=R, P=P, N=N, Wc=Wc, deadline=deadline, price=price, spot_price=spot_price,
+                gpus=gpus, D=D)
+    return capacity_policies_many([args], runs=runs, seed=seed)[0]
 
 
 def _p_on_time(sim: dict[str, np.ndarray], deadline: float) -> float:
@@ -82,9 +69,10 @@ def _p_on_time(sim: dict[str, np.ndarray], deadline: float) -> float:
 def capacity_policies_many(args: list[dict[str, float]], runs: int = CAPACITY_RUNS, seed: int = CAPACITY_SEED
                            ) -> list[dict[str, dict[str, float]]]:
     """:func:`capacity_policies` ``(**a, runs=runs, seed=seed)`` for every ``a`` of ``args`` (its keyword arguments
-    ``work`` .. ``D``), the same numbers, the jobs simulated together
-    (:func:`ckptplan.engine.spot_montecarlo.simulate_capacity_jobs`): both fixed policies in one pass, then each
-    step of the jobs' threshold searches in one pass, then the fallbacks at their thresholds."""
+    ``work`` .. ``D``), the jobs simulated together (:func:`ckptplan.engine.spot_montecarlo.simulate_capacity_jobs`):
+    both fixed policies in one pass, then each step of the jobs' threshold searches (bisection to 1e-3 of the
+    deadline for the smallest threshold meeting on-demand's chance, on the same seed) in one pass, then the
+    fallbacks at their thresholds. A job's figures are the same whichever jobs share the call."""
     jobs = [capacity_job(**a) for a in args]
     n = len(jobs)
     dl = [float(j["deadline"]) for j in jobs]

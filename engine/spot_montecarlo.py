@@ -21,73 +21,21 @@ SPOT_BLOCK = 1 << 16   # a few jobs of 10,000 runs: the arrays stay in the cache
 SHARED_DRAWS = 1 << 23
 
 
-def _draw(rng: Any, mean: Any, n: int) -> np.ndarray:
-    return rng.exponential(1.0, n) * mean
-
-
-def _restart(rng, idx, t, bill, spot, job, deadline_cap):
-    """Restart the runs ``idx`` (in place): failures restart it, preemptions (spot) wait for capacity first."""
-    while idx.size:
-        fail = _draw(rng, job["M"], idx.size)
-        pre = np.where(spot[idx], _draw(rng, job["P"], idx.size), np.inf)
-        first = np.minimum(fail, pre)
-        done = first >= job["R"]
-        step = np.where(done, job["R"], first)
-        t[idx] += step
-        bill[idx] += step * np.where(spot[idx], job["spot_price"], job["price"])
-        waited = ~done & (pre < fail)
-        t[idx[waited]] += job["Wc"]
-        down = idx[~done & ~waited]                           # a failure: the downtime before the next restart,
-        t[down] += job.get("D", 0.0)                          # billed as the plan bills it (part of restart_h)
-        bill[down] += job.get("D", 0.0) * np.where(spot[down], job["spot_price"], job["price"])
-        idx = idx[~done & (t[idx] < deadline_cap)]
-
-
 def simulate_capacity(job: dict[str, float], policy: str, threshold: float = 0.0, runs: int = 4000,
                       seed: int = 0) -> dict[str, np.ndarray]:
     """Wall time and cost of ``runs`` jobs under ``policy`` (``spot``, ``on-demand``, ``fallback`` with
     ``threshold`` minutes of slack). ``job``: ``work``, ``C``, ``M``, ``R``, ``P``, ``N``, ``Wc``, ``T_spot``,
     ``T_od``, ``rho_od``, ``deadline``, ``price``, ``spot_price`` (per GPU-minute x GPUs), minutes; ``D`` (the
-    downtime after every failure, billed as the plan's restart time, 0 when absent)."""
-    rng = np.random.default_rng(seed)
-    t, bill = np.zeros(runs), np.zeros(runs)
-    left = np.full(runs, float(job["work"]))
-    spot = np.full(runs, policy != "on-demand")
-    active = np.ones(runs, dtype=bool)
-    cap = 50.0 * job["deadline"] + 50.0 * job["work"] * job["rho_od"]   # runs this late are given up (reported)
-    while active.any():
-        a = np.flatnonzero(active)
-        if policy == "fallback":
-            move = a[spot[a] & (job["deadline"] - t[a] - left[a] * job["rho_od"] < threshold)]
-            spot[move] = False
-            later = move[t[move] > 0]
-            _restart(rng, later, t, bill, spot, job, cap)   # moving: restore on on-demand capacity
-        T = np.where(spot[a], job["T_spot"], job["T_od"])
-        last = left[a] <= T
-        length = np.where(last, left[a], T + job["C"])
-        fail = _draw(rng, job["M"], a.size)
-        pre = np.where(spot[a], _draw(rng, job["P"], a.size), np.inf)
-        first = np.minimum(fail, pre)
-        price = np.where(spot[a], job["spot_price"], job["price"])
-        ok = first >= length
-        step = np.where(ok, length, first)
-        t[a] += step
-        bill[a] += step * price
-        left[a[ok]] -= np.where(last[ok], left[a[ok]], T[ok])
-        by_pre = ~ok & (pre < fail)
-        if job["N"] >= job["C"]:                            # a save on notice keeps the work done
-            p = a[by_pre]
-            left[p] -= np.minimum(first[by_pre], T[by_pre])
-            t[p] += job["C"]
-            bill[p] += job["C"] * job["spot_price"]
-        t[a[by_pre]] += job["Wc"]
-        down = a[~ok & ~by_pre]                               # a failure: the downtime before the restart (billed)
-        t[down] += job.get("D", 0.0)
-        bill[down] += job.get("D", 0.0) * price[~ok & ~by_pre]
-        hit = a[~ok]
-        _restart(rng, hit[left[hit] > 0], t, bill, spot, job, cap)
-        active = (left > 1e-9) & (t < cap)
-    return {"wall": t, "cost": bill, "finished": left <= 1e-9}
+    downtime after every failure, billed as the plan's restart time, 0 when absent).
+
+    Each run, one segment (or the rest of the last) per round: the failure and preemption times drawn (a run on
+    on-demand capacity sees no preemption); a segment done moves the work on; a preemption with a notice that
+    covers the save ``N >= C`` keeps the work done and pays the save, then waits ``Wc`` for capacity; a failure
+    pays the downtime ``D``; either restarts (``R``, during which both can strike again). A fallback moves to
+    on-demand capacity (restoring there) when the deadline less the time so far less the rest of the work at
+    on-demand's pace ``rho_od`` falls below ``threshold``. Runs still going at 50x the deadline plus 50x the work at
+    that pace are given up (``finished`` False). One job of :func:`simulate_capacity_jobs`."""
+    return simulate_capacity_jobs([job], [policy], [threshold], runs, seed)[0]
 
 
 def capacity_job(work, C, M, R, P, N, Wc, deadline, price, spot_price, gpus, D=0.0) -> dict[str, float]:
@@ -100,24 +48,9 @@ def capacity_job(work, C, M, R, P, N, Wc, deadline, price, spot_price, gpus, D=0
 
 
 def simulate_spot_jobs(jobs: list[dict[str, float]], runs: int = 4000, seed: int = 0) -> list[dict[str, np.ndarray]]:
-    """:func:`simulate_capacity` ``(job, "spot", runs=runs, seed=seed)`` for every job of ``jobs``, run by run the
-    same numbers, the jobs simulated together (what a table of many spot rows with deadlines asks).
-
-    Each job draws from its own generator seeded with ``seed``, in the order :func:`simulate_capacity` draws (its
-    runs still going, in run order: failures, then preemptions, then the restarts' pairs), so its runs see the
-    same numbers; every other step is one array operation over all jobs' runs still going (at most
-    :data:`SPOT_BLOCK` runs at a time), on arrays that shrink as runs end instead of indexing full ones."""
-    runs = int(runs)
-    out: list[Any] = [None] * len(jobs)
-    per = max(1, SPOT_BLOCK // max(runs, 1))
-    stream = _Stream(seed)
-    # jobs of about as many segments together: their runs end in the same rounds, so the arrays shrink seldom
-    order = sorted(range(len(jobs)), key=lambda i: float(jobs[i]["work"]) / float(jobs[i]["T_spot"]))
-    for lo in range(0, len(jobs), per):
-        group = order[lo:lo + per]
-        for i, sim in zip(group, _SpotGroup([jobs[i] for i in group], runs, stream).run()):
-            out[i] = sim
-    return out
+    """:func:`simulate_capacity` ``(job, "spot", runs=runs, seed=seed)`` for every job of ``jobs``, the jobs
+    simulated together (what a table of many spot rows with deadlines asks; :func:`simulate_capacity_jobs`)."""
+    return simulate_capacity_jobs(jobs, ["spot"] * len(jobs), np.zeros(len(jobs)), runs, seed)
 
 
 class _Stream:
@@ -145,14 +78,41 @@ class _Stream:
         return self.shared[start:end] if end <= self.shared.size else None
 
 
-class _SpotGroup:
-    """The runs of a few jobs on spot capacity, flattened job by job, as :func:`simulate_capacity` steps them: one
-    segment (or the rest of the last) per round. Each run carries its job's inputs (``self.job``), so a round is
-    plain array operations; the arrays shrink when runs end."""
+def simulate_capacity_jobs(jobs: list[dict[str, float]], policies: list[str], thresholds: list[float] | np.ndarray,
+                           runs: int = 4000, seed: int = 0) -> list[dict[str, np.ndarray]]:
+    """:func:`simulate_capacity` ``(jobs[i], policies[i], thresholds[i], runs, seed)`` for every ``i``, the jobs
+    simulated together: a table's rows, a threshold search's candidates (:func:`ckptplan.engine.spot.capacity_policies`).
+
+    Each job draws from its own generator seeded with ``seed`` (its runs still going, in run order: failures, then
+    preemptions; a fallback's moves' restarts first, then the restarts' pairs), so a job's runs are the same
+    whichever jobs share the call; every other step is one array operation over all jobs' runs still going (at most
+    :data:`SPOT_BLOCK` runs at a time), on arrays that shrink as runs end instead of indexing full ones. Jobs of
+    about as many segments go together: their runs end in the same rounds. ``tests/spot_reference.py`` keeps the
+    one-job loop this was written from; the tests hold the two equal run by run."""
+    runs = int(runs)
+    out: list[Any] = [None] * len(jobs)
+    per = max(1, SPOT_BLOCK // max(runs, 1))
+    stream = _Stream(seed)
+    order = sorted(range(len(jobs)), key=lambda i: float(jobs[i]["work"]) / float(jobs[i]["T_spot"]))
+    for lo in range(0, len(jobs), per):
+        group = order[lo:lo + per]
+        sims = _CapacityGroup([jobs[i] for i in group], [policies[i] for i in group],
+                              [float(thresholds[i]) for i in group], runs, stream).run()
+        for i, sim in zip(group, sims):
+            out[i] = sim
+    return out
+
+
+class _CapacityGroup:
+    """The runs of a few jobs, flattened job by job, as :func:`simulate_capacity` steps them: one segment (or the
+    rest of the last) per round. Each run carries its job's inputs (``self.job``): whether it is on spot capacity now
+    (``spot``), its job's spot and on-demand interval and price, and for a fallback its threshold; a round is plain
+    array operations, and the arrays shrink when runs end."""
 
     KEYS = ("T", "C", "price", "M", "P", "R", "Wc", "D", "cap", "save")
 
-    def __init__(self, jobs: list[dict[str, float]], runs: int, stream: _Stream):
+    def __init__(self, jobs: list[dict[str, float]], policies: list[str], thresholds: list[float], runs: int,
+                 stream: _Stream):
         def col(key: str) -> np.ndarray:
             return np.array([float(j[key]) for j in jobs])
 
@@ -162,7 +122,7 @@ class _SpotGroup:
         per_job = {"T": col("T_spot"), "C": C, "price": col("spot_price"), "M": col("M"), "P": col("P"),
                    "R": col("R"), "Wc": col("Wc"), "save": col("N") >= C,     # a save on notice keeps the work done
                    "D": np.array([float(j.get("D", 0.0)) for j in jobs]),  # the downtime after a failure (billed)
-                   "cap": 50.0 * col("deadline") + 50.0 * col("work") * col("rho_od")}   # as simulate_capacity
+                   "cap": 50.0 * col("deadline") + 50.0 * col("work") * col("rho_od")}   # given up this late
         self.job = {k: np.repeat(per_job[k], runs) for k in self.KEYS}
         self.stream = stream
         self.drawn = np.zeros(g, dtype=np.int64)             # numbers each job has drawn
@@ -172,6 +132,12 @@ class _SpotGroup:
         self.t, self.bill = np.zeros(g * runs), np.zeros(g * runs)
         self.left = np.repeat(col("work"), runs)
         self.wall, self.cost, self.rest = np.zeros(g * runs), np.zeros(g * runs), np.zeros(g * runs)
+        per_job = {"T_od": [j["T_od"] for j in jobs], "od_price": [j["price"] for j in jobs],
+                   "deadline": [j["deadline"] for j in jobs], "rho_od": [j["rho_od"] for j in jobs],
+                   "threshold": thresholds, "fallback": [p == "fallback" for p in policies],
+                   "spot": [p != "on-demand" for p in policies]}
+        for k, v in per_job.items():
+            self.job[k] = np.repeat(np.array(v, dtype=bool if k in ("fallback", "spot") else float), runs)
 
     def draw(self, count: np.ndarray, M: np.ndarray, P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(failure, preemption) times of runs grouped by job, ``count`` of each job in order: each job's
@@ -207,98 +173,6 @@ class _SpotGroup:
         n = self.runs
         return [{"wall": self.wall[i * n:(i + 1) * n], "cost": self.cost[i * n:(i + 1) * n],
                  "finished": self.rest[i * n:(i + 1) * n] <= 1e-9} for i in range(self.g)]
-
-    def round(self) -> None:
-        """One round of :func:`simulate_capacity`'s loop (policy ``spot``) over every run still going."""
-        job, t, bill, left = self.job, self.t, self.bill, self.left
-        T = job["T"]
-        last = left <= T
-        length = np.where(last, left, T + job["C"])
-        fail, pre = self.draw(self.count, job["M"], job["P"])
-        first = np.minimum(fail, pre)
-        ok = first >= length
-        step = np.where(ok, length, first)
-        t += step
-        bill += step * job["price"]
-        np.copyto(left, left - np.where(last, left, T), where=ok)   # a segment done: the rest, or all of it
-        by_pre = np.flatnonzero(~ok & (pre < fail))
-        p = by_pre[job["save"][by_pre]]
-        left[p] -= np.minimum(first[p], T[p])
-        t[p] += job["C"][p]
-        bill[p] += job["C"][p] * job["price"][p]
-        t[by_pre] += job["Wc"][by_pre]
-        down = np.flatnonzero(~ok & (pre >= fail))                # a failure: the downtime before the restart
-        t[down] += job["D"][down]
-        bill[down] += job["D"][down] * job["price"][down]
-        hit = np.flatnonzero(~ok)
-        self.restart(hit[left[hit] > 0])
-        active = (left > 1e-9) & (t < job["cap"])
-        if not active.all():
-            done = np.flatnonzero(~active)
-            dst = self.where[done]
-            self.wall[dst], self.cost[dst], self.rest[dst] = t[done], bill[done], left[done]
-            self.count -= np.bincount(dst // self.runs, minlength=self.g)
-            keep = np.flatnonzero(active)
-            self.where = self.where[keep]
-            self.t, self.bill, self.left = t[keep], bill[keep], left[keep]
-            self.job = {k: v[keep] for k, v in job.items()}
-
-    def restart(self, idx: np.ndarray) -> None:
-        """``_restart`` of the runs at ``idx`` (in place): failures restart it, preemptions wait for capacity."""
-        job, t, bill = self.job, self.t, self.bill
-        while idx.size:
-            count = np.bincount(self.where[idx] // self.runs, minlength=self.g)
-            fail, pre = self.draw(count, job["M"][idx], job["P"][idx])
-            first = np.minimum(fail, pre)
-            R = job["R"][idx]
-            done = first >= R
-            step = np.where(done, R, first)
-            t[idx] += step
-            bill[idx] += step * job["price"][idx]
-            waited = ~done & (pre < fail)
-            t[idx[waited]] += job["Wc"][idx[waited]]
-            down = idx[~done & ~waited]                           # a failure: the downtime before the next restart
-            t[down] += job["D"][down]
-            bill[down] += job["D"][down] * job["price"][down]
-            idx = idx[~done & (t[idx] < job["cap"][idx])]
-
-
-def simulate_capacity_jobs(jobs: list[dict[str, float]], policies: list[str], thresholds: list[float] | np.ndarray,
-                           runs: int = 4000, seed: int = 0) -> list[dict[str, np.ndarray]]:
-    """:func:`simulate_capacity` ``(jobs[i], policies[i], thresholds[i], runs, seed)`` for every ``i``, run by run the
-    same numbers, the jobs simulated together (the capacity comparison of a table of rows, and its threshold
-    search, :func:`ckptplan.engine.spot.capacity_policies_many`).
-
-    As :func:`simulate_spot_jobs`: each job draws from its own generator seeded with ``seed``, in the order
-    :func:`simulate_capacity` draws (a fallback's moves' restarts, then failures and preemptions of its runs still
-    going, then the restarts' pairs), every other step one array operation over all jobs' runs still going."""
-    runs = int(runs)
-    out: list[Any] = [None] * len(jobs)
-    per = max(1, SPOT_BLOCK // max(runs, 1))
-    stream = _Stream(seed)
-    order = sorted(range(len(jobs)), key=lambda i: float(jobs[i]["work"]) / float(jobs[i]["T_spot"]))
-    for lo in range(0, len(jobs), per):
-        group = order[lo:lo + per]
-        sims = _CapacityGroup([jobs[i] for i in group], [policies[i] for i in group],
-                              [float(thresholds[i]) for i in group], runs, stream).run()
-        for i, sim in zip(group, sims):
-            out[i] = sim
-    return out
-
-
-class _CapacityGroup(_SpotGroup):
-    """:class:`_SpotGroup` for any policy: each run carries whether it is on spot capacity now (``spot``), its
-    job's on-demand interval and price, and for a fallback its threshold (the moves of :func:`simulate_capacity`)."""
-
-    def __init__(self, jobs: list[dict[str, float]], policies: list[str], thresholds: list[float], runs: int,
-                 stream: _Stream):
-        super().__init__(jobs, runs, stream)
-        per_job = {"T_od": [j["T_od"] for j in jobs], "od_price": [j["price"] for j in jobs],
-                   "deadline": [j["deadline"] for j in jobs], "rho_od": [j["rho_od"] for j in jobs],
-                   "threshold": thresholds, "fallback": [p == "fallback" for p in policies],
-                   "spot": [p != "on-demand" for p in policies]}
-        for k, v in per_job.items():
-            self.job[k] = np.repeat(np.array(v, dtype=bool if k in ("fallback", "spot") else float), runs)
 
     def round(self) -> None:
         """One round of :func:`simulate_capacity`'s loop over every run still going."""

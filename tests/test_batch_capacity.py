@@ -18,6 +18,8 @@ from ckptplan.engine.fields import CAPACITY_FALLBACK_FIELDS, CAPACITY_FIELDS, CA
 from ckptplan.engine.sweep import fill_from_template
 from ckptplan.files import load_plan
 
+from spot_reference import capacity_policies_loop, simulate_capacity_loop
+
 POLICY = {"on_demand": "on-demand", "spot": "spot", "fallback": "fallback"}
 # the rows differ in price, notice (a save that fits it or not), rate, wait, downtime and deadline; every row gives
 # every column (a blank cell is a field not given, as compare without the option)
@@ -143,7 +145,7 @@ JOBS = [dict(work=w * 60.0, C=2.0, M=1200.0, R=10.0, P=60.0 / r, N=n, Wc=wc, dea
 
 
 def test_jointly_simulated_jobs_are_run_for_run_each_jobs_own_simulation():
-    from ckptplan.engine.spot_montecarlo import SPOT_BLOCK, capacity_job, simulate_capacity, simulate_capacity_jobs
+    from ckptplan.engine.spot_montecarlo import SPOT_BLOCK, capacity_job, simulate_capacity_jobs
 
     jobs = [capacity_job(**a) for a in JOBS]
     policies = ["on-demand", "spot", "fallback", "fallback", "fallback", "spot", "on-demand", "fallback"]
@@ -152,16 +154,18 @@ def test_jointly_simulated_jobs_are_run_for_run_each_jobs_own_simulation():
     runs = SPOT_BLOCK // 3 + 1                                        # groups of two jobs: every group boundary crossed
     for job, policy, th, sim in zip(mixed, policies, thresholds,
                                     simulate_capacity_jobs(mixed, policies, thresholds, runs=runs, seed=7)):
-        ref = simulate_capacity(job, policy, th, runs=runs, seed=7)
+        ref = simulate_capacity_loop(job, policy, th, runs=runs, seed=7)
         for k in ("wall", "cost", "finished"):
             np.testing.assert_array_equal(sim[k], ref[k], err_msg=f"{policy} {th} {k}")
 
 
 def test_jointly_searched_thresholds_are_each_jobs_own():
     from ckptplan.engine.spot import capacity_policies, capacity_policies_many
+    from ckptplan.engine.spot_montecarlo import capacity_job
 
     for a, got in zip(JOBS, capacity_policies_many(JOBS, runs=600, seed=3)):
-        assert got == capacity_policies(**a, runs=600, seed=3)
+        assert got == capacity_policies(**a, runs=600, seed=3)   # searched with the others or alone
+        assert got == capacity_policies_loop(capacity_job(**a), a["deadline"], runs=600, seed=3)   # one at a time
 
 
 def test_a_spot_row_compare_refuses_is_an_error_row_with_the_same_rule():

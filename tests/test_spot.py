@@ -10,6 +10,8 @@ from typer.testing import CliRunner
 from ckptplan.cli import app
 from ckptplan.engine import spot
 
+from spot_reference import simulate_capacity_loop
+
 JOB = dict(work=100 * 60.0, C=2.0, M=600.0, R=10.0, P=300.0, N=2.0, Wc=30.0, deadline=125 * 60.0, price=2.5,
            spot_price=1.0, gpus=64)
 
@@ -50,8 +52,8 @@ def test_compare_reports_the_three_policies():
 
 @pytest.mark.parametrize("shared", [1 << 23, 5_000])
 def test_spot_jobs_together_are_each_jobs_own_simulation(monkeypatch, shared):
-    """simulate_spot_jobs (the batch's many spot rows at once) gives, run by run, every job's simulate_capacity
-    numbers: saves on notice or not, a wait for capacity or none, no restart, no preemption, a short last segment,
+    """simulate_spot_jobs (the batch's many spot rows at once) gives, run by run, every job's numbers of the one-job
+    loop it was written from (tests/spot_reference.py): saves on notice or not, a wait for capacity or none, no restart, no preemption, a short last segment,
     a downtime after failures, jobs split over several passes, and jobs that draw past the shared numbers."""
     from ckptplan.engine import spot_montecarlo
 
@@ -68,6 +70,6 @@ def test_spot_jobs_together_are_each_jobs_own_simulation(monkeypatch, shared):
     monkeypatch.setattr(spot_montecarlo, "SHARED_DRAWS", shared)
     together = spot_montecarlo.simulate_spot_jobs(jobs, runs=700, seed=11)
     for job, got in zip(jobs, together):
-        want = spot.simulate_capacity(job, "spot", runs=700, seed=11)
+        want = simulate_capacity_loop(job, "spot", runs=700, seed=11)
         for key in ("wall", "cost", "finished"):
             assert np.array_equal(got[key], want[key]), key

@@ -101,9 +101,10 @@ def capacity_columns(eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray
             out["capacity_note"][p] = NO_DEADLINE
         else:
             try:
-                from .spot import refuse_failure_phases
+                from .spot import refuse_failure_phases, refuse_weibull_shape
 
                 refuse_failure_phases(_phases(eff, p))
+                refuse_weibull_shape(_cell(eff, "weibull_shape_from_start", p))
             except ValueError as exc:
                 problems.add([p], lambda _p, m=str(exc): f"capacity: {m}")
                 continue

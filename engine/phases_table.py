@@ -26,7 +26,9 @@ write on a row with a schedule is refused with the reason. A row with preemption
 :mod:`ckptplan.engine.schedule_interruptions` (failure phases; a Weibull intensity with a downtime on its grid) and
 simulated by :mod:`ckptplan.engine.schedule_interruptions_montecarlo` (the last segment ends the job without a save,
 as the spot simulation); a single phase on spot capacity is today's spot plan exactly; preemptions with a Weibull
-intensity are refused (:mod:`ckptplan.engine.preemption_table`).
+intensity are planned on its grid (:func:`ckptplan.engine.weibull_schedule.weibull_expectation`) and simulated the
+same way with the Weibull draw; a background write with preemptions is refused
+(:mod:`ckptplan.engine.preemption_table`).
 The deadline figures of a row with phases come from :func:`ckptplan.engine.phases_montecarlo.simulate_schedule`
 (``DEFAULT_RUNS`` runs, ``DEFAULT_SEED``): the analytic answer holds for a constant rate only.
 """
@@ -190,25 +192,33 @@ def _phase_plan(wr: float, C: float, Mr: float, R: float, s: list[float], f: lis
 
 
 def _weibull_plan(wr: float, C: float, Mr: float, R: float, k: float, chosen: float, D: float = 0.0, W: float = 0.0,
-                  sd: float = 0.0) -> dict[str, Any]:
+                  sd: float = 0.0, spot: tuple[float, float, float] = (np.inf, 0.0, 0.0)) -> dict[str, Any]:
     """One row's Weibull schedule (:mod:`ckptplan.engine.weibull_schedule`; its own interval for the whole run
-    when it chooses one); ``factors``: each window's mean failure rate over the constant rate ``1/M``."""
+    when it chooses one); ``factors``: each window's mean failure rate over the constant rate ``1/M``. ``spot``:
+    the row's preemptions ``(P, N, Wc)`` (``P = inf``: none); with them the plan carries its ``wait`` and
+    ``preemptions`` (what :meth:`ckptplan.engine.preemption_table.PreemptionPlan.take_schedules` reads)."""
     from .weibull_schedule import cumulative_hazard, optimal_weibull_schedule, weibull_expectation
 
-    best = optimal_weibull_schedule(wr, C, Mr, R, k, D, W, sd)
+    P, N, Wc = spot
+    extra = {"P": P, "N": N, "Wc": Wc} if np.isfinite(P) else {}
+    best = optimal_weibull_schedule(wr, C, Mr, R, k, D, W, sd, **extra)
     if chosen == chosen:
         s, T = np.array([0.0]), np.array([float(chosen)])
-        e = weibull_expectation(wr, s, T, C, Mr, R, k, D=D, W=W, slowdown=sd)
+        e = weibull_expectation(wr, s, T, C, Mr, R, k, D=D, W=W, slowdown=sd, **extra)
     else:
         s, T, e = best["starts"], best["intervals"], best["schedule"]
     ends = np.append(s[1:], max(e["total"], s[-1] * 1.5))
     f = (cumulative_hazard(ends, Mr, k) - cumulative_hazard(s, Mr, k)) / (ends - s) * Mr
-    return {"intervals": T, "expectation": e, "single_interval": best["single_interval"],
+    plan = {"intervals": T, "expectation": e, "single_interval": best["single_interval"],
             "single_total": best["single"]["total"], "starts_min": list(s), "factors": list(f), "weibull_shape": k}
+    if extra:
+        plan.update(wait=e["wait"], preemptions=e["preemptions"])
+    return plan
 
 
 def _weibull_plan_checked(label: Any, wr: float, C: float, Mr: float, R: float, k: float, chosen: float,
-                          D: float = 0.0, W: float = 0.0, sd: float = 0.0) -> dict[str, Any]:
+                          D: float = 0.0, W: float = 0.0, sd: float = 0.0,
+                          spot: tuple[float, float, float] = (np.inf, 0.0, 0.0)) -> dict[str, Any]:
     """:func:`_weibull_plan`, refused by name when the job would not finish in any sense a plan means (judged first
     on the constant-rate plan's failures, then on the schedule's) or a figure is not finite."""
     from .waste import exact_optimal_interval_kernel, time_breakdown_kernel
@@ -220,7 +230,7 @@ def _weibull_plan_checked(label: Any, wr: float, C: float, Mr: float, R: float, 
         flat = time_breakdown_kernel(wr, T0, C, Mr, R, W, sd, D) if np.isfinite(T0) and T0 > 0 else None
         if flat is None or not (np.isfinite(flat["total"]) and flat["failures"] <= MAX_INTERRUPTIONS):
             raise InputError(f"row {label}: weibull_shape_from_start", k, rule)
-        plan = _weibull_plan(wr, C, Mr, R, k, chosen, D, W, sd)
+        plan = _weibull_plan(wr, C, Mr, R, k, chosen, D, W, sd, spot)
     e = plan["expectation"]
     if not (np.isfinite(e["total"]) and np.all(np.isfinite(plan["intervals"])) and e["failures"] <= MAX_INTERRUPTIONS):
         raise InputError(f"row {label}: weibull_shape_from_start", k, rule)
@@ -323,7 +333,7 @@ def _row_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, Mr: floa
     if weib:
         _refuse_unmodelled(table, cols, r, "a Weibull shape from the start")
         plan = _weibull_plan_checked(table.index[r], wr, C, Mr, R, float(cols["weibull_shape_from_start"][r]),
-                                     chosen, D, W, sd)
+                                     chosen, D, W, sd, (P, N, Wc))
     else:
         _refuse_unmodelled(table, cols, r, "failure phases")
         given = ~np.isnan(starts_h)
@@ -348,7 +358,7 @@ def _row_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, Mr: floa
         sim = simulate_async_schedule(wr, plan["starts_min"], plan["factors"], plan["intervals"], C, Mr, R, W, sd,
                                       runs=DEFAULT_RUNS, seed=DEFAULT_SEED,
                                       failure_draw=weibull_failure_draw(Mr, plan["weibull_shape"]))
-    elif weib and D > 0:
+    elif weib and interrupted:
         sim = simulate_interrupted_schedule(wr, plan["starts_min"], plan["factors"], plan["intervals"], C, Mr, R, P,
                                             N, Wc, D, runs=DEFAULT_RUNS, seed=DEFAULT_SEED,
                                             failure_draw=weibull_failure_draw(Mr, plan["weibull_shape"]))

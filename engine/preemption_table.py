@@ -15,11 +15,11 @@ otherwise);
 ``deadline_approximation_ok`` is True for the simulated rows (no approximation to check), False without a deadline. ``ckptplan compare`` adds on-demand and
 the fallback policy. Columns added for every row of a
 table with such a row: ``expected_preemptions`` and ``capacity_wait_h`` (0 without preemptions).
-A row with failure phases as well is planned by its schedule (:mod:`ckptplan.engine.schedule_interruptions`:
-the schedule's figures, its simulated deadline answer, its wait and preemptions; the money here). A downtime
-(``downtime_min``, part of ``restart_min``) is the model's wait for a node after every failure (no failure in it,
-billed as restart time). Preemptions with a Weibull shape from the start or asynchronous saves are refused (not
-modelled together).
+A row with failure phases or a Weibull shape from the start as well is planned by its schedule
+(:mod:`ckptplan.engine.schedule_interruptions`, on the Weibull grid for a shape: the schedule's figures, its simulated
+deadline answer, its wait and preemptions; the money here). A downtime (``downtime_min``, part of ``restart_min``) is
+the model's wait for a node after every failure (no failure in it, billed as restart time). Preemptions with
+asynchronous saves are refused (not modelled together).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from . import cost
 from .errors import NEVER_FINISHES, InputError
 from .fields import DEFAULT_RUNS, DEFAULT_SEED
 from .preemption import preemption_breakdown, preemption_optimal_interval
-from .weibull_schedule import weibull_rows
 
 __all__ = ["MAX_INTERRUPTIONS", "PREEMPTION_COLUMNS", "PreemptionPlan", "preemption_plan", "spot_price"]
 
@@ -162,11 +161,7 @@ def preemption_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndar
         return None
     for name, bad, rule in (
             ("async_write_min", cols["async_write_min"][rows] > 0, "must be 0 with preemptions (checkpoint on "
-             "notice is modelled for synchronous saves)"),
-            ("preemptions_per_h", weibull_rows(cols)[rows], "preemptions with a Weibull shape from the start are not "
-             "modelled together (the Weibull schedule's expectation carries the job's state across the rate's changes "
-             "when every interruption loses the work since the last save; a save on notice and a wait for capacity "
-             "are states it does not carry): give the rate as failure phases, which are planned with preemptions")):
+             "notice is modelled for synchronous saves)"),):
         if np.any(bad):
             p = rows[int(np.flatnonzero(bad)[0])]
             raise InputError(f"row {table.index[p]}: {name}", float(cols[name][p]), rule)

@@ -32,7 +32,7 @@ from .errors import InputError
 from .spot_montecarlo import capacity_job, simulate_capacity, simulate_capacity_jobs
 
 __all__ = ["CAPACITY_RUNS", "CAPACITY_SEED", "capacity_job", "capacity_policies", "capacity_policies_many",
-           "refuse_failure_phases",
+           "refuse_failure_phases", "refuse_weibull_shape",
            "scenario_capacity", "simulate_capacity"]
 
 #: runs per policy and seed of the comparison (``ckptplan compare``, ``ckptplan batch --capacity``)
@@ -107,6 +107,16 @@ def refuse_failure_phases(count: int) -> None:
                          "capacities without the phases")
 
 
+def refuse_weibull_shape(k: Any) -> None:
+    """Raise the comparison's refusal of a Weibull shape from the start below 1 (None, NaN or 1 and above:
+    nothing): the comparison simulates a constant failure rate."""
+    if k is not None and k < 1.0:
+        raise InputError("weibull_shape_from_start", k, "the spot / on-demand / fallback comparison simulates a "
+                         "constant failure rate: plan a Weibull shape from the start on spot capacity with `ckptplan "
+                         "plan` or `ckptplan batch` (their deadline answer is simulated on the schedule), or compare "
+                         "the capacities without the shape")
+
+
 def scenario_capacity(scenario: Any, runs: int = CAPACITY_RUNS, seed: int = CAPACITY_SEED) -> dict[str, Any] | None:
     """:func:`capacity_policies` for a scenario on preemptible capacity with a deadline (None otherwise):
     its job MTBF, stall, restart, preemption fields, prices (``spot_price_per_gpu_hour``, else
@@ -116,6 +126,7 @@ def scenario_capacity(scenario: Any, runs: int = CAPACITY_RUNS, seed: int = CAPA
     if not scenario.preemptions_per_h or scenario.deadline_h is None:
         return None
     refuse_failure_phases(len(scenario.failure_phases))
+    refuse_weibull_shape(getattr(scenario, "weibull_shape_from_start", None))
     row = evaluate(scenario).iloc[0]
     spot_price = scenario.spot_price_per_gpu_hour
     D = float(scenario.downtime_min or 0.0)    # the exposed restart and the downtime, as engine.scenario splits them

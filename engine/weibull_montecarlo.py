@@ -38,11 +38,6 @@ def weibull_failure_draw(M: float, k: float) -> Callable[[Any], Callable[[np.nda
 def simulate_weibull_schedule(work: float, starts: Sequence[float], intervals: Sequence[float], C: float, M: float,
                               R: float, k: float, runs: int = 10_000, seed: int = 0) -> dict[str, np.ndarray]:
     """Simulated wall times and failures (restarts' included) of ``runs`` jobs, vectorised over runs."""
-    rng = np.random.default_rng(seed)
-    eta = M / math.gamma(1.0 + 1.0 / k)
-    bounds, T_by = np.asarray(starts, dtype=float), np.asarray(intervals, dtype=float)
-
-    def next_failure(t: np.ndarray) -> np.ndarray:
-        return eta * ((t / eta) ** k + rng.exponential(size=t.size)) ** (1.0 / k)
-
-    return simulate_events(work, bounds, T_by, C, R, next_failure, runs)
+    next_failure = weibull_failure_draw(M, k)(np.random.default_rng(seed))
+    out = simulate_events(work, starts, intervals, C, R, next_failure, runs)
+    return {"wall": out["wall"], "failures": out["failures"]}

@@ -46,10 +46,12 @@ horizon past the job's end), and the exact expectation of a schedule under a pie
 carried exactly) is taken. The one approximation is that step (and the phases model's: the job is
 assumed running when the last phase it reaches begins). The tests hold it to a Monte Carlo of the
 Weibull process itself within 3 standard errors, and refining the grid moves the answer by less than
-1e-4 of it. Valid for ``0.2 <= k <= 1`` (a rising intensity, ``k > 1``, is refused) and synchronous
-saves; preemptions are not modelled with it. A downtime after every failure (a wait for a node, no failure in it) is:
-the same grid under :mod:`ckptplan.engine.schedule_interruptions`' expectation; so are background writes (asynchronous
-saves), under :mod:`ckptplan.engine.schedule_async`' (not both at once).
+1e-4 of it. Valid for ``0.2 <= k <= 1`` (a rising intensity, ``k > 1``, is refused). A downtime after every failure
+(a wait for a node, no failure in it, as Bougeret et al.'s downtime) and preemptions (a constant rate ``1/P``, a notice that covers the
+save costing no rework: the spot model of :mod:`ckptplan.engine.preemption`) are: the same grid under
+:mod:`ckptplan.engine.schedule_interruptions`' expectation (its delay equations carry the downtime, the save on notice
+and the wait for capacity across the grid's steps); so are background writes (asynchronous saves), under
+:mod:`ckptplan.engine.schedule_async`' (not with a downtime nor preemptions: that expectation has neither state).
 """
 
 from __future__ import annotations
@@ -136,28 +138,36 @@ def _grid(starts: np.ndarray, M: float, k: float, horizon: float) -> tuple[np.nd
 
 def weibull_expectation(work: float, starts: Any, intervals: Any, C: float, M: float, R: float, k: float,
                         horizon: float | None = None, nodes: int | None = None, D: float = 0.0, W: float = 0.0,
-                        slowdown: float = 0.0) -> dict[str, float]:
+                        slowdown: float = 0.0, P: float = math.inf, N: float = 0.0,
+                        Wc: float = 0.0) -> dict[str, float]:
     """Expected wall time of ``work`` under the schedule (window ``starts``, their ``intervals``) and where it
     goes: ``total``, ``useful``, ``save``, ``rework``, ``restart``, ``failures`` (module notes; one time unit).
 
     ``horizon`` (default: twice Daly's constant-rate wall time) must lie past the job's end: it is doubled
     until it does. ``D``: the downtime after every failure (no nodes held, no failure in it): on the same grid,
     :mod:`ckptplan.engine.schedule_interruptions`' expectation (``D = 0``: the phases model's, as without it).
-    ``W``, ``slowdown``: asynchronous saves (:mod:`ckptplan.engine.schedule_async` on the same grid; not with ``D``)."""
+    ``W``, ``slowdown``: asynchronous saves (:mod:`ckptplan.engine.schedule_async` on the same grid; not with ``D``
+    nor preemptions). ``P``, ``N``, ``Wc``: preemptions (mean time between them, notice, wait for capacity; the spot
+    model of :mod:`ckptplan.engine.preemption`, a notice ``N >= C`` met by a save on notice that costs no rework) on
+    the same grid, :mod:`ckptplan.engine.schedule_interruptions`' expectation (``P = inf``: none, as without them)."""
     starts, intervals = np.asarray(starts, dtype=float), np.asarray(intervals, dtype=float)
-    if k == 1.0 and intervals.size == 1:          # one interval at a constant rate: Daly's model itself
-        return {key: float(v) for key, v in
-                time_breakdown_kernel(work, float(intervals[0]), C, M, R, W, slowdown, D).items()}
+    spot = bool(np.isfinite(P))
+    if spot and W > 0:
+        raise InputError("async_write_min", W, "must be 0 with preemptions and a Weibull shape from the start "
+                         "(checkpoint on notice is modelled for synchronous saves)")
+    if k == 1.0 and intervals.size == 1:          # one interval at a constant rate: Daly's (or the spot) model itself
+        return _constant_rate(work, float(intervals[0]), C, M, R, W, slowdown, D, P, N, Wc)
     if horizon is None:
-        horizon = 2.0 * float(time_breakdown_kernel(work, float(intervals[0]), C, M, R, W, slowdown, D)["total"])
+        horizon = 2.0 * _constant_rate(work, float(intervals[0]), C, M, R, W, slowdown, D, P, N, Wc)["total"]
     for _ in range(8):
         g, f = _grid(starts, M, k, horizon)
         T = intervals[np.searchsorted(starts, g, side="right") - 1]
         kw = {} if nodes is None else {"nodes": nodes}
         if W > 0:
             out = async_schedule_expectation(work, T, C, M, R, W, slowdown, g, f, **kw)
-        elif D > 0:
-            out = interruption_schedule_expectation(work, T, _downtime_exposure(tuple(g), tuple(f), M, C, R, D), **kw)
+        elif D > 0 or spot:
+            out = interruption_schedule_expectation(work, T, _downtime_exposure(tuple(g), tuple(f), M, C, R, D, P, Wc,
+                                                                                 N >= C), **kw)
         else:
             out = schedule_expectation(work, T, C, M, R, g, f, **kw)
         if out["total"] < 0.8 * horizon:
@@ -168,10 +178,23 @@ def weibull_expectation(work: float, starts: Any, intervals: Any, C: float, M: f
                      "schedule is evaluated on (failures come faster than saves and restarts)")
 
 
+def _constant_rate(work: float, T: float, C: float, M: float, R: float, W: float, slowdown: float, D: float,
+                   P: float, N: float, Wc: float) -> dict[str, float]:
+    """One interval at the constant rate ``1/M``: Daly's model (:func:`ckptplan.engine.waste.time_breakdown`), with
+    preemptions the spot model (:func:`ckptplan.engine.preemption.preemption_breakdown`)."""
+    if not np.isfinite(P):
+        return {key: float(v) for key, v in time_breakdown_kernel(work, T, C, M, R, W, slowdown, D).items()}
+    from .preemption import preemption_breakdown
+
+    return {key: float(v) for key, v in preemption_breakdown(work, T, C, M, R, P, N, Wc, D).items()}
+
+
 @functools.lru_cache(maxsize=8)
-def _downtime_exposure(g: tuple, f: tuple, M: float, C: float, R: float, D: float) -> Any:
-    """The exposure of the piecewise-constant grid with a downtime (schedule-independent: solved once per grid)."""
-    return exposure(np.array(g), np.array(f), M, math.inf, C, R, D, 0.0, False, g[-1] + 1.0)
+def _downtime_exposure(g: tuple, f: tuple, M: float, C: float, R: float, D: float, P: float = math.inf,
+                       Wc: float = 0.0, keep: bool = False) -> Any:
+    """The exposure of the piecewise-constant grid with a downtime and preemptions (schedule-independent: solved once
+    per grid)."""
+    return exposure(np.array(g), np.array(f), M, P, C, R, D, Wc, keep, g[-1] + 1.0)
 
 
 def _search(f: Any, lo: float, hi: float) -> float:
@@ -182,7 +205,8 @@ def _search(f: Any, lo: float, hi: float) -> float:
 
 
 def optimal_weibull_schedule(work: float, C: float, M: float, R: float, k: float, D: float = 0.0, W: float = 0.0,
-                             slowdown: float = 0.0) -> dict[str, Any]:
+                             slowdown: float = 0.0, P: float = math.inf, N: float = 0.0,
+                             Wc: float = 0.0) -> dict[str, Any]:
     """The schedule planned for the Weibull intensity (module notes), and the best single interval.
 
     Returns ``starts`` and ``intervals`` (the windows of the schedule planned: one window, the best single
@@ -191,18 +215,25 @@ def optimal_weibull_schedule(work: float, C: float, M: float, R: float, k: float
     search). ``k = 1``: today's plan, the exact optimum ``M (1 + W0(-exp(-1 - C/M)))`` and Daly's model.
     ``D``: a downtime after every failure; ``W``, ``slowdown``: asynchronous saves (:func:`weibull_expectation`; the
     first-order intervals at the effective stall ``C + W slowdown``, every interval at least ``W (1 - slowdown)``).
+    ``P``, ``N``, ``Wc``: preemptions (:func:`weibull_expectation`; the single interval's search spans the spot
+    model's optimum, :func:`ckptplan.engine.preemption.preemption_optimal_interval`).
     """
     k = check_shape(k)
     if not C > 0:
         raise InputError("checkpoint_stall_min", C, "must be > 0 with a Weibull schedule (a free save has no optimum)")
     exact = float(exact_optimal_interval_kernel(C, M, W, slowdown))
+    extra: dict[str, float] = {"D": D, "W": W, "slowdown": slowdown}
+    if np.isfinite(P):
+        from .preemption import preemption_optimal_interval
+
+        exact = float(preemption_optimal_interval(C, M, R, P, N, Wc, D))
+        extra.update(P=P, N=N, Wc=Wc)
     floor = W * (1.0 - slowdown)
-    extra = {"D": D, "W": W, "slowdown": slowdown}
     if k == 1.0:
         single = weibull_expectation(work, [0.0], [exact], C, M, R, k, **extra)
         return {"starts": np.array([0.0]), "intervals": np.array([exact]), "schedule": single,
                 "single_interval": exact, "single": single, "first_order": np.array([exact])}
-    horizon = 2.0 * float(time_breakdown_kernel(work, exact, C, M, R, W, slowdown, D)["total"])
+    horizon = 2.0 * _constant_rate(work, exact, C, M, R, W, slowdown, D, P, N, Wc)["total"]
     starts, base = first_order_schedule(C + W * slowdown, M, k, horizon)
 
     def wall(s: np.ndarray, T: np.ndarray, nodes: int | None = SEARCH_NODES) -> float:

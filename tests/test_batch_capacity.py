@@ -178,3 +178,15 @@ def test_a_spot_row_compare_refuses_is_an_error_row_with_the_same_rule():
     assert res.exit_code != 0 and out["status"][0] == "error"
     rule = res.output.strip().splitlines()[-1].split("async_write_min")[-1].split(":", 1)[-1].strip()
     assert "async_write_min" in out["error"][0] and rule[:40] in out["error"][0], (rule, out["error"][0])
+
+
+def test_a_weibull_shape_on_spot_capacity_is_refused_by_name_with_compares_rule():
+    """A Weibull shape from the start is planned on spot capacity (tests/test_schedule_interruptions.py), but the
+    comparison simulates a constant rate: the row is an error naming the shape, with compare's rule."""
+    plan = load_plan("seed")
+    table, _ = fill_from_template(pd.DataFrame([dict(ROWS[0], weibull_shape_from_start=0.7),
+                                                dict(ROWS[1], weibull_shape_from_start=None)]),
+                                  plan.scenario, "seed", setup=plan.setup, fill_blanks=False)
+    out = evaluate_rows(table, capacity=True)
+    assert out["status"][0] == "error" and out["status"][1] == "ok"
+    assert "weibull_shape_from_start" in out["error"][0] and "constant failure rate" in out["error"][0]

@@ -161,3 +161,29 @@ def test_table_rows_with_and_without_phases():
 def test_an_integer_beyond_float_range_in_a_phase_is_refused_by_name(start, rate, field):
     with pytest.raises(engine.InputError, match=f"failure_phases: {field}"):
         P.FailurePhase(start, rate)
+
+
+def test_every_schedule_simulation_runs_the_one_event_loop_and_its_limit_cases_are_the_plain_loop():
+    """A write of length 0 (background saves) is the plain phases loop run for run, bit for bit, under failure
+    phases and under a Weibull intensity; preemptions at rate 0 and no downtime leave the exact-last-segment loop
+    with failures only (no preemption, no wait), and a downtime only lengthens every run."""
+    from ckptplan.engine.schedule_async_montecarlo import simulate_async_schedule
+    from ckptplan.engine.schedule_interruptions_montecarlo import simulate_interrupted_schedule
+    from ckptplan.engine.weibull_montecarlo import simulate_weibull_schedule, weibull_failure_draw
+
+    S, F, T = [0.0, 3000.0, 9000.0], [3.0, 1.0, 1.5], [30.0, 60.0, 45.0]
+    for seed, (w, C, M, R) in enumerate([(20_000.0, 1.0, 600.0, 10.0), (5_000.0, 2.0, 200.0, 5.0)]):
+        plain = simulate_schedule(w, T, C, M, R, S, F, runs=800, seed=seed)
+        for sd in (0.3, 1.0):
+            zero = simulate_async_schedule(w, S, F, T, C, M, R, 0.0, sd, runs=800, seed=seed)
+            assert np.array_equal(zero["wall"], plain["wall"]) and np.array_equal(zero["failures"], plain["failures"])
+        weib = simulate_weibull_schedule(w, S, T, C, M, R, 0.7, runs=800, seed=seed)
+        zero = simulate_async_schedule(w, S, F, T, C, M, R, 0.0, 0.3, runs=800, seed=seed,
+                                       failure_draw=weibull_failure_draw(M, 0.7))
+        assert np.array_equal(zero["wall"], weib["wall"]) and np.array_equal(zero["failures"], weib["failures"])
+        written = simulate_async_schedule(w, S, F, T, C, M, R, 8.0, 0.2, runs=800, seed=seed)
+        assert np.mean(written["wall"]) > np.mean(plain["wall"])          # the write costs wall time
+        spotless = simulate_interrupted_schedule(w, S, F, T, C, M, R, np.inf, 0.0, 5.0, 0.0, runs=800, seed=seed)
+        assert not spotless["preemptions"].any() and not spotless["wait"].any()
+        down = simulate_interrupted_schedule(w, S, F, T, C, M, R, np.inf, 0.0, 5.0, 4.0, runs=800, seed=seed)
+        assert np.mean(down["wall"]) > np.mean(spotless["wall"])

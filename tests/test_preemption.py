@@ -77,10 +77,8 @@ def test_spot_price_bills_the_gpu_hours_held():
 
 def test_preemptions_refused_where_not_modelled():
     seed = files.load_scenario("seed")
-    # failure phases on spot capacity are planned together (tests/test_schedule_interruptions.py); a Weibull shape
-    # from the start with preemptions is not
-    with pytest.raises(engine.InputError, match="Weibull"):
-        engine.evaluate(seed.replace(preemptions_per_h=0.2, weibull_shape_from_start=0.7))
+    # failure phases and a Weibull shape from the start on spot capacity are planned together
+    # (tests/test_schedule_interruptions.py); asynchronous saves with preemptions are not
     with pytest.raises(engine.InputError, match="async_write_min"):
         engine.evaluate(seed.replace(preemptions_per_h=0.2, async_write_min=1.0))
     with pytest.raises(engine.InputError, match="preemptions_per_h"):

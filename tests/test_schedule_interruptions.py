@@ -323,6 +323,101 @@ def test_weibull_with_a_downtime_through_the_table():
         assert flat[key] == today[key], key
 
 
+# --- preemptions with a Weibull intensity from the job's start (the spot model on the Weibull grid) ---
+
+@pytest.mark.parametrize("N,D", [(0.5, 0.0), (5.0, 0.0), (5.0, 6.0)])
+def test_weibull_with_preemptions_agrees_with_an_event_by_event_simulation(N, D):
+    """A notice shorter than the save (every preemption rolls back), one that covers it (no rework), and the latter
+    with a downtime after every failure: the expectation against the job simulated here, within 3 standard errors."""
+    from ckptplan.engine.weibull_schedule import weibull_expectation
+
+    work, C, M, R, k, P, Wc = 6_000.0, 3.0, 500.0, 6.0, 0.6, 400.0, 15.0
+    starts, T = [0.0, 300.0, 2000.0], [25.0, 40.0, 60.0]
+    got = weibull_expectation(work, starts, T, C, M, R, k, D=D, P=P, N=N, Wc=Wc)
+    eta = M / math.gamma(1.0 + 1.0 / k)
+    local = 1.0 / ((k / eta) * (got["total"] / eta) ** (k - 1))       # the mean gap at the job's end
+    rho = float(preemption_breakdown(1.0, T[-1], C, local, R, P, N, Wc, D)["total"])
+    job = _WeibullJob(k, M, starts, [1.0, 1.0, 1.0], M, P, C, R, D, N, Wc, T, np.random.default_rng(5))
+    runs = np.array([job.run(work, rho) for _ in range(3000)])
+    for col, key in ((0, "total"), (1, "failures"), (2, "preemptions")):
+        mean, se = runs[:, col].mean(), runs[:, col].std(ddof=1) / math.sqrt(len(runs))
+        assert abs(got[key] - mean) < 3 * se, (key, got[key], mean, se)
+    assert got["wait"] == pytest.approx(got["preemptions"] * Wc, rel=1e-9)
+
+
+def test_weibull_on_spot_capacity_through_the_table():
+    plain = _row(weibull_shape_from_start=0.7)
+    zero = _row(weibull_shape_from_start=0.7, **{**SPOT, "preemptions_per_h": 0.0})   # no preemption: today's plan
+    for key in FIGURES + ("schedule1_interval_min", "schedule2_interval_min", "single_interval_wall_h"):
+        assert zero[key] == plain[key], key
+    row, spot = _row(weibull_shape_from_start=0.7, **SPOT), _row(**SPOT)
+    assert row["schedule1_interval_min"] < row["schedule2_interval_min"]
+    assert row["wall_h"] > plain["wall_h"]                                   # preemptions on top of the failures
+    assert row["expected_failures"] < spot["expected_failures"]             # a falling intensity: fewer than flat
+    assert row["wall_h"] <= row["single_interval_wall_h"] * (1 + 1e-9)
+    assert row["capacity_wait_h"] > 0 and row["expected_preemptions"] > 0
+    billed_h = row["wall_h"] - row["capacity_wait_h"]
+    assert row["total_cost"] == pytest.approx(billed_h * row["gpus"] * 0.8, rel=1e-9)
+    assert row["capacity_wait_h"] == pytest.approx(row["expected_preemptions"] * 20.0 / 60.0, rel=1e-9)
+    # the deadline answer is the schedule's simulation (the one event loop, the Weibull draw): its median near
+    assert row["wall_h_p50"] == pytest.approx(row["wall_h"], rel=0.02)
+    flat = _row(weibull_shape_from_start=1.0, **SPOT)                   # shape 1: today's spot plan
+    for key in FIGURES + ("expected_preemptions", "capacity_wait_h"):
+        assert flat[key] == spot[key], key
+
+
+def test_surfaces_carry_weibull_on_spot_capacity_or_refuse_it_by_name(tmp_path):
+    import json
+
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from ckptplan.cli import app
+    from ckptplan.workbook.udfs_risk import CKPT_SCHEDULE, CKPT_SPOT_PLAN, SPOT_FIGURES
+
+    extra = {**SPOT, "weibull_shape_from_start": 0.7}
+    row = _row(**extra)
+    toml = tmp_path / "s.toml"
+    toml.write_text("\n".join([f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v}" for k, v in
+                               {**BASE, **extra}.items()]) + "\n")
+    res = CliRunner().invoke(app, ["plan", "--scenario", str(toml), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert [s["interval_min"] for s in out["schedule"]] == [row[f"schedule{i}_interval_min"]
+                                                            for i in range(1, len(out["schedule"]) + 1)]
+    for key in ("wall_h", "expected_preemptions", "capacity_wait_h", "total_cost", "p_finish_by_deadline",
+                "wall_h_p90"):
+        assert out[key] == pytest.approx(float(row[key]), rel=1e-12), key
+    # a batch row is the same plan
+    src = tmp_path / "rows.csv"
+    pd.DataFrame([{**BASE, **extra}]).to_csv(src, index=False)
+    res = CliRunner().invoke(app, ["batch", str(src), "-o", str(tmp_path / "out.csv")])
+    assert res.exit_code == 0, res.output
+    d = pd.read_csv(tmp_path / "out.csv").iloc[0]
+    for key in ("wall_h", "total_cost", "expected_preemptions", "capacity_wait_h", "schedule2_interval_min"):
+        assert d[key] == pytest.approx(float(row[key]), rel=1e-12), key
+    # the workbook cannot show a Weibull schedule: refused by name, nothing written
+    res = CliRunner().invoke(app, ["workbook", "--scenario", str(toml), "-o", str(tmp_path / "w.xlsx"), "--no-deadline"])
+    assert res.exit_code != 0 and "weibull_shape_from_start" in res.output
+    assert not (tmp_path / "w.xlsx").exists()
+    # the spot UDF carries it; the schedule UDF (failure phases) refuses a shape beside its phases by name
+    names = [[k] for k in BASE if k != "name"] + [[k] for k in extra]
+    values = [[v] for k, v in BASE.items() if k != "name"] + [[v] for v in extra.values()]
+    spilled = CKPT_SPOT_PLAN(names, values)
+    for key, value in spilled[1:]:
+        assert key in SPOT_FIGURES and value == pytest.approx(float(row[key]), rel=1e-12), key
+    refused = CKPT_SCHEDULE(names, values, [[0], [72]], [[3], [1]])
+    assert isinstance(refused, str) and "weibull_shape_from_start" in refused
+    # the spot / on-demand / fallback comparison simulates a constant rate: refused by name
+    res = CliRunner().invoke(app, ["compare", "--scenario", str(toml)])
+    assert res.exit_code != 0 and "weibull_shape_from_start" in res.output and "constant failure rate" in res.output
+
+
+def test_async_saves_with_preemptions_stay_refused_by_name_with_a_weibull_shape():
+    with pytest.raises(engine.InputError, match="async_write_min"):
+        _row(weibull_shape_from_start=0.7, async_write_min=4.0, **SPOT)
+
+
 # --- asynchronous saves under failure phases (engine.schedule_async) ---
 
 def test_async_one_phase_is_the_single_level_async_model_and_a_flat_boundary_changes_nothing():

@@ -183,7 +183,7 @@ def test_batch_rows_with_and_without_a_weibull_shape(tmp_path):
     assert d.loc[3, "status"] == "error" and "weibull_shape_from_start" in d.loc[3, "error"]
 
 
-@pytest.mark.parametrize("extra,name", [(dict(preemptions_per_h=0.1, preemption_notice_min=2.0), "preemptions_per_h"),
+@pytest.mark.parametrize("extra,name", [(dict(preemptions_per_h=0.1, async_write_min=2.0), "async_write_min"),
                                         (dict(failure_phases=[{"start_h": 0, "rate_factor": 2}]),
                                          "weibull_shape_from_start")])
 def test_combinations_not_modelled_are_refused_with_the_reason(extra, name):

@@ -52,9 +52,15 @@ event by event.
 optimal (Bougeret, Casanova, Rabie, Robert, Vivien, "Checkpointing strategies for parallel jobs",
 SC'11); with a rate that changes over time they use a dynamic programme. Here each phase starts at
 its own exact optimum (``M_j (1 + W0(-exp(-1 - C/M_j)))``, :func:`ckptplan.engine.waste.exact_optimal_interval`)
-and the exact expectation above is then minimised over all intervals at once (Nelder-Mead on their
-logarithms), keeping the best schedule seen, the best single interval included, so the schedule
-never costs more than one interval for the whole run.
+and the exact expectation above is then minimised over the intervals, every scenario of a table at
+once (:func:`optimal_schedules`; one scenario is a one-row table): golden-section search (Kiefer
+1953, :func:`ckptplan.engine.roots.golden_rows`) for the best single interval, then cyclic coordinate
+golden-section search on each phase's log-interval from the better of the phases' optima and the
+single interval, polished at the reported rule, keeping the best schedule seen, the best single
+interval included, so the schedule never costs more than one interval for the whole run.
+:func:`schedule_expectation_rows` is the expectation above, step for step, for many rows (phases
+padded). The combination models (downtime, preemptions, background writes) still search one
+scenario at a time (:func:`search_intervals`, Nelder-Mead).
 """
 
 from __future__ import annotations
@@ -196,7 +202,8 @@ def stated_intervals(phases: Iterable[FailurePhase], interval_min: float | None 
 
 
 def search_intervals(f: Any, own: np.ndarray, single: float, fixed: Any = None) -> np.ndarray:
-    """The schedule search of every optimal-schedule function: Nelder-Mead on the logarithms of the intervals not
+    """The one-scenario schedule search of the combination models (:mod:`ckptplan.engine.schedule_async`,
+    :mod:`ckptplan.engine.schedule_interruptions`; plain phases use :func:`optimal_schedules`): Nelder-Mead on the logarithms of the intervals not
     ``fixed`` (NaN in ``fixed``: free; the others held at their stated value), from each phase's own optimum ``own``
     and from the best single interval ``single``, keeping the best schedule seen. ``f`` maps log-intervals (all
     phases) to the expected wall time."""
@@ -596,6 +603,11 @@ def _potential_rows(state: dict[str, np.ndarray], q: int, lam: np.ndarray, T: np
     ])
 
 
+def _per_row(v: Any, n: int) -> np.ndarray:
+    """A number or a column as one float per row."""
+    return np.broadcast_to(np.asarray(v, dtype=float), (n,)).astype(float)
+
+
 def _pad(a: np.ndarray, fill: float) -> np.ndarray:
     """A row table as a float matrix, NaN cells (a row's missing phases) filled."""
     a = np.array(a, dtype=float, ndmin=2)
@@ -612,11 +624,9 @@ def schedule_expectation_rows(work: Any, intervals: Any, C: Any, M: Any, R: Any,
     ``phase_wall``, ``phase_work`` (rows x phases)."""
     s = _pad(starts, np.inf)
     n, K = s.shape
-    col = (lambda v: np.broadcast_to(np.asarray(v, dtype=float), (n,)).astype(float)[:, None])
-    work, C, M, R = col(work), col(C), col(M), col(R)
+    work, C, M, R = (_per_row(v, n)[:, None] for v in (work, C, M, R))
     T, f = _pad(intervals, 1.0), _pad(factors, 1.0)
     lam = f / M
-    rate = _Rows(s, lam)
     k = _phase_constants(lam, T, C, R)
     last = np.isfinite(s).sum(axis=1) - 1
     out = {"total": np.full(n, np.nan), "failures": np.full(n, np.nan), "save": np.full(n, np.nan),
@@ -685,6 +695,9 @@ def expectation_row(rows: dict[str, np.ndarray], i: int, phases: int | None = No
 SINGLE_STEPS, COORDINATE_STEPS = 40, 34
 #: coordinate sweeps at most; a row stops when a sweep improves its expected wall time by less than SWEEP_RTOL
 MAX_SWEEPS, SWEEP_RTOL = 12, 1e-13
+#: every phase's interval is searched between the row's least phase optimum / SEARCH_SPAN and its largest x SEARCH_SPAN
+#: (far beyond any optimum; it keeps the search off intervals so long that the expectation's boundary terms break down)
+SEARCH_SPAN = 16.0
 #: the polish's first bracket either way of each log-interval found at SEARCH_NODES, searched at QUADRATURE_NODES
 POLISH_BRACKET = 0.01
 
@@ -692,13 +705,13 @@ POLISH_BRACKET = 0.01
 def _rows_objective(work: np.ndarray, C: np.ndarray, M: np.ndarray, R: np.ndarray, starts: np.ndarray,
                     factors: np.ndarray, nodes: int = SEARCH_NODES) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """Expected wall time (``nodes`` per piece) of rows ``idx`` at log-intervals ``x`` (len(idx) x phases); inf where
-    it does not compute."""
+    it does not compute (not finite, or below the work: an interval so long that a segment's failure odds overflow)."""
     def f(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
             T = np.exp(np.clip(x, -50.0, 50.0))
             v = schedule_expectation_rows(work[idx], T, C[idx], M[idx], R[idx], starts[idx], factors[idx],
                                           nodes)["total"]
-        return np.where(np.isfinite(v), v, np.inf)
+        return np.where(np.isfinite(v) & (v >= work[idx]), v, np.inf)
     return f
 
 
@@ -711,11 +724,12 @@ def _golden_best(f: Callable[[np.ndarray], np.ndarray], a: np.ndarray, b: np.nda
 
 
 def _coordinate_search(f: Callable[[np.ndarray, np.ndarray], np.ndarray], x: np.ndarray, fx: np.ndarray,
-                       free: np.ndarray, h0: float = np.log(4.0)) -> np.ndarray:
+                       free: np.ndarray, bounds: tuple[np.ndarray, np.ndarray], h0: float = np.log(4.0)) -> np.ndarray:
     """Cyclic coordinate golden-section search on every row's free log-intervals at once, keeping the best schedule
     seen per row (a step never raises a row's expected wall time): phase by phase, a bracket of ``h`` either way of
     the current value (``h0`` at first, narrowing with each sweep that moves less); a row stops after a sweep that
-    improves it by less than :data:`SWEEP_RTOL`."""
+    improves it by less than :data:`SWEEP_RTOL`. ``bounds``: each row's lowest and highest log-interval (the
+    brackets are clipped to them)."""
     x, fx = x.copy(), fx.copy()
     h = np.full(x.shape, h0)
     open_ = np.isfinite(fx) & free.any(axis=1)
@@ -733,13 +747,13 @@ def _coordinate_search(f: Callable[[np.ndarray, np.ndarray], np.ndarray], x: np.
             # the other rows of its table
             steps = np.clip(np.ceil(np.log(2.0 * h[idx, j] / 1e-6) / -np.log(INVPHI)), 8, COORDINATE_STEPS)
             for k in np.unique(steps):
-                _coordinate_step(f, x, fx, h, idx[steps == k], j, int(k))
+                _coordinate_step(f, x, fx, h, idx[steps == k], j, int(k), bounds)
         open_[rows] = before - fx[rows] > SWEEP_RTOL * fx[rows]
     return x
 
 
 def _coordinate_step(f: Callable[[np.ndarray, np.ndarray], np.ndarray], x: np.ndarray, fx: np.ndarray, h: np.ndarray,
-                     idx: np.ndarray, j: int, steps: int) -> None:
+                     idx: np.ndarray, j: int, steps: int, bounds: tuple[np.ndarray, np.ndarray]) -> None:
     """One golden-section search on log-interval ``j`` of rows ``idx`` (in place: ``x``, ``fx``, the bracket ``h``),
     kept only where it lowers the expected wall time."""
     def g(v: np.ndarray) -> np.ndarray:
@@ -747,7 +761,8 @@ def _coordinate_step(f: Callable[[np.ndarray, np.ndarray], np.ndarray], x: np.nd
         y[:, j] = v
         return f(y, idx)
 
-    v, fv = _golden_best(g, x[idx, j] - h[idx, j], x[idx, j] + h[idx, j], steps)
+    lo, hi = np.maximum(x[idx, j] - h[idx, j], bounds[0][idx]), np.minimum(x[idx, j] + h[idx, j], bounds[1][idx])
+    v, fv = _golden_best(g, lo, hi, steps)
     better = fv < fx[idx]
     moved = np.abs(v - x[idx, j])
     h[idx, j] = np.where(better, np.clip(4.0 * moved, 1e-4, np.log(4.0)), np.maximum(h[idx, j] / 4.0, 1e-4))
@@ -762,15 +777,14 @@ def optimal_schedules(work: Any, C: Any, M: Any, R: Any, starts: Any, factors: A
     row with fewer phases padded with NaN (or +inf starts); ``fixed``: the stated intervals, NaN where optimised.
     The best single interval: golden-section search on its logarithm between the row's phase optima /4 and x4.
     The schedule: from the better of each phase's own optimum and the best single interval (stated intervals held),
-    :func:`_coordinate_search`; then the better, at QUADRATURE_NODES, of the schedule found and the single interval
+    :func:`_coordinate_search` (each interval between the least phase optimum / SEARCH_SPAN and the largest x it); then the better, at QUADRATURE_NODES, of the schedule found and the single interval
     (stated ones held), so it never costs more than that. Returns ``intervals``, ``per_phase`` (rows x phases, NaN
     in the padding), ``single_interval`` and the expectations ``schedule`` and ``single``
     (:func:`schedule_expectation_rows`)."""
     s = _pad(starts, np.inf)
     n, K = s.shape
     real = np.isfinite(s)
-    col = (lambda v: np.broadcast_to(np.asarray(v, dtype=float), (n,)).astype(float))
-    work, C, M, R = col(work), col(C), col(M), col(R)
+    work, C, M, R = (_per_row(v, n) for v in (work, C, M, R))
     fac = _pad(factors, 1.0)
     fix = np.full((n, K), np.nan) if fixed is None else np.array(fixed, dtype=float, ndmin=2)
     fix = np.where(real, fix, 1.0)
@@ -786,13 +800,14 @@ def optimal_schedules(work: Any, C: Any, M: Any, R: Any, starts: Any, factors: A
     x_own, x_one = np.where(free, np.log(own), held), np.where(free, v[:, None], held)
     f_own, f_one = f(x_own, everyone), f(x_one, everyone)
     x0 = np.where((f_own <= f_one)[:, None], x_own, x_one)
-    x = _coordinate_search(f, x0, np.minimum(f_own, f_one), free)
+    bounds = (lo - np.log(SEARCH_SPAN / 4.0), hi + np.log(SEARCH_SPAN / 4.0))
+    x = _coordinate_search(f, x0, np.minimum(f_own, f_one), free, bounds)
     polish = _rows_objective(work, C, M, R, s, fac, QUADRATURE_NODES)   # the rule the figures are reported with
-    x = _coordinate_search(polish, x, polish(x, everyone), free, POLISH_BRACKET)
+    x = _coordinate_search(polish, x, polish(x, everyone), free, bounds, POLISH_BRACKET)
     T, T_one = np.where(free, np.exp(x), fix), np.where(free, single[:, None], fix)
     e = schedule_expectation_rows(work, T, C, M, R, s, fac)
     e_one = schedule_expectation_rows(work, T_one, C, M, R, s, fac)
-    take = ~(e["total"] <= e_one["total"]) & np.isfinite(e_one["total"])
+    take = ~(np.isfinite(f(x, everyone)) & (e["total"] <= e_one["total"])) & np.isfinite(e_one["total"])
     T = np.where(take[:, None], T_one, T)
     e = {key: np.where(take if v.ndim == 1 else take[:, None], e_one[key], v) for key, v in e.items()}
     tail = (np.arange(K)[None, :] > e["end_phase"][:, None]) & free & real

@@ -230,7 +230,7 @@ def schedule_sheet(wb: Workbook, sc: Any, result: Any, inputs: dict[str, Any]) -
            "OF DATE, regenerate: ckptplan workbook --from THIS_FILE. 'Save every' is the interval the live table "
            "evaluates: ckptplan's optimum as generated, a number you type (STATED), or blank (the phase's own exact "
            "optimum at its rate, live: the search's starting point, not the schedule's optimum; --from optimises a "
-           "blank phase around the typed ones instead, and a red line under the table says so).", 8, lines=3)
+           "blank phase around the typed ones instead, and a red line under the table says so).", 8, lines=4)
     end, cells = _table(wb, ws, row + 5, sc, result, sc.currency)
     end = _compare_rows(ws, end + 2, result, sc.currency, cells.total_min)
     S.note(ws, end + 1, "Failures are Poisson within a phase; a segment that straddles a boundary keeps its interval; "

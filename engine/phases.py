@@ -52,25 +52,33 @@ event by event.
 optimal (Bougeret, Casanova, Rabie, Robert, Vivien, "Checkpointing strategies for parallel jobs",
 SC'11); with a rate that changes over time they use a dynamic programme. Here each phase starts at
 its own exact optimum (``M_j (1 + W0(-exp(-1 - C/M_j)))``, :func:`ckptplan.engine.waste.exact_optimal_interval`)
-and the exact expectation above is then minimised over all intervals at once (Nelder-Mead on their
-logarithms), keeping the best schedule seen, the best single interval included, so the schedule
-never costs more than one interval for the whole run.
+and the exact expectation above is then minimised over the intervals, every scenario of a table at
+once (:func:`optimal_schedules`; one scenario is a one-row table): golden-section search (Kiefer
+1953, :func:`ckptplan.engine.roots.golden_rows`) for the best single interval, then cyclic coordinate
+golden-section search on each phase's log-interval from the better of the phases' optima and the
+single interval, polished at the reported rule, keeping the best schedule seen, the best single
+interval included, so the schedule never costs more than one interval for the whole run.
+:func:`schedule_expectation_rows` is the expectation above, step for step, for many rows (phases
+padded). The combination models (downtime, preemptions, background writes) still search one
+scenario at a time (:func:`search_intervals`, Nelder-Mead).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
 from .errors import InputError
+from .roots import INVPHI, golden_rows
 from .waste import exact_optimal_interval_kernel
 
-__all__ = ["FailurePhase", "LATTICE_TOL", "MAX_PHASES", "MAX_PHASES_RULE", "QUADRATURE_NODES", "SEARCH_NODES", "boundary_state", "best_single_interval",
-           "chain_step", "fold_pieces", "gauss_nodes", "optimal_schedule", "phase_arrays", "phases_from_list", "refuse_phases", "schedule_expectation",
-           "search_intervals", "settle_tail", "stated_intervals"]
+__all__ = ["FailurePhase", "LATTICE_TOL", "MAX_PHASES", "MAX_PHASES_RULE", "QUADRATURE_NODES", "SEARCH_NODES", "boundary_state",
+           "boundary_state_rows", "chain_step", "expectation_row", "fold_pieces", "gauss_nodes", "optimal_schedule",
+           "optimal_schedules", "phase_arrays", "phases_from_list", "refuse_phases", "schedule_expectation",
+           "schedule_expectation_rows", "search_intervals", "settle_tail", "stated_intervals"]
 
 #: most failure phases a scenario may state: the schedule's search has one interval per phase and each
 #: expectation walks every boundary, so its work grows faster than the count (16 phases: seconds; 40: minutes)
@@ -194,7 +202,8 @@ def stated_intervals(phases: Iterable[FailurePhase], interval_min: float | None 
 
 
 def search_intervals(f: Any, own: np.ndarray, single: float, fixed: Any = None) -> np.ndarray:
-    """The schedule search of every optimal-schedule function: Nelder-Mead on the logarithms of the intervals not
+    """The one-scenario schedule search of the combination models (:mod:`ckptplan.engine.schedule_async`,
+    :mod:`ckptplan.engine.schedule_interruptions`; plain phases use :func:`optimal_schedules`): Nelder-Mead on the logarithms of the intervals not
     ``fixed`` (NaN in ``fixed``: free; the others held at their stated value), from each phase's own optimum ``own``
     and from the best single interval ``single``, keeping the best schedule seen. ``f`` maps log-intervals (all
     phases) to the expected wall time."""
@@ -432,31 +441,6 @@ def schedule_expectation(work: float, intervals: Sequence[float], C: float, M: f
     raise AssertionError("unreachable: the last phase always ends the job")  # pragma: no cover
 
 
-def _objective(work: float, C: float, M: float, R: float, starts: Sequence[float], factors: Sequence[float]):
-    def f(log_t: np.ndarray) -> float:
-        T = np.exp(np.clip(log_t, -50.0, 50.0))
-        try:
-            value = schedule_expectation(work, T, C, M, R, starts, factors, SEARCH_NODES)["total"]
-        except (FloatingPointError, OverflowError):
-            return np.inf
-        return value if np.isfinite(value) else np.inf
-    return f
-
-
-def best_single_interval(work: float, C: float, M: float, R: float, starts: Sequence[float],
-                         factors: Sequence[float]) -> float:
-    """The one interval for the whole run with the least expected wall time under the phases (bounded
-    Brent search on its logarithm, between the phases' own optima /4 and x4)."""
-    from scipy.optimize import minimize_scalar
-
-    own = per_phase_optima(C, M, factors)
-    f = _objective(work, C, M, R, starts, factors)
-    lo, hi = np.log(own.min() / 4.0), np.log(own.max() * 4.0)
-    res = minimize_scalar(lambda v: f(np.full(len(own), v)), bounds=(lo, hi), method="bounded",
-                          options={"xatol": 1e-6})
-    return float(np.exp(res.x))
-
-
 def per_phase_optima(C: float, M: float, factors: Sequence[float]) -> np.ndarray:
     """Each phase's exact optimum as if its rate held for ever: ``M_j (1 + W0(-exp(-1 - C/M_j)))``, ``M_j = M/f_j``."""
     Mj = M / np.asarray(factors, dtype=float)
@@ -466,20 +450,367 @@ def per_phase_optima(C: float, M: float, factors: Sequence[float]) -> np.ndarray
 
 def optimal_schedule(work: float, C: float, M: float, R: float, starts: Sequence[float],
                      factors: Sequence[float], fixed: Any = None) -> dict[str, Any]:
-    """The schedule with the least expected wall time (module notes), and the best single interval.
+    """The schedule with the least expected wall time (module notes), and the best single interval: one scenario as a
+    one-row table of :func:`optimal_schedules` (the one search of every surface).
 
     ``fixed`` (optional, one per phase): the intervals the planner states, NaN where the phase is optimised; a
-    stated interval is held exactly and the others are optimised around it (:func:`search_intervals`).
-    Returns ``intervals`` (one per phase), ``single_interval``, ``per_phase`` (each phase's own optimum,
-    the starting point) and the expectations ``schedule`` and ``single`` (:func:`schedule_expectation`).
-    Phases after the job's expected end keep their own optimum (they change nothing) unless stated.
+    stated interval is held exactly and the others are optimised around it. Returns ``intervals`` (one per phase),
+    ``single_interval``, ``per_phase`` (each phase's own optimum, a starting point) and the expectations ``schedule``
+    and ``single`` (as :func:`schedule_expectation` answers). Phases after the job's expected end keep their own
+    optimum (they change nothing) unless stated.
     """
     if C <= 0:
         raise InputError("checkpoint_stall_min", C, "must be > 0 with failure phases (a free save has no optimum)")
-    own = per_phase_optima(C, M, factors)
-    single = best_single_interval(work, C, M, R, starts, factors)
-    T = search_intervals(_objective(work, C, M, R, starts, factors), own, single, fixed)
-    chosen = schedule_expectation(work, T, C, M, R, starts, factors)
-    T = settle_tail(T, own, chosen["end_phase"], fixed)
-    return {"intervals": T, "single_interval": single, "per_phase": own, "schedule": chosen,
-            "single": schedule_expectation(work, np.full(len(own), single), C, M, R, starts, factors)}
+    K = len(factors)
+    best = optimal_schedules(work, C, M, R, np.reshape(np.asarray(starts, dtype=float), (1, K)),
+                             np.reshape(np.asarray(factors, dtype=float), (1, K)),
+                             None if fixed is None else np.reshape(np.asarray(fixed, dtype=float), (1, K)))
+    return {"intervals": best["intervals"][0], "single_interval": float(best["single_interval"][0]),
+            "per_phase": best["per_phase"][0], "schedule": expectation_row(best["schedule"], 0),
+            "single": expectation_row(best["single"], 0)}
+
+
+# ---- the same expectation and the schedule search, over a table of scenarios at once ------------------------------
+#
+# Rows may have different phase counts: a row's phases are padded with phases starting at +inf (their factors and
+# intervals are then never read). Every step below is the step of :func:`boundary_state` /
+# :func:`schedule_expectation` on one row, done for every row still running at a boundary at once.
+
+
+class _Rows:
+    """Per-row piecewise-constant rates: starts ``s`` (rows x phases, ``s[:, 0] = 0``, +inf after a row's last phase),
+    rates ``lam``, the cumulative rate ``Hs`` at each start."""
+
+    def __init__(self, starts: np.ndarray, rates: np.ndarray):
+        self.s, self.lam = starts, rates
+        with np.errstate(invalid="ignore"):
+            steps = np.where(np.isfinite(starts[:, 1:]), rates[:, :-1] * np.diff(starts, axis=1), np.inf)
+        self.Hs = np.concatenate([np.zeros((len(starts), 1)), np.cumsum(steps, axis=1)], axis=1)
+
+    def at(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(rate, cumulative rate) at the times ``t`` (rows x points, finite)."""
+        j = (self.s[:, None, :] <= t[:, :, None]).sum(axis=2) - 1
+        lam, s, Hs = (np.take_along_axis(a, j, axis=1) for a in (self.lam, self.s, self.Hs))
+        return lam, Hs + lam * (t - s)
+
+
+def _col(a: np.ndarray, j: Any) -> np.ndarray:
+    """Column ``j`` of every row (``j`` a number or one index per row), as a column vector."""
+    if np.ndim(j) == 0:
+        return a[:, int(j)][:, None]
+    return np.take_along_axis(a, np.asarray(j)[:, None], axis=1)
+
+
+def _rule(lo: np.ndarray, hi: np.ndarray, u: np.ndarray, wu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed rule on ``(lo, hi)`` per row (column vectors); an empty or undefined piece has zero weights."""
+    width = np.where(hi > lo, hi - lo, 0.0)
+    return np.minimum(lo, hi) + width * u, width * wu
+
+
+def _fold_rows(rate: _Rows, S: np.ndarray, R: np.ndarray, p: int, b: np.ndarray, Hb: np.ndarray, u: np.ndarray,
+               wu: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The fold of phase ``p`` (restarts ending in ``[s_p + R, e)``, ``e`` the phase's end): segment starts and masses
+    of its three pieces (:func:`fold_pieces`), every row."""
+    sp, lam, Sp, Hs = (a[:, p:p + 1] for a in (rate.s, rate.lam, S, rate.Hs))
+    e = np.minimum(rate.s[:, p + 1:p + 2], b)
+    D = e - (sp + R)
+    m = np.floor(D / Sp)
+    r = D - m * Sp
+    one_minus_q = -np.expm1(-lam * Sp)
+    land = Sp * np.ceil((b - e) / Sp - LATTICE_TOL) - (b - e)
+    lo_, hi_ = np.minimum(r, land), np.maximum(r, land)
+    cs, ms = [], []
+    for lo, hi, K in ((0.0 * r, lo_, m + 1.0), (lo_, hi_, np.where(land < r, m + 1.0, m)), (hi_, Sp, m)):
+        v, w = _rule(lo, np.where(D > 0, hi, lo), u, wu)
+        dens = lam * np.exp(-(Hb - Hs - lam * (e - v - R - sp))) * -np.expm1(-K * lam * Sp) / one_minus_q
+        cs.append(e - v)
+        ms.append(np.where(w > 0, w * dens, 0.0))
+    return cs, ms
+
+
+def _chain_end_rows(rate: _Rows, S: np.ndarray, c: np.ndarray, p: np.ndarray, b: np.ndarray, J: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_chain_end` for every row (``c``, ``p``: rows x points; ``b``: a column)."""
+    x, px = np.broadcast_to(b, c.shape).copy(), np.full(c.shape, J + 1)
+    done = np.zeros(c.shape, dtype=bool)
+    for t in range(J + 1):
+        end = np.minimum(rate.s[:, t + 1:t + 2], b)
+        St = S[:, t:t + 1]
+        m = ~done & (p <= t) & (c < end)
+        k, stop = chain_step(c, St, end, b)
+        fin, go = m & stop, m & ~stop
+        x = np.where(fin, c + (k - 1.0) * St, x)
+        px = np.where(fin, t, px)
+        done |= fin
+        c = np.where(go, c + k * St, c)
+    return x, px
+
+
+def boundary_state_rows(rate: _Rows, T: np.ndarray, C: np.ndarray, R: np.ndarray, J: int,
+                        nodes: int = QUADRATURE_NODES) -> dict[str, np.ndarray]:
+    """:func:`boundary_state` at every row's boundary ``b = s[:, J + 1]`` at once (rows x points; ``C``, ``R``:
+    columns): the same pieces and rule, zero-weight nodes where a row's piece is empty."""
+    S = T + C
+    u, wu = gauss_nodes(nodes)
+    b = rate.s[:, J + 1:J + 2]
+    Hb = rate.Hs[:, J + 1:J + 2]
+    n = len(b)
+    cs, ps, ms = [np.zeros((n, 1))], [np.zeros((n, 1), dtype=int)], [np.exp(-Hb)]
+    ys, rms = [], []
+    for p in range(J + 1):
+        fc, fm = _fold_rows(rate, S, R, p, b, Hb, u, wu)
+        cs += fc
+        ms += fm
+        ps += [np.full((n, nodes), p)] * len(fc)
+        sp, lam, Hs = (a[:, p:p + 1] for a in (rate.s, rate.lam, rate.Hs))
+        e = np.minimum(rate.s[:, p + 1:p + 2], b)
+        if p > 0:   # the edge: restarts ending in [max(s_p, R), s_p + R), their failure in an earlier phase
+            c, w = _rule(np.maximum(sp, R), np.minimum(sp + R, e), u, wu)
+            lam_f, H_f = rate.at(c - R)
+            cs.append(c), ps.append(np.full((n, nodes), p))
+            ms.append(np.where(w > 0, w * lam_f * np.exp(-(Hb - H_f)), 0.0))
+        y, w = _rule(np.maximum(0.0, b - e), np.minimum(R, b - sp), u, wu)
+        ys.append(y)
+        rms.append(np.where(w > 0, w * lam * np.exp(-(Hb - Hs - lam * (b - y - sp))), 0.0))
+    c, p, mass = np.concatenate(cs, axis=1), np.concatenate(ps, axis=1), np.concatenate(ms, axis=1)
+    x, px = _chain_end_rows(rate, S, c, p, b, J)
+    return {"b": b, "start": x, "S": np.take_along_axis(S, px, axis=1), "T": np.take_along_axis(T, px, axis=1),
+            "mass": mass, "restart_elapsed": np.concatenate(ys, axis=1), "restart_mass": np.concatenate(rms, axis=1)}
+
+
+def _potential_rows(state: dict[str, np.ndarray], q: int, lam: np.ndarray, T: np.ndarray, k: dict[str, np.ndarray],
+                    R: np.ndarray) -> np.ndarray:
+    """:func:`_expected_potential` for every row (rows x rewards), phase ``q``."""
+    lam, Tq = lam[:, q:q + 1], T[:, q:q + 1]
+    Rr, n, a = (k[key][:, q:q + 1] for key in ("Rr", "n", "a"))
+    d = state["S"] - (state["b"] - state["start"])
+    fail = -np.expm1(-lam * d)
+    ok = 1.0 - fail
+    share = state["T"] / Tq
+    m = state["mass"]
+    rm = state["restart_mass"]
+    rfail = -np.expm1(-lam * (R - state["restart_elapsed"]))
+
+    def total(mass: np.ndarray, v: np.ndarray) -> np.ndarray:   # a padded node (no mass) adds nothing
+        return np.sum(np.where(mass > 0, mass * v, 0.0), axis=1)
+
+    rtime = total(rm, rfail * (1.0 / lam + Rr))
+    return np.column_stack([
+        total(m, fail * (1.0 / lam + Rr) - ok * a * share) + rtime,
+        total(m, fail - ok * n * share),
+        total(m, ok * (1.0 - share)),
+        total(m, fail * Rr - ok * n * Rr * share) + rtime,
+    ])
+
+
+def _per_row(v: Any, n: int) -> np.ndarray:
+    """A number or a column as one float per row."""
+    return np.broadcast_to(np.asarray(v, dtype=float), (n,)).astype(float)
+
+
+def _pad(a: np.ndarray, fill: float) -> np.ndarray:
+    """A row table as a float matrix, NaN cells (a row's missing phases) filled."""
+    a = np.array(a, dtype=float, ndmin=2)
+    return np.where(np.isnan(a), fill, a)
+
+
+def schedule_expectation_rows(work: Any, intervals: Any, C: Any, M: Any, R: Any, starts: Any, factors: Any,
+                              nodes: int = QUADRATURE_NODES) -> dict[str, np.ndarray]:
+    """:func:`schedule_expectation` for a table of scenarios at once (same formula, same rule; module notes).
+
+    ``work``, ``C``, ``M``, ``R``: one per row; ``intervals``, ``starts``, ``factors``: rows x phases, a row with fewer
+    phases padded (NaN or +inf starts after its last phase; its padded intervals and factors are never read). Returns
+    arrays: ``total``, ``useful``, ``save``, ``rework``, ``restart``, ``failures``, ``end_phase`` (one per row) and
+    ``phase_wall``, ``phase_work`` (rows x phases)."""
+    s = _pad(starts, np.inf)
+    n, K = s.shape
+    work, C, M, R = (_per_row(v, n)[:, None] for v in (work, C, M, R))
+    T, f = _pad(intervals, 1.0), _pad(factors, 1.0)
+    lam = f / M
+    k = _phase_constants(lam, T, C, R)
+    last = np.isfinite(s).sum(axis=1) - 1
+    out = {"total": np.full(n, np.nan), "failures": np.full(n, np.nan), "save": np.full(n, np.nan),
+           "restart": np.full(n, np.nan), "end_phase": np.zeros(n, dtype=int), "phase_wall": np.zeros((n, K)),
+           "phase_work": np.zeros((n, K))}
+    w, acc, psi = work[:, 0].copy(), np.zeros((n, 4)), np.zeros((n, 4))
+    live = np.arange(n)
+    for j in range(K):
+        kj = {key: v[live] for key, v in k.items()}
+        cyc = np.column_stack([kj["a"][:, j], kj["n"][:, j], np.ones(len(live)), kj["n"][:, j] * kj["Rr"][:, j]]) \
+            / T[live, j:j + 1]
+        go = last[live] > j
+        dw = np.full(len(live), np.inf)
+        if go.any():
+            g = live[go]
+            sub = _Rows(s[g], lam[g])
+            state = boundary_state_rows(sub, T[g], C[g], R[g], j, nodes)
+            psi_end = _potential_rows(state, j, lam[g], T[g], {key: v[g] for key, v in k.items()}, R[g])
+            dw[go] = (s[g, j + 1] - s[g, j] + psi_end[:, 0] - psi[g, 0]) / kj["rho"][go, j]
+        ends = ~(dw < w[live])
+        if go.any():
+            on = ~ends[go]
+            g, gi = g[on], np.flatnonzero(go)[on]
+            acc[g] += cyc[gi] * dw[gi, None] + psi[g] - psi_end[on]
+            acc[g, 0] = s[g, j + 1]
+            w[g] -= dw[gi]
+            out["phase_work"][g, j] = dw[gi]
+            psi[g] = _potential_rows({key: v[on] for key, v in state.items()}, j + 1, lam[g], T[g],
+                                     {key: v[g] for key, v in k.items()}, R[g])
+        _finish_rows(out, live[ends], cyc[ends], w, acc, psi, s, lam, C, j)
+        live = live[~ends]
+        if not len(live):
+            break
+    out["useful"] = work[:, 0]
+    out["rework"] = np.maximum(out["total"] - out["useful"] - out["save"] - out["restart"], 0.0)
+    return out
+
+
+def _finish_rows(out: dict[str, np.ndarray], e: np.ndarray, cyc: np.ndarray, w: np.ndarray, acc: np.ndarray,
+                 psi: np.ndarray, s: np.ndarray, lam: np.ndarray, C: np.ndarray, j: int) -> None:
+    """The rows ``e`` end in phase ``j``: their totals and per-phase figures (as :func:`schedule_expectation`)."""
+    total = acc[e] + cyc * w[e, None] + psi[e]
+    spent = np.diff(np.column_stack([s[e, :j + 1], total[:, 0]]), axis=1)
+    out["total"][e] = total[:, 0]
+    out["failures"][e] = np.sum(lam[e, :j + 1] * spent, axis=1)
+    out["save"][e] = total[:, 2] * C[e, 0]
+    out["restart"][e] = total[:, 3]
+    out["end_phase"][e] = j
+    out["phase_wall"][e, :j + 1] = spent
+    out["phase_work"][e, j] = w[e]
+
+
+def expectation_row(rows: dict[str, np.ndarray], i: int, phases: int | None = None) -> dict[str, Any]:
+    """Row ``i`` of :func:`schedule_expectation_rows` as :func:`schedule_expectation` answers (``phases``: the row's
+    phase count, its padding dropped)."""
+    K = rows["phase_wall"].shape[1] if phases is None else int(phases)
+    out = {key: float(rows[key][i]) for key in ("total", "useful", "save", "rework", "restart", "failures")}
+    out["end_phase"] = int(rows["end_phase"][i])
+    out["phase_wall"] = [float(x) for x in rows["phase_wall"][i, :K]]
+    out["phase_work"] = [float(x) for x in rows["phase_work"][i, :K]]
+    return out
+
+
+#: golden-section steps of the single-interval search (its bracket, /4 to x4 of the phases' optima, shrinks to
+#: about 1e-7 of a log-interval) and of each phase's first coordinate step (x4 either way, to about 1e-6)
+SINGLE_STEPS, COORDINATE_STEPS = 40, 34
+#: coordinate sweeps at most; a row stops when a sweep improves its expected wall time by less than SWEEP_RTOL
+MAX_SWEEPS, SWEEP_RTOL = 12, 1e-13
+#: every phase's interval is searched between the row's least phase optimum / SEARCH_SPAN and its largest x SEARCH_SPAN
+#: (far beyond any optimum; it keeps the search off intervals so long that the expectation's boundary terms break down)
+SEARCH_SPAN = 16.0
+#: the polish's first bracket either way of each log-interval found at SEARCH_NODES, searched at QUADRATURE_NODES
+POLISH_BRACKET = 0.01
+
+
+def _rows_objective(work: np.ndarray, C: np.ndarray, M: np.ndarray, R: np.ndarray, starts: np.ndarray,
+                    factors: np.ndarray, nodes: int = SEARCH_NODES) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """Expected wall time (``nodes`` per piece) of rows ``idx`` at log-intervals ``x`` (len(idx) x phases); inf where
+    it does not compute (not finite, or below the work: an interval so long that a segment's failure odds overflow)."""
+    def f(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            T = np.exp(np.clip(x, -50.0, 50.0))
+            v = schedule_expectation_rows(work[idx], T, C[idx], M[idx], R[idx], starts[idx], factors[idx],
+                                          nodes)["total"]
+        return np.where(np.isfinite(v) & (v >= work[idx]), v, np.inf)
+    return f
+
+
+def _golden_best(f: Callable[[np.ndarray], np.ndarray], a: np.ndarray, b: np.ndarray, steps: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The better inner point of :func:`ckptplan.engine.roots.golden_rows`' last bracket, and its value."""
+    _, _, c, d, fc, fd = golden_rows(f, a, b, steps)
+    left = fc <= fd
+    return np.where(left, c, d), np.where(left, fc, fd)
+
+
+def _coordinate_search(f: Callable[[np.ndarray, np.ndarray], np.ndarray], x: np.ndarray, fx: np.ndarray,
+                       free: np.ndarray, bounds: tuple[np.ndarray, np.ndarray], h0: float = np.log(4.0)) -> np.ndarray:
+    """Cyclic coordinate golden-section search on every row's free log-intervals at once, keeping the best schedule
+    seen per row (a step never raises a row's expected wall time): phase by phase, a bracket of ``h`` either way of
+    the current value (``h0`` at first, narrowing with each sweep that moves less); a row stops after a sweep that
+    improves it by less than :data:`SWEEP_RTOL`. ``bounds``: each row's lowest and highest log-interval (the
+    brackets are clipped to them)."""
+    x, fx = x.copy(), fx.copy()
+    h = np.full(x.shape, h0)
+    open_ = np.isfinite(fx) & free.any(axis=1)
+    for _ in range(MAX_SWEEPS):
+        rows = np.flatnonzero(open_)
+        if not len(rows):
+            break
+        before = fx[rows].copy()
+        for j in range(x.shape[1]):
+            idx = rows[free[rows, j]]
+            if not len(idx):
+                continue
+
+            # each row's steps from its own bracket (to about 1e-6 of a log-interval): a row's search never depends on
+            # the other rows of its table
+            steps = np.clip(np.ceil(np.log(2.0 * h[idx, j] / 1e-6) / -np.log(INVPHI)), 8, COORDINATE_STEPS)
+            for k in np.unique(steps):
+                _coordinate_step(f, x, fx, h, idx[steps == k], j, int(k), bounds)
+        open_[rows] = before - fx[rows] > SWEEP_RTOL * fx[rows]
+    return x
+
+
+def _coordinate_step(f: Callable[[np.ndarray, np.ndarray], np.ndarray], x: np.ndarray, fx: np.ndarray, h: np.ndarray,
+                     idx: np.ndarray, j: int, steps: int, bounds: tuple[np.ndarray, np.ndarray]) -> None:
+    """One golden-section search on log-interval ``j`` of rows ``idx`` (in place: ``x``, ``fx``, the bracket ``h``),
+    kept only where it lowers the expected wall time."""
+    def g(v: np.ndarray) -> np.ndarray:
+        y = x[idx].copy()
+        y[:, j] = v
+        return f(y, idx)
+
+    lo, hi = np.maximum(x[idx, j] - h[idx, j], bounds[0][idx]), np.minimum(x[idx, j] + h[idx, j], bounds[1][idx])
+    v, fv = _golden_best(g, lo, hi, steps)
+    better = fv < fx[idx]
+    moved = np.abs(v - x[idx, j])
+    h[idx, j] = np.where(better, np.clip(4.0 * moved, 1e-4, np.log(4.0)), np.maximum(h[idx, j] / 4.0, 1e-4))
+    x[idx[better], j], fx[idx[better]] = v[better], fv[better]
+
+
+def optimal_schedules(work: Any, C: Any, M: Any, R: Any, starts: Any, factors: Any, fixed: Any = None
+                      ) -> dict[str, np.ndarray]:
+    """:func:`optimal_schedule` for a table of scenarios at once, the one search every surface uses (module notes).
+
+    ``work``, ``C``, ``M``, ``R``: one per row; ``starts``, ``factors``, ``fixed``: rows x phases (``s[:, 0] = 0``), a
+    row with fewer phases padded with NaN (or +inf starts); ``fixed``: the stated intervals, NaN where optimised.
+    The best single interval: golden-section search on its logarithm between the row's phase optima /4 and x4.
+    The schedule: from the better of each phase's own optimum and the best single interval (stated intervals held),
+    :func:`_coordinate_search` (each interval between the least phase optimum / SEARCH_SPAN and the largest x it); then the better, at QUADRATURE_NODES, of the schedule found and the single interval
+    (stated ones held), so it never costs more than that. Returns ``intervals``, ``per_phase`` (rows x phases, NaN
+    in the padding), ``single_interval`` and the expectations ``schedule`` and ``single``
+    (:func:`schedule_expectation_rows`)."""
+    s = _pad(starts, np.inf)
+    n, K = s.shape
+    real = np.isfinite(s)
+    work, C, M, R = (_per_row(v, n) for v in (work, C, M, R))
+    fac = _pad(factors, 1.0)
+    fix = np.full((n, K), np.nan) if fixed is None else np.array(fixed, dtype=float, ndmin=2)
+    fix = np.where(real, fix, 1.0)
+    free = np.isnan(fix)
+    with np.errstate(all="ignore"):
+        own = np.where(real, per_phase_optima(C[:, None], M[:, None], fac), np.nan)
+    f = _rows_objective(work, C, M, R, s, fac)
+    everyone = np.arange(n)
+    lo, hi = np.log(np.nanmin(own, axis=1) / 4.0), np.log(np.nanmax(own, axis=1) * 4.0)
+    v, _ = _golden_best(lambda v: f(np.repeat(v[:, None], K, axis=1), everyone), lo, hi, SINGLE_STEPS)
+    single = np.exp(v)
+    held = np.log(np.where(free, 1.0, fix))
+    x_own, x_one = np.where(free, np.log(own), held), np.where(free, v[:, None], held)
+    f_own, f_one = f(x_own, everyone), f(x_one, everyone)
+    x0 = np.where((f_own <= f_one)[:, None], x_own, x_one)
+    bounds = (lo - np.log(SEARCH_SPAN / 4.0), hi + np.log(SEARCH_SPAN / 4.0))
+    x = _coordinate_search(f, x0, np.minimum(f_own, f_one), free, bounds)
+    polish = _rows_objective(work, C, M, R, s, fac, QUADRATURE_NODES)   # the rule the figures are reported with
+    x = _coordinate_search(polish, x, polish(x, everyone), free, bounds, POLISH_BRACKET)
+    T, T_one = np.where(free, np.exp(x), fix), np.where(free, single[:, None], fix)
+    e = schedule_expectation_rows(work, T, C, M, R, s, fac)
+    e_one = schedule_expectation_rows(work, T_one, C, M, R, s, fac)
+    take = ~(np.isfinite(f(x, everyone)) & (e["total"] <= e_one["total"])) & np.isfinite(e_one["total"])
+    T = np.where(take[:, None], T_one, T)
+    e = {key: np.where(take if v.ndim == 1 else take[:, None], e_one[key], v) for key, v in e.items()}
+    tail = (np.arange(K)[None, :] > e["end_phase"][:, None]) & free & real
+    T = np.where(tail, own, np.where(real, T, np.nan))
+    single_all = schedule_expectation_rows(work, np.repeat(single[:, None], K, axis=1), C, M, R, s, fac)
+    return {"intervals": T, "per_phase": own, "single_interval": single, "schedule": e, "single": single_all}

@@ -285,13 +285,59 @@ def phase_schedules(table: pd.DataFrame, cols: dict[str, np.ndarray], M: np.ndar
                          "give failure phases or a Weibull shape from the start, not both (each is the failure "
                          "rate over the whole run)")
     rows = np.flatnonzero(phased | weib)
+    planned = _plain_phase_plans(cols, np.flatnonzero(phased), M, work, (starts_h, factors, stated))
     plans, slots = [], 1
     for r in rows:
         plan = _row_plan(table, cols, r, float(M[r]), float(work[r]), (starts_h[r], factors[r], stated[r]),
-                         bool(weib[r]))
+                         bool(weib[r]), planned.get(int(r)))
         plans.append(plan)
         slots = max(slots, len(plan["starts_min"]))
     return PhaseSchedules(rows, plans, n, slots, (~np.isnan(np.asarray(cols["interval_min"], dtype=float))).astype(float))
+
+
+def _row_phases(phase_cells: tuple[np.ndarray, ...], chosen: float) -> tuple[list[float], list[float], np.ndarray]:
+    """A row's phase starts (minutes, a phase at 0 with the constant rate ahead of a first phase that starts later),
+    rate factors and stated intervals (a phase's own wins; the row's ``interval_min`` fills the rest; NaN: none)."""
+    starts_h, factors, stated = phase_cells
+    given = ~np.isnan(starts_h)
+    s, f, fixed = list(starts_h[given] * 60.0), list(factors[given]), list(stated[given])
+    if s[0] > 0:
+        s, f, fixed = [0.0] + s, [1.0] + f, [np.nan] + fixed
+    return s, f, np.where(np.isnan(fixed), chosen, fixed)
+
+
+def _plain_phase_plans(cols: dict[str, np.ndarray], rows: np.ndarray, M: np.ndarray, work: np.ndarray,
+                       phase_cells: tuple[np.ndarray, ...]) -> dict[int, dict[str, Any]]:
+    """The schedules of every row with plain failure phases (no preemptions, downtime or background write, a save
+    that takes time), all rows at once (:func:`ckptplan.engine.phases.optimal_schedules`, the search a one-row
+    :func:`ckptplan.engine.phases.optimal_schedule` runs too); by row. The other rows are planned one by one."""
+    from .phases import expectation_row, optimal_schedules
+
+    def plain(r: int) -> bool:
+        P, _, _, D = _interruptions(cols, r)
+        return not (np.isfinite(P) or D > 0 or cols["async_write_min"][r] > 0) and cols["checkpoint_stall_min"][r] > 0
+
+    rows = [int(r) for r in rows if plain(int(r))]
+    if not rows:
+        return {}
+    cells = [_row_phases(tuple(c[r] for c in phase_cells), float(cols["interval_min"][r])) for r in rows]
+    K = max(len(c[0]) for c in cells)
+
+    def pad(v: Any) -> np.ndarray:
+        return np.concatenate([np.asarray(v, dtype=float), np.full(K - len(v), np.nan)])
+
+    R = np.maximum(np.asarray(cols["restart_min"], dtype=float)[rows], 0.0)
+    best = optimal_schedules(work[rows], cols["checkpoint_stall_min"][rows], M[rows], R,
+                             np.array([pad(c[0]) for c in cells]), np.array([pad(c[1]) for c in cells]),
+                             np.array([pad(c[2]) for c in cells]))
+    out = {}
+    for i, (r, (s, f, _)) in enumerate(zip(rows, cells)):
+        k = len(s)
+        out[r] = {"intervals": best["intervals"][i, :k], "expectation": expectation_row(best["schedule"], i, k),
+                  "single_interval": float(best["single_interval"][i]),
+                  "single_total": float(best["single"]["total"][i]), "starts_min": s, "factors": f,
+                  "per_phase": best["per_phase"][i, :k]}
+    return out
 
 
 def _interruptions(cols: dict[str, np.ndarray], r: int) -> tuple[float, float, float, float]:
@@ -308,10 +354,12 @@ def _interruptions(cols: dict[str, np.ndarray], r: int) -> tuple[float, float, f
 
 
 def _row_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, Mr: float, wr: float,
-              phase_cells: tuple[np.ndarray, np.ndarray, np.ndarray], weib: bool) -> dict[str, Any]:
+              phase_cells: tuple[np.ndarray, np.ndarray, np.ndarray], weib: bool,
+              planned: dict[str, Any] | None = None) -> dict[str, Any]:
     """One row's schedule (failure phases or a Weibull intensity; with preemptions or a downtime, the model of
     :mod:`ckptplan.engine.schedule_interruptions`) and its simulated wall times. ``phase_cells``: the row's phase
-    starts (h), rate factors and stated intervals (NaN: none stated)."""
+    starts (h), rate factors and stated intervals (NaN: none stated); ``planned``: its plain schedule, planned with
+    the table's (:func:`_plain_phase_plans`)."""
     from .phases_montecarlo import simulate_schedule
     from .schedule_async_montecarlo import simulate_async_schedule
     from .schedule_interruptions_montecarlo import simulate_interrupted_schedule
@@ -336,12 +384,10 @@ def _row_plan(table: pd.DataFrame, cols: dict[str, np.ndarray], r: int, Mr: floa
                                      chosen, D, W, sd, (P, N, Wc))
     else:
         _refuse_unmodelled(table, cols, r, "failure phases")
-        given = ~np.isnan(starts_h)
-        s, f, fixed = list(starts_h[given] * 60.0), list(factors[given]), list(stated[given])
-        if s[0] > 0:
-            s, f, fixed = [0.0] + s, [1.0] + f, [np.nan] + fixed
-        fixed = np.where(np.isnan(fixed), chosen, fixed)   # a phase's own interval wins; interval_min fills the rest
-        if interrupted:
+        s, f, fixed = _row_phases(phase_cells, chosen)
+        if planned is not None:
+            plan = dict(planned)
+        elif interrupted:
             plan = _interrupted_plan(wr, C, Mr, R, s, f, fixed, P, N, Wc, D)
         elif W > 0:
             plan = _async_plan(wr, C, Mr, R, W, sd, s, f, fixed)

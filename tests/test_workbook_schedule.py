@@ -310,3 +310,37 @@ def test_the_sheet_holds_at_most_six_phases_and_refuses_more_by_name(tmp_path):
                                                        f"rate_factor = {p['rate_factor']}\n" for p in phases))
     res = CliRunner().invoke(app, ["workbook", "--scenario", str(path), "-o", str(tmp_path / "w.xlsx"), "--no-deadline"])
     assert res.exit_code == 2 and "at most 6 phases" in res.output and not (tmp_path / "w.xlsx").exists(), res.output
+
+
+def test_a_blank_interval_says_what_it_means_and_what_from_does(book, tmp_path):
+    """A blank 'Save every' in a phase the job runs in: the table evaluates the phase's own optimum, a red line under
+    it says --from optimises that phase instead, and --from's plan indeed differs; typed (or as generated): no line."""
+    from ckptplan.workbook.schedule_sheet import BLANK_WARNING
+
+    if soffice() is None:
+        pytest.skip("LibreOffice not installed (scripts/test.sh installs it)")
+    wb = load_workbook(book)
+    rows = _table_rows(wb)
+    _named_cell(wb, "schedule2_interval_min").value = None   # the burn-in: blank
+    _named_cell(wb, "schedule3_interval_min").value = 90.0
+    blank = tmp_path / "blank.xlsx"
+    wb.save(blank)
+    wb = load_workbook(book)
+    _named_cell(wb, "schedule4_interval_min").value = None   # a slot with no phase: nothing to warn about
+    unused = tmp_path / "unused.xlsx"
+    wb.save(unused)
+    done = recalculate([book, blank, unused], tmp_path / "out")
+    line = rows[-1] + 2
+    sheets = [load_workbook(p, data_only=True)["Schedule"] for p in done]
+    assert sheets[1][f"A{line}"].value == BLANK_WARNING
+    assert sheets[0][f"A{line}"].value in ("", None) and sheets[2][f"A{line}"].value in ("", None)
+    _assert_live(done[1], PHASED, _typed(blank))   # the table: phase 1 at its own optimum
+    back = tmp_path / "back.toml"
+    _cli("workbook", "--from", str(done[1]), "-o", str(tmp_path / "again.xlsx"), "--no-deadline", "--emit-scenario",
+         str(back))
+    plan = json.loads(_cli("plan", "--scenario", str(back), "--json"))
+    own = sheets[1][f"E{rows[1]}"].value
+    assert plan["schedule"][1]["interval_min"] == 90.0 and plan["schedule"][1]["interval_stated"] is True
+    assert plan["schedule"][0]["interval_stated"] is False
+    assert plan["schedule"][0]["interval_min"] != pytest.approx(own, rel=1e-6)
+    assert plan["wall_h"] <= sheets[1][f"I{rows[-1] + 1}"].value   # --from's optimum: never longer than the table's

@@ -7,7 +7,8 @@ phase's job MTBF, its own exact optimum at its rate (live, the Plan sheet's Newt
 starting point), ckptplan's schedule optimum (a value: :func:`ckptplan.engine.phases.optimal_schedule`
 searches all intervals at once, which no formula does), the interval the table evaluates ("Save every",
 an input named ``schedule{i}_interval_min``: ckptplan's optimum as generated, a typed number marked
-STATED, blank for the phase's own optimum), and the schedule's exact expectation of those intervals as
+STATED, blank for the phase's own optimum; ``--from`` optimises a blank phase around the typed ones instead, and a
+live line under the table says so while a phase the job runs in is blank), and the schedule's exact expectation of those intervals as
 live formulas (:mod:`ckptplan.workbook.schedule_formulas`, the engine's rule cell for cell): expected wall
 time, work, waste, failures and compute cost per phase and in all. A live status says when an input or a
 phase changed since the optimum was computed (as the Deadline sheet); ``--from`` regenerates it, and reads
@@ -154,10 +155,30 @@ def _table(wb: Workbook, ws, row: int, sc: Any, result: Any, currency: str) -> t
         c = ws.cell(row=end, column=col, value="=" + expr)
         c.number_format, c.font = fmt, Font(bold=True)
         c.fill = S.KEY_FILL
+    _blank_warning(ws, end + 1, rows, inputs, cells)
     S.name(wb, "schedule_wall_h", SHEET, f"I{end}")
     S.name(wb, "schedule_failures", SHEET, f"L{end}")
     S.name(wb, "schedule_compute_cost", SHEET, f"M{end}")
     return end, cells
+
+
+#: what a blank 'Save every' means here and what ``workbook --from`` does with it, said live under the table
+BLANK_WARNING = ("A blank 'Save every' in a phase the job runs in: this table evaluates that phase's own optimum at "
+                 "its rate (column E), but ckptplan workbook --from optimises that phase around the typed intervals, "
+                 "so the schedule it plans (and its wall time) can differ from this table's. Type an interval in "
+                 "every such row (or keep ckptplan's optimum) for the two to agree.")
+
+
+def _blank_warning(ws, row: int, rows: list[int], inputs: list[str], cells: Any) -> None:
+    """A live line that appears while a phase the job reaches (expected wall time in it > 0) has a blank interval."""
+    blanks = "+".join(f"AND({cells.given[i]},NOT(ISNUMBER({inputs[i]})),N({cells.wall_min[i]})>0)*1"
+                      for i in range(len(rows)))
+    text = "&".join(f'"{BLANK_WARNING[k:k + 200]}"' for k in range(0, len(BLANK_WARNING), 200))  # 255 a literal
+    c = ws.cell(row=row, column=1, value=f'=IF(({blanks})>0,{text},"")')
+    c.font = Font(bold=True, color="9C0006")
+    c.alignment = Alignment(wrap_text=True, vertical="top")
+    ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=len(_COLUMNS))
+    ws.row_dimensions[row].height = 30
 
 
 def _compare_rows(ws, row: int, result: Any, currency: str, total: str) -> int:
@@ -208,7 +229,8 @@ def schedule_sheet(wb: Workbook, sc: Any, result: Any, inputs: dict[str, Any]) -
            "the intervals at once) and the best single interval are values, not formulas. When the status says OUT "
            "OF DATE, regenerate: ckptplan workbook --from THIS_FILE. 'Save every' is the interval the live table "
            "evaluates: ckptplan's optimum as generated, a number you type (STATED), or blank (the phase's own exact "
-           "optimum at its rate, live: the search's starting point, not the schedule's optimum).", 8, lines=3)
+           "optimum at its rate, live: the search's starting point, not the schedule's optimum; --from optimises a "
+           "blank phase around the typed ones instead, and a red line under the table says so).", 8, lines=4)
     end, cells = _table(wb, ws, row + 5, sc, result, sc.currency)
     end = _compare_rows(ws, end + 2, result, sc.currency, cells.total_min)
     S.note(ws, end + 1, "Failures are Poisson within a phase; a segment that straddles a boundary keeps its interval; "

@@ -180,7 +180,7 @@ def async_schedule_expectation(work: float, intervals: Sequence[float], C: float
             st = _state(rate, T, k, R, b, nodes)
             psi_end = _potential(rate, T, k, st, b, j, C, W, slowdown, R)
             dw = (b - rate.s[j] + psi_end[0] - psi_start[0]) / k["rho"][j][0]
-            if dw < w:
+            if dw < w - T[j]:   # an interval of work left to enter the next phase (engine.phases' notes)
                 acc += k["rho"][j] * dw + psi_start - psi_end
                 acc[0] = b
                 w -= dw

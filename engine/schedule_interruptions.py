@@ -43,8 +43,8 @@ interruption-free path from the job's start), as in :mod:`ckptplan.engine.phases
 
 Assumptions and validity: exponential gaps within a phase for both processes, independent; the notice save always
 completes; the last segment is counted as its share of a full one (the constant-rate models' convention: the wall
-time is that of the work's share of its last cycle); the job is assumed still running when the phase it ends in
-begins. One phase is :func:`ckptplan.engine.preemption.preemption_breakdown`'s process (with the downtime), no
+time is that of the work's share of its last cycle); the job is assumed still running when a phase begins, and a
+phase is entered only with at least one interval of work expected to be left (:mod:`ckptplan.engine.phases`' notes). One phase is :func:`ckptplan.engine.preemption.preemption_breakdown`'s process (with the downtime), no
 preemption and no downtime :func:`ckptplan.engine.phases.schedule_expectation`'s. The tests hold it to an
 event-by-event simulation within 3 standard errors; :mod:`ckptplan.engine.schedule_interruptions_montecarlo`
 simulates it for the deadline answer.
@@ -295,7 +295,7 @@ def interruption_schedule_expectation(work: float, intervals: Sequence[float], e
             st = _state(e, T, b, nodes)
             psi_end = _potential(e, ch, st, b, j, T, rho)
             dw = (b - e.s[j] + psi_end[0] - psi_start[0]) / rho[j][0]
-            if dw < w:
+            if dw < w - T[j]:   # an interval of work left to enter the next phase (engine.phases' notes)
                 acc += rho[j] * dw + psi_start - psi_end
                 acc[0] = b
                 w -= dw

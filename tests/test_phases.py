@@ -187,3 +187,21 @@ def test_every_schedule_simulation_runs_the_one_event_loop_and_its_limit_cases_a
         assert not spotless["preemptions"].any() and not spotless["wait"].any()
         down = simulate_interrupted_schedule(w, S, F, T, C, M, R, np.inf, 0.0, 5.0, 4.0, runs=800, seed=seed)
         assert np.mean(down["wall"]) > np.mean(spotless["wall"])
+
+
+@pytest.mark.parametrize("factors", [(1.0, 1.0), (1.0, 3.0), (3.0, 1.0), (1.0, 0.3)])
+def test_a_boundary_near_the_end_is_not_a_free_lunch(factors):
+    """A phase that starts inside the job's last expected segment: the expectation once fell below the work itself
+    with a long interval there (the search then reported 0 % waste; an event-by-event simulation said 10 % more).
+    Now a phase is entered only with an interval of work left: the optimal schedule's expectation is within 0.6 %
+    of the simulation of the same schedule, and the plan pays for its saves and failures."""
+    from ckptplan.engine.phases import optimal_schedule
+    from ckptplan.engine.phases_montecarlo import simulate_schedule
+
+    work, C, M, R = 1000.0, 2.0, 1200.0, 10.0
+    for b in (1000.0, 1040.0, 1060.0, 1080.0):   # the job ends near 1,069 min
+        best = optimal_schedule(work, C, M, R, [0.0, b], list(factors))
+        got = best["schedule"]["total"]
+        sim = simulate_schedule(work, best["intervals"], C, M, R, [0.0, b], list(factors), runs=20000, seed=5)["wall"]
+        assert abs(got / sim.mean() - 1.0) < 0.006, (b, best["intervals"], got, sim.mean())
+        assert got > work * (1.0 + C / best["intervals"].max())   # at least the saves of its longest interval

@@ -275,7 +275,7 @@ def _flow(w: _Writer, rows: list[int], col: int, k: dict[str, list[str]], psi: l
         if i < P - 1:
             L = w.put(r, col + 2, f"{k['s'][i + 1]}-{k['s'][i]}")
             dw = w.put(r, col + 3, f"({L}+{psi[i][0]}-{psiS})/{k['rho'][i]}")
-            go = w.put(r, col + 4, f"AND({k['given'][i + 1]},{go_prev},{dw}<{w_i})")
+            go = w.put(r, col + 4, f"AND({k['given'][i + 1]},{go_prev},{dw}<{w_i}-{k['T'][i]})")
             w_in = w.put(r, col + 5, f"IF({go},{w_i}-{dw},{w_i})")
             psi_in = psi[i][1]
         else:

@@ -26,6 +26,7 @@ from openpyxl.worksheet.datavalidation import DataValidation
 
 from .. import engine
 from ..engine.designs import default_designs, design_from_scenario, scenario_values
+from ..engine.scenario import derived_scenario
 from ..files.atomic import atomic_write
 from ..engine.fields import DOMAIN_SLOTS, Field
 from ..engine.setup import RecoverySetup
@@ -777,10 +778,10 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     E.refuse_elastic_changes(designs + given, tuple(uncertainty))
     elastic = E.continues(scenario)   # the job trains on through node losses: the live sheets show it stopping
     given_sc = scenario               # as given, elastic fields and all: the elastic blocks' engine calls and status
-    stated = scenario.replace(on_node_loss="restart")   # the live sheets plan a job that stops at every failure
+    stated = derived_scenario(scenario, on_node_loss="restart")   # the live sheets plan a job that stops at every failure
     planned, derived = _planned(scenario, st)
     refuse_combined(planned)   # a setup's spare pool may derive a downtime
-    scenario = planned.replace(on_node_loss="restart")
+    scenario = derived_scenario(planned, on_node_loss="restart")
     ranked = _ranked(stated, st, uncertainty)
     # one evaluation of all (refuses designs the models cannot evaluate); kept for the caller
     results = engine.evaluate([scenario] + [d.apply(scenario) for d in designs])

@@ -322,7 +322,7 @@ def workbook_cmd(
         aim = workbook.read_target(from_workbook) if from_workbook is not None else None
         built = workbook.build_workbook(sc, alternative=alt, designs=designs, deadline=report, readiness=readiness,
                                         setup=setup, uncertainty=getattr(plan, "uncertainty", ()), capacity=capacity,
-                                        break_even=kept, target=aim, swung=plan.scenario)
+                                        break_even=kept, target=aim, swung=plan.scenario, single=single)
         if with_udfs:
             from .workbook.udf_sheet import add_udf_sheet
             add_udf_sheet(built.workbook)

@@ -90,14 +90,15 @@ def derived_scenario(scenario: Any, **changes: Any) -> Any:
     stops at every failure, a chosen interval left out): the scenario was validated when it was made, so only
     the changed cells and the rules across the row are checked (:func:`derived_cell_problems`); a change that
     breaks a rule raises :class:`InputError` naming the field, the value and the rule, as ``Scenario(...)``
-    does (a node MTBF that differs from the fleet rate the scenario names is refused by the row's rules). A change
-    of ``failure_rate_source`` is validated whole (``scenario.replace``).
+    does. A change of ``failure_rate_source``, or of the node MTBF a fleet's rate gives, is validated whole
+    (``scenario.replace``: the scenario resolves the one from the other).
     """
     import copy
 
     check_scenario(scenario)
-    if "failure_rate_source" in changes:
-        return scenario.replace(**changes)
+    if "failure_rate_source" in changes or (scenario.failure_rate_source and "node_mtbf_h" in changes
+                                            and changes["node_mtbf_h"] != scenario.node_mtbf_h):
+        return scenario.replace(**changes)   # the fleet's rate gives the node MTBF: Scenario resolves it
     out = copy.copy(scenario)
     numbers = {f.name for f in FIELDS}
     unknown = [k for k in changes if k not in numbers and k not in TEXT_FIELDS and k not in ("domains", "failure_phases")]

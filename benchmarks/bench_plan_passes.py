@@ -5,8 +5,9 @@
 Counts, for each surface run on the ``llama3-405b-storage`` template (baseline + its four designs, one of
 them tiered), the calls of the pipeline's steps:
 
-* ``validations``: :func:`engine.scenario.table_problems` (every table validation goes through it; a
-  :class:`Scenario` is validated when it is made, which is not counted);
+* ``validations``: :func:`engine.scenario.table_problems` (every table validation goes through it, a
+  :class:`Scenario`'s when it is made included: ``plan``, ``compare`` and the CLI ``workbook`` count the
+  template's load; the ``workbook`` row gets a scenario loaded before counting);
 * ``setup passes``: derivations of a setup over a table (``engine.setup_table``'s column pass);
 * ``evaluate passes``: :func:`engine.evaluate`'s model pass over a table (``_evaluate_valid``);
 * ``tiered passes``: the tiered plan over a table (:func:`engine.tiers.table.tiered_columns`);
@@ -15,7 +16,9 @@ them tiered), the calls of the pipeline's steps:
 
 Surfaces: ``plan --json``, ``compare --json``, ``batch`` of the five plans as rows (the tiered design's
 rows with ``tiers=``), ``sweep`` over three node counts, ``CKPT_TOTAL_COST`` over a range of five
-cells, and the workbook of the template with its designs (``workbook.write_workbook``). Counting wraps the functions wherever a module holds them (no timing: counts only).
+cells, the workbook of the template with its designs (``workbook.write_workbook``), and ``ckptplan workbook -t``
+of the template (the command: the load, the Deadline sheet's simulations and the setup's single-level plan
+included). Counting wraps the functions wherever a module holds them (no timing: counts only).
 """
 
 from __future__ import annotations
@@ -126,6 +129,8 @@ def _surfaces(tmp: Path) -> dict:
                                               str(tmp / "sweep.csv"), "--force"),
         "CKPT_TOTAL_COST (5 cells)": udf,
         "workbook (template + 4 designs)": book,
+        "ckptplan workbook -t (command)": lambda: _cli("workbook", "-t", TEMPLATE, "-o", str(tmp / "cli.xlsx"),
+                                                        "--force"),
     }
 
 

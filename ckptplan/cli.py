@@ -322,7 +322,7 @@ def workbook_cmd(
         aim = workbook.read_target(from_workbook) if from_workbook is not None else None
         built = workbook.build_workbook(sc, alternative=alt, designs=designs, deadline=report, readiness=readiness,
                                         setup=setup, uncertainty=getattr(plan, "uncertainty", ()), capacity=capacity,
-                                        break_even=kept, target=aim, swung=plan.scenario)
+                                        break_even=kept, target=aim, swung=plan.scenario, single=single)
         if with_udfs:
             from .workbook.udf_sheet import add_udf_sheet
             add_udf_sheet(built.workbook)
@@ -387,10 +387,12 @@ def _simulations(sc: Any, plan: Any, runs: int, seed: int) -> tuple[Any, Any]:
     from . import workbook
     from .engine.spot import scenario_capacity
 
-    live = sc.replace(on_node_loss="restart")
-    planned = plan.scenario.replace(on_node_loss="restart") if plan.setup.tiers else live
-    report = workbook.deadline_report(planned.replace(preemptions_per_h=None, failure_phases=()), runs=runs, seed=seed,
-                                      setup=plan.setup)
+    from .engine.scenario import derived_scenario   # validated when loaded: the changes checked, not the rest
+
+    live = derived_scenario(sc, on_node_loss="restart")
+    planned = derived_scenario(plan.scenario, on_node_loss="restart") if plan.setup.tiers else live
+    report = workbook.deadline_report(derived_scenario(planned, preemptions_per_h=None, failure_phases=()), runs=runs,
+                                      seed=seed, setup=plan.setup)
     return report, scenario_capacity(live)
 
 

@@ -123,14 +123,14 @@ def compare(
     is one replica fewer than the job runs).
     """
     from .cli_risk import break_even_answer, break_even_range_values, print_break_even
-    from .engine.designs import compare_designs
+    from .engine.designs import compared_designs
 
     try:
         given = dict(overrides or {})
         if on_node_loss is not None:
             given["on_node_loss"] = on_node_loss
         plan = plan_from_options(str(scenario_file) if scenario_file else template or DEFAULT_TEMPLATE, given)
-        table = compare_designs(plan.scenario, plan.setup, plan.designs or None)
+        table, plans = compared_designs(plan.scenario, plan.setup, plan.designs or None)
         from .engine.strategies import elastic_fields_set, recovery_strategies
 
         strategies = recovery_strategies(plan.scenario, plan.setup) if (
@@ -142,7 +142,9 @@ def compare(
         from .engine.spot import scenario_capacity
 
         # spot scenario with a deadline: three policies (single-level plans; a tiered baseline has none to show)
-        capacity = scenario_capacity(plan.planned_scenario()) if not plan.setup.tiers else None
+        # the baseline's plan: planned once, with the designs (PlanFile.planned_scenario without planning again)
+        planned = plans[0].scenario if plan.setup.given() else plan.scenario
+        capacity = scenario_capacity(planned) if not plan.setup.tiers else None
     except ValueError as exc:
         fail(str(exc))
     cur = plan.scenario.currency

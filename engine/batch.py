@@ -145,7 +145,7 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
                   extra_columns: str = "error",
                   cell_errors: Optional[Mapping[tuple[Hashable, str], str]] = None,
                   tiers: Any = None, failure_classes: Any = None, strategies: bool = False, capacity: bool = False,
-                  capacity_runs: int = CAPACITY_RUNS, capacity_seed: int = CAPACITY_SEED) -> Any:
+                  capacity_runs: int = CAPACITY_RUNS, capacity_seed: int = CAPACITY_SEED, scenarios: Any = None) -> Any:
     """Evaluate every row of a scenario table; bad rows become ``status="error"`` rows, never exceptions.
 
     ``table``: a pandas DataFrame (see the module notes for its columns), a :class:`Scenario` or an
@@ -167,6 +167,9 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
 
     ``capacity``: also each spot row's three capacity policies with a deadline, as ``ckptplan compare`` prices them
     (:mod:`engine.batch_capacity`), ``capacity_runs`` runs each, seed ``capacity_seed`` (by default compare's).
+
+    ``scenarios``: the validated :class:`Scenario` records the rows derive from (one, or one per row; default: the
+    Scenarios given as ``table``): checked where they differ, not validated again (:func:`engine.pipeline.changed_cells`).
 
     ``extra_columns``: ``"error"`` (default) refuses columns that are no scenario field; ``"keep"``
     carries them through unchanged and unevaluated. ``cell_errors``: ``{(row label, column): message}``
@@ -195,6 +198,7 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
         capacity_runs, capacity_seed = _checked_capacity_options(capacity_runs, capacity_seed, design)
     if deadline:
         runs, seed, failures = _checked_mc_options(runs, seed, failures, design)
+    table, scenarios = _as_table(table, scenarios)
     if is_dask(table):
         kwargs = dict(deadline=deadline, runs=runs, seed=seed, failures=failures, final_save=final_save,
                       extra_columns=extra_columns, cell_errors=dict(cell_errors or {}), tiers=tiers,
@@ -202,10 +206,9 @@ def evaluate_rows(table: Any, *, deadline: bool = False, runs: int = DEFAULT_RUN
                       capacity_runs=capacity_runs, capacity_seed=capacity_seed)
         meta = evaluate_rows(table._meta, **kwargs)
         return table.map_partitions(evaluate_rows, meta=meta, **kwargs)
-    table = _as_table(table)
     given_table = table                              # the rows as given: what the strategies plan from
     planned = plan_table(table, designs=() if design is None else (design,), extra_columns=extra_columns,
-                         ranged=range_column,
+                         ranged=range_column, scenarios=scenarios,
                          cell_errors=table.attrs.get("cell_errors", {}) if cell_errors is None else cell_errors)
     table, given, eff, res, problems = planned.table, planned.given, planned.eff, planned.res, planned.problems
     mc = None
@@ -261,16 +264,24 @@ def _strategies(table: pd.DataFrame, problems: RowProblems, tiers: Any, failure_
     return strategy_columns(table, np.flatnonzero(~problems.mask()), problems, tiers, failure_classes)
 
 
-def _as_table(table: Any) -> pd.DataFrame:
-    """The scenarios as a DataFrame: a table as it is, a :class:`Scenario` or an iterable of them as
-    :func:`engine.to_table` lays them out."""
+def _as_table(table: Any, scenarios: Any = None) -> tuple[pd.DataFrame, Any]:
+    """The scenarios as a DataFrame (a table as it is, a :class:`Scenario` or an iterable of them as
+    :func:`engine.to_table` lays them out), and the validated records its rows derive from (``scenarios``, else
+    the Scenarios given as the table; None for a table). A dask DataFrame as it is (its partitions are tables)."""
+    if is_dask(table):
+        if scenarios is not None:
+            raise InputError("scenarios", type(scenarios).__name__, "only with a pandas table")
+        return table, None
     if isinstance(table, Scenario):
-        return to_table([table])
+        return to_table([table]), table if scenarios is None else scenarios
     if isinstance(table, pd.DataFrame):
-        return table
+        return table, scenarios
     if isinstance(table, (str, bytes, Path)) or not isinstance(table, Iterable):
         raise InputError("table", type(table).__name__, "must be a pandas or dask DataFrame, or Scenarios")
-    return to_table(table)
+    table = list(table)
+    if scenarios is None and table and all(isinstance(sc, Scenario) for sc in table):
+        scenarios = table
+    return to_table(table), scenarios
 
 
 def _results(table: pd.DataFrame, given: Mapping[str, np.ndarray], eff: Mapping[str, np.ndarray],

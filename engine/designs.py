@@ -25,9 +25,9 @@ from .errors import InputError
 from .gate import to_float
 from .fields import FIELD_BY_NAME, SETUP_FIELD_BY_NAME, lookup
 from .reliability import FailureDomain
-from .scenario import DOMAIN_COL, Scenario, check_scenario
+from .scenario import DOMAIN_COL, Scenario, check_scenario, derived_scenario
 
-__all__ = ["COMPARE_COLUMNS", "Design", "compare_designs", "default_designs", "design_from_dict", "design_from_scenario", "scenario_values"]
+__all__ = ["COMPARE_COLUMNS", "Design", "compare_designs", "compared_designs", "default_designs", "design_from_dict", "design_from_scenario", "scenario_values"]
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ class Design:
             domains.append(FailureDomain(old.name if old else f"domain{i}", mtbf,
                                          int(per) if float(per).is_integer() else per))
         try:
-            return base.replace(**changes, domains=tuple(domains), name=self.name)
+            return derived_scenario(base, **changes, domains=tuple(domains), name=self.name)   # the changes checked
         except InputError as exc:
             raise InputError(f"design {self.name!r} ({self.describe()}): {exc.field}", exc.value, exc.rule) from None
 
@@ -240,7 +240,17 @@ def _schedule_text(row: Any) -> str:
 
 
 def compare_designs(scenario: Scenario, setup: Any = None, designs: Any = None) -> Any:
-    """The baseline and each design planned side by side, cheapest first (a pandas DataFrame).
+    """The baseline and each design planned side by side, cheapest first (a pandas DataFrame):
+    :func:`compared_designs`' table."""
+    return compared_designs(scenario, setup, designs)[0]
+
+
+def compared_designs(scenario: Scenario, setup: Any = None, designs: Any = None) -> tuple[Any, list]:
+    """(:func:`compare_designs`' table, the plans: the baseline's then each design's
+    :class:`engine.setup.SetupPlan`, in the order given), so a surface that shows more of the baseline's plan
+    than the table does not plan it again.
+
+    The baseline and each design planned side by side, cheapest first (a pandas DataFrame).
 
     Each design is applied to the baseline scenario and its setup (:meth:`Design.apply`,
     :meth:`Design.apply_setup`) and planned by :func:`ckptplan.engine.setup.plan_setup`. Columns
@@ -271,7 +281,8 @@ def compare_designs(scenario: Scenario, setup: Any = None, designs: Any = None) 
         raise InputError("designs", dupes[0], "design names must be unique and differ from the baseline's name")
     pairs = [(scenario, st)] + [(d.apply(scenario), d.apply_setup(st)) for d in designs]
     rows = []
-    for design, (sc, su), plan in zip((None,) + designs, pairs, plan_setups(pairs)):   # one pass for all
+    plans = plan_setups(pairs)   # one pass for all
+    for design, (sc, su), plan in zip((None,) + designs, pairs, plans):
         f = plan.figures
         rows.append({
             "name": scenario.name if design is None else design.name,
@@ -289,4 +300,4 @@ def compare_designs(scenario: Scenario, setup: Any = None, designs: Any = None) 
     table["total_cost_change"] = table["total_cost"] - base["total_cost"]
     table["wall_h_change"] = table["wall_h"] - base["wall_h"]
     table = table.sort_values("total_cost", kind="stable").reset_index(drop=True)
-    return table[list(COMPARE_COLUMNS)]
+    return table[list(COMPARE_COLUMNS)], plans

@@ -41,12 +41,12 @@ from .fields import FIELD_BY_NAME, FIELDS, SETUP_FIELD_BY_NAME, TEXT_FIELDS
 from .phases_table import is_schedule_column
 from .preemption_table import PREEMPTION_COLUMNS
 from .recovery import RESTART_PHASES
-from .scenario import RowProblems, check_columns, derived_columns, evaluate_each, table_problems
+from .scenario import RowProblems, check_columns, derived_cell_problems, derived_columns, evaluate_each, table_problems
 from .scenario import is_absent as _is_absent
 from .scenario import is_number as _is_number
 from .setup_table import blank_cells, filled_table, money_columns, setup_columns, table_job_mtbf_h
 
-__all__ = ["LEAD_COLUMNS", "PlannedTable", "SETUP_RESULT_COLUMNS", "STALL_HINT", "check_table_columns",
+__all__ = ["LEAD_COLUMNS", "PlannedTable", "SETUP_RESULT_COLUMNS", "STALL_HINT", "changed_cells", "check_table_columns",
            "design_positions", "fill_from_setup", "is_extra_column", "plan_table", "setup_figures", "tiered_pass",
            "validate_cells"]
 
@@ -192,7 +192,7 @@ class PlannedTable:
 
 def plan_table(table: pd.DataFrame, *, designs: Any = (), design_rows: Any = None, stated: Any = None,
                extra_columns: str = "error", cell_errors: Optional[Mapping[tuple[Hashable, str], str]] = None,
-               setup: bool = False, ranged: Any = None, job_mtbf_h: Any = None) -> PlannedTable:
+               setup: bool = False, ranged: Any = None, job_mtbf_h: Any = None, scenarios: Any = None) -> PlannedTable:
     """The plan of every row of a scenario table: ONE sequence of vectorised passes that every surface calls
     (:func:`engine.batch.evaluate_rows` for ``batch`` and ``sweep``, :func:`engine.setup.plan_setups` for ``plan``, ``compare``
     and the workbook, the ``CKPT_TOTAL_COST`` function); a single scenario is a one-row table.
@@ -212,12 +212,27 @@ def plan_table(table: pd.DataFrame, *, designs: Any = (), design_rows: Any = Non
     range, refused there; ``job_mtbf_h``: each row's job MTBF when the caller knows it, for the spare pools).
     ``setup``: run the setup's passes (1 and 5) even when the table holds no setup
     column and no row follows a design (a plan reports the setup's figures and the money whatever its setup).
+
+    ``scenarios``: the validated :class:`engine.Scenario` records the rows derive from (one for every row, or one per
+    row: ``plan``, ``compare`` and the workbook through :func:`engine.setup.plan_setups`, a sensitivity's swings, a
+    search's candidates, Scaling's node counts). Validated when they were made, they are not validated again: step 2
+    checks only the cells that differ from them (:func:`changed_cells`), the cells the setup derives, and the rules
+    across each row (:func:`engine.scenario.derived_cell_problems`), so no cell a caller writes escapes a check.
     """
     setup_info = None
+    changed = None if scenarios is None else changed_cells(scenarios, table)
+    if changed is not None and cell_errors:
+        raise InputError("cell_errors", len(cell_errors), "a table derived from validated scenarios has no cells a "
+                         "reader refused: give the table without scenarios")
     if setup or designs or any(c in SETUP_FIELD_BY_NAME for c in table.columns):  # the design as the input
-        table, setup_problems, setup_info = fill_from_setup(table, designs, design_rows, stated, job_mtbf_h)
+        table, setup_problems, setup_info = fill_from_setup(table, designs, design_rows, stated, job_mtbf_h, changed)
     check_table_columns(table, extra_columns, ranged)
-    given, eff, problems, bad_cells = validate_cells(table, cell_errors or {})
+    if changed is not None or not len(table):   # validated when made: only what was derived since is checked, here
+        # where it is made (a table of no rows: its columns' problems, table_problems' own, with no cell to check)
+        given, eff, problems = derived_cell_problems(table, (changed or set()) | set(_DERIVABLE), RowProblems(len(table)))
+        bad_cells = _no_number_cells(table)
+    else:
+        given, eff, problems, bad_cells = validate_cells(table, cell_errors or {})
     if setup_info is not None:
         for p, errs in setup_problems.by_row.items():   # found first: named first
             problems.by_row[p] = errs[:1] + problems.by_row.get(p, [])
@@ -227,6 +242,52 @@ def plan_table(table: pd.DataFrame, *, designs: Any = (), design_rows: Any = Non
     if setup_info is not None:
         single = _setup_pass(table, designs, design_rows, eff, res, setup_info, problems)
     return PlannedTable(table, given, eff, res, problems, bad_cells, setup_info, single)
+
+
+#: the cells the setup derives into a scenario's row (:func:`fill_from_setup`)
+_DERIVABLE = ("checkpoint_stall_min", "async_write_min", "restart_min", "downtime_min")
+
+
+def changed_cells(scenarios: Any, table: pd.DataFrame) -> set[str]:
+    """The number columns of ``table`` whose cells are not those of the validated scenarios it derives from
+    (``scenarios``: one :class:`engine.Scenario` for every row, or one per row): a design's changes, a swing, a
+    node count, a search's candidates. :func:`plan_table` checks these (and the cells its setup derives), not the
+    rest; a column the records do not give, or that holds anything but numbers, counts as changed."""
+    from .scenario import Scenario, check_scenario, to_table
+
+    n = len(table)
+    if isinstance(scenarios, Scenario):
+        records, which = [scenarios], np.zeros(n, dtype=np.intp)
+    else:
+        seq = list(scenarios)
+        if len(seq) != n:
+            raise InputError("scenarios", len(seq), f"must be one Scenario, or one per row of the table ({n})")
+        ids: dict[int, int] = {}
+        which = np.fromiter((ids.setdefault(id(sc), len(ids)) for sc in seq), dtype=np.intp, count=n)
+        records = list({id(sc): sc for sc in seq}.values())
+    ref = to_table([check_scenario(sc, "scenarios") for sc in records])
+    changed = {c for c in table.columns if column_kind(c) == "number" and c not in ref.columns}
+    for c in ref.columns:
+        if column_kind(c) != "number":
+            continue
+        if c not in table.columns or table[c].dtype.kind not in "iuf":
+            changed.add(c)
+            continue
+        mine = table[c].to_numpy(dtype=np.float64, na_value=np.nan)
+        theirs = pd.to_numeric(ref[c], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)[which]
+        if not np.array_equal(mine, theirs, equal_nan=True):
+            changed.add(c)
+    return changed
+
+
+def _no_number_cells(table: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Per number column of a non-numeric dtype, the cells holding no number (:func:`validate_cells`' ``bad cells``)."""
+    out = {}
+    for c in table.columns:
+        if column_kind(c) == "number" and table[c].dtype.kind not in "iuf":
+            obj = coerce_numeric_text(table[c]).to_numpy(dtype=object)
+            out[c] = np.fromiter((not (_is_number(v) or _is_absent(v)) for v in obj), dtype=bool, count=len(obj))
+    return out
 
 
 def _evaluate_valid_rows(table: pd.DataFrame, given: Mapping[str, np.ndarray], eff: Mapping[str, np.ndarray],
@@ -310,7 +371,7 @@ def design_positions(n: int, designs: Any, design_rows: Any = None) -> list[np.n
 
 
 def fill_from_setup(table: pd.DataFrame, designs: Any = (), design_rows: Any = None, stated: Any = None,
-                    job_mtbf_h: Any = None) -> tuple[pd.DataFrame, Any, dict[str, np.ndarray]]:
+                    job_mtbf_h: Any = None, changed: Any = None) -> tuple[pd.DataFrame, Any, dict[str, np.ndarray]]:
     """The table with the stall, write and restart its setup columns derive (stated cells win), the rows
     whose setup cells break a rule (:func:`engine.setup_table.setup_columns`), and what a tiered plan
     needs of each row.
@@ -320,7 +381,9 @@ def fill_from_setup(table: pd.DataFrame, designs: Any = (), design_rows: Any = N
     (:func:`design_positions`). A tiered row's blank ``checkpoint_stall_min`` is its first tier's stall (what
     ``plan_setup`` reports for a tiered plan). ``stated``: column -> mask of the cells a row states
     (:func:`engine.setup_table.filled_table`; default: the cells not blank). ``job_mtbf_h``: each row's job MTBF
-    for the spare pool when the caller knows it (valid scenarios); default: from the table's own cells.
+    for the spare pool when the caller knows it (valid scenarios); default: from the table's own cells (``changed``:
+    the columns that differ from the validated scenarios the rows derive from, :func:`changed_cells`; the others
+    are read unchecked).
     The third result, per row position: ``checkpoint_size_gb`` (NaN: no size), ``writers`` (given, else
     nodes) and ``restart_other_min``, the restart pipeline's parts without the checkpoint load where the
     row gives a pipeline and does not state ``restart_min`` (NaN elsewhere: ``restart_min`` is the restart
@@ -338,7 +401,7 @@ def fill_from_setup(table: pd.DataFrame, designs: Any = (), design_rows: Any = N
     n = len(table)
     problems = RowProblems(n)
     if job_mtbf_h is None and "repair_h" in numeric.columns:
-        job_mtbf_h = table_job_mtbf_h(numeric)
+        job_mtbf_h = table_job_mtbf_h(numeric, changed)
     cols = setup_columns(numeric, job_mtbf_h, problems=problems, quiet_mtbf=True)
     filled = filled_table(numeric, cols, stated)
 
@@ -366,7 +429,7 @@ def fill_from_setup(table: pd.DataFrame, designs: Any = (), design_rows: Any = N
     if designs:
         _filled_first_tier(filled, numeric, first_stall)
     out = table.copy(deep=False)
-    for c in ("checkpoint_stall_min", "async_write_min", "restart_min", "downtime_min"):
+    for c in _DERIVABLE:
         if c in filled.columns:
             out[c] = filled[c].to_numpy()
     return out, problems, info

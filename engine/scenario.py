@@ -32,17 +32,14 @@ from .elastic_table import continuing, elastic_plan, elastic_row_problems
 from .preemption_table import preemption_plan, spot_price
 from .reliability import FailureDomain
 
-__all__ = ["DOMAIN_COL", "RowProblems", "Scenario", "check_columns", "check_mapping", "check_scenario", "derived_columns", "domain_indices", "evaluate",
+__all__ = ["DOMAIN_COL", "RowProblems", "Scenario", "check_columns", "check_mapping", "check_scenario", "derived_cell_problems", "derived_columns", "derived_scenario", "domain_indices", "evaluate",
            "evaluate_each", "is_absent", "is_number", "number_column", "scenario_from_dict", "scenario_job_mtbf_h",
            "scenario_to_dict", "scenarios_job_mtbf_h",
            "table_problems", "to_table", "validate_table", "validated_copy"]
 
 
-def _post_init(self) -> None:
-    for name in TEXT_FIELDS:  # text is text: a list or a number here would reach hashing and formatting unchecked
-        value = getattr(self, name, None)
-        if value is not None and not isinstance(value, str):
-            raise InputError(name, value, "must be text")
+def _post_init_domains(self) -> None:
+    """The scenario's ``domains`` as a tuple of :class:`FailureDomain` records (tables of the same fields allowed)."""
     if isinstance(self.domains, (str, bytes, dict)) or not hasattr(self.domains, "__iter__") or not all(
             isinstance(d, (FailureDomain, dict)) for d in self.domains):
         raise InputError("domains", self.domains, "must be a list of FailureDomain records or of tables with "
@@ -52,6 +49,14 @@ def _post_init(self) -> None:
     except TypeError as exc:
         raise InputError("domains", self.domains, f"each domain needs name, mtbf_h and nodes_per_domain ({exc})") from None
     object.__setattr__(self, "domains", doms)
+
+
+def _post_init(self) -> None:
+    for name in TEXT_FIELDS:  # text is text: a list or a number here would reach hashing and formatting unchecked
+        value = getattr(self, name, None)
+        if value is not None and not isinstance(value, str):
+            raise InputError(name, value, "must be text")
+    _post_init_domains(self)
     object.__setattr__(self, "failure_phases", phases_from_list(self.failure_phases))
     if self.failure_rate_source:
         from .fleets import fleet_node_mtbf
@@ -77,6 +82,50 @@ def validated_copy(scenario: Any, **changes: Any) -> Any:
     out = copy.copy(scenario)
     for name, value in changes.items():
         object.__setattr__(out, name, value)
+    return out
+
+
+def derived_scenario(scenario: Any, **changes: Any) -> Any:
+    """A copy of a validated :class:`Scenario` with fields changed by the engine (a design's changes, a job that
+    stops at every failure, a chosen interval left out): the scenario was validated when it was made, so only
+    the changed cells and the rules across the row are checked (:func:`derived_cell_problems`); a change that
+    breaks a rule raises :class:`InputError` naming the field, the value and the rule, as ``Scenario(...)``
+    does. A change of ``failure_rate_source``, or of the node MTBF a fleet's rate gives, is validated whole
+    (``scenario.replace``: the scenario resolves the one from the other).
+    """
+    import copy
+
+    check_scenario(scenario)
+    if "failure_rate_source" in changes or (scenario.failure_rate_source and "node_mtbf_h" in changes
+                                            and changes["node_mtbf_h"] != scenario.node_mtbf_h):
+        return scenario.replace(**changes)   # the fleet's rate gives the node MTBF: Scenario resolves it
+    out = copy.copy(scenario)
+    numbers = {f.name for f in FIELDS}
+    unknown = [k for k in changes if k not in numbers and k not in TEXT_FIELDS and k not in ("domains", "failure_phases")]
+    if unknown:
+        raise InputError("scenario", unknown[0], "is not a scenario field")
+    checked: set[str] = set()
+    for name, value in changes.items():
+        old = getattr(scenario, name)
+        if name in TEXT_FIELDS and value is not None and not isinstance(value, str):
+            raise InputError(name, value, "must be text")
+        if name in numbers and not (value is old or (value is not None and old is not None and type(value) is type(old)
+                                                     and value == old)):
+            checked.add(name)
+        object.__setattr__(out, name, value)
+    if "domains" in changes:
+        _post_init_domains(out)
+        checked |= {f"domain{i}_{part.name}" for i in range(1, len(out.domains) + 1) for part in DOMAIN_FIELDS}
+    if "failure_phases" in changes:
+        object.__setattr__(out, "failure_phases", phases_from_list(out.failure_phases))
+    table = to_table([out])
+    if "failure_phases" in changes:
+        checked |= {name for name, _ in phase_column_specs(table.columns)}
+    check_columns(table)
+    _, _, problems = derived_cell_problems(table, checked)
+    if problems.by_row:  # one scenario: name the field, not a table row
+        err = problems.by_row[0][0]
+        raise InputError(err.field, err.value, err.rule)
     return out
 
 
@@ -422,11 +471,31 @@ def table_problems(table: pd.DataFrame, flagged: dict[str, np.ndarray] | None = 
     probe``); a chosen interval must leave time for the background write; domain cells come in
     pairs; ``downtime_min`` is a part of ``restart_min`` (at most it). ``given``/``effective`` map each column to float arrays (effective: defaults applied,
     NaN for "not given"). :func:`validate_table` raises the first problem; :mod:`engine.batch`
-    reports them all.
+    reports them all. The validation of a user's table: every surface calls it once per table, at its
+    boundary (the plan pipeline, :func:`engine.pipeline.plan_table`, or a :class:`Scenario` when made);
+    cells derived later from validated ones are checked where they are made (:func:`derived_cell_problems`).
     """
+    return _checked_columns(table, flagged or {}, problems if problems is not None else RowProblems(len(table)), None)
+
+
+def derived_cell_problems(table: pd.DataFrame, names: Iterable[str], problems: RowProblems | None = None
+                          ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], RowProblems]:
+    """:func:`table_problems` of a table whose cells were validated except the columns ``names``, derived
+    from validated ones (a setup's stall and restart, a design's changes): (given, effective, problems).
+
+    Only the ``names`` cells are checked against their fields' rules; every rule across a row's fields
+    (the mtbf, a free save, the write before the next save, the downtime within the restart, domain and
+    phase pairs, the elastic floor) is checked on every row, as :func:`table_problems` orders them, so a
+    derived value that leaves its field's domain is refused here, naming the field, the value and the rule.
+    The other cells are read as they are (a table built from validated :class:`Scenario` records).
+    """
+    return _checked_columns(table, {}, problems if problems is not None else RowProblems(len(table)), set(names))
+
+
+def _checked_columns(table: pd.DataFrame, flagged: dict[str, np.ndarray], problems: RowProblems,
+                     only: set[str] | None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], RowProblems]:
+    """:func:`table_problems`' passes; ``only``: the columns whose cells are checked (None: every one)."""
     n = len(table)
-    flagged = flagged or {}
-    problems = problems if problems is not None else RowProblems(n)
     none = np.zeros(n, dtype=bool)
     given: dict[str, np.ndarray] = {}
     eff: dict[str, np.ndarray] = {}
@@ -434,6 +503,11 @@ def table_problems(table: pd.DataFrame, flagged: dict[str, np.ndarray] | None = 
 
     def column(name: str, rule: str, required: bool, default: float | None) -> None:
         raw = table[name] if name in table.columns else None
+        if only is not None and name not in only and raw is not None:   # validated when it was made: read only
+            given[name] = _as_numbers(raw)[0]
+            eff[name] = given[name] if default is None else np.where(np.isnan(given[name]), default, given[name])
+            ok[name] = _all(n, True)
+            return
         given[name], eff[name], ok[name] = number_column(name, rule, required, default, raw, n,
                                                           flagged.get(name, none), problems)
 

@@ -167,7 +167,9 @@ def evaluate_variants(requests: Sequence[tuple[Variant, Mapping[str, Any]]], str
     for members in groups.values():
         sizes = [len(tables[i]) for i in members]
         joined = pd.concat([tables[i] for i in members], ignore_index=True)
-        result = evaluate_rows(joined, **options[members[0]])
+        # derived from the variants' validated scenarios: only the swung cells (and what the setup derives) are checked
+        made_from = [requests[i][0].scenario for i in members for _ in range(len(tables[i]))]
+        result = evaluate_rows(joined, **options[members[0]], scenarios=made_from)
         starts = np.cumsum([0] + sizes)
         for i, a, b in zip(members, starts[:-1], starts[1:]):
             out[i] = result.iloc[a:b].reset_index(drop=True)
@@ -276,20 +278,22 @@ _PARTS = tuple(f.name for f in COST_FIELDS if f.name not in ("compute_cost", "to
 
 
 def _savings(plans: Sequence[Variant], field: str, x: np.ndarray, rows: np.ndarray,
-             metric: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """The saving (baseline minus design ``metric``) of design ``plans[rows[i]]`` at ``x[i]``, and each cost
-    part's change (design minus baseline) there; one request per design, the baseline's for all ``x``."""
+             metric: str) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
+    """The saving (baseline minus design ``metric``) of design ``plans[rows[i]]`` at ``x[i]``, each cost
+    part's change (design minus baseline) there, and the baseline's ``metric`` at each ``x[i]``; one request
+    per design, the baseline's for all ``x``."""
     designs = np.unique(rows)
     requests = [(plans[0], {field: x})] + [(plans[r], {field: x[rows == r]}) for r in designs]
     res = evaluate_variants(requests)
-    saving = _figure(res[0], metric).copy()
+    baseline = _figure(res[0], metric)
+    saving = baseline.copy()
     parts = {p: -_figure(res[0], p) for p in _PARTS}
     for r, out in zip(designs, res[1:]):
         at = rows == r
         saving[at] -= _figure(out, metric)
         for p in _PARTS:
             parts[p][at] += _figure(out, p)
-    return saving, parts
+    return saving, parts, baseline
 
 
 def _range(field: str, lo: Any, hi: Any, inputs: Sequence[UncertainInput]) -> tuple[float, float]:
@@ -320,13 +324,14 @@ def break_even(scenario: Any, setup: Any = None, designs: Sequence[Any] = (), fi
     m = len(grid)
     nd = len(designs)
     rows = np.repeat(np.arange(1, nd + 1), m)
-    s, parts = _savings(plans, field, np.tile(grid, nd), rows, metric)
+    s, parts, base_metric = _savings(plans, field, np.tile(grid, nd), rows, metric)
     s = s.reshape(nd, m)
     parts = {p: d.reshape(nd, m) for p, d in parts.items()}
     start = {u.field: u.base for u in inputs}.get(field, getattr(scenario, field, None))
     # the root of saving - tol/2: a saving that stays exactly 0 over part of the range (the design changes
     # nothing there) counts as not paying off; |saving| <= tol at the answer
-    tol = 1e-9 * float(np.nanmax(np.abs(evaluate_variants([(plans[0], {field: grid})])[0][metric])))
+    # (the baseline at every grid value: planned with the designs' grid above, not again)
+    tol = 1e-9 * float(np.nanmax(np.abs(base_metric)))
     k, found = _first_crossing(np.tile(grid, (nd, 1)), s - tol / 2, start)
 
     def g(x: np.ndarray, r: np.ndarray) -> np.ndarray:

@@ -319,7 +319,7 @@ def _planned_group(checked: list[tuple[Scenario, Any]]) -> list[Any]:
     pools = [st.repair_h is not None for _, st in checked]   # the spare pool needs the job's failure rate
     mtbf = np.where(pools, scenarios_job_mtbf_h([sc for sc, _ in checked]), np.nan) if any(pools) else None
     planned = plan_table(table, designs=designs, design_rows=design_rows, stated=stated, extra_columns="keep",
-                         setup=True, job_mtbf_h=mtbf)
+                         setup=True, job_mtbf_h=mtbf, scenarios=[sc for sc, _ in checked])
     # what the model checks read: the validated inputs and the plan (a tiered row's checks its own figures)
     warned = model_warnings({**planned.eff, **planned.res})
     rows = _Rows(planned)

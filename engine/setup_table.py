@@ -416,11 +416,17 @@ def blank_cells(column: pd.Series) -> np.ndarray:
     return blank
 
 
-def table_job_mtbf_h(table: pd.DataFrame) -> np.ndarray:
+def table_job_mtbf_h(table: pd.DataFrame, changed: Any = None) -> np.ndarray:
     """Each row's job MTBF in hours as :func:`engine.evaluate` gives it (the override, else from nodes and
-    domains); NaN where the row's reliability fields break a rule (evaluate reports those)."""
+    domains); NaN where the row's reliability fields break a rule (evaluate reports those).
+
+    Not a validation of the table (the plan pipeline validates it once, after the setup has filled the cells
+    this MTBF helps derive): only the reliability cells it reads are checked
+    (:func:`engine.scenario.derived_cell_problems`), so no pool is derived from a cell the validation will
+    refuse. ``changed``: the table's rows derive from validated scenarios and only these columns differ from
+    them (:func:`engine.pipeline.changed_cells`): only the reliability cells among them are checked."""
     from .reliability import FailureDomain, job_mtbf_with_domains
-    from .scenario import domain_indices, table_problems
+    from .scenario import derived_cell_problems, domain_indices
 
     n = len(table)
     probe = table.copy(deep=False)
@@ -429,9 +435,10 @@ def table_job_mtbf_h(table: pd.DataFrame) -> np.ndarray:
         domains = domain_indices(table.columns)
     except InputError:
         return np.full(n, np.nan)
-    _, eff, found = table_problems(probe)
-    bad = np.zeros(n, dtype=bool)
     reliability = {"node_mtbf_h", "nodes", "nonfatal_share", "job_mtbf_h", "failure_rate_source"}
+    read = reliability | {c for c in table.columns if str(c).startswith("domain")}
+    _, eff, found = derived_cell_problems(probe, read if changed is None else read & set(changed))
+    bad = np.zeros(n, dtype=bool)
     for p, errs in found.by_row.items():
         if any(getattr(err, "field", "").split(".")[0] in reliability or getattr(err, "field", "").startswith("domain")
                for err in errs):

@@ -162,6 +162,9 @@ class SweepGrid:
     same_work: bool = False
     tiers: tuple = ()                                   # a tier design every row follows (from the base's setup)
     failure_classes: dict = field(default_factory=dict)
+    #: the validated base :class:`Scenario` the rows derive from: a chunk is checked where it differs from it
+    #: (the axes, the scaled work: :func:`engine.pipeline.changed_cells`), not validated again
+    scenario: Any = None
 
     def design_options(self) -> dict:
         """``tiers`` and ``failure_classes`` for :func:`evaluate_rows` (empty without tiers)."""
@@ -263,7 +266,7 @@ def sweep_grid(base: Scenario, *, same_work: bool = False, setup: Any = None, **
         row.update({c: v for c, v in setup.columns().items() if c not in clean})
         row.update({c: None for c in setup.derives() if c not in clean})   # derived per row, not the base's value
         tiers, classes = tuple(setup.tiers), dict(setup.failure_classes)
-    return SweepGrid(base=row, axes=clean, same_work=bool(same_work), tiers=tiers, failure_classes=classes)
+    return SweepGrid(base=row, axes=clean, same_work=bool(same_work), tiers=tiers, failure_classes=classes, scenario=sc)
 
 
 def sweep(base: Scenario, *, deadline: bool = False, runs: int = DEFAULT_RUNS,
@@ -286,7 +289,7 @@ def sweep(base: Scenario, *, deadline: bool = False, runs: int = DEFAULT_RUNS,
         raise InputError("rows", grid.rows, f"exceeds max_rows = {max_rows:,} for an in-memory sweep: stream it to a "
                          "file (ckptplan sweep -o, ckptplan.workbook.results.write_results) or use sweep_dask")
     return evaluate_rows(grid.chunk(), deadline=deadline, runs=runs, seed=seed, failures=failures,
-                         final_save=final_save, **grid.design_options())
+                         final_save=final_save, **grid.design_options(), scenarios=grid.scenario)
 
 
 def sweep_dask(base: Scenario, *, partition_rows: int = DEFAULT_CHUNK_ROWS,
@@ -335,7 +338,7 @@ def iter_results(source: Any, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, window: O
     if isinstance(source, SweepGrid):
         options = {**source.design_options(), **options}
         for a in range(0, source.rows, step):
-            yield evaluate_rows(source.chunk(a, a + step), **options)
+            yield evaluate_rows(source.chunk(a, a + step), **options, scenarios=source.scenario)
     elif isinstance(source, pd.DataFrame):
         cell_errors = options.pop("cell_errors", source.attrs.get("cell_errors", {}))
         evaluate_rows(source.iloc[:0], **options)   # the table's own problems (after its setup fills it), at once

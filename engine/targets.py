@@ -194,4 +194,5 @@ def target(scenario: Any, setup: Any, field: str, goal: str, value: float) -> pd
     if base is None:
         raise InputError(field, None, "has no value in the scenario to start from: give it one")
     table, options = variant_table(variants(scenario, setup)[0], {field: np.array([float(base)])}, 1)
-    return solve_targets(table, field, goal, value, **options).iloc[0]
+    # the candidates derive from the validated scenario: only the lever's cells are checked at each candidate
+    return solve_targets(table, field, goal, value, **options, scenarios=scenario).iloc[0]

@@ -26,6 +26,7 @@ from openpyxl.worksheet.datavalidation import DataValidation
 
 from .. import engine
 from ..engine.designs import default_designs, design_from_scenario, scenario_values
+from ..engine.scenario import derived_scenario
 from ..files.atomic import atomic_write
 from ..engine.fields import DOMAIN_SLOTS, Field
 from ..engine.setup import RecoverySetup
@@ -743,10 +744,12 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
                    scenarios: pd.DataFrame | None = None, deadline: dict[str, Any] | None = None,
                    readiness: dict[str, tuple[Any, Any]] | None = None, designs: tuple | None = None,
                    setup: Any = None, uncertainty: tuple = (), capacity: dict[str, Any] | None = None,
-                   break_even: tuple | None = None, target: tuple | None = None, swung: Any = None) -> Built:
+                   break_even: tuple | None = None, target: tuple | None = None, swung: Any = None,
+                   single: Any = None) -> Built:
     """Build the planning workbook in memory (see :func:`write_workbook` to save it).
 
     ``swung``: the scenario as its file gives it (default ``scenario``), the one ``ckptplan sensitivity`` swings.
+    ``single``: the setup's single-level plan whose scenario is ``scenario``, when the caller made it (not made again).
     ``designs``: the Compare sheet's alternatives, each a set of changes on the baseline
     (:class:`ckptplan.engine.designs.Design`; default :func:`~ckptplan.engine.designs.default_designs`:
     storage 4x faster, twice the nodes for the same training, restarts twice as fast).
@@ -777,10 +780,10 @@ def build_workbook(scenario: engine.Scenario, alternative: engine.Scenario | Non
     E.refuse_elastic_changes(designs + given, tuple(uncertainty))
     elastic = E.continues(scenario)   # the job trains on through node losses: the live sheets show it stopping
     given_sc = scenario               # as given, elastic fields and all: the elastic blocks' engine calls and status
-    stated = scenario.replace(on_node_loss="restart")   # the live sheets plan a job that stops at every failure
-    planned, derived = _planned(scenario, st)
+    stated = derived_scenario(scenario, on_node_loss="restart")   # the live sheets plan a job that stops at every failure
+    planned, derived = _planned(scenario, st, single)
     refuse_combined(planned)   # a setup's spare pool may derive a downtime
-    scenario = planned.replace(on_node_loss="restart")
+    scenario = derived_scenario(planned, on_node_loss="restart")
     ranked = _ranked(stated, st, uncertainty)
     # one evaluation of all (refuses designs the models cannot evaluate); kept for the caller
     results = engine.evaluate([scenario] + [d.apply(scenario) for d in designs])
@@ -891,14 +894,17 @@ def _target(wb: Workbook, scenario: engine.Scenario, st: Any, choice: tuple, bui
     target_block(wb, ws, ws.max_row + 3, scenario, st, choice, built, derived)
 
 
-def _planned(scenario: engine.Scenario, st: Any) -> tuple[engine.Scenario, frozenset[str]]:
+def _planned(scenario: engine.Scenario, st: Any, single: Any = None) -> tuple[engine.Scenario, frozenset[str]]:
     """The scenario with the stall, write and restart its design gives (a tiered design: its single-level
-    view, as the Plan sheet shows it), and the fields the design derives (not stated, derivable)."""
+    view, as the Plan sheet shows it), and the fields the design derives (not stated, derivable). ``single``:
+    that single-level plan when the caller made it (``ckptplan workbook``: its scenario is ``scenario``, planned
+    with ``st`` without tiers, so planning it again gives the same plan): used, not made again."""
     if not st.given():
         return scenario, frozenset()
     from ..engine.setup import plan_setup
 
-    plan = plan_setup(scenario, st.replace(tiers=(), failure_classes={}))
+    same = single is not None and single.scenario is scenario
+    plan = single if same else plan_setup(scenario, st.replace(tiers=(), failure_classes={}))
     f = plan.figures
     can = {"checkpoint_stall_min": f["derived_checkpoint_stall_min"] is not None,
            "async_write_min": f["derived_async_write_min"] is not None, "restart_min": bool(plan.restart_parts_min),

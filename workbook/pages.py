@@ -15,6 +15,7 @@ from openpyxl.styles import Alignment
 from openpyxl.utils import get_column_letter
 
 from .. import engine
+from ..engine.scenario import derived_scenario
 from ..engine.validity import warnings_text
 from . import formulas as F
 from . import style as S
@@ -59,7 +60,8 @@ def _scaling_rows(sc: engine.Scenario, st: Any, nodes_list: list[int]) -> pd.Dat
     st = st if st is not None else RecoverySetup()
     tiers, classes = st.tiers, st.failure_classes   # a tiered baseline's rows: its tiered plan (their model checks)
     st = st.replace(tiers=(), failure_classes={})
-    one = engine.to_table([sc.replace(interval_min=None)])   # one validated row, then the rows at each node count
+    base = derived_scenario(sc, interval_min=None)
+    one = engine.to_table([base])   # one validated row, then the rows at each node count
     table = one.loc[one.index.repeat(len(nodes_list))].reset_index(drop=True)
     nodes = np.asarray(nodes_list, dtype=float)
     table["nodes"] = np.asarray(nodes_list, dtype=np.int64)
@@ -68,7 +70,8 @@ def _scaling_rows(sc: engine.Scenario, st: Any, nodes_list: list[int]) -> pd.Dat
         table[key] = np.nan
     for key, value in st.columns().items():
         table[key] = value
-    rows = evaluate_rows(table, tiers=tiers or None, failure_classes=classes if tiers else None)
+    rows = evaluate_rows(table, tiers=tiers or None, failure_classes=classes if tiers else None,
+                         scenarios=base)   # validated: only the node counts and what the setup derives are checked
     return None if (rows["status"] != "ok").any() else rows
 
 

@@ -48,9 +48,9 @@ def solved_view(scenario: Any) -> Any:
 
 def view_note(scenario: Any) -> str:
     """The sentence that says which view the block solves (:func:`solved_view`)."""
-    left = [what for what, given in (("its spot preemptions (preemptions_per_h; the Spot sheet plans them)",
+    left = [what for what, given in (("spot preemptions (preemptions_per_h; the Spot sheet plans them)",
                                       bool(getattr(scenario, "preemptions_per_h", None))),
-                                     ("its failure phases (the Schedule sheet plans them)", bool(scenario.failure_phases)))
+                                     ("failure phases (the Schedule sheet plans them)", bool(scenario.failure_phases)))
             if given]
     text = "Solved on the Compare sheet's view: on-demand capacity at a constant failure rate."
     if left:

@@ -234,11 +234,12 @@ def schedule_sheet(wb: Workbook, sc: Any, result: Any, inputs: dict[str, Any]) -
     end, cells = _table(wb, ws, row + 5, sc, result, sc.currency)
     end = _compare_rows(ws, end + 2, result, sc.currency, cells.total_min)
     S.note(ws, end + 1, "Failures are Poisson within a phase; a segment that straddles a boundary keeps its interval; "
-           "the job is assumed still running when the phase it ends in begins. The state of the job at each boundary "
+           "a phase is entered only with at least one interval of work left at its start (a boundary inside the job's "
+           "last segment counts as after its end; within 0.6 % of a simulation, engine.phases notes). The state of the job at each boundary "
            f"is a {QUADRATURE_NODES}-node Gauss-Legendre rule per piece over the time a restart ends, each node "
            "followed along its failure-free chain (hidden columns, one row per node): the engine's rule, cell for "
            "cell. The Plan, Compare and Deadline sheets plan the same inputs with a constant failure rate; "
-           "`ckptplan plan` simulates the schedule's deadline.", 8, lines=4)
+           "`ckptplan plan` simulates the schedule's deadline.", 8, lines=5)
     for col, width in enumerate(_WIDTHS, start=1):
         ws.column_dimensions[get_column_letter(col)].width = width
     ws.print_area = f"A1:{get_column_letter(len(_COLUMNS))}{end + 2}"

@@ -5,7 +5,8 @@
 1. Per-phase optimum intervals (the schedule's starting point, each phase's exact optimum
    ``M_j (1 + W0(-exp(-1 - C/M_j)))``) for ``--rows`` scenarios of three phases, vectorised through
    the engine, against a per-row loop that solves ``(1 - x) exp(x + c) = 1`` by bisection with ``math``
-   (written here, not the engine's series and Newton steps); the answers are compared.
+   (``schedule_reference.x_bisect`` beside this script, not the engine's series and Newton steps); the answers are
+   compared.
 2. The exact polished schedule (``engine.phases.optimal_schedule``), per row: seconds per scenario
    (it is not vectorised across scenarios: a Nelder-Mead search per row).
 3. The preemption optimum (``engine.preemption.preemption_optimal_interval``, vectorised golden-section
@@ -27,20 +28,9 @@ import math
 
 import numpy as np
 from _timing import best_of
+from schedule_reference import x_bisect
 
 from ckptplan.engine import phases, preemption, spot, waste, weibull_schedule
-
-
-def _x_bisect(c: float) -> float:
-    """The root in (0, 1) of (1 - x) exp(x + c) = 1, by bisection (independent of the engine)."""
-    lo, hi = 0.0, 1.0
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if (1 - mid) * math.exp(mid + c) > 1:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
 
 
 def _rho(T: float, C: float, M: float, R: float, P: float, N: float, Wc: float) -> float:
@@ -96,7 +86,7 @@ def _per_phase(args, C, M, F, n, k) -> None:
     m = min(args.loop_rows, n)
 
     def loop():
-        return [[(M[i] / F[i, j]) * _x_bisect(C[i] * F[i, j] / M[i]) for j in range(k)] for i in range(m)]
+        return [[(M[i] / F[i, j]) * x_bisect(C[i] * F[i, j] / M[i]) for j in range(k)] for i in range(m)]
 
     t_loop = best_of(loop, repeat=1) * n / m
     err = np.max(np.abs(np.array(loop()) - vec[:m]) / vec[:m])

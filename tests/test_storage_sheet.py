@@ -58,6 +58,10 @@ CASES = {  # name -> (scenario, setup, designs)
     "template": (STORAGE.planned_scenario().replace(deadline_h=None), STORAGE.setup, STORAGE.designs),
     "sized": (SEED, SIZED, SIZED_DESIGNS),
     "tiered": (SEED.replace(deadline_h=None), TIERED, TIERED_DESIGNS),
+    # a stated downtime: a design that changes the restart keeps the downtime's share of it (Design.apply)
+    "downtime": (SEED.replace(downtime_min=4.0), RecoverySetup(parameters_b=70.0, write_gb_s_per_writer=2.0),
+                 (Design("restarts 2x faster", times={"restart_min": 0.5}), Design("restart 6 min", set={"restart_min": 6.0}),
+                  Design("own downtime", times={"restart_min": 0.5}, set={"downtime_min": 1.0}))),
 }
 
 

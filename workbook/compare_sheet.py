@@ -180,11 +180,22 @@ def _input_rows(wb: Workbook, ws, base: "Scenario", designs: "tuple[Design, ...]
                 S.name(wb, f"alt{k}_{kind}_{key}", SHEET, cell.coordinate)
                 built.input_cells[f"alt{k}:{kind}:{key}"] = f"{SHEET}!${get_column_letter(col)}${row}"
             value = ws.cell(row=row, column=vcol, value=(f'=IF({set_ref}<>"",{set_ref},IF(AND({times_ref}<>"",'
-                                                         f'$C${row}<>""),$C${row}*{times_ref},$C${row}))'))
+                                                         f'$C${row}<>""),$C${row}*{times_ref},'
+                                                         f'{_unchanged(key, row, vcol)}))'))
             value.number_format = base_cell.number_format
             refs_a[k - 1][key] = f"${get_column_letter(vcol)}${row}"
         row += 1
     return refs_b, refs_a, row + 1
+
+
+def _unchanged(key: str, row: int, vcol: int) -> str:
+    """An input a design does not change: the baseline's (the downtime keeps its share of a changed restart)."""
+    if key != "downtime_min":
+        return f"$C${row}"
+    keys = list(F.INPUTS)
+    r = row + keys.index("restart_min") - keys.index("downtime_min")
+    c, s, t = (get_column_letter(vcol - i) for i in (0, 2, 1))
+    return D.downtime_kept_share(f"$C${row}", f"$C${r}", f"{c}{r}", f"{s}{r}", f"{t}{r}")
 
 
 def _tiered_columns(ws, columns: list) -> dict[int, TieredColumn]:

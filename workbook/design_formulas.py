@@ -46,7 +46,7 @@ from . import formulas as F
 from .formulas import Calc
 
 __all__ = ["DERIVED", "DESIGN_CALCS", "MONEY_CALCS", "PLAN_CALCS", "PLAN_CALC_BY_KEY", "POOL_TERMS", "PARTS", "bind",
-           "bandwidth", "blank_setup_refs", "either", "plan_refs", "pool_chain_cell", "pool_terms", "setup_refs", "write_pool_chain"]
+           "bandwidth", "blank_setup_refs", "downtime_kept_share", "either", "plan_refs", "pool_chain_cell", "pool_terms", "setup_refs", "write_pool_chain"]
 
 #: least number of steps of the spare pool's Erlang-B recursion (one helper cell per spare)
 POOL_TERMS = 64
@@ -114,6 +114,16 @@ def write_pool_chain(ws, row: int, col: int, terms: int, x: Mapping[str, str], a
 def either(a: str, b: str) -> str:
     """``a``, or ``b`` where ``a`` is blank."""
     return f'IF({a}="",{b},{a})'
+
+
+def downtime_kept_share(base_downtime: str, base_restart: str, restart: str, restart_set: str,
+                        restart_times: str) -> str:
+    """The downtime of a design that does not change it: the baseline's, scaled with the restart when the design
+    changes the restart (a change cell given) and both baseline figures are nonzero, as
+    :meth:`ckptplan.engine.designs.Design.apply` keeps its share (a restart twice as fast waits half as long)."""
+    d, r = base_downtime, base_restart
+    return (f'IF(OR({restart_set}<>"",{restart_times}<>""),IF(OR({d}="",{r}=""),{d},IF(OR({d}=0,{r}=0),{d},'
+            f'{d}*{restart}/{r})),{d})')
 
 
 def bandwidth(per: str, agg: str, n: str) -> str:

@@ -235,7 +235,12 @@ def _inputs(g: _Grid, st, designs) -> None:
                 g.name(f"setup_design{k}_times_{key}", t_)
                 _validate(ws, s_, rule, f"{key} set to")
                 _validate(ws, t_, "positive", f"{key} x baseline")
-                _fx(ws, r, v, f'IF({s_}<>"",{s_},IF($D${r}="","",IF({t_}<>"",$D${r}*{t_},$D${r})))', fmt)
+                kept = f"$D${r}"
+                if key == "downtime_min" and "restart_min" in rows:   # it keeps its share of a changed restart
+                    rr, vl = rows["restart_min"], col_letter(v)
+                    kept = D.downtime_kept_share(kept, f"$D${rr}", f"{vl}{rr}", f"{col_letter(v - 2)}{rr}",
+                                                 f"{col_letter(v - 1)}{rr}")
+                _fx(ws, r, v, f'IF({s_}<>"",{s_},IF($D${r}="","",IF({t_}<>"",$D${r}*{t_},{kept})))', fmt)
             ref = g.refs[k][key] = f"${col_letter(v)}${r}"
             g.refs[k][f"{key}_d"] = f'IF({ref}="",{default or 0!r},{ref})'   # blank = the registry's default, or 0
         rows[key] = r

@@ -33,6 +33,9 @@ BUILT_SCENARIOS = {
     # preemptible capacity, a notice shorter than the save (preemptions roll back): the Spot sheet plans it
     "spot_rollback": SEED.replace(name="spot", preemptions_per_h=0.08, preemption_notice_min=0.5,
                                   capacity_wait_min=25.0, spot_price_per_gpu_hour=0.9),
+    # preemptible capacity with a downtime after failures (the job waits for a node, nothing strikes it)
+    "spot_downtime": SEED.replace(name="spot downtime", preemptions_per_h=0.08, preemption_notice_min=5.0,
+                                  capacity_wait_min=25.0, downtime_min=4.0, spot_price_per_gpu_hour=0.9),
 }
 # Inputs changed in the generated file (no regeneration): the formulas must follow
 CHANGED = {
@@ -45,6 +48,9 @@ CHANGED = {
     "spot_typed": {"preemptions_per_h": 0.3, "preemption_notice_min": 2.0, "capacity_wait_min": 12.0,
                    "spot_price_per_gpu_hour": 1.1, "nodes": 256.0, "checkpoint_stall_min": 1.5},
     "spot_chosen": {"preemptions_per_h": 0.05, "interval_min": 30.0, "checkpoint_stall_min": 3.0},
+    # a downtime typed beside preemptions whose save does not fit the notice (they roll back)
+    "spot_downtime_typed": {"preemptions_per_h": 0.1, "preemption_notice_min": 1.0, "capacity_wait_min": 20.0,
+                            "downtime_min": 6.0},
 }
 
 

@@ -714,15 +714,11 @@ def refuse_off_sheets(scenario: Any) -> None:
 
 
 def refuse_combined(scenario: Any) -> None:
-    """Raise :class:`InputError` when ``scenario`` combines failure phases, preemptions, a downtime or a background
-    write: the engine
-    plans them together (:mod:`ckptplan.engine.schedule_interruptions`, :mod:`ckptplan.engine.preemption`), the
-    Schedule sheet's formulas plan phases alone and the Spot sheet's preemptions without a downtime, so neither can
-    show the combination (refused by name)."""
-    if getattr(scenario, "preemptions_per_h", None) and getattr(scenario, "downtime_min", None):
-        raise engine.InputError("downtime_min", scenario.downtime_min, "the workbook's Spot sheet plans preemptions "
-                                "for a job that holds its nodes through the whole restart: plan a downtime on spot "
-                                "capacity with `ckptplan plan` or `ckptplan batch`, or state restart_min without it")
+    """Raise :class:`InputError` when ``scenario`` combines failure phases with preemptions, a downtime or a
+    background write: the engine plans them together (:mod:`ckptplan.engine.schedule_interruptions`,
+    :mod:`ckptplan.engine.schedule_async`), the Schedule sheet's formulas plan phases for synchronous saves and a job
+    that holds its nodes, so it cannot show the combination (refused by name). The Spot sheet plans preemptions
+    with a downtime."""
     if not getattr(scenario, "failure_phases", ()):
         return
     if getattr(scenario, "preemptions_per_h", None):

@@ -8,16 +8,17 @@ probability ``(lambda/theta)(1 - q)``, a preemption ``(pi/theta)(1 - q)``; a sav
 ``preemption_notice_min >= C`` (then a preemption keeps the work: checkpoint on notice). Per cycle (one
 checkpoint to the next)::
 
-    time = [(1 - q)/theta + pf R' + pp (k C + Wc + R')] / e,   work = [q T + k pi I] / e
+    time = [(1 - q)/theta + pf (D + R') + pp (k C + Wc + R')] / e,   work = [q T + k pi I] / e
 
-``R' = (exp(theta R) - 1)(1/theta + (pi/theta) Wc)``, ``e = q + k pp``, ``I = int_0^S min(y, T)
-exp(-theta y) dy``. The interval is found as the engine finds it: a golden-section search on ``log T``
+``R' = (exp(theta R) - 1)(1/theta + (lambda/theta) D + (pi/theta) Wc)``, ``e = q + k pp``, ``I = int_0^S min(y, T)
+exp(-theta y) dy``; ``D`` the downtime after a failure (the plan's ``used_downtime_min``: the job waits for a node,
+nothing strikes it; Bougeret et al., SC'11) and ``R`` the rest of the restart (exposed). The interval is found as the engine finds it: a golden-section search on ``log T``
 between ``sqrt(2 C / rate) / 1000`` and ``x 1000`` (``rate`` the rate of events that cost rework), the
 same 80 steps (:data:`ckptplan.engine.preemption.STEPS`), written as rows (grouped, collapsed). The
 tests recalculate the sheet in LibreOffice and compare every figure with :func:`ckptplan.engine.evaluate`.
 
 The Plan sheet keeps the on-demand plan of the same inputs; this sheet says when no preemption is
-given, and refuses by name what the model does not cover (a background write, a wait for a node).
+given, and refuses by name what the model does not cover (a background write).
 The spot / on-demand / fallback comparison (:func:`ckptplan.engine.spot.scenario_capacity`) is a
 Monte Carlo: its figures are values on the Compare sheet, with a live check that says when an input
 changed since they were simulated (as the Deadline sheet).
@@ -55,7 +56,7 @@ def _cycle_parts(T: str) -> dict[str, str]:
     pf, pp = f"({lam}/{th}*{miss})", f"({pi}/{th}*{miss})"
     eT = f"EXP(-{th}*{T})"
     integral = (f"((1-{eT}-{th}*{T}*{eT})/{th}^2+{T}*({eT}-{q})/{th})")
-    time = f"({miss}/{th}+{pf}*spot_restart_all+{pp}*({k}*{C}+{Wc}+spot_restart_all))"
+    time = f"({miss}/{th}+{pf}*(spot_downtime_min+spot_restart_all)+{pp}*({k}*{C}+{Wc}+spot_restart_all))"
     work = f"({q}*{T}+{k}*{pi}*{integral})"
     return {"q": q, "pf": pf, "pp": pp, "time": time, "work": work, "e": f"({q}+{k}*{pp})"}
 
@@ -75,16 +76,19 @@ _INPUT_ROWS = (
     ("spot_wait_min", "Wait for capacity after a preemption, no GPUs held (empty = none)", "min", F.MINUTES,
      'IF(capacity_wait_min="",0,capacity_wait_min)', None),
     ("spot_stall_min", "Save stall C (the plan's)", "min", F.MINUTES, "used_checkpoint_stall_min", None),
-    ("spot_restart_min", "Restart R (the plan's)", "min", F.MINUTES, "used_restart_min", None),
+    ("spot_downtime_min", "Downtime D after a failure: waiting for a node, no failure or preemption in it (the "
+     "plan's)", "min", F.MINUTES, "used_downtime_min", None),
+    ("spot_restart_min", "Restart R exposed to failures and preemptions (the plan's, less its downtime)", "min",
+     F.MINUTES, "MAX(used_restart_min-spot_downtime_min,0)", None),
     ("spot_mtbf_min", "Job MTBF of failures M (the plan's)", "min", F.MINUTES, "job_mtbf_min", None),
     ("spot_keep", "Save fits the notice (1: saved on notice; 0: rolls back)", "1/0",
      "0", "IF(spot_notice_min>=spot_stall_min,1,0)", None),
     ("spot_lam", "Failure rate lambda = 1 / M", "per min", "0.000000E+00", "1/spot_mtbf_min", None),
     ("spot_pi", "Preemption rate pi", "per min", "0.000000E+00", "1/spot_mtbp_min", None),
     ("spot_theta", "theta = lambda + pi", "per min", "0.000000E+00", "spot_lam+spot_pi", None),
-    ("spot_restart_all", "Restart with its own failures and preemptions, waits included: R'", "min", F.MINUTES,
-     "(EXP(spot_theta*spot_restart_min)-1)/spot_theta+(EXP(spot_theta*spot_restart_min)-1)*(spot_pi/spot_theta)"
-     "*spot_wait_min", None),
+    ("spot_restart_all", "Restart with its own failures and preemptions, downtimes and waits included: R'", "min", F.MINUTES,
+     "(EXP(spot_theta*spot_restart_min)-1)*(1/spot_theta+spot_lam/spot_theta*spot_downtime_min"
+     "+spot_pi/spot_theta*spot_wait_min)", None),
     ("spot_young_min", "Search centre: sqrt(2 C / rate of events that cost rework)", "min", F.MINUTES,
      "SQRT(2*spot_stall_min/(spot_lam+IF(spot_keep=1,0,spot_pi)))", None),
     ("spot_span", "Search bracket: centre / and x this factor", "x", "#,##0", None, None),
@@ -98,10 +102,7 @@ def _status() -> str:
     """The sheet's status: no preemption given, a refusal by name, or the plan below."""
     return ('IF(NOT(preemptions_per_h>0),"no preemptions given (preemptions_per_h empty or 0): the Plan sheet\'s '
             'on-demand plan is the plan",IF(used_async_write_min>0,"refused: async_write_min must be 0 with '
-            'preemptions (checkpoint on notice is modelled for synchronous saves)",IF(used_downtime_min>0,'
-            '"refused: downtime_min must be 0 on this sheet (its formulas plan preemptions for a job that holds its nodes '
-            'through the whole restart; ckptplan plan plans a downtime with preemptions)",'
-            '"spot capacity: planned below (Plan sheet: the same inputs on on-demand capacity)")))')
+            'preemptions (checkpoint on notice is modelled for synchronous saves)","spot capacity: planned below (Plan sheet: the same inputs on on-demand capacity)"))')
 
 
 def _guard(expr: str) -> str:
@@ -171,8 +172,9 @@ def _plan_rows(a: str, b: str) -> list[tuple[str, str, str, str, str, str | None
         ("spot_wall_h", "Expected wall time", "h", F.HOURS, f"{wk}*spot_cycle_time_min/60", "wall_h"),
         ("spot_save_h", "  saving (periodic and on notice)", "h", F.HOURS,
          f"{wk}*({p['q']}*spot_stall_min+spot_keep*({p['pp']}*spot_stall_min+{pi}*{partial}))/{e}/60", "save_h"),
-        ("spot_restart_h", "  restarting", "h", F.HOURS, f"{wk}*({p['pf']}+{p['pp']})*{grow}/{th}/{e}/60",
-         "restart_h"),
+        ("spot_restart_h", "  restarting (downtimes included)", "h", F.HOURS,
+         f"{wk}*(({p['pf']}+{p['pp']})*{grow}*(1/{th}+spot_lam/{th}*spot_downtime_min)+{p['pf']}*spot_downtime_min)"
+         f"/{e}/60", "restart_h"),
         ("spot_capacity_wait_h", "  waiting for capacity (no GPUs held)", "h", F.HOURS,
          f"{wk}*({p['pp']}*{Wc}+({p['pf']}+{p['pp']})*{grow}*({pi}/{th})*{Wc})/{e}/60", "capacity_wait_h"),
         ("spot_rework_h", "  rework (work lost to failures and to preemptions without a notice save)", "h", F.HOURS,

@@ -345,17 +345,24 @@ class _Rows:
     """Per-row piecewise-constant rates: starts ``s`` (rows x phases, ``s[:, 0] = 0``, +inf after a row's last phase),
     rates ``lam``, the cumulative rate ``Hs`` at each start."""
 
-    def __init__(self, starts: np.ndarray, rates: np.ndarray):
+    def __init__(self, starts: np.ndarray, rates: np.ndarray, Hs: np.ndarray | None = None):
         self.s, self.lam = starts, rates
-        with np.errstate(invalid="ignore"):
-            steps = np.where(np.isfinite(starts[:, 1:]), rates[:, :-1] * np.diff(starts, axis=1), np.inf)
-        self.Hs = np.concatenate([np.zeros((len(starts), 1)), np.cumsum(steps, axis=1)], axis=1)
+        if Hs is None:
+            with np.errstate(invalid="ignore"):
+                steps = np.where(np.isfinite(starts[:, 1:]), rates[:, :-1] * np.diff(starts, axis=1), np.inf)
+            Hs = np.concatenate([np.zeros((len(starts), 1)), np.cumsum(steps, axis=1)], axis=1)
+        self.Hs = Hs
+
+    def take(self, g: np.ndarray) -> "_Rows":
+        """The rows ``g`` (all of them, unchanged, when ``g`` is every row in order)."""
+        return self if len(g) == len(self.s) else _Rows(self.s[g], self.lam[g], self.Hs[g])
 
     def at(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(rate, cumulative rate) at the times ``t`` (rows x points, finite)."""
         j = (self.s[:, None, :] <= t[:, :, None]).sum(axis=2) - 1
-        lam, s, Hs = (np.take_along_axis(a, j, axis=1) for a in (self.lam, self.s, self.Hs))
-        return lam, Hs + lam * (t - s)
+        i = np.arange(len(t))[:, None]
+        lam = self.lam[i, j]
+        return lam, self.Hs[i, j] + lam * (t - self.s[i, j])
 
 
 def _col(a: np.ndarray, j: Any) -> np.ndarray:
@@ -383,7 +390,7 @@ def _fold_rows(rate: _Rows, S: np.ndarray, R: np.ndarray, J: int, b: np.ndarray,
     D = e - (sp + R)
     m = np.floor(D / Sp)
     r = D - m * Sp
-    lo, hi, K = (np.concatenate(np.broadcast_arrays(*x), axis=2) for x in zip(*fold_pieces(Sp, r, m, b - e)))
+    lo, hi, K = (np.concatenate(x, axis=2) for x in zip(*fold_pieces(Sp, r, m, b - e)))   # all rows x phases x 1 x 1
     v, w = _rule(lo, np.where(D > 0, hi, lo), u, wu)
     dens = lam * np.exp(-(Hb - Hs - lam * (e - v - R - sp))) * -np.expm1(-K * lam * Sp) / -np.expm1(-lam * Sp)
     return e - v, np.where(w > 0, w * dens, 0.0)
@@ -393,6 +400,8 @@ def _edge_rows(rate: _Rows, R: np.ndarray, J: int, b: np.ndarray, Hb: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
     """The edges of phases ``1..J``: restarts ending in ``[max(s_p, R), s_p + R)``, their failure (at ``c - R``) in an
     earlier phase; ends and masses, rows x phases x nodes."""
+    if J == 0:
+        return np.zeros((len(b), 0, len(u))), np.zeros((len(b), 0, len(u)))
     sp = rate.s[:, 1:J + 1, None]
     b, Hb, R = b[:, :, None], Hb[:, :, None], R[:, :, None]
     c, w = _rule(np.maximum(sp, R), np.minimum(sp + R, np.minimum(rate.s[:, 2:J + 2, None], b)), u, wu)
@@ -463,7 +472,8 @@ def boundary_state_rows(rate: _Rows, T: np.ndarray, C: np.ndarray, R: np.ndarray
     p = _piece_order(np.zeros((n, 1), dtype=int), np.broadcast_to(np.arange(J + 1)[None, :, None, None], fc.shape),
                      np.broadcast_to(np.arange(1, J + 1)[None, :, None], ec.shape))
     x, px = _chain_end_rows(rate, S, c, p, b, J)
-    return {"b": b, "start": x, "S": np.take_along_axis(S, px, axis=1), "T": np.take_along_axis(T, px, axis=1),
+    i = np.arange(n)[:, None]
+    return {"b": b, "start": x, "S": S[i, px], "T": T[i, px],
             "mass": mass, "restart_elapsed": y, "restart_mass": rm}
 
 
@@ -482,16 +492,13 @@ def _potential_rows(state: dict[str, np.ndarray], q: int, lam: np.ndarray, T: np
     rm = state["restart_mass"]
     rfail = -np.expm1(-lam * (R - state["restart_elapsed"]))
 
-    def total(mass: np.ndarray, v: np.ndarray) -> np.ndarray:   # a padded node (no mass) adds nothing
-        return np.sum(np.where(mass > 0, mass * v, 0.0), axis=1)
-
-    rtime = total(rm, rfail * (1.0 / lam + Rr))
-    return np.column_stack([
-        total(m, fail * (1.0 / lam + Rr) - ok * a * share) + rtime,
-        total(m, fail - ok * n * share),
-        total(m, ok * (1.0 - share)),
-        total(m, fail * Rr - ok * n * Rr * share) + rtime,
-    ])
+    rtime = np.sum(np.where(rm > 0, rm * (rfail * (1.0 / lam + Rr)), 0.0), axis=1)   # a padded node adds nothing
+    att = np.stack([fail * (1.0 / lam + Rr) - ok * a * share, fail - ok * n * share, ok * (1.0 - share),
+                    fail * Rr - ok * n * Rr * share])
+    att = np.sum(np.where(m > 0, m * att, 0.0), axis=2).T   # rewards x rows x points, summed over the points
+    att[:, 0] += rtime
+    att[:, 3] += rtime
+    return att
 
 
 def _per_row(v: Any, n: int) -> np.ndarray:
@@ -525,17 +532,20 @@ def schedule_expectation_rows(work: Any, intervals: Any, C: Any, M: Any, R: Any,
            "phase_work": np.zeros((n, K))}
     w, acc, psi = work[:, 0].copy(), np.zeros((n, 4)), np.zeros((n, 4))
     live = np.arange(n)
+    rate = _Rows(s, lam)
     for j in range(K):
-        kj = {key: v[live] for key, v in k.items()}
+        kj = k if len(live) == n else {key: v[live] for key, v in k.items()}
         cyc = np.column_stack([kj["a"][:, j], kj["n"][:, j], np.ones(len(live)), kj["n"][:, j] * kj["Rr"][:, j]]) \
             / T[live, j:j + 1]
         go = last[live] > j
         dw = np.full(len(live), np.inf)
         if go.any():
             g = live[go]
-            sub = _Rows(s[g], lam[g])
-            state = boundary_state_rows(sub, T[g], C[g], R[g], j, nodes)
-            psi_end = _potential_rows(state, j, lam[g], T[g], {key: v[g] for key, v in k.items()}, R[g])
+            sub = rate.take(g)
+            kg = k if len(g) == n else {key: v[g] for key, v in k.items()}
+            Tg, Rg = (a if len(g) == n else a[g] for a in (T, R))
+            state = boundary_state_rows(sub, Tg, C[g], Rg, j, nodes)
+            psi_end = _potential_rows(state, j, sub.lam, Tg, kg, Rg)
             dw[go] = (s[g, j + 1] - s[g, j] + psi_end[:, 0] - psi[g, 0]) / kj["rho"][go, j]
         ends = ~(dw < w[live] - T[live, j])   # as schedule_expectation: an interval of work left to enter
         if go.any():

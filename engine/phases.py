@@ -464,9 +464,10 @@ def boundary_state_rows(rate: _Rows, T: np.ndarray, C: np.ndarray, R: np.ndarray
     u, wu = gauss_nodes(nodes)
     b = rate.s[:, J + 1:J + 2]
     Hb = rate.Hs[:, J + 1:J + 2]
-    fc, fm = _fold_rows(rate, S, R, J, b, Hb, u, wu)
-    ec, em = _edge_rows(rate, R, J, b, Hb, u, wu)
-    y, rm = _restarts_rows(rate, R, J, b, Hb, u, wu)
+    with np.errstate(over="ignore", invalid="ignore"):   # the nodes of an empty piece (zero weight) are masked out
+        fc, fm = _fold_rows(rate, S, R, J, b, Hb, u, wu)
+        ec, em = _edge_rows(rate, R, J, b, Hb, u, wu)
+        y, rm = _restarts_rows(rate, R, J, b, Hb, u, wu)
     n = len(b)
     c, mass = _piece_order(np.zeros((n, 1)), fc, ec), _piece_order(np.exp(-Hb), fm, em)
     p = _piece_order(np.zeros((n, 1), dtype=int), np.broadcast_to(np.arange(J + 1)[None, :, None, None], fc.shape),

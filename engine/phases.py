@@ -65,8 +65,8 @@ golden-section search on each phase's log-interval from the better of the phases
 single interval, polished at the reported rule, keeping the best schedule seen, the best single
 interval included, so the schedule never costs more than one interval for the whole run.
 :func:`schedule_expectation_rows` is the expectation above, written once, for many rows at once (phases
-padded); :func:`schedule_expectation` is its one-row table. The combination models (downtime, preemptions, background writes) still search one
-scenario at a time (:func:`search_intervals`, Nelder-Mead).
+padded); :func:`schedule_expectation` is its one-row table. The combination models (downtime, preemptions,
+background writes) still search one scenario at a time (:func:`search_intervals`, Nelder-Mead).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ breakdown. The state at a boundary ``b`` is known exactly: restarts start at the
 ``lambda(t - R) exp(-Lambda(t - R, t))``, and a segment start at ``t`` is followed by one at
 ``t + S(t)`` with probability ``exp(-Lambda(t, t + S(t)))``; the density of segment starts is the
 sum of these restore starts carried forward along every chain of successful segments (and the one
-failure-free path from the job's start). :func:`boundary_state` integrates over the time a restart
+failure-free path from the job's start). :func:`boundary_state_rows` integrates over the time a restart
 ends instead, following each forward along its one failure-free chain to ``b``; inside a phase a
 restart ending ``S`` later has the same chain end and the density times ``exp(lambda S)``, so the
 integral folds onto one interval with a geometric sum, in closed form but for one integral per piece:
@@ -64,9 +64,9 @@ once (:func:`optimal_schedules`; one scenario is a one-row table): golden-sectio
 golden-section search on each phase's log-interval from the better of the phases' optima and the
 single interval, polished at the reported rule, keeping the best schedule seen, the best single
 interval included, so the schedule never costs more than one interval for the whole run.
-:func:`schedule_expectation_rows` is the expectation above, step for step, for many rows (phases
-padded). The combination models (downtime, preemptions, background writes) still search one
-scenario at a time (:func:`search_intervals`, Nelder-Mead).
+:func:`schedule_expectation_rows` is the expectation above, written once, for many rows at once (phases
+padded); :func:`schedule_expectation` is its one-row table. The combination models (downtime, preemptions,
+background writes) still search one scenario at a time (:func:`search_intervals`, Nelder-Mead).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ from .errors import InputError
 from .roots import INVPHI, golden_rows
 from .waste import exact_optimal_interval_kernel
 
-__all__ = ["FailurePhase", "LATTICE_TOL", "MAX_PHASES", "MAX_PHASES_RULE", "QUADRATURE_NODES", "SEARCH_NODES", "boundary_state",
+__all__ = ["FailurePhase", "LATTICE_TOL", "MAX_PHASES", "MAX_PHASES_RULE", "QUADRATURE_NODES", "SEARCH_NODES",
            "boundary_state_rows", "chain_step", "expectation_row", "fold_pieces", "gauss_nodes", "optimal_schedule",
            "optimal_schedules", "phase_arrays", "phases_from_list", "refuse_phases", "schedule_expectation",
            "schedule_expectation_rows", "search_intervals", "settle_tail", "stated_intervals"]
@@ -92,7 +92,7 @@ MAX_PHASES = 16
 #: the rule a longer list breaks, said on every surface
 MAX_PHASES_RULE = (f"at most {MAX_PHASES} failure phases (the schedule searches one interval per phase): merge "
                    "neighbouring phases of similar rate")
-#: Gauss-Legendre nodes of every piece of the state distribution's integral (:func:`boundary_state`)
+#: Gauss-Legendre nodes of every piece of the state distribution's integral (:func:`boundary_state_rows`)
 QUADRATURE_NODES = 24
 #: nodes while searching for the optimum (the schedule found is then evaluated with QUADRATURE_NODES)
 SEARCH_NODES = 12
@@ -248,22 +248,6 @@ def settle_tail(T: np.ndarray, own: np.ndarray, end_phase: int, fixed: Any = Non
     return T
 
 
-class _Rate:
-    """The piecewise-constant rate: phase starts ``s`` (``s[0] = 0``), rates ``lam``, cumulative ``H``."""
-
-    def __init__(self, starts: np.ndarray, rates: np.ndarray):
-        self.s = np.asarray(starts, dtype=float)
-        self.lam = np.asarray(rates, dtype=float)
-        self.Hs = np.concatenate([[0.0], np.cumsum(self.lam[:-1] * np.diff(self.s))])
-
-    def phase(self, t: Any) -> Any:
-        return self.s.searchsorted(t, side="right") - 1
-
-    def H(self, t: Any) -> Any:
-        j = self.phase(t)
-        return self.Hs[j] + self.lam[j] * (np.asarray(t) - self.s[j])
-
-
 def _phase_constants(lam: np.ndarray, T: np.ndarray, C: float, R: float) -> dict[str, np.ndarray]:
     """Per phase: segment ``S``, restart expectation ``Rr``, cycle time ``a``, failures per cycle ``n``."""
     S = T + C
@@ -271,15 +255,6 @@ def _phase_constants(lam: np.ndarray, T: np.ndarray, C: float, R: float) -> dict
     Rr = np.expm1(lam * R) / lam             # expected restart time, restarts of restarts included
     a = n * (1.0 / lam + Rr)                 # expected wall time of one segment (Daly)
     return {"S": S, "n": n, "Rr": Rr, "a": a, "rho": a / T}
-
-
-#: the rewards the potentials carry: wall time, failed attempts, successful saves, restart time
-_REWARDS = ("time", "failures", "saves", "restart")
-
-
-def _cycle_rewards(k: dict[str, np.ndarray], j: int) -> np.ndarray:
-    """Each reward's expectation per successful segment of phase ``j``'s interval."""
-    return np.array([k["a"][j], k["n"][j], 1.0, k["n"][j] * k["Rr"][j]])
 
 
 @lru_cache(maxsize=16)
@@ -298,111 +273,19 @@ def chain_step(c: Any, S: Any, end: Any, b: float) -> tuple[Any, Any]:
     return k, k > (b - c) / S + LATTICE_TOL
 
 
-def _chain_end(rate: _Rate, S: np.ndarray, c: np.ndarray, p: np.ndarray, b: float, J: int
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """Start and phase of the segment in progress at ``b`` on the failure-free chain from each start ``c`` (made in
-    phase ``p``): phase by phase, :func:`chain_step`; a chain that lands on ``b`` starts a segment there."""
-    c = np.array(c, dtype=float)
-    x, px = np.full(c.size, float(b)), np.full(c.size, int(rate.phase(b)))
-    done = np.zeros(c.size, dtype=bool)
-    for t in range(J + 1):
-        end = min(float(rate.s[t + 1]), b) if t + 1 < len(rate.s) else b
-        m = ~done & (p <= t) & (c < end)
-        k, stop = chain_step(c[m], S[t], end, b)
-        idx = np.flatnonzero(m)
-        fin = idx[stop]
-        x[fin], px[fin] = c[fin] + (k[stop] - 1.0) * S[t], t
-        done[fin] = True
-        go = idx[~stop]
-        c[go] = c[go] + k[~stop] * S[t]
-    return x, px
-
-
-def fold_pieces(S: float, r: float, m: float, gap: float) -> tuple[tuple[float, float, float], ...]:
+def fold_pieces(S: Any, r: Any, m: Any, gap: Any) -> tuple[tuple[Any, Any, Any], ...]:
     """The fold's pieces ``(lo, hi, K)`` of ``v in (0, S]``: ``K = m + 1`` restarts end on the chain of ``v`` up to
     ``v = r``, ``m`` after; split also where the chain, continued at the same interval, lands on the boundary (``gap``
-    past the phase's end), the one place its end jumps when the later phases share the interval."""
+    past the phase's end), the one place its end jumps when the later phases share the interval. Numbers or arrays
+    (broadcast)."""
     land = S * np.ceil(gap / S - LATTICE_TOL) - gap
-    a, c = min(r, land), max(r, land)
-    return (0.0, a, m + 1.0), (a, c, m + 1.0 if land < r else m), (c, S, m)
-
-
-def _pieces(lo: float, hi: float, u: np.ndarray, wu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The fixed rule's nodes and weights on ``(lo, hi)`` (none when empty)."""
-    if not hi > lo:
-        return np.zeros(0), np.zeros(0)
-    return lo + (hi - lo) * u, (hi - lo) * wu
-
-
-def boundary_state(rate: _Rate, T: np.ndarray, C: float, R: float, b: float,
-                   nodes: int = QUADRATURE_NODES) -> dict[str, np.ndarray]:
-    """The job's state at wall time ``b > 0`` (module notes): segments in progress (start, interval, probability
-    mass) and restarts in progress (elapsed, mass); the masses sum to 1.
-
-    Integrated over the time ``c`` a restart ends (the failure at ``c - R``), each followed along its failure-free
-    chain to the segment in progress at ``b``. Restarts ending in phase ``p`` after ``s_p + R`` have the density
-    ``lam_p exp(-(H(b) - H(c - R)))`` and the same chain end as ``c + S_p``: their integral folds onto one interval
-    ``v in (0, S_p]`` (``c = e_p - v - k S_p``, ``e_p`` the phase's end or ``b``), a geometric sum over ``k`` whose
-    count steps once, at ``v = r``. Each piece (the two of every fold, the first ``R`` of a phase, the restarts in
-    progress of every phase) is a :data:`QUADRATURE_NODES`-node Gauss-Legendre rule."""
-    S = T + C
-    u, wu = gauss_nodes(nodes)
-    Hb = float(rate.H(b))
-    J = int(np.searchsorted(rate.s, b, side="left")) - 1
-    cs, ps, ms = [np.array([0.0])], [np.array([0])], [np.array([np.exp(-Hb)])]   # the failure-free path
-    ys, rms = [], []
-    for p in range(J + 1):
-        sp, lam = float(rate.s[p]), float(rate.lam[p])
-        e = min(float(rate.s[p + 1]), b) if p + 1 < len(rate.s) else b
-        Hs = float(rate.Hs[p])
-        # the fold: restarts ending in [s_p + R, e)
-        D = e - (sp + R)
-        if D > 0:
-            m = np.floor(D / S[p])
-            r = D - m * S[p]
-            one_minus_q = -np.expm1(-lam * S[p])
-            for lo, hi, K in fold_pieces(float(S[p]), r, m, b - e):
-                v, w = _pieces(lo, hi, u, wu)
-                dens = lam * np.exp(-(Hb - Hs - lam * (e - v - R - sp))) * -np.expm1(-K * lam * S[p]) / one_minus_q
-                cs.append(e - v), ps.append(np.full(v.size, p)), ms.append(w * dens)
-        # the edge: restarts ending in [max(s_p, R), s_p + R), their failure in an earlier phase
-        if p > 0:
-            c, w = _pieces(max(sp, R), min(sp + R, e), u, wu)
-            f = c - R
-            cs.append(c), ps.append(np.full(c.size, p))
-            ms.append(w * rate.lam[rate.phase(f)] * np.exp(-(Hb - rate.H(f))))
-        # restarts in progress at b whose failure struck in phase p
-        y, w = _pieces(max(0.0, b - e), min(R, b - sp), u, wu)
-        ys.append(y)
-        rms.append(w * lam * np.exp(-(Hb - Hs - lam * (b - y - sp))))
-    c, p, mass = np.concatenate(cs), np.concatenate(ps), np.concatenate(ms)
-    x, px = _chain_end(rate, S, c, p, b, J)
-    return {"start": x, "S": S[px], "T": T[px], "mass": mass, "restart_elapsed": np.concatenate(ys),
-            "restart_mass": np.concatenate(rms)}
-
-
-def _expected_potential(state: dict[str, np.ndarray], b: float, q: int, lam: float, T: np.ndarray,
-                        k: dict[str, np.ndarray], R: float) -> np.ndarray:
-    """E psi_q(state at b) for every reward (:data:`_REWARDS`), phase ``q``'s rate ``lam`` and interval."""
-    d = state["S"] - (b - state["start"])          # wall time the segment in progress still needs
-    fail = -np.expm1(-lam * d)
-    ok = 1.0 - fail
-    share = state["T"] / T[q]                      # its work, in segments of phase q
-    Rr, n, m = k["Rr"][q], k["n"][q], state["mass"]
-    att = np.array([
-        np.sum(m * (fail * (1.0 / lam + Rr) - ok * k["a"][q] * share)),
-        np.sum(m * (fail - ok * n * share)),
-        np.sum(m * ok * (1.0 - share)),
-        np.sum(m * (fail * Rr - ok * n * Rr * share)),
-    ])
-    rfail = -np.expm1(-lam * (R - state["restart_elapsed"]))
-    rtime = np.sum(state["restart_mass"] * rfail * (1.0 / lam + Rr))
-    return att + np.array([rtime, 0.0, 0.0, rtime])
+    a, c = np.minimum(r, land), np.maximum(r, land)
+    return (0.0 * r, a, m + 1.0), (a, c, np.where(land < r, m + 1.0, m)), (c, S, m)
 
 
 def schedule_expectation(work: float, intervals: Sequence[float], C: float, M: float, R: float,
                          starts: Sequence[float], factors: Sequence[float],
-                         nodes: int = QUADRATURE_NODES) -> dict[str, float]:
+                         nodes: int = QUADRATURE_NODES) -> dict[str, Any]:
     """Expected wall time of ``work`` under an interval schedule, and where it goes (exact; module notes).
 
     All times in one unit (``starts`` in it too: phase start times from the job's start; ``factors``
@@ -411,40 +294,15 @@ def schedule_expectation(work: float, intervals: Sequence[float], C: float, M: f
     failure, those during restarts included, as :func:`ckptplan.engine.waste.time_breakdown` counts them: the
     rate integrated over the expected time in each phase), ``end_phase`` (the phase the job is expected to
     end in), and per phase ``phase_wall`` (expected wall time in it) and ``phase_work`` (work checkpointed in
-    it; the last phase: the work left). One phase reproduces Daly's exact model.
+    it; the last phase: the work left). One phase reproduces Daly's exact model. The scenario is a one-row table of
+    :func:`schedule_expectation_rows`, where the formula is written.
     """
-    T = np.asarray(intervals, dtype=float)
-    rate = _Rate(np.asarray(starts, dtype=float), np.asarray(factors, dtype=float) / M)
-    k = _phase_constants(rate.lam, T, C, R)
-    w, acc = float(work), np.zeros(4)
-    psi_start = np.zeros(4)                        # a fresh segment of phase 0 at t = 0
-    K = len(rate.s)
-    done = []                                      # work checkpointed in each phase the job leaves
-    for j in range(K):
-        cyc = _cycle_rewards(k, j) / T[j]          # each reward per unit of work in phase j
-        if j < K - 1:
-            b = float(rate.s[j + 1])
-            state = boundary_state(rate, T, C, R, b, nodes)
-            psi_end = _expected_potential(state, b, j, rate.lam[j], T, k, R)
-            dw = (b - rate.s[j] + psi_end[0] - psi_start[0]) / k["rho"][j]
-            if dw < w - T[j]:   # at least one interval of work left at the boundary (module notes)
-                acc += cyc * dw + psi_start - psi_end
-                acc[0] = b                           # the time identity, exactly: the phase's length
-                w -= dw
-                done.append(float(dw))
-                psi_start = _expected_potential(state, b, j + 1, rate.lam[j + 1], T, k, R)
-                continue
-        total = acc + cyc * w + psi_start
-        # every failure, restarts included (Wald): the rate integrated over the wall time, phase by phase, as
-        # engine.waste.time_breakdown counts them (the job holds its nodes throughout: no downtime here)
-        spent = np.diff(np.append(rate.s[:j + 1], total[0]))
-        out = {"total": float(total[0]), "failures": float(np.dot(rate.lam[:j + 1], spent)), "save": float(total[2] * C),
-               "restart": float(total[3]), "useful": float(work), "end_phase": j,
-               "phase_wall": [float(x) for x in spent] + [0.0] * (K - j - 1),
-               "phase_work": done + [float(w)] + [0.0] * (K - j - 1)}
-        out["rework"] = max(out["total"] - out["useful"] - out["save"] - out["restart"], 0.0)
-        return out
-    raise AssertionError("unreachable: the last phase always ends the job")  # pragma: no cover
+    K = len(starts)
+
+    def row(v: Any) -> np.ndarray:
+        return np.reshape(np.asarray(v, dtype=float), (1, K))
+
+    return expectation_row(schedule_expectation_rows(work, row(intervals), C, M, R, row(starts), row(factors), nodes), 0)
 
 
 def per_phase_optima(C: float, M: float, factors: Sequence[float]) -> np.ndarray:
@@ -479,25 +337,32 @@ def optimal_schedule(work: float, C: float, M: float, R: float, starts: Sequence
 # ---- the same expectation and the schedule search, over a table of scenarios at once ------------------------------
 #
 # Rows may have different phase counts: a row's phases are padded with phases starting at +inf (their factors and
-# intervals are then never read). Every step below is the step of :func:`boundary_state` /
-# :func:`schedule_expectation` on one row, done for every row still running at a boundary at once.
+# intervals are then never read). Every step is done for every row still running at a boundary at once; one scenario
+# (:func:`schedule_expectation`) is a one-row table.
 
 
 class _Rows:
     """Per-row piecewise-constant rates: starts ``s`` (rows x phases, ``s[:, 0] = 0``, +inf after a row's last phase),
     rates ``lam``, the cumulative rate ``Hs`` at each start."""
 
-    def __init__(self, starts: np.ndarray, rates: np.ndarray):
+    def __init__(self, starts: np.ndarray, rates: np.ndarray, Hs: np.ndarray | None = None):
         self.s, self.lam = starts, rates
-        with np.errstate(invalid="ignore"):
-            steps = np.where(np.isfinite(starts[:, 1:]), rates[:, :-1] * np.diff(starts, axis=1), np.inf)
-        self.Hs = np.concatenate([np.zeros((len(starts), 1)), np.cumsum(steps, axis=1)], axis=1)
+        if Hs is None:
+            with np.errstate(invalid="ignore"):
+                steps = np.where(np.isfinite(starts[:, 1:]), rates[:, :-1] * np.diff(starts, axis=1), np.inf)
+            Hs = np.concatenate([np.zeros((len(starts), 1)), np.cumsum(steps, axis=1)], axis=1)
+        self.Hs = Hs
+
+    def take(self, g: np.ndarray) -> "_Rows":
+        """The rows ``g`` (all of them, unchanged, when ``g`` is every row in order)."""
+        return self if len(g) == len(self.s) else _Rows(self.s[g], self.lam[g], self.Hs[g])
 
     def at(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(rate, cumulative rate) at the times ``t`` (rows x points, finite)."""
         j = (self.s[:, None, :] <= t[:, :, None]).sum(axis=2) - 1
-        lam, s, Hs = (np.take_along_axis(a, j, axis=1) for a in (self.lam, self.s, self.Hs))
-        return lam, Hs + lam * (t - s)
+        i = np.arange(len(t))[:, None]
+        lam = self.lam[i, j]
+        return lam, self.Hs[i, j] + lam * (t - self.s[i, j])
 
 
 def _col(a: np.ndarray, j: Any) -> np.ndarray:
@@ -513,30 +378,62 @@ def _rule(lo: np.ndarray, hi: np.ndarray, u: np.ndarray, wu: np.ndarray) -> tupl
     return np.minimum(lo, hi) + width * u, width * wu
 
 
-def _fold_rows(rate: _Rows, S: np.ndarray, R: np.ndarray, p: int, b: np.ndarray, Hb: np.ndarray, u: np.ndarray,
-               wu: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """The fold of phase ``p`` (restarts ending in ``[s_p + R, e)``, ``e`` the phase's end): segment starts and masses
-    of its three pieces (:func:`fold_pieces`), every row."""
-    sp, lam, Sp, Hs = (a[:, p:p + 1] for a in (rate.s, rate.lam, S, rate.Hs))
-    e = np.minimum(rate.s[:, p + 1:p + 2], b)
+def _fold_rows(rate: _Rows, S: np.ndarray, R: np.ndarray, J: int, b: np.ndarray, Hb: np.ndarray, u: np.ndarray,
+               wu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The folds of phases ``0..J`` (phase ``p``'s: restarts ending in ``[s_p + R, e_p)``, ``e_p = min(s_{p+1}, b)``),
+    every row at once: segment starts and masses of their three pieces (:func:`fold_pieces`), rows x phases x 3 x
+    nodes. Restarts ending at ``c`` have the density ``lam_p exp(-(H(b) - H(c - R)))``; folded onto ``v in (0, S_p]``
+    (``c = e_p - v - k S_p``) their sum over ``k`` is geometric, ``K`` terms."""
+    sp, lam, Sp, Hs = (a[:, :J + 1, None, None] for a in (rate.s, rate.lam, S, rate.Hs))
+    b, Hb, R = b[:, :, None, None], Hb[:, :, None, None], R[:, :, None, None]
+    e = np.minimum(rate.s[:, 1:J + 2, None, None], b)
     D = e - (sp + R)
     m = np.floor(D / Sp)
     r = D - m * Sp
-    one_minus_q = -np.expm1(-lam * Sp)
-    land = Sp * np.ceil((b - e) / Sp - LATTICE_TOL) - (b - e)
-    lo_, hi_ = np.minimum(r, land), np.maximum(r, land)
-    cs, ms = [], []
-    for lo, hi, K in ((0.0 * r, lo_, m + 1.0), (lo_, hi_, np.where(land < r, m + 1.0, m)), (hi_, Sp, m)):
-        v, w = _rule(lo, np.where(D > 0, hi, lo), u, wu)
-        dens = lam * np.exp(-(Hb - Hs - lam * (e - v - R - sp))) * -np.expm1(-K * lam * Sp) / one_minus_q
-        cs.append(e - v)
-        ms.append(np.where(w > 0, w * dens, 0.0))
-    return cs, ms
+    lo, hi, K = (np.concatenate(x, axis=2) for x in zip(*fold_pieces(Sp, r, m, b - e)))   # all rows x phases x 1 x 1
+    v, w = _rule(lo, np.where(D > 0, hi, lo), u, wu)
+    dens = lam * np.exp(-(Hb - Hs - lam * (e - v - R - sp))) * -np.expm1(-K * lam * Sp) / -np.expm1(-lam * Sp)
+    return e - v, np.where(w > 0, w * dens, 0.0)
+
+
+def _edge_rows(rate: _Rows, R: np.ndarray, J: int, b: np.ndarray, Hb: np.ndarray, u: np.ndarray, wu: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The edges of phases ``1..J``: restarts ending in ``[max(s_p, R), s_p + R)``, their failure (at ``c - R``) in an
+    earlier phase; ends and masses, rows x phases x nodes."""
+    if J == 0:
+        return np.zeros((len(b), 0, len(u))), np.zeros((len(b), 0, len(u)))
+    sp = rate.s[:, 1:J + 1, None]
+    b, Hb, R = b[:, :, None], Hb[:, :, None], R[:, :, None]
+    c, w = _rule(np.maximum(sp, R), np.minimum(sp + R, np.minimum(rate.s[:, 2:J + 2, None], b)), u, wu)
+    lam_f, H_f = (x.reshape(c.shape) for x in rate.at((c - R).reshape(len(c), -1)))
+    return c, np.where(w > 0, w * lam_f * np.exp(-(Hb - H_f)), 0.0)
+
+
+def _restarts_rows(rate: _Rows, R: np.ndarray, J: int, b: np.ndarray, Hb: np.ndarray, u: np.ndarray, wu: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Restarts in progress at ``b`` whose failure struck in phase ``p = 0..J``: time elapsed and mass, rows x
+    (phases x nodes)."""
+    sp, lam, Hs = (a[:, :J + 1, None] for a in (rate.s, rate.lam, rate.Hs))
+    b, Hb, R = b[:, :, None], Hb[:, :, None], R[:, :, None]
+    e = np.minimum(rate.s[:, 1:J + 2, None], b)
+    y, w = _rule(np.maximum(0.0, b - e), np.minimum(R, b - sp), u, wu)
+    mass = np.where(w > 0, w * lam * np.exp(-(Hb - Hs - lam * (b - y - sp))), 0.0)
+    return y.reshape(len(y), -1), mass.reshape(len(y), -1)
+
+
+def _piece_order(atom: np.ndarray, fold: np.ndarray, edge: np.ndarray) -> np.ndarray:
+    """Rows x nodes in the pieces' order: the failure-free path, then phase by phase its fold's three pieces and (after
+    the first phase) its edge."""
+    n = len(atom)
+    rest = np.concatenate([fold[:, 1:], edge[:, :, None]], axis=2).reshape(n, -1)
+    return np.concatenate([atom, fold[:, 0].reshape(n, -1), rest], axis=1)
 
 
 def _chain_end_rows(rate: _Rows, S: np.ndarray, c: np.ndarray, p: np.ndarray, b: np.ndarray, J: int
                     ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_chain_end` for every row (``c``, ``p``: rows x points; ``b``: a column)."""
+    """Start and phase of the segment in progress at ``b`` on the failure-free chain from each start ``c`` (made in
+    phase ``p``; ``c``, ``p``: rows x points, ``b``: a column): phase by phase, :func:`chain_step`; a chain that lands
+    on ``b`` starts a segment there."""
     x, px = np.broadcast_to(b, c.shape).copy(), np.full(c.shape, J + 1)
     done = np.zeros(c.shape, dtype=bool)
     for t in range(J + 1):
@@ -554,39 +451,38 @@ def _chain_end_rows(rate: _Rows, S: np.ndarray, c: np.ndarray, p: np.ndarray, b:
 
 def boundary_state_rows(rate: _Rows, T: np.ndarray, C: np.ndarray, R: np.ndarray, J: int,
                         nodes: int = QUADRATURE_NODES) -> dict[str, np.ndarray]:
-    """:func:`boundary_state` at every row's boundary ``b = s[:, J + 1]`` at once (rows x points; ``C``, ``R``:
-    columns): the same pieces and rule, zero-weight nodes where a row's piece is empty."""
+    """The job's state at every row's boundary ``b = s[:, J + 1]`` (module notes): segments in progress (start,
+    interval, probability mass) and restarts in progress (elapsed, mass), rows x points (``C``, ``R``: columns); the
+    masses sum to 1.
+
+    Integrated over the time ``c`` a restart ends (the failure at ``c - R``), each followed along its failure-free
+    chain to the segment in progress at ``b`` (:func:`_chain_end_rows`): the failure-free path from the job's start,
+    every phase's fold (:func:`_fold_rows`) and edge (:func:`_edge_rows`), and the restarts in progress
+    (:func:`_restarts_rows`). Each piece is a :data:`QUADRATURE_NODES`-node Gauss-Legendre rule; a row's empty piece
+    has zero-weight nodes."""
     S = T + C
     u, wu = gauss_nodes(nodes)
     b = rate.s[:, J + 1:J + 2]
     Hb = rate.Hs[:, J + 1:J + 2]
+    with np.errstate(over="ignore", invalid="ignore"):   # the nodes of an empty piece (zero weight) are masked out
+        fc, fm = _fold_rows(rate, S, R, J, b, Hb, u, wu)
+        ec, em = _edge_rows(rate, R, J, b, Hb, u, wu)
+        y, rm = _restarts_rows(rate, R, J, b, Hb, u, wu)
     n = len(b)
-    cs, ps, ms = [np.zeros((n, 1))], [np.zeros((n, 1), dtype=int)], [np.exp(-Hb)]
-    ys, rms = [], []
-    for p in range(J + 1):
-        fc, fm = _fold_rows(rate, S, R, p, b, Hb, u, wu)
-        cs += fc
-        ms += fm
-        ps += [np.full((n, nodes), p)] * len(fc)
-        sp, lam, Hs = (a[:, p:p + 1] for a in (rate.s, rate.lam, rate.Hs))
-        e = np.minimum(rate.s[:, p + 1:p + 2], b)
-        if p > 0:   # the edge: restarts ending in [max(s_p, R), s_p + R), their failure in an earlier phase
-            c, w = _rule(np.maximum(sp, R), np.minimum(sp + R, e), u, wu)
-            lam_f, H_f = rate.at(c - R)
-            cs.append(c), ps.append(np.full((n, nodes), p))
-            ms.append(np.where(w > 0, w * lam_f * np.exp(-(Hb - H_f)), 0.0))
-        y, w = _rule(np.maximum(0.0, b - e), np.minimum(R, b - sp), u, wu)
-        ys.append(y)
-        rms.append(np.where(w > 0, w * lam * np.exp(-(Hb - Hs - lam * (b - y - sp))), 0.0))
-    c, p, mass = np.concatenate(cs, axis=1), np.concatenate(ps, axis=1), np.concatenate(ms, axis=1)
+    c, mass = _piece_order(np.zeros((n, 1)), fc, ec), _piece_order(np.exp(-Hb), fm, em)
+    p = _piece_order(np.zeros((n, 1), dtype=int), np.broadcast_to(np.arange(J + 1)[None, :, None, None], fc.shape),
+                     np.broadcast_to(np.arange(1, J + 1)[None, :, None], ec.shape))
     x, px = _chain_end_rows(rate, S, c, p, b, J)
-    return {"b": b, "start": x, "S": np.take_along_axis(S, px, axis=1), "T": np.take_along_axis(T, px, axis=1),
-            "mass": mass, "restart_elapsed": np.concatenate(ys, axis=1), "restart_mass": np.concatenate(rms, axis=1)}
+    i = np.arange(n)[:, None]
+    return {"b": b, "start": x, "S": S[i, px], "T": T[i, px],
+            "mass": mass, "restart_elapsed": y, "restart_mass": rm}
 
 
 def _potential_rows(state: dict[str, np.ndarray], q: int, lam: np.ndarray, T: np.ndarray, k: dict[str, np.ndarray],
                     R: np.ndarray) -> np.ndarray:
-    """:func:`_expected_potential` for every row (rows x rewards), phase ``q``."""
+    """``E psi_q(state at b)`` of every row for each reward (rows x rewards: wall time, failed attempts, successful
+    saves, restart time), phase ``q``'s rate and interval: a segment in progress with ``d`` of wall time left fails
+    before it ends with odds ``1 - exp(-lam_q d)``; one that ends has done ``T / T_q`` of a segment of phase ``q``."""
     lam, Tq = lam[:, q:q + 1], T[:, q:q + 1]
     Rr, n, a = (k[key][:, q:q + 1] for key in ("Rr", "n", "a"))
     d = state["S"] - (state["b"] - state["start"])
@@ -597,16 +493,13 @@ def _potential_rows(state: dict[str, np.ndarray], q: int, lam: np.ndarray, T: np
     rm = state["restart_mass"]
     rfail = -np.expm1(-lam * (R - state["restart_elapsed"]))
 
-    def total(mass: np.ndarray, v: np.ndarray) -> np.ndarray:   # a padded node (no mass) adds nothing
-        return np.sum(np.where(mass > 0, mass * v, 0.0), axis=1)
-
-    rtime = total(rm, rfail * (1.0 / lam + Rr))
-    return np.column_stack([
-        total(m, fail * (1.0 / lam + Rr) - ok * a * share) + rtime,
-        total(m, fail - ok * n * share),
-        total(m, ok * (1.0 - share)),
-        total(m, fail * Rr - ok * n * Rr * share) + rtime,
-    ])
+    rtime = np.sum(np.where(rm > 0, rm * (rfail * (1.0 / lam + Rr)), 0.0), axis=1)   # a padded node adds nothing
+    att = np.stack([fail * (1.0 / lam + Rr) - ok * a * share, fail - ok * n * share, ok * (1.0 - share),
+                    fail * Rr - ok * n * Rr * share])
+    att = np.sum(np.where(m > 0, m * att, 0.0), axis=2).T   # rewards x rows x points, summed over the points
+    att[:, 0] += rtime
+    att[:, 3] += rtime
+    return att
 
 
 def _per_row(v: Any, n: int) -> np.ndarray:
@@ -640,17 +533,20 @@ def schedule_expectation_rows(work: Any, intervals: Any, C: Any, M: Any, R: Any,
            "phase_work": np.zeros((n, K))}
     w, acc, psi = work[:, 0].copy(), np.zeros((n, 4)), np.zeros((n, 4))
     live = np.arange(n)
+    rate = _Rows(s, lam)
     for j in range(K):
-        kj = {key: v[live] for key, v in k.items()}
+        kj = k if len(live) == n else {key: v[live] for key, v in k.items()}
         cyc = np.column_stack([kj["a"][:, j], kj["n"][:, j], np.ones(len(live)), kj["n"][:, j] * kj["Rr"][:, j]]) \
             / T[live, j:j + 1]
         go = last[live] > j
         dw = np.full(len(live), np.inf)
         if go.any():
             g = live[go]
-            sub = _Rows(s[g], lam[g])
-            state = boundary_state_rows(sub, T[g], C[g], R[g], j, nodes)
-            psi_end = _potential_rows(state, j, lam[g], T[g], {key: v[g] for key, v in k.items()}, R[g])
+            sub = rate.take(g)
+            kg = k if len(g) == n else {key: v[g] for key, v in k.items()}
+            Tg, Rg = (a if len(g) == n else a[g] for a in (T, R))
+            state = boundary_state_rows(sub, Tg, C[g], Rg, j, nodes)
+            psi_end = _potential_rows(state, j, sub.lam, Tg, kg, Rg)
             dw[go] = (s[g, j + 1] - s[g, j] + psi_end[:, 0] - psi[g, 0]) / kj["rho"][go, j]
         ends = ~(dw < w[live] - T[live, j])   # as schedule_expectation: an interval of work left to enter
         if go.any():

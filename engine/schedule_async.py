@@ -31,7 +31,10 @@ Conventions and validity: the job starts as the steady state does (its first int
 asynchronous model's convention, so one phase is that model exactly); the last interval is counted as its share of
 a full one; exponential gaps within a phase; every interval at least the part of the write it overlaps,
 ``T_j >= W (1 - slowdown)`` (:func:`ckptplan.engine.waste.check_async_write`); a downtime or preemptions are not
-modelled with it. The job is assumed still running when the phase it ends in begins.
+modelled with it. The job's expected state at a boundary is carried across it as certain, so the next phase is
+entered only when at least one interval ``T_j`` of work is expected to be left at its start; a boundary inside the
+job's expected last interval is treated as after its end (the phase-boundary rule of :mod:`ckptplan.engine.phases`'
+notes, which say what it leaves out: the runs a failure pushes past such a boundary do see the next phase).
 """
 
 from __future__ import annotations

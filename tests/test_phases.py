@@ -41,10 +41,15 @@ def test_constant_rate_scenario_reproduces_todays_plan_exactly():
 
 
 def test_boundary_state_is_a_distribution():
-    rate = P._Rate(np.array([0.0, 500.0, 530.0]), np.array([3 / 600.0, 1 / 600.0, 2 / 600.0]))
     for b in (500.0, 530.0, 2.0, 1234.5, 505.0):   # the fixed rule integrates the densities to 1
+        s, lam, T = np.array([0.0, 500.0, 530.0]), np.array([3 / 600.0, 1 / 600.0, 2 / 600.0]), np.array([40.0, 70.0, 25.0])
+        if b not in s:   # the state at b inside a phase: the state at a boundary there that changes nothing
+            j = int(s.searchsorted(b))
+            s, lam, T = np.insert(s, j, b), np.insert(lam, j, lam[j - 1]), np.insert(T, j, T[j - 1])
+        J = int(np.flatnonzero(s == b)[0]) - 1
         for nodes, tol in ((P.QUADRATURE_NODES, 1e-9), (P.SEARCH_NODES, 1e-7)):
-            st = P.boundary_state(rate, np.array([40.0, 70.0, 25.0]), 3.0, 10.0, b, nodes)
+            st = P.boundary_state_rows(P._Rows(s[None, :], lam[None, :]), T[None, :], np.array([[3.0]]),
+                                       np.array([[10.0]]), J, nodes)
             assert st["mass"].sum() + st["restart_mass"].sum() == pytest.approx(1.0, abs=tol)
 
 

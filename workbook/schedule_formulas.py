@@ -1,7 +1,7 @@
 """The failure-phase schedule's exact expectation written as Excel cells: :mod:`engine.phases` as live formulas.
 
 :func:`ckptplan.engine.phases.schedule_expectation` carries the job across each phase boundary with the
-expected potential of its state there; :func:`ckptplan.engine.phases.boundary_state` integrates that state
+expected potential of its state there; :func:`ckptplan.engine.phases.boundary_state_rows` integrates that state
 over the time a restart ends by a fixed Gauss-Legendre rule (:data:`ckptplan.engine.phases.QUADRATURE_NODES`
 nodes a piece: the two or three pieces of every phase's fold, the first restart of a phase, the restarts in
 progress) and follows each node along its failure-free chain to the boundary
@@ -159,7 +159,7 @@ def _restart_potential(mass: str, y: str, R: str, q: int, k: dict[str, list[str]
 
 
 def _chain(w: _Writer, r: int, col: int, j: int, b: str, k: dict[str, list[str]]) -> tuple[str, str]:
-    """The failure-free chain from the node's start to the segment in progress at ``b`` (engine.phases._chain_end):
+    """The failure-free chain from the node's start to the segment in progress at ``b`` (engine.phases._chain_end_rows):
     per phase, the chain's start (its end once found) and the phase of its end (-1 until found)."""
     c, ph, p0 = f"{_letter(col + _C0)}{r}", "-1", f"{_letter(col + _P0)}{r}"
     for t in range(j + 1):
@@ -174,7 +174,7 @@ def _chain(w: _Writer, r: int, col: int, j: int, b: str, k: dict[str, list[str]]
 
 
 def _pieces(j: int) -> list[tuple]:
-    """(kind, phase, which) of every piece of boundary ``j`` (engine.phases.boundary_state's order aside)."""
+    """(kind, phase, which) of every piece of boundary ``j`` (engine.phases.boundary_state_rows' pieces, in another order)."""
     out: list[tuple] = [("atom", 0, 0)]
     for p in range(j + 1):
         out += [("fold", p, which) for which in range(3)]

@@ -76,9 +76,8 @@ _INPUT_ROWS = (
     ("spot_wait_min", "Wait for capacity after a preemption, no GPUs held (empty = none)", "min", F.MINUTES,
      'IF(capacity_wait_min="",0,capacity_wait_min)', None),
     ("spot_stall_min", "Save stall C (the plan's)", "min", F.MINUTES, "used_checkpoint_stall_min", None),
-    ("spot_downtime_min", "Downtime D after a failure: waiting for a node, no failure or preemption in it (the "
-     "plan's)", "min", F.MINUTES, "used_downtime_min", None),
-    ("spot_restart_min", "Restart R exposed to failures and preemptions (the plan's, less its downtime)", "min",
+    ("spot_downtime_min", "Downtime D after a failure (waits for a node, nothing strikes)", "min", F.MINUTES, "used_downtime_min", None),
+    ("spot_restart_min", "Restart R exposed (the plan's restart less its downtime)", "min",
      F.MINUTES, "MAX(used_restart_min-spot_downtime_min,0)", None),
     ("spot_mtbf_min", "Job MTBF of failures M (the plan's)", "min", F.MINUTES, "job_mtbf_min", None),
     ("spot_keep", "Save fits the notice (1: saved on notice; 0: rolls back)", "1/0",
@@ -86,7 +85,7 @@ _INPUT_ROWS = (
     ("spot_lam", "Failure rate lambda = 1 / M", "per min", "0.000000E+00", "1/spot_mtbf_min", None),
     ("spot_pi", "Preemption rate pi", "per min", "0.000000E+00", "1/spot_mtbp_min", None),
     ("spot_theta", "theta = lambda + pi", "per min", "0.000000E+00", "spot_lam+spot_pi", None),
-    ("spot_restart_all", "Restart with its own failures and preemptions, downtimes and waits included: R'", "min", F.MINUTES,
+    ("spot_restart_all", "Restart R' with its failures, preemptions, downtimes, waits", "min", F.MINUTES,
      "(EXP(spot_theta*spot_restart_min)-1)*(1/spot_theta+spot_lam/spot_theta*spot_downtime_min"
      "+spot_pi/spot_theta*spot_wait_min)", None),
     ("spot_young_min", "Search centre: sqrt(2 C / rate of events that cost rework)", "min", F.MINUTES,

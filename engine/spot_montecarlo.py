@@ -294,4 +294,7 @@ def _schedule_columns(jobs: list[dict[str, Any]], runs: int) -> dict[str, np.nda
 def _window(starts: np.ndarray, intervals: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Each run's interval of the window its wall time ``t`` is in (the last window starting at or before ``t``, as
     :func:`ckptplan.engine.phases_montecarlo.simulate_events` picks a segment's interval)."""
-    return intervals[np.arange(t.size), (starts <= t[:, None]).sum(axis=1) - 1]
+    out = intervals[:, 0]
+    for k in range(1, starts.shape[1]):               # a few windows: one comparison each
+        out = np.where(starts[:, k] <= t, intervals[:, k], out)
+    return out

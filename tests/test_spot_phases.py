@@ -185,3 +185,22 @@ def test_without_preemptions_spot_is_on_demand_apart_from_the_price():
         o = simulate_capacity(job, "on-demand", runs=400, seed=4)
         np.testing.assert_array_equal(s["wall"], o["wall"])
         np.testing.assert_allclose(s["cost"] * a["price"], o["cost"] * a["spot_price"], rtol=1e-12)
+
+
+def test_the_changing_rate_path_at_a_constant_rate_is_the_constant_path_run_by_run():
+    """The schedule path forced onto a constant rate (two phases at 1x, each window the constant interval) draws the
+    same failures (``H^-1(H(t) + E) - t = E M`` up to rounding) and picks the same intervals: every run's wall time
+    and cost equal the constant-rate simulation's to rounding, for all three policies."""
+    from ckptplan.engine.phases_montecarlo import phase_next_failure
+
+    const = {k: v for k, v in BURN_IN.items() if not k.startswith("phase_")}
+    plain = capacity_job(**const)
+    forced = dict(plain, schedule={"starts_od": np.array([0.0, 360.0]), "T_od_by": np.full(2, plain["T_od"]),
+                                   "starts_spot": np.array([0.0, 360.0]), "T_spot_by": np.full(2, plain["T_spot"]),
+                                   "next_failure": phase_next_failure([0.0, 360.0], [1.0, 1.0], const["M"])})
+    for policy, th in (("on-demand", 0.0), ("spot", 0.0), ("fallback", 200.0)):
+        a = simulate_capacity(plain, policy, th, runs=500, seed=8)
+        b = simulate_capacity(forced, policy, th, runs=500, seed=8)
+        np.testing.assert_allclose(b["wall"], a["wall"], rtol=1e-9)
+        np.testing.assert_allclose(b["cost"], a["cost"], rtol=1e-9)
+        np.testing.assert_array_equal(b["finished"], a["finished"])

@@ -210,7 +210,7 @@ class _CapacityGroup:
             self.restart(move[self.t[move] > 0])            # moving: restore on on-demand capacity
         t, bill, left = self.t, self.bill, self.left
         if self.timed:                                      # the interval of the window the segment starts in
-            T = np.where(spot, _window(job["S_spot"], job["T_spot_by"], t), _window(job["S_od"], job["T_od_by"], t))
+            T = self.windows(spot, t)
         else:
             T = np.where(spot, job["T"], job["T_od"])
         last = left <= T
@@ -236,6 +236,16 @@ class _CapacityGroup:
         hit = np.flatnonzero(~ok)
         self.restart(hit[left[hit] > 0])
         self.settle()
+
+    def windows(self, spot: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Each run's interval: its capacity's schedule at wall time ``t`` (one schedule looked up when all runs are
+        on one capacity)."""
+        job = self.job
+        if spot.all():
+            return _window(job["S_spot"], job["T_spot_by"], t)
+        if not spot.any():
+            return _window(job["S_od"], job["T_od_by"], t)
+        return np.where(spot, _window(job["S_spot"], job["T_spot_by"], t), _window(job["S_od"], job["T_od_by"], t))
 
     def settle(self) -> None:
         """Record the runs that ended (finished, or given up at the cap) and drop them from the arrays."""

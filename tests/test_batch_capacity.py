@@ -192,3 +192,15 @@ def test_a_spot_row_compare_refuses_is_an_error_row_with_the_same_rule():
     assert res.exit_code != 0 and out["status"][0] == "error"
     rule = res.output.strip().splitlines()[-1].split("async_write_min")[-1].split(":", 1)[-1].strip()
     assert "async_write_min" in out["error"][0] and rule[:40] in out["error"][0], (rule, out["error"][0])
+
+
+def test_jobs_with_a_changing_rate_simulated_with_constant_ones_are_each_jobs_own():
+    """A group of jobs holding phase jobs and constant-rate ones (the changing-rate path then runs every job of the
+    group) gives each job exactly the figures it has alone."""
+    from ckptplan.engine.spot import capacity_policies, capacity_policies_many
+
+    phased = [dict(JOBS[0], phase_starts=[0.0, 600.0], phase_factors=[3.0, 1.0]),
+              dict(JOBS[2], phase_starts=[300.0], phase_factors=[0.5])]
+    mixed = [JOBS[0], phased[0], JOBS[2], phased[1], JOBS[3]]
+    for a, got in zip(mixed, capacity_policies_many(mixed, runs=400, seed=3)):
+        assert got == capacity_policies(**a, runs=400, seed=3)

@@ -13,7 +13,7 @@ from ckptplan.engine import spot
 from ckptplan.engine.spot_montecarlo import capacity_job, simulate_capacity
 
 # a burn-in on spot capacity: the first 6 h fail 3x as often; a notice that covers the save; a downtime
-BURN_IN = dict(work=24 * 60.0, C=2.0, M=600.0, R=10.0, P=300.0, N=2.0, Wc=30.0, deadline=30 * 60.0, price=2.5,
+BURN_IN = dict(work=24 * 60.0, C=2.0, M=600.0, R=10.0, P=300.0, N=2.0, Wc=30.0, deadline=34 * 60.0, price=2.5,
                spot_price=1.0, gpus=8.0, D=3.0, phase_starts=[0.0, 360.0], phase_factors=[3.0, 1.0])
 WEIBULL = dict(BURN_IN, phase_starts=None, phase_factors=None, weibull_shape=0.6, N=0.5, D=0.0)
 RUNS = 2500
@@ -136,6 +136,8 @@ def test_each_policy_agrees_with_an_event_by_event_simulation(case):
     th = found["fallback"]["threshold_min"]
     assert 0 < th < a["deadline"]                      # the threshold matters: spot alone is late more often
     assert found["spot"]["p_finish_by_deadline"] < found["on-demand"]["p_finish_by_deadline"]
+    # the fallback runs on spot a while and moves mid-run: its cost lies strictly between the two
+    assert found["spot"]["mean_cost"] < 0.9 * found["fallback"]["mean_cost"] < 0.9 * found["on-demand"]["mean_cost"]
     for policy, threshold in (("on-demand", 0.0), ("spot", 0.0), ("fallback", th)):
         mine = simulate_capacity(job, policy, threshold, runs=RUNS, seed=11)
         ref = _independent(job, policy, threshold, nxt, RUNS, 23)

@@ -280,8 +280,8 @@ def batch(
                                "on-demand, all spot, spot with an on-demand fallback (columns on_demand_*, spot_*, "
                                "fallback_* with P(finish by deadline_h), P50/P90 wall hours and cost, mean cost, "
                                "interval; fallback_threshold_min; cheapest_capacity_on_time). Rows need "
-                               "preemptions_per_h and deadline_h; others get blank columns and a capacity_note; "
-                               "failure phases and tiers are refused; 4,000 runs per policy, seed 0, as compare"),
+                               "preemptions_per_h and deadline_h; others get blank columns and a capacity_note; a "
+                               "changing failure rate runs on its schedules; tiers are refused; 4,000 runs, seed 0"),
 ) -> None:
     """Evaluate every scenario of a file; bad rows are reported per row, never dropped.
 

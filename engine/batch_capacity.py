@@ -15,9 +15,11 @@ lowest ``mean_cost`` among those on time at least as often as on-demand (the fal
 construction; ties go to the first of on_demand, spot, fallback).
 
 A row without a preemption rate or without a deadline has nothing to compare: its capacity columns are blank and
-``capacity_note`` says why (the row itself is answered as without ``--capacity``). A row with failure phases is an
-error row with ``compare``'s rule (the comparison simulates a constant failure rate). A tier design is refused for
-the whole batch (``compare`` shows no capacity comparison for a tiered plan).
+``capacity_note`` says why (the row itself is answered as without ``--capacity``). A row with failure phases
+(``phase{i}_start_h``, ``phase{i}_rate_factor``) or a ``weibull_shape_from_start`` below 1 is compared as ``compare``
+compares that scenario: failures from the changing rate, each policy on its schedule
+(:mod:`ckptplan.engine.capacity_schedules`). A tier design is refused for the whole batch (``compare`` shows no
+capacity comparison for a tiered plan).
 
 The rows' simulations run together (:func:`ckptplan.engine.spot.capacity_policies_many`): each row's numbers
 are those of :func:`ckptplan.engine.spot.capacity_policies` run for it alone, run by run.
@@ -62,9 +64,17 @@ def _cell(eff: Mapping[str, np.ndarray], name: str, p: int) -> float:
     return float(eff[name][p]) if name in eff else float("nan")
 
 
-def _phases(eff: Mapping[str, np.ndarray], p: int) -> int:
-    """How many failure phases row ``p`` gives (``phase{i}_start_h`` cells not blank)."""
-    return sum(1 for c in eff if (m := PHASE_COL.match(str(c))) and m.group(2) == "start_h" and not np.isnan(eff[c][p]))
+def _changing_rate(eff: Mapping[str, np.ndarray], p: int) -> dict[str, Any]:
+    """Row ``p``'s failure phases (``phase_starts`` in minutes, ``phase_factors``) and Weibull shape from the start,
+    as :func:`ckptplan.engine.spot.scenario_capacity` passes a scenario's (nothing when the row has neither)."""
+    idx = sorted(int(m.group(1)) for c in eff if (m := PHASE_COL.match(str(c))) and m.group(2) == "start_h")
+    given = [i for i in idx if not np.isnan(eff[f"phase{i}_start_h"][p])]
+    k = _cell(eff, "weibull_shape_from_start", p)
+    if not given and not k < 1.0:
+        return {}
+    return dict(phase_starts=[float(eff[f"phase{i}_start_h"][p]) * 60.0 for i in given] or None,
+                phase_factors=[float(eff[f"phase{i}_rate_factor"][p]) for i in given] or None,
+                weibull_shape=k if k < 1.0 else None)
 
 
 def _job_args(eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray], p: int) -> dict[str, float]:
@@ -80,7 +90,7 @@ def _job_args(eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray], p: i
                 M=float(res["job_mtbf_h"][p]) * 60.0, R=max(_cell(eff, "restart_min", p) - D, 0.0),
                 P=60.0 / _cell(eff, "preemptions_per_h", p), N=given("preemption_notice_min"),
                 Wc=given("capacity_wait_min"), deadline=_cell(eff, "deadline_h", p) * 60.0, price=price,
-                spot_price=price if np.isnan(spot) else spot, gpus=float(res["gpus"][p]), D=D)
+                spot_price=price if np.isnan(spot) else spot, gpus=float(res["gpus"][p]), D=D, **_changing_rate(eff, p))
 
 
 def capacity_columns(eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray], positions: np.ndarray,
@@ -88,6 +98,7 @@ def capacity_columns(eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray
     """:data:`CAPACITY_COLUMNS` of a table's rows (NaN / "" where a row is not compared; module notes); ``eff``,
     ``res``: the planned table's inputs (defaults applied) and results, ``positions``: the rows that evaluated."""
     from .spot import capacity_policies_many
+    from .spot_montecarlo import capacity_job
 
     n = len(res["job_mtbf_h"])
     out: dict[str, Any] = {c: np.full(n, np.nan) for c in CAPACITY_NUMBER_COLUMNS}
@@ -100,16 +111,13 @@ def capacity_columns(eff: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray
         elif np.isnan(_cell(eff, "deadline_h", p)):
             out["capacity_note"][p] = NO_DEADLINE
         else:
-            try:
-                from .spot import refuse_failure_phases, refuse_weibull_shape
-
-                refuse_failure_phases(_phases(eff, p))
-                refuse_weibull_shape(_cell(eff, "weibull_shape_from_start", p))
+            try:       # a changing failure rate plans the policies' schedules here: a row they fail is an error row
+                job = capacity_job(**_job_args(eff, res, p))
             except ValueError as exc:
                 problems.add([p], lambda _p, m=str(exc): f"capacity: {m}")
                 continue
             rows.append(p)
-            jobs.append(_job_args(eff, res, p))
+            jobs.append(job)
     for p, job, policies in zip(rows, jobs, capacity_policies_many(jobs, runs=runs, seed=seed)):
         for key in CAPACITY_KEYS:
             for f in CAPACITY_FIELDS + (CAPACITY_FALLBACK_FIELDS if key == "fallback" else ()):

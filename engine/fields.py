@@ -254,7 +254,8 @@ CAPACITY_FIELDS: tuple[Field, ...] = (
     Field("cost_p50", "money", "Median cost: GPU-hours held x their price (spot or on-demand)", "nonnegative"),
     Field("cost_p90", "money", "90th percentile of the cost", "nonnegative"),
     Field("mean_cost", "money", "Mean cost over the simulated runs", "nonnegative"),
-    Field("interval_min", "min", "Interval between saves (compute time) the policy runs at", "positive"),
+    Field("interval_min", "min", "Interval between saves (compute time) the policy runs at (with failure phases or "
+          "a Weibull shape from the start: its schedule's first)", "positive"),
 )
 #: the fallback policy's own columns, ``fallback_{name}``
 CAPACITY_FALLBACK_FIELDS: tuple[Field, ...] = (

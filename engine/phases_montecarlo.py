@@ -29,24 +29,34 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-__all__ = ["phase_failure_draw", "simulate_events", "simulate_schedule"]
+__all__ = ["phase_failure_draw", "phase_next_failure", "simulate_events", "simulate_schedule"]
 
 
-def phase_failure_draw(starts: Sequence[float], factors: Sequence[float], M: float
-                       ) -> Callable[[Any], Callable[[np.ndarray], np.ndarray]]:
-    """The draw of the next failure after ``t`` under failure phases (rate ``factor_j / M`` from ``starts[j]``),
-    bound to a generator: the cumulative rate ``H(t)`` inverted at ``H(t) + E``, ``E`` a unit exponential draw."""
+def phase_next_failure(starts: Sequence[float], factors: Sequence[float], M: float
+                       ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The next failure after wall time ``t`` under failure phases (rate ``factor_j / M`` from ``starts[j]``), given a
+    unit exponential ``E`` per run: the cumulative rate ``H(t)`` inverted at ``H(t) + E`` (``H`` piecewise linear)."""
     bounds = np.asarray(starts, dtype=float)
     rates = np.asarray(factors, dtype=float) / M
     cum = np.concatenate([[0.0], np.cumsum(rates[:-1] * np.diff(bounds))])
 
+    def next_failure(t: np.ndarray, e: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(bounds, t, side="right") - 1
+        h = cum[i] + rates[i] * (t - bounds[i]) + e
+        k = np.searchsorted(cum, h, side="right") - 1
+        return bounds[k] + (h - cum[k]) / rates[k]
+
+    return next_failure
+
+
+def phase_failure_draw(starts: Sequence[float], factors: Sequence[float], M: float
+                       ) -> Callable[[Any], Callable[[np.ndarray], np.ndarray]]:
+    """The draw of the next failure after ``t`` under failure phases (:func:`phase_next_failure`), bound to a
+    generator: ``E`` a unit exponential draw of it."""
+    inverse = phase_next_failure(starts, factors, M)
+
     def bind(rng: Any) -> Callable[[np.ndarray], np.ndarray]:
-        def draw(t: np.ndarray) -> np.ndarray:
-            i = np.searchsorted(bounds, t, side="right") - 1
-            h = cum[i] + rates[i] * (t - bounds[i]) + rng.exponential(size=t.size)
-            k = np.searchsorted(cum, h, side="right") - 1
-            return bounds[k] + (h - cum[k]) / rates[k]
-        return draw
+        return lambda t: inverse(t, rng.exponential(size=t.size))
 
     return bind
 

@@ -20,6 +20,14 @@ Per policy: P(finish by the deadline), the wall time's and the cost's P50 and P9
 x their price), from the same number of runs. The last segment ends the job without a final save (as
 the deadline simulation of :mod:`ckptplan.engine.montecarlo`). Assumptions as the preemption model:
 exponential gaps, independent failures and preemptions, the notice save always completes.
+
+A failure rate that changes over the run (``[[failure_phases]]``, or ``weibull_shape_from_start`` below 1): the
+failures are drawn from the changing intensity exactly (inverse cumulative intensity from the job's start, only while
+the job holds its GPUs and is exposed; preemptions keep their constant rate), and each policy runs its schedule
+instead of one interval: on-demand the schedule planned for failures alone, spot the one planned for failures and
+preemptions (those ``ckptplan plan`` reports on each capacity), the fallback spot's until it moves, then on-demand's; a
+segment takes the interval of the window it starts in. The fallback's ``rho_od`` is then the on-demand schedule's
+expected wall time over the whole run per unit of work (:mod:`ckptplan.engine.capacity_schedules` says why).
 """
 
 from __future__ import annotations
@@ -28,11 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError
 from .spot_montecarlo import capacity_job, simulate_capacity, simulate_capacity_jobs
 
 __all__ = ["CAPACITY_RUNS", "CAPACITY_SEED", "capacity_job", "capacity_policies", "capacity_policies_many",
-           "refuse_failure_phases", "refuse_weibull_shape",
            "scenario_capacity", "simulate_capacity"]
 
 #: runs per policy and seed of the comparison (``ckptplan compare``, ``ckptplan batch --capacity``)
@@ -51,14 +57,19 @@ def _summary(sim: dict[str, np.ndarray], deadline: float) -> dict[str, float]:
 
 def capacity_policies(work: float, C: float, M: float, R: float, P: float, N: float, Wc: float, deadline: float,
                       price: float, spot_price: float, gpus: float, runs: int = CAPACITY_RUNS, seed: int = CAPACITY_SEED,
-                      D: float = 0.0
-                      ) -> dict[str, dict[str, float]]:
+                      D: float = 0.0, phase_starts: Any = None, phase_factors: Any = None, weibull_shape: Any = None
+                      ) -> dict[str, dict[str, Any]]:
     """The three policies' deadline and cost figures (module notes); times in minutes, prices per GPU-hour.
 
     ``fallback`` also reports its ``threshold_min``; the threshold is searched on seed ``seed`` and reported
-    figures come from the same runs."""
+    figures come from the same runs. ``phase_starts`` (wall minutes) and ``phase_factors``, or ``weibull_shape``:
+    a failure rate that changes over the run (:func:`ckptplan.engine.spot_montecarlo.capacity_job`); each policy
+    then also reports its ``schedule`` (``{start_h, interval_min}`` windows; the fallback reports spot's, and runs
+    on-demand's once it moves) and ``interval_min`` is the schedule's first."""
     args = dict(work=work, C=C, M=M, R=R, P=P, N=N, Wc=Wc, deadline=deadline, price=price, spot_price=spot_price,
                 gpus=gpus, D=D)
+    if phase_starts is not None or weibull_shape is not None:
+        args.update(phase_starts=phase_starts, phase_factors=phase_factors, weibull_shape=weibull_shape)
     return capacity_policies_many([args], runs=runs, seed=seed)[0]
 
 
@@ -72,8 +83,9 @@ def capacity_policies_many(args: list[dict[str, float]], runs: int = CAPACITY_RU
     ``work`` .. ``D``), the jobs simulated together (:func:`ckptplan.engine.spot_montecarlo.simulate_capacity_jobs`):
     both fixed policies in one pass, then each step of the jobs' threshold searches (bisection to 1e-3 of the
     deadline for the smallest threshold meeting on-demand's chance, on the same seed) in one pass, then the
-    fallbacks at their thresholds. A job's figures are the same whichever jobs share the call."""
-    jobs = [capacity_job(**a) for a in args]
+    fallbacks at their thresholds. A job's figures are the same whichever jobs share the call. An element of
+    ``args`` may be the job :func:`~ckptplan.engine.spot_montecarlo.capacity_job` built from them (it has ``T_od``)."""
+    jobs = [a if "T_od" in a else capacity_job(**a) for a in args]
     n = len(jobs)
     dl = [float(j["deadline"]) for j in jobs]
     fixed = simulate_capacity_jobs(jobs + jobs, ["on-demand"] * n + ["spot"] * n, [0.0] * (2 * n), runs, seed)
@@ -95,26 +107,15 @@ def capacity_policies_many(args: list[dict[str, float]], runs: int = CAPACITY_RU
         o["fallback"] = {**_summary(final[i], dl[i]), "threshold_min": hi[i], "target_p_finish": target[i]}
         for name in o:
             o[name]["interval_min"] = jobs[i]["T_od"] if name == "on-demand" else jobs[i]["T_spot"]
+            if "schedule" in jobs[i]:
+                o[name]["schedule"] = _windows(jobs[i]["schedule"], "od" if name == "on-demand" else "spot")
     return out
 
 
-def refuse_failure_phases(count: int) -> None:
-    """Raise the comparison's refusal of a scenario with ``count`` failure phases (none: nothing)."""
-    if count:
-        raise InputError("failure_phases", f"{count} phase(s)", "the spot / on-demand / fallback comparison simulates "
-                         "a constant failure rate: plan failure phases on spot capacity with `ckptplan plan` or "
-                         "`ckptplan batch` (their deadline answer is simulated on the schedule), or compare the "
-                         "capacities without the phases")
-
-
-def refuse_weibull_shape(k: Any) -> None:
-    """Raise the comparison's refusal of a Weibull shape from the start below 1 (None, NaN or 1 and above:
-    nothing): the comparison simulates a constant failure rate."""
-    if k is not None and k < 1.0:
-        raise InputError("weibull_shape_from_start", k, "the spot / on-demand / fallback comparison simulates a "
-                         "constant failure rate: plan a Weibull shape from the start on spot capacity with `ckptplan "
-                         "plan` or `ckptplan batch` (their deadline answer is simulated on the schedule), or compare "
-                         "the capacities without the shape")
+def _windows(sched: dict[str, Any], key: str) -> list[dict[str, float]]:
+    """A policy's schedule as ``{start_h, interval_min}`` windows (``plan --json``'s ``schedule``)."""
+    return [{"start_h": float(s) / 60.0, "interval_min": float(T)}
+            for s, T in zip(sched[f"starts_{key}"], sched[f"T_{key}_by"])]
 
 
 def scenario_capacity(scenario: Any, runs: int = CAPACITY_RUNS, seed: int = CAPACITY_SEED) -> dict[str, Any] | None:
@@ -125,9 +126,11 @@ def scenario_capacity(scenario: Any, runs: int = CAPACITY_RUNS, seed: int = CAPA
 
     if not scenario.preemptions_per_h or scenario.deadline_h is None:
         return None
-    refuse_failure_phases(len(scenario.failure_phases))
-    refuse_weibull_shape(getattr(scenario, "weibull_shape_from_start", None))
     row = evaluate(scenario).iloc[0]
+    phases = scenario.failure_phases
+    changing = dict(phase_starts=[p.start_h * 60.0 for p in phases] or None,
+                    phase_factors=[p.rate_factor for p in phases] or None,
+                    weibull_shape=getattr(scenario, "weibull_shape_from_start", None))
     spot_price = scenario.spot_price_per_gpu_hour
     D = float(scenario.downtime_min or 0.0)    # the exposed restart and the downtime, as engine.scenario splits them
     out = capacity_policies(scenario.useful_training_h * 60.0, float(scenario.checkpoint_stall_min),
@@ -135,5 +138,5 @@ def scenario_capacity(scenario: Any, runs: int = CAPACITY_RUNS, seed: int = CAPA
                             60.0 / scenario.preemptions_per_h, float(scenario.preemption_notice_min or 0.0),
                             float(scenario.capacity_wait_min or 0.0), scenario.deadline_h * 60.0,
                             scenario.price_per_gpu_hour, scenario.price_per_gpu_hour if spot_price is None else spot_price,
-                            float(row["gpus"]), runs=runs, seed=seed, D=D)
+                            float(row["gpus"]), runs=runs, seed=seed, D=D, **changing)
     return {"runs": runs, "seed": seed, "deadline_h": scenario.deadline_h, "policies": out}

@@ -38,8 +38,23 @@ def simulate_capacity(job: dict[str, float], policy: str, threshold: float = 0.0
     return simulate_capacity_jobs([job], [policy], [threshold], runs, seed)[0]
 
 
-def capacity_job(work, C, M, R, P, N, Wc, deadline, price, spot_price, gpus, D=0.0) -> dict[str, float]:
-    """The job :func:`simulate_capacity` runs (minutes; prices per GPU-hour, GPUs): intervals and on-demand rho."""
+def capacity_job(work, C, M, R, P, N, Wc, deadline, price, spot_price, gpus, D=0.0, phase_starts=None,
+                 phase_factors=None, weibull_shape=None) -> dict[str, Any]:
+    """The job :func:`simulate_capacity` runs (minutes; prices per GPU-hour, GPUs): intervals and on-demand rho.
+
+    ``phase_starts`` (wall minutes from the job's start) and ``phase_factors``: failure phases; ``weibull_shape``: a
+    Weibull intensity from the start (below 1). A failure rate that changes is run on the policies' schedules
+    (:mod:`ckptplan.engine.capacity_schedules`: the job gains ``schedule``, and ``T_od``/``T_spot`` are the
+    schedules' first intervals); a constant one (none given, or phases all at one factor) is the job of old."""
+    from .capacity_schedules import capacity_schedules, failure_process
+
+    M, s, f, k = failure_process(M, phase_starts, phase_factors, weibull_shape)
+    if s or k is not None:
+        sched = capacity_schedules(work, C, M, R, P, N, Wc, D, s, f, k)
+        return {"work": work, "C": C, "M": M, "R": R, "P": P, "N": N, "Wc": Wc, "D": D, "deadline": deadline,
+                "T_od": float(sched["T_od_by"][0]), "T_spot": float(sched["T_spot_by"][0]),
+                "rho_od": sched["rho_od"], "price": price * gpus / 60.0, "spot_price": spot_price * gpus / 60.0,
+                "schedule": sched}
     T_od = float(exact_optimal_interval_kernel(np.float64(C), np.float64(M), np.float64(0.0), np.float64(0.0)))
     return {"work": work, "C": C, "M": M, "R": R, "P": P, "N": N, "Wc": Wc, "D": D, "deadline": deadline,
             "T_od": T_od, "T_spot": float(preemption_optimal_interval(C, M, R, P, N, Wc, D)),
@@ -138,10 +153,15 @@ class _CapacityGroup:
                    "spot": [p != "on-demand" for p in policies]}
         for k, v in per_job.items():
             self.job[k] = np.repeat(np.array(v, dtype=bool if k in ("fallback", "spot") else float), runs)
+        self.hazard = [j["schedule"]["next_failure"] if "schedule" in j else None for j in jobs]
+        self.timed = any(h is not None for h in self.hazard)
+        if self.timed:                                       # each run's schedules, padded with windows at +inf
+            self.job.update(_schedule_columns(jobs, runs))
 
-    def draw(self, count: np.ndarray, M: np.ndarray, P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(failure, preemption) times of runs grouped by job, ``count`` of each job in order: each job's
-        generator draws its runs' failures, then their preemptions, as ``_draw`` does."""
+    def draw(self, count: np.ndarray, M: np.ndarray, P: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(failure, preemption) times, from wall time ``t``, of runs grouped by job, ``count`` of each job in order:
+        each job's generator draws its runs' failures, then their preemptions, as ``_draw`` does. A job whose failure
+        rate changes turns its unit draws ``E`` into the next failure after ``t`` (its ``next_failure(t, E)``)."""
         n = int(count.sum())
         fail, pre = np.empty(n), np.empty(n)
         lo = 0
@@ -149,8 +169,13 @@ class _CapacityGroup:
             m = int(count[i])
             u = self.numbers(i, 2 * m)
             fail[lo:lo + m], pre[lo:lo + m] = u[:m], u[m:]
+            if self.timed:
+                at = t[lo:lo + m]
+                hz = self.hazard[i]
+                fail[lo:lo + m] = u[:m] * M[lo:lo + m] if hz is None else hz(at, u[:m]) - at
             lo += m
-        fail *= M
+        if not self.timed:
+            fail *= M
         pre *= P
         return fail, pre
 
@@ -184,10 +209,13 @@ class _CapacityGroup:
             spot[move] = False
             self.restart(move[self.t[move] > 0])            # moving: restore on on-demand capacity
         t, bill, left = self.t, self.bill, self.left
-        T = np.where(spot, job["T"], job["T_od"])
+        if self.timed:                                      # the interval of the window the segment starts in
+            T = self.windows(spot, t)
+        else:
+            T = np.where(spot, job["T"], job["T_od"])
         last = left <= T
         length = np.where(last, left, T + job["C"])
-        fail, pre = self.draw(self.count, job["M"], job["P"])
+        fail, pre = self.draw(self.count, job["M"], job["P"], t)
         pre = np.where(spot, pre, np.inf)
         first = np.minimum(fail, pre)
         price = np.where(spot, job["price"], job["od_price"])
@@ -209,6 +237,16 @@ class _CapacityGroup:
         self.restart(hit[left[hit] > 0])
         self.settle()
 
+    def windows(self, spot: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Each run's interval: its capacity's schedule at wall time ``t`` (one schedule looked up when all runs are
+        on one capacity)."""
+        job = self.job
+        if spot.all():
+            return _window(job["S_spot"], job["T_spot_by"], t)
+        if not spot.any():
+            return _window(job["S_od"], job["T_od_by"], t)
+        return np.where(spot, _window(job["S_spot"], job["T_spot_by"], t), _window(job["S_od"], job["T_od_by"], t))
+
     def settle(self) -> None:
         """Record the runs that ended (finished, or given up at the cap) and drop them from the arrays."""
         active = (self.left > 1e-9) & (self.t < self.job["cap"])
@@ -227,7 +265,7 @@ class _CapacityGroup:
         job, t, bill = self.job, self.t, self.bill
         while idx.size:
             count = np.bincount(self.where[idx] // self.runs, minlength=self.g)
-            fail, pre = self.draw(count, job["M"][idx], job["P"][idx])
+            fail, pre = self.draw(count, job["M"][idx], job["P"][idx], t[idx])
             spot = job["spot"][idx]
             pre = np.where(spot, pre, np.inf)
             first = np.minimum(fail, pre)
@@ -243,3 +281,30 @@ class _CapacityGroup:
             t[down] += job["D"][down]
             bill[down] += job["D"][down] * np.where(spot[gone], job["price"][down], job["od_price"][down])
             idx = idx[~done & (t[idx] < job["cap"][idx])]
+
+
+def _schedule_columns(jobs: list[dict[str, Any]], runs: int) -> dict[str, np.ndarray]:
+    """Each run's window starts and intervals on spot (``S_spot``, ``T_spot_by``) and on-demand (``S_od``,
+    ``T_od_by``) capacity, runs x windows, padded with windows that start at +inf; a constant-rate job: one window."""
+    cols = {"S_spot": [], "T_spot_by": [], "S_od": [], "T_od_by": []}
+    for j in jobs:
+        sc = j.get("schedule") or {"starts_spot": [0.0], "T_spot_by": [j["T_spot"]], "starts_od": [0.0],
+                                   "T_od_by": [j["T_od"]]}
+        for key, src in (("S_spot", "starts_spot"), ("T_spot_by", "T_spot_by"), ("S_od", "starts_od"),
+                         ("T_od_by", "T_od_by")):
+            cols[key].append(np.asarray(sc[src], dtype=float))
+    K = max(len(a) for v in cols.values() for a in v)
+    out = {}
+    for key, v in cols.items():
+        fill = np.inf if key.startswith("S_") else np.nan
+        out[key] = np.repeat(np.array([np.concatenate([a, np.full(K - len(a), fill)]) for a in v]), runs, axis=0)
+    return out
+
+
+def _window(starts: np.ndarray, intervals: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Each run's interval of the window its wall time ``t`` is in (the last window starting at or before ``t``, as
+    :func:`ckptplan.engine.phases_montecarlo.simulate_events` picks a segment's interval)."""
+    out = intervals[:, 0]
+    for k in range(1, starts.shape[1]):               # a few windows: one comparison each
+        out = np.where(starts[:, k] <= t, intervals[:, k], out)
+    return out

@@ -21,16 +21,23 @@ import numpy as np
 
 from .phases_montecarlo import simulate_events
 
-__all__ = ["simulate_weibull_schedule", "weibull_failure_draw"]
+__all__ = ["simulate_weibull_schedule", "weibull_failure_draw", "weibull_next_failure"]
+
+
+def weibull_next_failure(M: float, k: float) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The next failure after wall time ``t`` under this intensity (module notes), given a unit exponential ``E`` per
+    run: ``eta (Lambda(t) + E)^(1/k)``."""
+    eta = M / math.gamma(1.0 + 1.0 / k)
+    return lambda t, e: eta * ((t / eta) ** k + e) ** (1.0 / k)
 
 
 def weibull_failure_draw(M: float, k: float) -> Callable[[Any], Callable[[np.ndarray], np.ndarray]]:
-    """The draw of the next failure after ``t`` (this intensity, module notes), bound to a generator: what
+    """The draw of the next failure after ``t`` (:func:`weibull_next_failure`), bound to a generator: what
     :func:`ckptplan.engine.schedule_interruptions_montecarlo.simulate_interrupted_schedule` takes for a downtime."""
-    eta = M / math.gamma(1.0 + 1.0 / k)
+    inverse = weibull_next_failure(M, k)
 
     def bind(rng: Any) -> Callable[[np.ndarray], np.ndarray]:
-        return lambda t: eta * ((t / eta) ** k + rng.exponential(size=t.size)) ** (1.0 / k)
+        return lambda t: inverse(t, rng.exponential(size=t.size))
 
     return bind
 

@@ -94,21 +94,35 @@ def test_rows_without_spot_or_deadline_are_blank_with_a_note(compared):
     assert not np.isnan(out["wall_h"][4])                                   # the row itself is answered
 
 
-def test_failure_phases_are_refused_by_name_with_compares_rule(tmp_path):
-    base = dict(ROWS[0], phase1_start_h=0.0, phase1_rate_factor=2.0)
+@pytest.mark.parametrize("changing", [dict(failure_phases=[{"start_h": 0.0, "rate_factor": 3.0},
+                                                             {"start_h": 12.0, "rate_factor": 1.0}]),
+                                      dict(weibull_shape_from_start=0.7)])
+def test_a_row_with_a_changing_failure_rate_is_what_compare_says(tmp_path, changing):
+    """A row with failure phases or a Weibull shape from the start is compared on its schedules, jointly with a
+    constant-rate row, and gives its own ``compare --json`` figures."""
+    import tomli_w
+
+    from ckptplan.engine.scenario import derived_scenario, scenario_to_dict, to_table
+
     plan = load_plan("seed")
-    table, _ = fill_from_template(pd.DataFrame([base, dict(ROWS[1], phase1_start_h=None, phase1_rate_factor=None)]),
-                                  plan.scenario, "seed", setup=plan.setup, fill_blanks=False)
-    out = evaluate_rows(table, capacity=True)
-    assert out["status"][0] == "error" and out["status"][1] == "ok"
-    toml = tmp_path / "phases.toml"
-    toml.write_text('[scenario]\nname = "p"\ncheckpoint_stall_min = 2.0\nrestart_min = 10.0\nnode_mtbf_h = 2560.0\n'
-                    'nodes = 128\nuseful_training_h = 48.0\nprice_per_gpu_hour = 2.5\ndeadline_h = 62.0\n'
-                    'preemptions_per_h = 0.2\n[[failure_phases]]\nstart_h = 0.0\nrate_factor = 2.0\n')
+    given = {k: v for k, v in ROWS[0].items() if k != "name" and v is not None}
+    sc = derived_scenario(plan.scenario, **given, **changing)
+    toml = tmp_path / "changing.toml"
+    toml.write_text(tomli_w.dumps({"scenario": {k: v for k, v in scenario_to_dict(sc).items()
+                                                if k not in ("domains", "failure_phases")},
+                                   **({"failure_phases": changing["failure_phases"]} if "failure_phases" in changing
+                                      else {})}))
     res = CliRunner().invoke(app, ["compare", "--scenario", str(toml), "--json"])
-    assert res.exit_code != 0
-    rule = res.output.strip().splitlines()[-1].split("phase(s)")[-1].strip(" ':")
-    assert "failure_phases" in out["error"][0] and rule[:60] in out["error"][0]
+    assert res.exit_code == 0, res.output
+    policies = json.loads(res.output)["capacity"]["policies"]
+    assert len(policies["spot"]["schedule"]) > 1
+    out = evaluate_rows(to_table([sc, derived_scenario(plan.scenario, **given)]), capacity=True)
+    assert list(out["status"]) == ["ok", "ok"], list(out["error"])
+    for key in CAPACITY_KEYS:
+        for f in CAPACITY_FIELDS + (CAPACITY_FALLBACK_FIELDS if key == "fallback" else ()):
+            got, want = out[f"{key}_{f.name}"][0], policies[POLICY[key]][f.name]
+            assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9), (key, f.name, got, want)
+    assert out["on_demand_mean_cost"][1] != out["on_demand_mean_cost"][0]     # the changing rate changes the answer
 
 
 def test_a_tiered_batch_is_refused():
@@ -180,13 +194,13 @@ def test_a_spot_row_compare_refuses_is_an_error_row_with_the_same_rule():
     assert "async_write_min" in out["error"][0] and rule[:40] in out["error"][0], (rule, out["error"][0])
 
 
-def test_a_weibull_shape_on_spot_capacity_is_refused_by_name_with_compares_rule():
-    """A Weibull shape from the start is planned on spot capacity (tests/test_schedule_interruptions.py), but the
-    comparison simulates a constant rate: the row is an error naming the shape, with compare's rule."""
-    plan = load_plan("seed")
-    table, _ = fill_from_template(pd.DataFrame([dict(ROWS[0], weibull_shape_from_start=0.7),
-                                                dict(ROWS[1], weibull_shape_from_start=None)]),
-                                  plan.scenario, "seed", setup=plan.setup, fill_blanks=False)
-    out = evaluate_rows(table, capacity=True)
-    assert out["status"][0] == "error" and out["status"][1] == "ok"
-    assert "weibull_shape_from_start" in out["error"][0] and "constant failure rate" in out["error"][0]
+def test_jobs_with_a_changing_rate_simulated_with_constant_ones_are_each_jobs_own():
+    """A group of jobs holding phase jobs and constant-rate ones (the changing-rate path then runs every job of the
+    group) gives each job exactly the figures it has alone."""
+    from ckptplan.engine.spot import capacity_policies, capacity_policies_many
+
+    phased = [dict(JOBS[0], phase_starts=[0.0, 600.0], phase_factors=[3.0, 1.0]),
+              dict(JOBS[2], phase_starts=[300.0], phase_factors=[0.5])]
+    mixed = [JOBS[0], phased[0], JOBS[2], phased[1], JOBS[3]]
+    for a, got in zip(mixed, capacity_policies_many(mixed, runs=400, seed=3)):
+        assert got == capacity_policies(**a, runs=400, seed=3)

@@ -408,9 +408,12 @@ def test_surfaces_carry_weibull_on_spot_capacity_or_refuse_it_by_name(tmp_path):
         assert key in SPOT_FIGURES and value == pytest.approx(float(row[key]), rel=1e-12), key
     refused = CKPT_SCHEDULE(names, values, [[0], [72]], [[3], [1]])
     assert isinstance(refused, str) and "weibull_shape_from_start" in refused
-    # the spot / on-demand / fallback comparison simulates a constant rate: refused by name
-    res = CliRunner().invoke(app, ["compare", "--scenario", str(toml)])
-    assert res.exit_code != 0 and "weibull_shape_from_start" in res.output and "constant failure rate" in res.output
+    # the spot / on-demand / fallback comparison runs spot on the schedule plan reports on spot capacity
+    res = CliRunner().invoke(app, ["compare", "--scenario", str(toml), "--json"])
+    assert res.exit_code == 0, res.output
+    policies = json.loads(res.output)["capacity"]["policies"]
+    assert [(w["start_h"], w["interval_min"]) for w in policies["spot"]["schedule"]] == pytest.approx(
+        [(w["start_h"], w["interval_min"]) for w in out["schedule"]], rel=1e-12)
 
 
 def test_async_saves_with_preemptions_stay_refused_by_name_with_a_weibull_shape():

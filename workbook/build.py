@@ -719,10 +719,13 @@ def refuse_combined(scenario: Any) -> None:
     :mod:`ckptplan.engine.schedule_async`), the Schedule sheet's formulas plan phases for synchronous saves and a job
     that holds its nodes, so it cannot show the combination (refused by name). The Spot sheet plans preemptions
     with a downtime."""
+    from ..engine.spot_rates import scenario_preemptions_per_h
+
+    rate = scenario_preemptions_per_h(scenario)   # the job's: given, or nodes x the node's
     if not getattr(scenario, "failure_phases", ()):
         return
-    if getattr(scenario, "preemptions_per_h", None):
-        raise engine.InputError("preemptions_per_h", scenario.preemptions_per_h, "the workbook plans failure phases "
+    if rate:
+        raise engine.InputError("preemptions_per_h", rate, "the workbook plans failure phases "
                                 "(Schedule sheet) and spot capacity (Spot sheet) apart, not together: plan failure "
                                 "phases on spot capacity with `ckptplan plan` or `ckptplan batch`, or drop one of them")
     if getattr(scenario, "async_write_min", None):

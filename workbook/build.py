@@ -90,7 +90,9 @@ def _text_rows(sc: engine.Scenario) -> tuple[tuple[str, str, str], ...]:
     names = [d.name for d in sc.domains] + [None] * DOMAIN_SLOTS
     return (("Description", "scenario_description", sc.description), ("Source", "scenario_source", sc.source),
             ("Published fleet failure rate behind node_mtbf_h (`ckptplan failure-rates`; blank = none)",
-             "failure_rate_source", sc.failure_rate_source)) + tuple(
+             "failure_rate_source", sc.failure_rate_source),
+            ("Published spot interruption band behind preemptions_per_node_h (`ckptplan preemption-rates`; blank = "
+             "none)", "preemption_rate_source", sc.preemption_rate_source)) + tuple(
         (f"Correlated failure domain {i} name", f"domain{i}_name", names[i - 1]) for i in range(1, DOMAIN_SLOTS + 1))
 
 

@@ -110,8 +110,7 @@ def compare(
                                                    "which each design stops paying off (break-even)"),
     break_even_range: Optional[str] = typer.Option(None, "--break-even-range", help="LOW:HIGH searched for the "
                                                    "break-even (default: the input's range in the file's uncertainty table)"),
-    preemption_rate_source: Optional[str] = typer.Option(None, "--preemption-rate-source",
-                                                         help=PREEMPTION_RATE_SOURCE_HELP),
+    preemption_rate_source: Optional[str] = typer.Option(None, "--preemption-rate-source", help=PREEMPTION_RATE_SOURCE_HELP),
     on_node_loss: Optional[str] = typer.Option(None, "--on-node-loss", help=ON_NODE_LOSS_HELP),
     overrides: Optional[dict] = None,
 ) -> None:
@@ -128,11 +127,8 @@ def compare(
     from .engine.designs import compared_designs
 
     try:
-        given = dict(overrides or {})
-        if on_node_loss is not None:
-            given["on_node_loss"] = on_node_loss
-        if preemption_rate_source is not None:
-            given["preemption_rate_source"] = preemption_rate_source
+        given = dict(overrides or {}) | {k: v for k, v in (("on_node_loss", on_node_loss),
+                                                            ("preemption_rate_source", preemption_rate_source)) if v is not None}
         plan = plan_from_options(str(scenario_file) if scenario_file else template or DEFAULT_TEMPLATE, given)
         table, plans = compared_designs(plan.scenario, plan.setup, plan.designs or None)
         from .engine.strategies import elastic_fields_set, recovery_strategies

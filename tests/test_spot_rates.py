@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from ckptplan import engine, files
 from ckptplan.cli import app
 from ckptplan.engine.batch import evaluate_rows
-from ckptplan.engine.batch_capacity import capacity_columns
+from ckptplan.engine.batch_capacity import CAPACITY_NUMBER_COLUMNS
 from ckptplan.engine.designs import Design
 from ckptplan.engine.spot import scenario_capacity
 from ckptplan.engine.spot_rates import (HOURS_PER_MONTH, job_preemptions_per_h, node_rate_from_monthly_fraction,
@@ -196,7 +196,12 @@ def test_the_capacity_comparison_reads_the_node_rate():
     got = scenario_capacity(sc, runs=200)
     want = scenario_capacity(SEED.replace(preemptions_per_h=JOB, deadline_h=800.0, **SPOT), runs=200)
     assert got == want
-    assert callable(capacity_columns)
+    plan = files.load_plan("seed")
+    rows = pd.DataFrame({"name": ["a"], "nodes": [64], "deadline_h": [1600.0], "useful_training_h": [1440.0]})
+    node, job = (evaluate_rows(fill_from_template(t, plan.scenario, "seed", setup=plan.setup)[0], capacity=True)
+                 for t in (rows.assign(preemptions_per_node_h=[0.1 / 64]), rows.assign(preemptions_per_h=[0.1])))
+    cols = [c for c in CAPACITY_NUMBER_COLUMNS if c in job.columns]
+    assert job["spot_p_finish_by_deadline"][0] > 0 and node[cols].equals(job[cols])
 
 
 def test_a_template_with_a_job_rate_is_not_filled_beside_a_files_node_rate():

@@ -168,9 +168,9 @@ FIELDS: tuple[Field, ...] = (
     # preemptible (spot) capacity (ckptplan.engine.preemption); empty = on-demand capacity, never preempted
     Field("preemptions_per_h", "per h", "Preemptions of the job per hour it holds its GPUs (spot capacity; "
           "empty = none)", "nonnegative"),
-    Field("preemptions_per_node_h", "per node-h", "Preemptions of one node per hour it is held; the job's rate is "
-          "nodes x this (any node's preemption stops the job; empty = none, or the job's preemptions_per_h)",
-          "nonnegative"),
+    # a node's rate: the job's is nodes x it, any node's preemption stopping the job (ckptplan.engine.spot_rates)
+    Field("preemptions_per_node_h", "per node-h", "Preemptions of one node per hour held (the job's = nodes x this; "
+          "empty = none)", "nonnegative"),
     Field("preemption_notice_min", "min", "Notice before a preemption (a save that fits is taken on notice; "
           "empty = none)", "nonnegative"),
     Field("capacity_wait_min", "min", "Wait for capacity after a preemption (no GPUs held; empty = none)",

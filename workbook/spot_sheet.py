@@ -72,8 +72,7 @@ def _objective(T: str) -> str:
 #: the job's preemption rate, live (engine.spot_rates.job_preemptions_per_h): the Inputs' job rate when given, else
 #: nodes x the node's rate (a published band's, when preemption_rate_source names one), else 0; not guarded by the
 #: status, which reads it
-_JOB_RATE = ("spot_preemptions_per_h", "Preemptions of the job per hour: preemptions_per_h, else nodes x "
-             "preemptions_per_node_h (any node's preemption stops the job)", "per h", "0.000000",
+_JOB_RATE = ("spot_preemptions_per_h", "Job's preemptions per hour (given, or nodes x per node-h)", "per h", "0.000000",
              'IF(ISNUMBER(preemptions_per_h),preemptions_per_h,IF(ISNUMBER(preemptions_per_node_h),'
              'nodes*preemptions_per_node_h,0))')
 

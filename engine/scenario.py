@@ -536,7 +536,7 @@ def _checked_columns(table: pd.DataFrame, flagged: dict[str, np.ndarray], proble
             eff["node_mtbf_h"] = np.where(use, from_fleet, eff["node_mtbf_h"])
             ok["node_mtbf_h"] = ok["node_mtbf_h"] | use
     # the job's preemption rate: given, or nodes x the node's (a published band's); both given is refused
-    preemption_rate_problems(table, given, eff, ok, problems)
+    preemption_rate_problems(table, eff, ok, problems)
     # each cross-field rule: its condition first (block by block), the cells' own checks only where it holds
     with np.errstate(over="ignore", invalid="ignore"):  # huge cells are refused by their own rule, quietly
         _cross_field_rules(eff, ok, problems)

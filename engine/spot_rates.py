@@ -198,31 +198,28 @@ def spot_node_rates(sources: Any, node_rates: Any) -> tuple[np.ndarray, list[tup
 BOTH_RULE = "give the job's rate or the node's, not both"
 
 
-def preemption_rate_problems(table: Any, given: dict[str, np.ndarray], eff: dict[str, np.ndarray],
-                             ok: dict[str, np.ndarray], problems: Any) -> None:
+def preemption_rate_problems(table: Any, eff: dict[str, np.ndarray], ok: dict[str, np.ndarray], problems: Any) -> None:
     """The table pass's preemption rates, in place: a row's ``preemption_rate_source`` gives its
     ``preemptions_per_node_h`` (:func:`spot_node_rates`); a row that gives the job's rate and the node's (or a
-    source) is refused naming both; then ``eff["preemptions_per_h"]`` becomes the job's rate,
+    band) is refused naming both; then ``eff["preemptions_per_h"]`` becomes the job's rate,
     :func:`job_preemptions_per_h` of the row's ``nodes``. ``problems``: a
     :class:`~ckptplan.engine.scenario.RowProblems`."""
-    node, has_source = eff["preemptions_per_node_h"], None
+    node, banded = eff["preemptions_per_node_h"], np.zeros(len(table), dtype=bool)
     if "preemption_rate_source" in table.columns:
         from_band, bad = spot_node_rates(table["preemption_rate_source"], node)
         for p, err in bad:
             problems.add(np.array([p]), lambda _p, err=err: err)
-        has_source = ~np.isnan(from_band)
-        if has_source.any():
-            node = eff["preemptions_per_node_h"] = np.where(has_source, from_band, node)
-            ok["preemptions_per_node_h"] = ok["preemptions_per_node_h"] | has_source
+        banded = ~np.isnan(from_band)
+        if banded.any():
+            node = eff["preemptions_per_node_h"] = np.where(banded, from_band, node)
+            ok["preemptions_per_node_h"] = ok["preemptions_per_node_h"] | banded
     job = eff["preemptions_per_h"]
     both = ~np.isnan(job) & ~np.isnan(node)
     if both.any():
         both &= ok["preemptions_per_h"] & ok["preemptions_per_node_h"]
-        named = "preemption_rate_source" if has_source is not None else None
         problems.add(np.flatnonzero(both), lambda p: InputError(
-            "preemptions_per_h", float(job[p]),
-            f"{BOTH_RULE}: the row also gives "
-            + ("preemption_rate_source" if named and has_source[p] else "preemptions_per_node_h")
+            "preemptions_per_h", float(job[p]), f"{BOTH_RULE}: the row also gives "
+            + ("preemption_rate_source" if banded[p] else "preemptions_per_node_h")
             + f" (preemptions_per_node_h = {float(node[p]):g})"))
     if not np.isnan(node).all():
         eff["preemptions_per_h"] = rate = job_preemptions_per_h(job, node, eff["nodes"])

@@ -26,7 +26,7 @@ __all__ = ["app", "headline", "main", "print_plan", "print_planned"]
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="How often should a training job checkpoint, and what does it cost?")
 
-from .common import (DEFAULT_TEMPLATE, ON_NODE_LOSS_HELP, console, duration, err_console, fail, field_options, flag,  # noqa: E402,F401
+from .common import (DEFAULT_TEMPLATE, ON_NODE_LOSS_HELP, PREEMPTION_RATE_SOURCE_HELP, console, duration, err_console, fail, field_options, flag,  # noqa: E402,F401
                      literal, literal_help, plan_from_options, scenario_from_options)
 
 
@@ -56,12 +56,50 @@ def headline(row: "pd.Series") -> dict[str, Any]:
 
     out.update(schedule_json(row))
     out.update(elastic_json(row))
+    out.update(preemption_rate_json(row))
     if out.get("p_finish_by_deadline") is not None:   # how the deadline answer was reached, as `deadline` says
         simulated = "schedule" in out or float(row.get("expected_preemptions", 0.0) or 0.0) > 0 or _shrinks(row)
         out["deadline_method"] = "simulated" if simulated else "analytic"
         if simulated:
             out["deadline_runs"], out["deadline_seed"] = DEFAULT_RUNS, DEFAULT_SEED
     return out
+
+
+def preemption_rate_json(row: "pd.Series") -> dict[str, Any]:
+    """The preemption rate a spot plan used (none: on-demand capacity): ``preemptions_per_h`` the job's, and where
+    it came from the node's rate, ``preemptions_per_node_h`` and its ``preemption_rate_source`` (a published band)."""
+    from .engine.spot_rates import job_preemptions_per_h
+
+    def number(name: str) -> float:
+        v = row.get(name, math.nan)
+        return math.nan if v is None or isinstance(v, str) else float(v)
+
+    node = number("preemptions_per_node_h")
+    job = float(job_preemptions_per_h(number("preemptions_per_h"), node, number("nodes")))
+    if math.isnan(job):
+        return {}
+    if math.isnan(node):
+        return {"preemptions_per_h": job}
+    source = str(row.get("preemption_rate_source", "") or "")
+    return {"preemptions_per_h": job, "preemptions_per_node_h": node, "preemption_rate_source": source}
+
+
+def _preemption_rate_line(row: "pd.Series") -> str | None:
+    """``preemptions 0.00899 per h = 128 nodes x 7.03e-05 per node-h (band ...)`` for a plan whose job rate came from
+    the node's (None otherwise: a job rate given is shown as given)."""
+    found = preemption_rate_json(row)
+    if "preemptions_per_node_h" not in found:
+        return None
+    line = (f"preemptions {found['preemptions_per_h']:.3g} per h = {int(row['nodes']):,} nodes x "
+            f"{found['preemptions_per_node_h']:.3g} per node-h")
+    if found["preemption_rate_source"]:
+        from .engine.spot_rates import spot_rate
+
+        band = spot_rate(found["preemption_rate_source"])
+        edge = "lower bound" if band.band.startswith(">") else "upper edge"
+        line += (f" ({literal(band.name)}: published band {literal(band.band)}, {edge}; AWS Spot Instance Advisor, "
+                 "see `ckptplan preemption-rates`)")
+    return line
 
 
 def _shrinks(row: "pd.Series") -> bool:
@@ -104,6 +142,8 @@ def print_plan(row: "pd.Series", overrides: dict[str, Any] | None = None, simula
         + (f" + async write {duration(row['async_write_min'])} at {row['async_slowdown_fraction']:.0%} slowdown"
            f" (effective {duration(row['effective_stall_min'])})" if row["async_write_min"] > 0 else "")
         + f"  |  restart {duration(row['restart_min'])}  |  {int(row['gpus']):,} GPUs", highlight=False)
+    if (rate_line := _preemption_rate_line(row)) is not None:
+        console.print(rate_line, highlight=False)
 
     t = Table(title="Checkpoint interval by model", title_justify="left")
     t.add_column("model")
@@ -179,12 +219,40 @@ def _deadline_line(row: "pd.Series", phased: bool, simulated: str | None) -> str
                else f"  |  {simulated}"))
 
 
+@app.command("preemption-rates")
+def preemption_rates(as_json: bool = flag("--json", help="Print JSON instead of a table")) -> None:
+    """List the published spot interruption bands that `--preemption-rate-source` (and the scenario field) accept."""
+    from .engine.spot_rates import spot_rates
+
+    rates = spot_rates()
+    if as_json:
+        typer.echo(json.dumps([r.to_dict() for r in rates], indent=2, allow_nan=False))
+        return
+    from .common import print_rows
+
+    sources = list(dict.fromkeys(r.source for r in rates))
+    print_rows("Published spot interruption bands (per node-hour = -ln(1 - f) / 730 h; job per hour = nodes x it)",
+               ("name", "published band", "f used", "per node-hour", "per 1,000 node-hours",
+                "job per hour at 128 nodes", "source"),
+               [(literal(r.name), literal(r.band), f"{r.fraction_per_month:.0%}"
+                 + (" (lower bound)" if r.band.startswith(">") else " (upper edge)"),
+                 f"{r.preemptions_per_node_h:.3g}", f"{r.preemptions_per_node_h * 1000:.3g}",
+                 f"{r.preemptions_per_node_h * 128:.3g}", f"[{sources.index(r.source) + 1}]") for r in rates])
+    console.print("Each band at its upper edge (a conservative figure); >20% at 20 %: a LOWER BOUND. The conversion "
+                  "assumes independent, exponential reclaims and the month's fraction per node held the whole month.",
+                  highlight=False)
+    for i, source in enumerate(sources, start=1):
+        console.print(f"\\[{i}] {literal(source)}", highlight=False)
+
+
 @app.command()
 @field_options(FIELDS + SETUP_FIELDS)
 def plan(
     template: Optional[str] = typer.Option(None, "--template", "-t", help="Preset name (see `ckptplan templates`) or TOML file; default: seed"),
     scenario_file: Optional[Path] = typer.Option(None, "--scenario", help="Scenario TOML file (same as --template FILE)"),
     failure_rate_source: Optional[str] = typer.Option(None, "--failure-rate-source", help="A published fleet failure rate giving node_mtbf_h for this job's size (see `ckptplan failure-rates`)"),
+    preemption_rate_source: Optional[str] = typer.Option(None, "--preemption-rate-source",
+                                                         help=PREEMPTION_RATE_SOURCE_HELP),
     on_node_loss: Optional[str] = typer.Option(None, "--on-node-loss", help=ON_NODE_LOSS_HELP),
     as_json: bool = flag("--json", help="Print JSON instead of tables"),
     overrides: Optional[dict] = None,
@@ -202,6 +270,8 @@ def plan(
         given = dict(overrides or {})
         if failure_rate_source is not None:
             given["failure_rate_source"] = failure_rate_source
+        if preemption_rate_source is not None:
+            given["preemption_rate_source"] = preemption_rate_source
         if on_node_loss is not None:
             given["on_node_loss"] = on_node_loss
         plan_file = plan_from_options(str(scenario_file) if scenario_file else template, given)
@@ -391,7 +461,9 @@ def _simulations(sc: Any, plan: Any, runs: int, seed: int) -> tuple[Any, Any]:
 
     live = derived_scenario(sc, on_node_loss="restart")
     planned = derived_scenario(plan.scenario, on_node_loss="restart") if plan.setup.tiers else live
-    report = workbook.deadline_report(derived_scenario(planned, preemptions_per_h=None, failure_phases=()), runs=runs,
+    from .engine.spot_rates import on_demand_changes
+
+    report = workbook.deadline_report(derived_scenario(planned, **on_demand_changes(planned), failure_phases=()), runs=runs,
                                       seed=seed, setup=plan.setup)
     return report, scenario_capacity(live)
 

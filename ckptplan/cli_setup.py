@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import typer
 
-from .common import (DEFAULT_TEMPLATE, ON_NODE_LOSS_HELP, console, duration, echo_json, fail, field_options, flag, kept, literal, plan_from_options,
+from .common import (DEFAULT_TEMPLATE, ON_NODE_LOSS_HELP, PREEMPTION_RATE_SOURCE_HELP, console, duration, echo_json, fail, field_options, flag, kept, literal, plan_from_options,
                      print_rows)
 from .engine.fields import DEFAULT_RUNS, DEFAULT_SEED, FIELDS, SETUP_FIELDS
 
@@ -110,6 +110,7 @@ def compare(
                                                    "which each design stops paying off (break-even)"),
     break_even_range: Optional[str] = typer.Option(None, "--break-even-range", help="LOW:HIGH searched for the "
                                                    "break-even (default: the input's range in the file's uncertainty table)"),
+    preemption_rate_source: Optional[str] = typer.Option(None, "--preemption-rate-source", help=PREEMPTION_RATE_SOURCE_HELP),
     on_node_loss: Optional[str] = typer.Option(None, "--on-node-loss", help=ON_NODE_LOSS_HELP),
     overrides: Optional[dict] = None,
 ) -> None:
@@ -126,9 +127,8 @@ def compare(
     from .engine.designs import compared_designs
 
     try:
-        given = dict(overrides or {})
-        if on_node_loss is not None:
-            given["on_node_loss"] = on_node_loss
+        given = dict(overrides or {}) | {k: v for k, v in (("on_node_loss", on_node_loss),
+                                                            ("preemption_rate_source", preemption_rate_source)) if v is not None}
         plan = plan_from_options(str(scenario_file) if scenario_file else template or DEFAULT_TEMPLATE, given)
         table, plans = compared_designs(plan.scenario, plan.setup, plan.designs or None)
         from .engine.strategies import elastic_fields_set, recovery_strategies
@@ -190,7 +190,9 @@ def _compare_title(sc: Any, table: Any) -> str:
     if sc.deadline_h is None:
         return f"{literal(sc.name)}: designs side by side, cheapest first"
     scheduled = table["tier_intervals"].astype(str).str.startswith("from-").any()
-    if sc.preemptions_per_h:
+    from .engine.spot_rates import scenario_preemptions_per_h
+
+    if scenario_preemptions_per_h(sc):
         how = f"simulated ({DEFAULT_RUNS:,} runs, seed {DEFAULT_SEED}, as plan: spot capacity)"
     elif sc.failure_phases or scheduled:
         how = "simulated on each schedule (as plan)"

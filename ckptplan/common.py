@@ -332,12 +332,33 @@ def plan_from_options(template: Optional[str], overrides: dict[str, Any]) -> Any
         changes["node_mtbf_h"] = None  # the published rate gives the node MTBF
     elif "node_mtbf_h" in changes and "failure_rate_source" not in changes:
         changes["failure_rate_source"] = ""  # ... and a node MTBF given here replaces a preset's source
+    _preemption_changes(changes)
     scenario = plan.scenario.replace(**changes) if changes else plan.scenario
     stated = set(plan.setup.stated) | {k for k in changes if k in DERIVED}
     setup = plan.setup.replace(**setup_changes, stated=frozenset(stated))
     return replace(plan, scenario=scenario, setup=setup)
 
 
+
+
+#: ``--preemption-rate-source``'s help (the commands that take it: plan, compare)
+PREEMPTION_RATE_SOURCE_HELP = ("A published spot interruption band giving preemptions_per_node_h; the job's rate is "
+                               "nodes x it (see `ckptplan preemption-rates`)")
+
+
+def _preemption_changes(changes: dict[str, Any]) -> None:
+    """The preemption rate given on the command line wins over the template's, as node_mtbf_h does: a node rate
+    or a published band given here drops the template's job rate, a job rate given here the template's node rate
+    and band, a node rate the band and a band the node rate (both rates given here: refused by the scenario)."""
+    node = "preemptions_per_node_h" in changes or "preemption_rate_source" in changes
+    if node and "preemptions_per_h" not in changes:
+        changes["preemptions_per_h"] = None
+    if "preemptions_per_h" in changes and not node:
+        changes.update(preemptions_per_node_h=None, preemption_rate_source="")
+    if "preemption_rate_source" in changes and "preemptions_per_node_h" not in changes:
+        changes["preemptions_per_node_h"] = None
+    elif "preemptions_per_node_h" in changes and "preemption_rate_source" not in changes:
+        changes["preemption_rate_source"] = ""
 
 
 def emit_scenario_file(path: Path, write: Callable[[], Any], what: str) -> Any:

@@ -55,7 +55,7 @@ _EXPORTS: dict[str, str] = {
 }
 _SUBMODULES = ("batch", "cost", "deadline", "designs", "errors", "ettr", "fields", "finite", "fitting", "fleets", "gaps",
                "measured", "montecarlo", "montecarlo_fast", "montecarlo_tiers", "recovery", "reliability", "risk", "roots",
-               "scenario", "sensitivity", "setup", "storage", "sweep", "targets", "tiers", "uncertainty", "validity",
+               "scenario", "sensitivity", "setup", "spot_rates", "storage", "sweep", "targets", "tiers", "uncertainty", "validity",
                "variance", "waste", "wall_distribution")
 
 __all__ = [

@@ -168,6 +168,9 @@ FIELDS: tuple[Field, ...] = (
     # preemptible (spot) capacity (ckptplan.engine.preemption); empty = on-demand capacity, never preempted
     Field("preemptions_per_h", "per h", "Preemptions of the job per hour it holds its GPUs (spot capacity; "
           "empty = none)", "nonnegative"),
+    # a node's rate: the job's is nodes x it, any node's preemption stopping the job (ckptplan.engine.spot_rates)
+    Field("preemptions_per_node_h", "per node-h", "Preemptions of one node per hour held (the job's = nodes x this; "
+          "empty = none)", "nonnegative"),
     Field("preemption_notice_min", "min", "Notice before a preemption (a save that fits is taken on notice; "
           "empty = none)", "nonnegative"),
     Field("capacity_wait_min", "min", "Wait for capacity after a preemption (no GPUs held; empty = none)",
@@ -355,6 +358,8 @@ TEXT_FIELDS: dict[str, tuple[str, str | None]] = {
     "currency": ("Currency of the price and of every money figure", "USD"),
     "failure_rate_source": ("Published fleet failure rate giving node_mtbf_h (see `ckptplan failure-rates`; "
                             "empty = node_mtbf_h as given)", ""),
+    "preemption_rate_source": ("Published spot interruption band giving preemptions_per_node_h (see `ckptplan "
+                               "preemption-rates`; empty = as given)", ""),
     "on_node_loss": ("What the job does when a node fails: restart (stop, roll back, restart) or continue (train on "
                      "fewer replicas while the node comes back; ckptplan.engine.elastic)", "restart"),
 }

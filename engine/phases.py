@@ -175,8 +175,10 @@ def refuse_phases(scenario: Any, surface: str) -> None:
         raise InputError("weibull_shape_from_start", shape,
                          f"{surface} plans a constant failure rate: plan a Weibull shape from the start with "
                          "`ckptplan plan` or `ckptplan batch` (single-level checkpoints)")
-    if getattr(scenario, "preemptions_per_h", None):
-        raise InputError("preemptions_per_h", scenario.preemptions_per_h,
+    from .spot_rates import scenario_preemptions_per_h
+
+    if scenario_preemptions_per_h(scenario):
+        raise InputError("preemptions_per_h", scenario_preemptions_per_h(scenario),
                          f"{surface} plans on-demand capacity: plan preemptible capacity with `ckptplan plan` or "
                          "`ckptplan batch` (single-level checkpoints)")
     if phases:

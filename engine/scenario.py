@@ -31,6 +31,7 @@ from .phases_table import phase_column_specs, phase_indices, phase_row_problems,
 from .elastic_table import continuing, elastic_plan, elastic_row_problems
 from .preemption_table import preemption_plan, spot_price
 from .reliability import FailureDomain
+from .spot_rates import job_preemptions_per_h, preemption_rate_problems
 
 __all__ = ["DOMAIN_COL", "RowProblems", "Scenario", "check_columns", "check_mapping", "check_scenario", "derived_cell_problems", "derived_columns", "derived_scenario", "domain_indices", "evaluate",
            "evaluate_each", "is_absent", "is_number", "number_column", "scenario_from_dict", "scenario_job_mtbf_h",
@@ -65,6 +66,13 @@ def _post_init(self) -> None:
         if bad:
             raise bad[0][1]
         object.__setattr__(self, "node_mtbf_h", float(node_mtbf[0]))
+    if self.preemption_rate_source:   # a published spot band gives preemptions_per_node_h (engine.spot_rates)
+        from .spot_rates import spot_node_rates
+
+        node_rate, bad = spot_node_rates([self.preemption_rate_source], [self.preemptions_per_node_h])
+        if bad:
+            raise bad[0][1]
+        object.__setattr__(self, "preemptions_per_node_h", float(node_rate[0]))
     table = to_table([self])
     check_columns(table)
     _, _, problems = table_problems(table)
@@ -91,7 +99,8 @@ def derived_scenario(scenario: Any, **changes: Any) -> Any:
     the changed cells and the rules across the row are checked (:func:`derived_cell_problems`); a change that
     breaks a rule raises :class:`InputError` naming the field, the value and the rule, as ``Scenario(...)``
     does. A change of ``failure_rate_source``, or of the node MTBF a fleet's rate gives, is validated whole
-    (``scenario.replace``: the scenario resolves the one from the other).
+    (``scenario.replace``: the scenario resolves the one from the other); so is a change of
+    ``preemption_rate_source`` or of the node preemption rate a published band gives.
     """
     import copy
 
@@ -99,6 +108,9 @@ def derived_scenario(scenario: Any, **changes: Any) -> Any:
     if "failure_rate_source" in changes or (scenario.failure_rate_source and "node_mtbf_h" in changes
                                             and changes["node_mtbf_h"] != scenario.node_mtbf_h):
         return scenario.replace(**changes)   # the fleet's rate gives the node MTBF: Scenario resolves it
+    if "preemption_rate_source" in changes or (scenario.preemption_rate_source and "preemptions_per_node_h" in changes
+                                               and changes["preemptions_per_node_h"] != scenario.preemptions_per_node_h):
+        return scenario.replace(**changes)   # the published band gives the node's preemption rate
     out = copy.copy(scenario)
     numbers = {f.name for f in FIELDS}
     unknown = [k for k in changes if k not in numbers and k not in TEXT_FIELDS and k not in ("domains", "failure_phases")]
@@ -523,6 +535,8 @@ def _checked_columns(table: pd.DataFrame, flagged: dict[str, np.ndarray], proble
         if use.any():
             eff["node_mtbf_h"] = np.where(use, from_fleet, eff["node_mtbf_h"])
             ok["node_mtbf_h"] = ok["node_mtbf_h"] | use
+    # the job's preemption rate: given, or nodes x the node's (a published band's); both given is refused
+    preemption_rate_problems(table, eff, ok, problems)
     # each cross-field rule: its condition first (block by block), the cells' own checks only where it holds
     with np.errstate(over="ignore", invalid="ignore"):  # huge cells are refused by their own rule, quietly
         _cross_field_rules(eff, ok, problems)
@@ -625,6 +639,8 @@ def _scenario_columns(scenarios: list[Scenario]) -> dict[str, np.ndarray]:
         for part in (f.name for f in PHASE_FIELDS):
             cols[f"phase{i}_{part}"] = column([getattr(sc.failure_phases[i - 1], part) if len(sc.failure_phases) >= i
                                               else None for sc in scenarios])
+    cols["preemptions_per_h"] = job_preemptions_per_h(cols["preemptions_per_h"], cols["preemptions_per_node_h"],
+                                                      cols["nodes"])   # the job's rate (engine.spot_rates)
     cols["on_node_loss"] = continuing([sc.on_node_loss for sc in scenarios]).astype(float)
     return cols
 

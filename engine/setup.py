@@ -42,6 +42,7 @@ from .fields import COST_FIELDS, COST_PARTS, GPU_HOURS_PARTS, SETUP_FIELDS, TIER
 
 from .gate import check_number
 from .scenario import Scenario, check_mapping
+from .spot_rates import scenario_preemptions_per_h
 from .spoken import duration
 
 __all__ = ["ONE_TIER_ADVICE", "PLACEHOLDER_STALL_MIN", "POOL_FIGURES", "RecoverySetup", "SetupPlan", "TIERED_PLAN_UNUSED", "TIER_KEYS",
@@ -244,7 +245,7 @@ def plan_setups(pairs: Any) -> list[SetupPlan]:
     checked = [_checked(scenario, setup) for scenario, setup in pairs]
     groups: dict[tuple, list[int]] = {}
     for i, (sc, _) in enumerate(checked):
-        groups.setdefault((len(sc.domains), len(sc.failure_phases), bool(sc.preemptions_per_h)), []).append(i)
+        groups.setdefault((len(sc.domains), len(sc.failure_phases), bool(scenario_preemptions_per_h(sc))), []).append(i)
     plans: list[Any] = [None] * len(checked)
     for members in groups.values():
         for i, plan in zip(members, _planned_group([checked[i] for i in members])):

@@ -123,8 +123,10 @@ def scenario_capacity(scenario: Any, runs: int = CAPACITY_RUNS, seed: int = CAPA
     its job MTBF, stall, restart, preemption fields, prices (``spot_price_per_gpu_hour``, else
     ``price_per_gpu_hour``) and GPUs."""
     from .scenario import evaluate
+    from .spot_rates import scenario_preemptions_per_h
 
-    if not scenario.preemptions_per_h or scenario.deadline_h is None:
+    rate = scenario_preemptions_per_h(scenario)   # the job's rate (given, or nodes x the node's)
+    if not rate or scenario.deadline_h is None:
         return None
     row = evaluate(scenario).iloc[0]
     phases = scenario.failure_phases
@@ -135,7 +137,7 @@ def scenario_capacity(scenario: Any, runs: int = CAPACITY_RUNS, seed: int = CAPA
     D = float(scenario.downtime_min or 0.0)    # the exposed restart and the downtime, as engine.scenario splits them
     out = capacity_policies(scenario.useful_training_h * 60.0, float(scenario.checkpoint_stall_min),
                             float(row["job_mtbf_h"]) * 60.0, max(float(scenario.restart_min) - D, 0.0),
-                            60.0 / scenario.preemptions_per_h, float(scenario.preemption_notice_min or 0.0),
+                            60.0 / rate, float(scenario.preemption_notice_min or 0.0),
                             float(scenario.capacity_wait_min or 0.0), scenario.deadline_h * 60.0,
                             scenario.price_per_gpu_hour, scenario.price_per_gpu_hour if spot_price is None else spot_price,
                             float(row["gpus"]), runs=runs, seed=seed, D=D, **changing)

@@ -259,6 +259,10 @@ def sweep_grid(base: Scenario, *, same_work: bool = False, setup: Any = None, **
         row["job_mtbf_h"] = None
         if "failure_rate_source" in row:   # a published rate would contradict the swept node MTBF
             row["failure_rate_source"] = None
+    for swept, drop in (("preemptions_per_node_h", ("preemptions_per_h", "preemption_rate_source")),
+                        ("preemptions_per_h", ("preemptions_per_node_h", "preemption_rate_source"))):
+        if swept in clean:   # a swept preemption rate replaces the base's other one and its published band
+            row.update({k: None for k in drop if k in row and k not in clean})
     if same_work and not isinstance(same_work, bool):
         raise InputError("same_work", same_work, "must be True or False")
     tiers, classes = (), {}

@@ -18,7 +18,11 @@ rows), and values that belong with a column the file gives:
 * the base's ``deadline_h`` when the file gives ``useful_training_h`` (a deadline belongs with its
   run length; rows then have no deadline unless the file gives one);
 * the base's ``failure_rate_source`` when the file gives ``node_mtbf_h``, ``job_mtbf_h`` or
-  failure-domain columns (a published rate would contradict the file's own failure figures).
+  failure-domain columns (a published rate would contradict the file's own failure figures);
+* the base's preemption rates when the file gives another one: its ``preemptions_per_h`` when the file gives
+  ``preemptions_per_node_h`` or ``preemption_rate_source``, its ``preemptions_per_node_h`` and
+  ``preemption_rate_source`` when the file gives ``preemptions_per_h`` (one rate per row), its band when the file
+  gives ``preemptions_per_node_h`` and its node rate when the file gives a band.
 
 A base with a storage and recovery setup (``setup=``) fills its setup fields as columns too, and
 not the stall, write and restart its setup derives: each row derives them from its own nodes and
@@ -117,6 +121,7 @@ def fill_from_template(table: pd.DataFrame, base: Scenario, template: Optional[s
                                                      if "job_mtbf_h" in cols else "failure-domain columns")
                                 + ": the template's published failure rate would contradict the file's own")
         if {"node_mtbf_h", "job_mtbf_h"} & cols or file_domains else None,
+        **_preemption_kept_out(cols),
     }
     derived = setup.derives() if setup is not None else frozenset()   # per row, not the base's one value
     filled: dict[str, Any] = {}
@@ -172,3 +177,15 @@ def _fill_blank_cells(out: pd.DataFrame, base: dict[str, Any], never: set) -> di
             filled if filled.dtype.kind == "O" else filled.astype(float))
         done[c] = (v, int(blank.sum()))
     return done
+
+
+def _preemption_kept_out(cols: set[str]) -> dict[str, str | None]:
+    """The base's preemption rates a file's own rate replaces (one rate per row: :mod:`engine.spot_rates`)."""
+    def why(given: list[str]) -> str | None:
+        found = [c for c in given if c in cols]
+        return (f"the file gives {found[0]}: the template's preemption rate would contradict the file's own"
+                if found else None)
+
+    return {"preemptions_per_h": why(["preemptions_per_node_h", "preemption_rate_source"]),
+            "preemptions_per_node_h": why(["preemptions_per_h", "preemption_rate_source"]),
+            "preemption_rate_source": why(["preemptions_per_h", "preemptions_per_node_h"])}

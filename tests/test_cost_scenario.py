@@ -51,7 +51,7 @@ def test_evaluate_columns_are_consistent():
     numeric = out.select_dtypes("number").drop(columns=["interval_min", "runs_per_month", "job_mtbf_h", "deadline_h",
                                                         "node_mtbf_h", "domain1_mtbf_h", "domain1_nodes_per_domain",
                                                         "p_finish_by_deadline",  # NaN without a deadline
-                                                        "preemptions_per_h", "preemption_notice_min",
+                                                        "preemptions_per_h", "preemptions_per_node_h", "preemption_notice_min",
                                                         "capacity_wait_min", "spot_price_per_gpu_hour",
                                                         "nodes_per_replica", "min_replicas",
                                                         "weibull_shape_from_start"],  # optional

@@ -90,7 +90,9 @@ def _text_rows(sc: engine.Scenario) -> tuple[tuple[str, str, str], ...]:
     names = [d.name for d in sc.domains] + [None] * DOMAIN_SLOTS
     return (("Description", "scenario_description", sc.description), ("Source", "scenario_source", sc.source),
             ("Published fleet failure rate behind node_mtbf_h (`ckptplan failure-rates`; blank = none)",
-             "failure_rate_source", sc.failure_rate_source)) + tuple(
+             "failure_rate_source", sc.failure_rate_source),
+            ("Published spot band behind preemptions_per_node_h (`ckptplan preemption-rates`)", "preemption_rate_source",
+             sc.preemption_rate_source)) + tuple(
         (f"Correlated failure domain {i} name", f"domain{i}_name", names[i - 1]) for i in range(1, DOMAIN_SLOTS + 1))
 
 
@@ -124,13 +126,18 @@ def _range_cells(wb: Workbook, ws, row: int, key: str, field: Field, given: Any)
         S.name(wb, f"{key}_{part}", "Inputs", ref)
 
 
+#: a node's preemption rate (about 1e-4 per node-hour) in significant figures: the input format's 4 decimals hide it
+_SMALL_RATE = "0.000E+00"
+
+
 def _input_row(wb: Workbook, ws, row: int, key: str, field: Field, value: Any, built: Built, currency: str) -> None:
     """One Inputs-sheet row of a registry field: label, the blue value cell (``value``; None = blank) with its
     data validation and defined name ``key``, unit, name and rule."""
     ws.cell(row=row, column=1, value=field.label)
     cell = ws.cell(row=row, column=2, value=value)
     cell.font, cell.fill = S.INPUT_FONT, S.INPUT_FILL
-    cell.number_format = S.INPUT_NUMBER if not field.integer else S.INPUT_WHOLE
+    cell.number_format = (S.INPUT_WHOLE if field.integer else _SMALL_RATE if field.unit == "per node-h"
+                          else S.INPUT_NUMBER)
     ws.cell(row=row, column=3, value=_unit(field, currency))
     ws.cell(row=row, column=4, value=key).font = S.NOTE_FONT
     rule = field.check.noun + ("" if field.required and field.name not in D.DERIVED else " or empty")
@@ -719,10 +726,13 @@ def refuse_combined(scenario: Any) -> None:
     :mod:`ckptplan.engine.schedule_async`), the Schedule sheet's formulas plan phases for synchronous saves and a job
     that holds its nodes, so it cannot show the combination (refused by name). The Spot sheet plans preemptions
     with a downtime."""
+    from ..engine.spot_rates import scenario_preemptions_per_h
+
+    rate = scenario_preemptions_per_h(scenario)   # the job's: given, or nodes x the node's
     if not getattr(scenario, "failure_phases", ()):
         return
-    if getattr(scenario, "preemptions_per_h", None):
-        raise engine.InputError("preemptions_per_h", scenario.preemptions_per_h, "the workbook plans failure phases "
+    if rate:
+        raise engine.InputError("preemptions_per_h", rate, "the workbook plans failure phases "
                                 "(Schedule sheet) and spot capacity (Spot sheet) apart, not together: plan failure "
                                 "phases on spot capacity with `ckptplan plan` or `ckptplan batch`, or drop one of them")
     if getattr(scenario, "async_write_min", None):

@@ -11,7 +11,7 @@ failure classes, each design's change cells and own tiers, the block's own choic
 The view solved (:func:`solved_view`): the Compare sheet plans on-demand capacity at a constant failure rate (the
 Spot sheet plans preemptions, the Schedule sheet failure phases), so the blocks solve that view of the scenario,
 as the sheet above them shows it, and say so (:func:`view_note`); their status watches the full scenario's inputs
-(preemptions_per_h included), as the Inputs sheet holds them.
+(preemptions_per_h and preemptions_per_node_h included), as the Inputs sheet holds them.
 
 A text a status compares (a tier's or a failure class's name, a block's choice) is copied into a hidden cell and
 compared with ``EXACT``: no text a user controls is written inside a formula.
@@ -27,6 +27,7 @@ from openpyxl.styles import Alignment, Font
 from ..engine.designs import scenario_values
 from ..engine.fields import SETUP_FIELDS
 from ..engine.setup import TIER_KEYS
+from ..engine.spot_rates import on_demand_changes, scenario_preemptions_per_h
 from . import flags
 from . import formulas as F
 from .storage_sheet import CLASS_SLOTS as _CLASS_SLOTS, TIER_SLOTS as _TIER_SLOTS
@@ -41,15 +42,15 @@ MAX_HELPER_CHARS = 4000
 def solved_view(scenario: Any) -> Any:
     """The scenario as the Compare sheet plans it: on-demand capacity (no ``preemptions_per_h``) at a constant
     failure rate (no ``failure_phases``)."""
-    if not getattr(scenario, "preemptions_per_h", None) and not scenario.failure_phases:
+    if not scenario_preemptions_per_h(scenario) and not scenario.failure_phases:
         return scenario
-    return scenario.replace(preemptions_per_h=None, failure_phases=())
+    return scenario.replace(**on_demand_changes(scenario), failure_phases=())
 
 
 def view_note(scenario: Any) -> str:
     """The sentence that says which view the block solves (:func:`solved_view`)."""
     left = [what for what, given in (("spot preemptions (preemptions_per_h; the Spot sheet plans them)",
-                                      bool(getattr(scenario, "preemptions_per_h", None))),
+                                      bool(scenario_preemptions_per_h(scenario))),
                                      ("failure phases (the Schedule sheet plans them)", bool(scenario.failure_phases)))
             if given]
     text = "Solved on the Compare sheet's view: on-demand capacity at a constant failure rate."

@@ -58,12 +58,16 @@ NOTES = (
      ""),
     ("Spot sheet (preemptible capacity)",
      "per cycle: time = [(1-q)/theta + pf R' + pp (k C + Wc + R')] / e, work = [q T + k pi I] / e; q = e^(-theta (T+C)), "
-     "theta = 1/M + pi, k = 1 when the notice >= C (saved on notice)",
+     "theta = 1/M + pi, k = 1 when the notice >= C (saved on notice); pi = preemptions_per_h / 60, else nodes x "
+     "preemptions_per_node_h / 60",
      "Failures and preemptions are independent Poisson processes while GPUs are held (spot preemptions cluster in "
      "practice); the notice save always completes; no GPUs are billed while waiting for capacity. The interval: 80 "
      "golden-section steps on log T, as ckptplan. The spot / on-demand / fallback comparison on the Compare sheet is a "
-     "Monte Carlo (values).",
-     "Daly 2006 (renewal model); AWS spot notice 2 min, GCP spot VMs 30 s; Wu et al., Can't Be Late, NSDI'24"),
+     "Monte Carlo (values). A node's rate: nodes are reclaimed independently and any one stops the job (a market "
+     "reclaiming many at once is overstated). A published band (preemption_rate_source): its fraction f per month "
+     "read as -ln(1 - f) / 730 per node-hour, the band's upper edge (>20%: a lower bound).",
+     "Daly 2006 (renewal model); AWS spot notice 2 min, GCP spot VMs 30 s; Wu et al., Can't Be Late, NSDI'24; "
+     "AWS Spot Instance Advisor (https://aws.amazon.com/ec2/spot/instance-advisor/)"),
     ("Schedule sheet (failure phases)",
      "an interval per phase; exact expectation: Daly's model within a phase, the job's state at each boundary",
      "Values written by ckptplan (a boundary quadrature and a search, not formulas): the status says when an input or "

@@ -48,6 +48,7 @@ from .. import engine
 from ..engine import InputError
 from ..engine.designs import Design, default_designs
 from ..engine.fleets import fleet_rate
+from ..engine.spot_rates import spot_rate
 from ..engine.fields import DOMAIN_SLOTS, FIELD_BY_NAME, PHASE_FIELDS, PHASE_REQUIRED, RULES, SETUP_FIELDS, Rule
 from ..engine.phases import phases_from_list
 from ..engine.reliability import FailureDomain
@@ -521,9 +522,11 @@ def _texts(wb, values: dict[str, Any], path: Path, problems: list) -> dict[str, 
                            "currency": _text(_cell(wb, "currency"), [], "currency") or "USD"}
     for key, name in (("description", "scenario_description"), ("source", "scenario_source"),
                       ("failure_rate_source", "failure_rate_source"),
+                      ("preemption_rate_source", "preemption_rate_source"),
                       *((f"domain{i}_name",) * 2 for i in range(1, DOMAIN_SLOTS + 1))):
         found = _cell(wb, name)
         out[key] = None if found is None else _text(found, problems, name) or ""
+    _band(wb, out, values, problems)
     if out["failure_rate_source"]:
         try:
             mtbf = fleet_rate(out["failure_rate_source"]).node_mtbf_h
@@ -535,6 +538,22 @@ def _texts(wb, values: dict[str, Any], path: Path, problems: list) -> dict[str, 
         if node is not None and abs(node - mtbf) > 1e-9 * mtbf:
             out["failure_rate_source"] = ""
     return out
+
+
+def _band(wb, out: dict[str, Any], values: dict[str, Any], problems: list) -> None:
+    """The published spot band behind preemptions_per_node_h, dropped when the Inputs' node rate is not its (the
+    planner's own figure wins, as on the command line), as failure_rate_source is; an unknown band is a problem."""
+    if not out.get("preemption_rate_source"):
+        return
+    try:
+        rate = spot_rate(out["preemption_rate_source"]).preemptions_per_node_h
+    except InputError as exc:
+        problems.append((*_cell(wb, "preemption_rate_source")[:2], "preemption_rate_source",
+                         out["preemption_rate_source"], exc.rule))
+        return
+    node = values.get("preemptions_per_node_h")
+    if node is not None and abs(node - rate) > 1e-9 * rate:
+        out["preemption_rate_source"] = ""
 
 
 def _read_ranges(wb, sc: engine.Scenario, setup: Any, problems: list) -> tuple:

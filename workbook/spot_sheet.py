@@ -2,7 +2,9 @@
 
 The formulas are :mod:`ckptplan.engine.preemption`'s model written for Excel (the engine docstring has
 the derivation, the sources and where it stops holding): failures (rate ``lambda = 1/M``) and
-preemptions (rate ``pi = 60 / preemptions_per_h`` per minute) while the job holds its GPUs, ``theta =
+preemptions (rate ``pi = 1 / spot_mtbp_min`` per minute, from the job's rate ``spot_preemptions_per_h``: the
+Inputs' ``preemptions_per_h``, else ``nodes x preemptions_per_node_h``, live, as
+:func:`ckptplan.engine.spot_rates.job_preemptions_per_h` resolves it) while the job holds its GPUs, ``theta =
 lambda + pi``; per attempt of a segment ``S = T + C``: ``q = exp(-theta S)``, a failure ends it with
 probability ``(lambda/theta)(1 - q)``, a preemption ``(pi/theta)(1 - q)``; a save fits the notice when
 ``preemption_notice_min >= C`` (then a preemption keeps the work: checkpoint on notice). Per cycle (one
@@ -67,10 +69,17 @@ def _objective(T: str) -> str:
     return f"IFERROR(LN({p['time']})-LN({p['work']}),spot_big)"
 
 
+#: the job's preemption rate, live (engine.spot_rates.job_preemptions_per_h): the Inputs' job rate when given, else
+#: nodes x the node's rate (a published band's, when preemption_rate_source names one), else 0; not guarded by the
+#: status, which reads it
+_JOB_RATE = ("spot_preemptions_per_h", "Job's preemptions per hour (given, or nodes x per node-h)", "per h", "0.000000",
+             'IF(ISNUMBER(preemptions_per_h),preemptions_per_h,IF(ISNUMBER(preemptions_per_node_h),'
+             'nodes*preemptions_per_node_h,0))')
+
 #: (defined name, label, unit, number format, formula, engine column or None): the rows before the search
 _INPUT_ROWS = (
-    ("spot_mtbp_min", "Mean time between preemptions of the job (60 / preemptions_per_h)", "min", F.MINUTES,
-     "60/preemptions_per_h", None),
+    ("spot_mtbp_min", "Mean time between preemptions of the job (60 / its rate above)", "min", F.MINUTES,
+     "60/spot_preemptions_per_h", None),
     ("spot_notice_min", "Preemption notice (empty = none)", "min", F.MINUTES,
      'IF(preemption_notice_min="",0,preemption_notice_min)', None),
     ("spot_wait_min", "Wait for capacity after a preemption, no GPUs held (empty = none)", "min", F.MINUTES,
@@ -99,9 +108,12 @@ _CONSTANTS = {"spot_span": 1000.0, "spot_big": 1e300}
 
 def _status() -> str:
     """The sheet's status: no preemption given, a refusal by name, or the plan below."""
-    return ('IF(NOT(preemptions_per_h>0),"no preemptions given (preemptions_per_h empty or 0): the Plan sheet\'s '
-            'on-demand plan is the plan",IF(used_async_write_min>0,"refused: async_write_min must be 0 with '
-            'preemptions (checkpoint on notice is modelled for synchronous saves)","spot capacity: planned below (Plan sheet: the same inputs on on-demand capacity)"))')
+    return ('IF(AND(ISNUMBER(preemptions_per_h),ISNUMBER(preemptions_per_node_h)),"refused: preemptions_per_h and '
+            'preemptions_per_node_h: give the job\'s rate or the node\'s, not both",'
+            'IF(NOT(spot_preemptions_per_h>0),"no preemptions given (preemptions_per_h and preemptions_per_node_h empty '
+            'or 0): the Plan sheet\'s on-demand plan is the plan",IF(used_async_write_min>0,"refused: async_write_min '
+            'must be 0 with preemptions (checkpoint on notice is modelled for synchronous saves)","spot capacity: planned '
+            'below (Plan sheet: the same inputs on on-demand capacity)")))')
 
 
 def _guard(expr: str) -> str:
@@ -206,7 +218,7 @@ def spot_sheet(wb: Workbook, currency: str, built: Built) -> None:
     ws = wb.create_sheet(SHEET, index=wb.sheetnames.index("Compare") + 1 if "Compare" in wb.sheetnames else None)
     S.title(ws, "Spot: the plan on preemptible capacity (live formulas)",
             "Failures and preemptions while the job holds its GPUs; a save that fits the notice is taken on notice "
-            "(the preemption model: see Notes). Inputs: preemptions_per_h, preemption_notice_min, "
+            "(the preemption model: see Notes). Inputs: preemptions_per_h (or preemptions_per_node_h), preemption_notice_min, "
             "capacity_wait_min, spot_price_per_gpu_hour on the Inputs sheet.")
     ws["A3"] = "Status"
     ws["A3"].font = Font(bold=True)
@@ -218,7 +230,8 @@ def spot_sheet(wb: Workbook, currency: str, built: Built) -> None:
                                                     font=Font(bold=True, color="9C0006")))
     S.name(wb, "spot_status", SHEET, "B3")
     S.header(ws, 4, ["Quantity", "Value", "Unit", "Defined name"])
-    row = 5
+    name, label, unit, fmt, expr = _JOB_RATE
+    row = _row(wb, ws, 5, name, label, unit, fmt, "=" + expr, currency, built, None)
     for name, label, unit, fmt, expr, key in _INPUT_ROWS:
         value = _CONSTANTS[name] if expr is None else "=" + _guard(expr)
         row = _row(wb, ws, row, name, label, unit, fmt, value, currency, built, key, hidden=name in _CONSTANTS)

@@ -249,11 +249,16 @@ def CKPT_SPOT_PLAN(names, values):
     the expected wall time (capacity waits included), the GPU-hours held and their cost at the spot price, and
     P(finish by the deadline) (simulated, 10,000 runs, seed 0, as ckptplan plan; blank without a deadline).
 
-    preemptions_per_h must be among the names and above 0 (with none, the plan is the on-demand one).
+    preemptions_per_h (the job's rate), preemptions_per_node_h (the node's: the job's is nodes x it) or
+    preemption_rate_source (a published band, ``ckptplan preemption-rates``) must be among the names, the rate
+    above 0 (with none, the plan is the on-demand one).
     """
     plan, _ = _plan(names, values)
-    if not plan.scenario.preemptions_per_h:
-        return f"{ERROR_PREFIX} preemptions_per_h: must be given and > 0 (the plan on spot capacity)"
+    from ..engine.spot_rates import scenario_preemptions_per_h
+
+    if not scenario_preemptions_per_h(plan.scenario):
+        return (f"{ERROR_PREFIX} preemptions_per_h: must be given and > 0, or preemptions_per_node_h or "
+                "preemption_rate_source (the plan on spot capacity)")
     try:
         row = _evaluated(plan)
     except ValueError as exc:

@@ -174,7 +174,7 @@ def test_every_command_is_covered():
     log); those without one run in test_every_command_with_json_and_its_defaults."""
     fuzzed = {_values(c)[0] for c in CASES}
     assert fuzzed == {c for c in _COMMANDS if any(takes for _, takes in _options(c))}
-    assert fuzzed | {"templates", "failure-rates", "audit"} >= set(_COMMANDS)
+    assert fuzzed | {"templates", "failure-rates", "preemption-rates", "audit"} >= set(_COMMANDS)
 
 
 @pytest.mark.parametrize("command, option, value", CASES,

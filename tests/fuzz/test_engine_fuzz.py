@@ -270,7 +270,7 @@ _FIELD_VALUES = st.one_of(
 _COUNTS = {f.name for f in engine.FIELDS if f.integer}
 #: evaluate()'s columns that may be NaN: the analytic deadline answer ("no answer", flagged) and optional inputs
 _MAY_BE_NAN = {"p_finish_by_deadline", "wall_h_p50", "wall_h_p90", "wall_h_p99", "interval_min", "deadline_h",
-               "runs_per_month", "node_mtbf_h", "job_mtbf_h_given", "preemptions_per_h", "preemption_notice_min",
+               "runs_per_month", "node_mtbf_h", "job_mtbf_h_given", "preemptions_per_h", "preemptions_per_node_h", "preemption_notice_min",
                "capacity_wait_min", "spot_price_per_gpu_hour", "nodes_per_replica", "min_replicas",
                "weibull_shape_from_start"}
 

@@ -110,6 +110,16 @@ PARTS: dict[str, str] = {
     "spot wait inf": "preemptions_per_h = 0.1\ncapacity_wait_min = inf\n",
     "spot with async writes": "preemptions_per_h = 0.1\nasync_write_min = 3.0\n",
     "spot every minute": "preemptions_per_h = 60.0\n",
+    # a node's preemption rate and published bands (engine.spot_rates)
+    "spot node rate": "preemptions_per_node_h = 0.0004\npreemption_notice_min = 2.0\n",
+    "spot node rate 1e308": "preemptions_per_node_h = 1e308\n",
+    "spot node rate -1": "preemptions_per_node_h = -1.0\n",
+    "spot both rates": "preemptions_per_h = 0.05\npreemptions_per_node_h = 0.0004\n",
+    "spot band": "preemption_rate_source = 'aws-advisor-over-20pct'\n",
+    "spot band unknown": "preemption_rate_source = 'aws-advisor-50pct'\n",
+    "spot band list": "preemption_rate_source = ['aws-advisor-5-10pct']\n",
+    "spot band and job rate": "preemption_rate_source = 'aws-advisor-5-10pct'\npreemptions_per_h = 0.1\n",
+    "spot band and other node rate": "preemption_rate_source = 'aws-advisor-5-10pct'\npreemptions_per_node_h = 0.1\n",
     # failure phases
     "phases": "[[failure_phases]]\nstart_h = 0\nrate_factor = 3.0\n[[failure_phases]]\nstart_h = 48\nrate_factor = 1.0\n",
     "phase start nan": "[[failure_phases]]\nstart_h = nan\nrate_factor = 2.0\n",

@@ -22,7 +22,7 @@ during the trailing month", in the bands "< 5%, 5-10%, 10-15%, 15-20% and >20%" 
 of a node's capacity reclaimed in a month. Read as an exponential per-node rate ``r`` (a node held the whole
 month is reclaimed at least once with probability ``1 - exp(-r * 730 h) = f``)::
 
-    r = -ln(1 - f) / 730   [per node-hour]        (730 h = a 365-day year / 12)
+    r = -ln(1 - f) / 730   [per node-hour]        (730 h = 8,760 h / 12: the providers' billing month, engine.storage)
 
 Assumptions of the conversion: reclaims are independent and exponential (constant rate through the month),
 and the month's fraction is per node held the whole month. Where it breaks: the advisor's figure is an
@@ -47,12 +47,13 @@ import numpy as np
 
 from .errors import InputError
 from .gate import prepare
+from .storage import HOURS_PER_BILLING_MONTH
 
 __all__ = ["HOURS_PER_MONTH", "SpotRate", "job_preemptions_per_h", "node_rate_from_monthly_fraction", "on_demand_changes",
            "preemption_rate_problems", "scenario_preemptions_per_h", "spot_node_rates", "spot_rate", "spot_rates"]
 
-#: hours in a month: a 365-day year / 12 = 730 h
-HOURS_PER_MONTH = 365.0 * 24.0 / 12.0
+#: hours in the advisor's month: the cloud providers' 730 h (8,760 h / 12), as their billing month
+HOURS_PER_MONTH = HOURS_PER_BILLING_MONTH
 
 _AWS = ('Amazon Web Services, "Spot Instance Advisor", https://aws.amazon.com/ec2/spot/instance-advisor/ '
         '(data file https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json): "frequency of interruption", '

@@ -96,8 +96,7 @@ def _preemption_rate_line(row: "pd.Series") -> str | None:
         from .engine.spot_rates import spot_rate
 
         band = spot_rate(found["preemption_rate_source"])
-        edge = "lower bound" if band.band.startswith(">") else "upper edge"
-        line += (f" ({literal(band.name)}: published band {literal(band.band)}, {edge}; AWS Spot Instance Advisor, "
+        line += (f" ({literal(band.name)}: published band {literal(band.band)}, {band.edge}; AWS Spot Instance Advisor, "
                  "see `ckptplan preemption-rates`)")
     return line
 
@@ -234,8 +233,7 @@ def preemption_rates(as_json: bool = flag("--json", help="Print JSON instead of 
     print_rows("Published spot interruption bands (per node-hour = -ln(1 - f) / 730 h; job per hour = nodes x it)",
                ("name", "published band", "f used", "per node-hour", "per 1,000 node-hours",
                 "job per hour at 128 nodes", "source"),
-               [(literal(r.name), literal(r.band), f"{r.fraction_per_month:.0%}"
-                 + (" (lower bound)" if r.band.startswith(">") else " (upper edge)"),
+               [(literal(r.name), literal(r.band), f"{r.fraction_per_month:.0%} ({r.edge})",
                  f"{r.preemptions_per_node_h:.3g}", f"{r.preemptions_per_node_h * 1000:.3g}",
                  f"{r.preemptions_per_node_h * 128:.3g}", f"[{sources.index(r.source) + 1}]") for r in rates])
     console.print("Each band at its upper edge (a conservative figure); >20% at 20 %: a LOWER BOUND. The conversion "

@@ -192,28 +192,10 @@ def fleet_node_mtbf(sources: Any, node_mtbf_h: Any) -> tuple[Any, list[tuple[int
     """Node MTBF (hours) from each row's ``failure_rate_source`` (NaN where empty) and the bad rows.
 
     A source is a published fleet rate (:mod:`ckptplan.engine.fleets`); a row that also gives a
-    different ``node_mtbf_h`` is refused (one figure per quantity), as is an unknown source.
+    different ``node_mtbf_h`` is refused (one figure per quantity), as is an unknown source
+    (:func:`ckptplan.engine.published.published_values`).
     """
-    import numpy as np
-    import pandas as pd
+    from .published import published_values
 
-    given = np.asarray(pd.Series(node_mtbf_h, dtype=object).map(lambda v: np.nan if v is None else v), dtype=float)
-    out = np.full(len(sources), np.nan)
-    bad: list[tuple[int, InputError]] = []
-    for value in pd.unique(sources.astype(object)):
-        if value is None or (isinstance(value, float) and value != value) or (isinstance(value, str) and not value.strip()):
-            continue
-        rows = np.flatnonzero((sources.astype(object) == value).to_numpy())
-        try:
-            mtbf = fleet_rate(str(value)).node_mtbf_h
-        except InputError as exc:
-            bad += [(int(p), InputError("failure_rate_source", value, exc.rule)) for p in rows]
-            continue
-        for p in rows:
-            if not np.isnan(given[p]) and abs(given[p] - mtbf) > 1e-9 * mtbf:
-                bad.append((int(p), InputError("failure_rate_source", value,
-                                               f"gives node_mtbf_h = {mtbf:g}; the row also gives node_mtbf_h = "
-                                               f"{given[p]:g}: give one of them")))
-            else:
-                out[p] = mtbf
-    return out, bad
+    return published_values(sources, node_mtbf_h, lambda name: fleet_rate(name).node_mtbf_h, "failure_rate_source",
+                            "node_mtbf_h")

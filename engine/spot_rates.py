@@ -47,9 +47,10 @@ import numpy as np
 
 from .errors import InputError
 from .gate import prepare
+from .published import published_values
 from .storage import HOURS_PER_BILLING_MONTH
 
-__all__ = ["HOURS_PER_MONTH", "SpotRate", "job_preemptions_per_h", "node_rate_from_monthly_fraction", "on_demand_changes",
+__all__ = ["HOURS_PER_MONTH", "SpotRate", "job_preemptions_per_h", "node_rate_from_monthly_fraction", "on_demand_changes", "PREEMPTION_RATE_FIELDS", "replaced_preemption_rates",
            "preemption_rate_problems", "scenario_preemptions_per_h", "spot_node_rates", "spot_rate", "spot_rates"]
 
 #: hours in the advisor's month: the cloud providers' 730 h (8,760 h / 12), as their billing month
@@ -60,7 +61,7 @@ _AWS = ('Amazon Web Services, "Spot Instance Advisor", https://aws.amazon.com/ec
         '"the rate at which Spot has reclaimed capacity during the trailing month", in the bands '
         '"< 5%, 5-10%, 10-15%, 15-20% and >20%"')
 _CONVERSION = ("r = -ln(1 - f) / 730 per node-hour: f, the fraction of a node's capacity reclaimed in a month, read "
-               "as the probability that a node held the whole month (730 h = 365 days / 12) is reclaimed, with "
+               "as the probability that a node held the whole month (730 h = 8,760 h / 12, the providers' billing month) is reclaimed, with "
                "independent exponential reclaims at a constant rate")
 
 
@@ -86,6 +87,11 @@ class SpotRate:
     conversion: str
     note: str
     source: str
+
+    @property
+    def edge(self) -> str:
+        """Which edge of its band the figure is: ``upper edge``, or ``lower bound`` for the open band (``>20%``)."""
+        return "lower bound" if self.band.startswith(">") else "upper edge"
 
     @property
     def preemptions_per_node_h(self) -> float:
@@ -150,6 +156,26 @@ def scenario_preemptions_per_h(scenario: Any) -> float | None:
                                        scenario.nodes))
 
 
+#: one preemption rate per row: each preemption-rate field and the others a value of it replaces (a command line's
+#: option over the template's, a swept or ranged rate over the base's, a file's column over the template's)
+PREEMPTION_RATE_FIELDS: dict[str, tuple[str, ...]] = {
+    "preemptions_per_h": ("preemptions_per_node_h", "preemption_rate_source"),
+    "preemptions_per_node_h": ("preemptions_per_h", "preemption_rate_source"),
+    "preemption_rate_source": ("preemptions_per_h", "preemptions_per_node_h"),
+}
+
+
+def replaced_preemption_rates(given: Any) -> dict[str, Any]:
+    """The preemption-rate fields the fields ``given`` (names) replace, blank (``""`` the band, None a rate), those
+    given themselves left out: :data:`PREEMPTION_RATE_FIELDS`. Nothing for fields that are not preemption rates."""
+    given = set(given)
+    out: dict[str, Any] = {}
+    for name in PREEMPTION_RATE_FIELDS:
+        if name not in given and any(name in PREEMPTION_RATE_FIELDS.get(g, ()) for g in given):
+            out[name] = "" if name == "preemption_rate_source" else None
+    return out
+
+
 def on_demand_changes(scenario: Any) -> dict[str, Any]:
     """The changes that put a scenario on on-demand capacity (no preemption rate of any kind): for
     ``scenario.replace`` or :func:`engine.scenario.derived_scenario`."""
@@ -159,40 +185,15 @@ def on_demand_changes(scenario: Any) -> dict[str, Any]:
     return out
 
 
-def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and value != value) or (isinstance(value, str) and not value.strip())
-
-
 def spot_node_rates(sources: Any, node_rates: Any) -> tuple[np.ndarray, list[tuple[int, InputError]]]:
     """Preemptions per node-hour from each row's ``preemption_rate_source`` (NaN where empty) and the bad rows.
 
     A source is a published band (:func:`spot_rates`); a row that also gives a different
     ``preemptions_per_node_h`` is refused (one figure per quantity, the rule of ``failure_rate_source``), as is
-    an unknown source.
+    an unknown source (:func:`ckptplan.engine.published.published_values`).
     """
-    import pandas as pd
-
-    given = np.asarray(pd.Series(node_rates, dtype=object).map(lambda v: np.nan if v is None else v), dtype=float)
-    sources = pd.Series(sources, dtype=object).reset_index(drop=True)
-    out = np.full(len(sources), np.nan)
-    bad: list[tuple[int, InputError]] = []
-    for value in pd.unique(sources):
-        if _blank(value):
-            continue
-        rows = np.flatnonzero((sources == value).to_numpy())
-        try:
-            rate = spot_rate(str(value)).preemptions_per_node_h
-        except InputError as exc:
-            bad += [(int(p), InputError("preemption_rate_source", value, exc.rule)) for p in rows]
-            continue
-        for p in rows:
-            if not np.isnan(given[p]) and abs(given[p] - rate) > 1e-9 * rate:
-                bad.append((int(p), InputError("preemption_rate_source", value,
-                                               f"gives preemptions_per_node_h = {rate:g}; the row also gives "
-                                               f"preemptions_per_node_h = {given[p]:g}: give one of them")))
-            else:
-                out[p] = rate
-    return out, bad
+    return published_values(sources, node_rates, lambda name: spot_rate(name).preemptions_per_node_h,
+                            "preemption_rate_source", "preemptions_per_node_h")
 
 
 #: the rule of a row that gives both rates

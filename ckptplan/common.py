@@ -347,18 +347,12 @@ PREEMPTION_RATE_SOURCE_HELP = ("A published spot interruption band giving preemp
 
 
 def _preemption_changes(changes: dict[str, Any]) -> None:
-    """The preemption rate given on the command line wins over the template's, as node_mtbf_h does: a node rate
-    or a published band given here drops the template's job rate, a job rate given here the template's node rate
-    and band, a node rate the band and a band the node rate (both rates given here: refused by the scenario)."""
-    node = "preemptions_per_node_h" in changes or "preemption_rate_source" in changes
-    if node and "preemptions_per_h" not in changes:
-        changes["preemptions_per_h"] = None
-    if "preemptions_per_h" in changes and not node:
-        changes.update(preemptions_per_node_h=None, preemption_rate_source="")
-    if "preemption_rate_source" in changes and "preemptions_per_node_h" not in changes:
-        changes["preemptions_per_node_h"] = None
-    elif "preemptions_per_node_h" in changes and "preemption_rate_source" not in changes:
-        changes["preemption_rate_source"] = ""
+    """The preemption rate given on the command line wins over the template's, as node_mtbf_h does: each rate or
+    band given here drops the template's others (:func:`ckptplan.engine.spot_rates.replaced_preemption_rates`; both
+    rates given here: refused by the scenario)."""
+    from .engine.spot_rates import replaced_preemption_rates
+
+    changes.update(replaced_preemption_rates(changes))
 
 
 def emit_scenario_file(path: Path, write: Callable[[], Any], what: str) -> Any:

@@ -47,6 +47,7 @@ import pandas as pd
 
 from .errors import InputError
 from .fields import COST_FIELDS, SETUP_FIELD_BY_NAME, Field
+from .spot_rates import replaced_preemption_rates
 from .uncertainty import UncertainInput, uncertain_field
 
 __all__ = ["BREAK_EVEN_COLUMNS", "GRID_POINTS", "SWING_OUTPUTS", "TORNADO_COLUMNS", "Variant", "break_even",
@@ -96,12 +97,6 @@ class Variant:
     design: Any = None
 
 
-#: a range on one preemption rate replaces the scenario's other one and its published band (one rate per row:
-#: :mod:`engine.spot_rates`)
-_OTHER_RATE = {"preemptions_per_h": {"preemptions_per_node_h": None, "preemption_rate_source": ""},
-               "preemptions_per_node_h": {"preemptions_per_h": None, "preemption_rate_source": ""}}
-
-
 def variants(scenario: Any, setup: Any = None, designs: Sequence[Any] = ()) -> list[Variant]:
     """The baseline, then each design applied to it (:meth:`Design.apply`, :meth:`Design.apply_setup`)."""
     from .setup import RecoverySetup
@@ -141,10 +136,9 @@ def variant_table(v: Variant, values: Mapping[str, np.ndarray], n: int) -> tuple
             cols[c] = np.full(n, val, dtype=object)
         else:
             cols[c] = np.full(n, np.nan if val is None else float(val))
-    for f in values:   # a ranged preemption rate: the other one and the published band dropped (_OTHER_RATE)
-        for other, blank in _OTHER_RATE.get(f, {}).items():
-            if other in cols:
-                cols[other] = np.full(n, blank, dtype=object) if isinstance(blank, str) else np.full(n, np.nan)
+    for other, blank in replaced_preemption_rates(values).items():   # a ranged rate: the others dropped
+        if other in cols:
+            cols[other] = np.full(n, blank, dtype=object) if isinstance(blank, str) else np.full(n, np.nan)
     for f, a in values.items():   # NaN: the variant's own value (a stall or restart its setup derives stays derived)
         x = np.broadcast_to(design_value(v.design, f, a), (n,)).astype(float)
         cols[f] = np.where(np.isnan(x), cols.get(f, np.full(n, np.nan)), x)
@@ -264,7 +258,7 @@ def _tiered_p_finish(v: Variant, inputs: Sequence[UncertainInput]) -> np.ndarray
                 sc = Design(sc.name, set={u.field: value}).apply(sc).replace(name=sc.name)
             else:
                 sc = sc.replace(**{u.field: value}, **({"job_mtbf_h": None, "failure_rate_source": None}
-                                                      if u.field == "node_mtbf_h" else _OTHER_RATE.get(u.field, {})))
+                                                      if u.field == "node_mtbf_h" else replaced_preemption_rates([u.field])))
                 if u.field in DERIVED:   # a range on a derived stall or restart states it (module notes)
                     st = st.replace(stated=frozenset(st.stated) | {u.field})
             out[1 + 2 * j + e] = plan_setup(sc, st).figures["p_finish_by_deadline"]

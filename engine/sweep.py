@@ -46,6 +46,7 @@ from .errors import InputError
 from .fields import (DEFAULT_CHUNK_ROWS, DEFAULT_RUNS, DEFAULT_SEED, FIELDS, MAX_SWEEP_ROWS)
 from .gate import as_float_array
 from .scenario import Scenario, to_table
+from .spot_rates import replaced_preemption_rates
 from .scenario import is_absent as _is_absent
 from .scenario import is_number as _is_number
 from .template_fill import TemplateFill, check_base_scenario, fill_from_template  # the first and last re-exported
@@ -259,10 +260,8 @@ def sweep_grid(base: Scenario, *, same_work: bool = False, setup: Any = None, **
         row["job_mtbf_h"] = None
         if "failure_rate_source" in row:   # a published rate would contradict the swept node MTBF
             row["failure_rate_source"] = None
-    for swept, drop in (("preemptions_per_node_h", ("preemptions_per_h", "preemption_rate_source")),
-                        ("preemptions_per_h", ("preemptions_per_node_h", "preemption_rate_source"))):
-        if swept in clean:   # a swept preemption rate replaces the base's other one and its published band
-            row.update({k: None for k in drop if k in row and k not in clean})
+    # a swept preemption rate replaces the base's other one and its published band (engine.spot_rates)
+    row.update({k: None for k in replaced_preemption_rates(clean) if k in row})
     if same_work and not isinstance(same_work, bool):
         raise InputError("same_work", same_work, "must be True or False")
     tiers, classes = (), {}

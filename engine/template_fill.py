@@ -180,12 +180,13 @@ def _fill_blank_cells(out: pd.DataFrame, base: dict[str, Any], never: set) -> di
 
 
 def _preemption_kept_out(cols: set[str]) -> dict[str, str | None]:
-    """The base's preemption rates a file's own rate replaces (one rate per row: :mod:`engine.spot_rates`)."""
-    def why(given: list[str]) -> str | None:
-        found = [c for c in given if c in cols]
+    """The base's preemption rates a file's own rate replaces (one rate per row:
+    :data:`ckptplan.engine.spot_rates.PREEMPTION_RATE_FIELDS`), each with the reason."""
+    from .spot_rates import PREEMPTION_RATE_FIELDS
+
+    def why(name: str) -> str | None:
+        found = [c for c, replaced in PREEMPTION_RATE_FIELDS.items() if c in cols and name in replaced]
         return (f"the file gives {found[0]}: the template's preemption rate would contradict the file's own"
                 if found else None)
 
-    return {"preemptions_per_h": why(["preemptions_per_node_h", "preemption_rate_source"]),
-            "preemptions_per_node_h": why(["preemptions_per_h", "preemption_rate_source"]),
-            "preemption_rate_source": why(["preemptions_per_h", "preemptions_per_node_h"])}
+    return {name: why(name) for name in PREEMPTION_RATE_FIELDS}

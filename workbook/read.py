@@ -516,8 +516,8 @@ def _scenario_part(d: Design) -> Design:
 
 def _texts(wb, values: dict[str, Any], path: Path, problems: list) -> dict[str, Any]:
     """The scenario's texts: name (blank: the file's), currency (blank: USD), description, source and the
-    domains' names (None: not in the workbook), and the published failure rate behind node_mtbf_h, dropped
-    when the Inputs node MTBF is not its (the planner's own figure wins, as on the command line)."""
+    domains' names (None: not in the workbook), and the published failure rate and spot band behind node_mtbf_h
+    and preemptions_per_node_h (:func:`_source_kept`)."""
     out: dict[str, Any] = {"name": _text(_cell(wb, "scenario_name"), [], "scenario_name") or path.stem,
                            "currency": _text(_cell(wb, "currency"), [], "currency") or "USD"}
     for key, name in (("description", "scenario_description"), ("source", "scenario_source"),
@@ -526,34 +526,28 @@ def _texts(wb, values: dict[str, Any], path: Path, problems: list) -> dict[str, 
                       *((f"domain{i}_name",) * 2 for i in range(1, DOMAIN_SLOTS + 1))):
         found = _cell(wb, name)
         out[key] = None if found is None else _text(found, problems, name) or ""
-    _band(wb, out, values, problems)
-    if out["failure_rate_source"]:
-        try:
-            mtbf = fleet_rate(out["failure_rate_source"]).node_mtbf_h
-        except InputError as exc:
-            problems.append((*_cell(wb, "failure_rate_source")[:2], "failure_rate_source", out["failure_rate_source"],
-                             exc.rule))
-            return out
-        node = values.get("node_mtbf_h")
-        if node is not None and abs(node - mtbf) > 1e-9 * mtbf:
-            out["failure_rate_source"] = ""
+    _source_kept(wb, out, values, problems, "failure_rate_source", "node_mtbf_h",
+                 lambda name: fleet_rate(name).node_mtbf_h)
+    _source_kept(wb, out, values, problems, "preemption_rate_source", "preemptions_per_node_h",
+                 lambda name: spot_rate(name).preemptions_per_node_h)
     return out
 
 
-def _band(wb, out: dict[str, Any], values: dict[str, Any], problems: list) -> None:
-    """The published spot band behind preemptions_per_node_h, dropped when the Inputs' node rate is not its (the
-    planner's own figure wins, as on the command line), as failure_rate_source is; an unknown band is a problem."""
-    if not out.get("preemption_rate_source"):
+def _source_kept(wb, out: dict[str, Any], values: dict[str, Any], problems: list, source: str, value: str,
+                 lookup: Any) -> None:
+    """The published figure named by ``source`` (the fleet failure rate behind node_mtbf_h, the spot band behind
+    preemptions_per_node_h), dropped when the Inputs' ``value`` is not its (the planner's own figure wins, as on
+    the command line); an unknown name is a problem."""
+    if not out.get(source):
         return
     try:
-        rate = spot_rate(out["preemption_rate_source"]).preemptions_per_node_h
+        figure = lookup(out[source])
     except InputError as exc:
-        problems.append((*_cell(wb, "preemption_rate_source")[:2], "preemption_rate_source",
-                         out["preemption_rate_source"], exc.rule))
+        problems.append((*_cell(wb, source)[:2], source, out[source], exc.rule))
         return
-    node = values.get("preemptions_per_node_h")
-    if node is not None and abs(node - rate) > 1e-9 * rate:
-        out["preemption_rate_source"] = ""
+    given = values.get(value)
+    if given is not None and abs(given - figure) > 1e-9 * figure:
+        out[source] = ""
 
 
 def _read_ranges(wb, sc: engine.Scenario, setup: Any, problems: list) -> tuple:

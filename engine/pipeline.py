@@ -340,8 +340,7 @@ def _setup_pass(table: pd.DataFrame, designs: Any, design_rows: Any, eff: Mappin
     if designs:
         single = {c: v.copy() for c, v in res.items()}
         tiered = tiered_pass(designs, design_rows, eff, res, setup_info, problems)
-    res.update(setup_figures(table, res, problems, setup_info["setup"], tiered=tiered,
-                             preemptions_per_h=eff.get("preemptions_per_h")))
+    res.update(setup_figures(table, res, problems, setup_info["setup"], eff["preemptions_per_h"], tiered=tiered))
     return single
 
 
@@ -455,8 +454,8 @@ def _filled_first_tier(filled: pd.DataFrame, numeric: pd.DataFrame, stall: np.nd
 
 
 def setup_figures(table: pd.DataFrame, res: Mapping[str, np.ndarray], problems: RowProblems,
-                  derived: Mapping[str, np.ndarray], tiered: Any = False,
-                  preemptions_per_h: Optional[np.ndarray] = None) -> dict[str, np.ndarray]:
+                  derived: Mapping[str, np.ndarray], preemptions_per_h: np.ndarray,
+                  tiered: Any = False) -> dict[str, np.ndarray]:
     """The setup's figures of every row ``problems`` has not refused (NaN elsewhere), ``total_gpu_hours`` (the
     row's ``job_gpu_hours`` + the spares'), ``total_cost`` (the row's ``compute_cost`` + storage + spares) and
     ``cost_per_useful_gpu_hour``: the one place a plan's GPU-hours and money are summed.
@@ -469,7 +468,7 @@ def setup_figures(table: pd.DataFrame, res: Mapping[str, np.ndarray], problems: 
     (its figure NaN). ``derived``: what the setup pass derived (:func:`fill_from_setup`'s ``setup``); only the
     money is added here (:func:`engine.setup_table.money_columns`), the setup is not derived again.
     ``preemptions_per_h``: the rows' job preemption rates as the table pass resolved them (given, or nodes x the
-    node's rate: :func:`engine.spot_rates.job_preemptions_per_h`); None: the table's column.
+    node's rate: :func:`engine.spot_rates.job_preemptions_per_h`).
     """
     n = len(table)
     out = {c: np.full(n, np.nan) for c in SETUP_RESULT_COLUMNS}
@@ -483,8 +482,7 @@ def setup_figures(table: pd.DataFrame, res: Mapping[str, np.ndarray], problems: 
     found = RowProblems(len(good))
     wall = res["wall_h"][good]
     held = wall - np.nan_to_num(res["capacity_wait_h"][good], nan=0.0) if "capacity_wait_h" in res else wall
-    sub["price_per_gpu_hour"] = _gpu_price(sub, None if preemptions_per_h is None else
-                                           np.asarray(preemptions_per_h, dtype=np.float64)[good])
+    sub["price_per_gpu_hour"] = _gpu_price(sub, np.asarray(preemptions_per_h, dtype=np.float64)[good])
     figures = {k: v[good] for k, v in derived.items()}
     figures.update(money_columns(sub, figures["checkpoint_size_gb"], wall, held, problems=found))
     for p, errs in found.by_row.items():
@@ -517,15 +515,14 @@ def setup_figures(table: pd.DataFrame, res: Mapping[str, np.ndarray], problems: 
     return out
 
 
-def _gpu_price(sub: pd.DataFrame, rate: Optional[np.ndarray] = None) -> np.ndarray:
+def _gpu_price(sub: pd.DataFrame, rate: np.ndarray) -> np.ndarray:
     """The price per GPU-hour a row's plan pays: the spot price of a preemptible plan that gives one
     (:mod:`engine.preemption_table`), else ``price_per_gpu_hour``. ``rate``: the job's preemption rate of each row
-    (None: the table's ``preemptions_per_h``)."""
+    (the table pass's, :func:`engine.spot_rates.job_preemptions_per_h`)."""
     def column(name: str) -> np.ndarray:
         return sub[name].to_numpy(dtype=np.float64) if name in sub.columns else np.full(len(sub), np.nan)
 
     price, spot = column("price_per_gpu_hour"), column("spot_price_per_gpu_hour")
-    rate = column("preemptions_per_h") if rate is None else rate
     with np.errstate(invalid="ignore"):
         return np.where((rate > 0) & ~np.isnan(spot), spot, price)
 

@@ -57,9 +57,10 @@ NOTES = (
      "Perfect scaling (useful GPU-hours constant). Real jobs scale less than perfectly, so large node counts are optimistic.",
      ""),
     ("Spot sheet (preemptible capacity)",
-     "per cycle: time = [(1-q)/theta + pf R' + pp (k C + Wc + R')] / e, work = [q T + k pi I] / e; q = e^(-theta (T+C)), "
-     "theta = 1/M + pi, k = 1 when the notice >= C (saved on notice); pi = preemptions_per_h / 60, else nodes x "
-     "preemptions_per_node_h / 60",
+     "per cycle: time = [(1-q)/theta + pf (D + R') + pp (k C + Wc + R')] / e, work = [q T + k pi I] / e; q = "
+     "e^(-theta (T+C)), R' = (e^(theta R) - 1)(1/theta + D/(M theta) + pi Wc/theta), D the downtime after a failure "
+     "(nothing strikes in it), R the rest of the restart; theta = 1/M + pi, k = 1 when the notice >= C (saved on "
+     "notice); pi = preemptions_per_h / 60, else nodes x preemptions_per_node_h / 60",
      "Failures and preemptions are independent Poisson processes while GPUs are held (spot preemptions cluster in "
      "practice); the notice save always completes; no GPUs are billed while waiting for capacity. The interval: 80 "
      "golden-section steps on log T, as ckptplan. The spot / on-demand / fallback comparison on the Compare sheet is a "
